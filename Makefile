@@ -1,0 +1,32 @@
+# The two commands a newcomer needs: `make run` (the bundled example, no GitHub) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test lint bench golden lock clean
+
+$(STAMP): requirements.lock requirements-dev.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/diagbot eval --cases cases/diagnosis-cases.json --fixtures fixtures --output build/example/reports/diagnosis.json
+
+test: $(STAMP)
+	$(BIN)/ruff check diagbot tests bench entrypoint.py
+	$(BIN)/ruff format --check diagbot entrypoint.py
+	$(BIN)/mypy
+	$(BIN)/python -m pytest
+
+golden: $(STAMP)
+	UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests -k golden
+	git diff --stat -- tests/golden
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_eval.py
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,3 @@
+"""diagbot: deterministic regression gate for incident-diagnosis agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,165 @@
+"""Loading trace-suite case files: strict, with every problem named by file, case and field."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from diagbot.errors import CaseFileError
+from diagbot.models import StrictInput
+
+
+class TraceCase(StrictInput):
+    """What one diagnosis must achieve. Field names on the wire are the documents' camelCase names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+
+    id: str = Field(min_length=1)
+    title: str = ""
+    question: str = ""
+    trace_fixture: str = Field(alias="traceFixture", min_length=1)
+    expected_root_cause_keywords: list[str] = Field(default_factory=list, alias="expectedRootCauseKeywords")
+    min_keyword_matches: int | None = Field(default=None, ge=0, alias="minKeywordMatches")
+    required_evidence_tools: list[str] = Field(default_factory=list, alias="requiredEvidenceTools")
+    allowed_verdicts: list[str] = Field(default_factory=list, alias="allowedVerdicts")
+    forbidden_answer_keywords: list[str] = Field(default_factory=list, alias="forbiddenAnswerKeywords")
+    require_v2_audit_closure: bool = Field(default=False, alias="requireV2AuditClosure")
+    require_claim_checks: bool = Field(default=False, alias="requireClaimChecks")
+    require_composer_output: bool = Field(default=False, alias="requireComposerOutput")
+    expected_gatekeeper_statuses: list[str] = Field(default_factory=list, alias="expectedGatekeeperStatuses")
+    expected_gatekeeper_rule_set_version: str | None = Field(
+        default=None, alias="expectedGatekeeperRuleSetVersion"
+    )
+    expected_composer_statuses: list[str] = Field(default_factory=list, alias="expectedComposerStatuses")
+    forbidden_confirmed_claim_keywords: list[str] = Field(
+        default_factory=list, alias="forbiddenConfirmedClaimKeywords"
+    )
+    degradation_keywords: list[str] = Field(default_factory=list, alias="degradationKeywords")
+
+    @property
+    def required_keyword_matches(self) -> int:
+        """How many keywords must match: all of them unless minKeywordMatches says otherwise."""
+        if self.min_keyword_matches is None:
+            return len(self.expected_root_cause_keywords)
+        return self.min_keyword_matches
+
+
+FIELD_NAMES = [f.alias or name for name, f in TraceCase.model_fields.items()]
+
+
+class CaseSuite(StrictInput):
+    """A validated case file: the cases in file order and the line each case starts on (for annotations)."""
+
+    path: str
+    cases: list[TraceCase]
+    lines: dict[str, int]
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, FIELD_NAMES, n=1, cutoff=0.6)
+    if not close:
+        close = [f for f in FIELD_NAMES if f.lower() == name.lower()]
+    return f" (did you mean {close[0]}?)" if close else f" (known fields: {', '.join(FIELD_NAMES)})"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown field '{loc}'{_suggest(str(error['loc'][0]))}"
+    if error["type"] == "missing":
+        return f"missing required field '{loc}'"
+    return f"field '{loc}': {error['msg'].lower()} (found {json.dumps(error.get('input'))[:60]})"
+
+
+def _fixture_path_problem(raw: object) -> str | None:
+    if not isinstance(raw, str) or not raw:
+        return None  # the model reports type problems
+    normal = posixpath.normpath(raw.replace("\\", "/"))
+    if raw.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", raw) or normal == ".." or normal.startswith("../"):
+        return f"traceFixture '{raw}' leaves the fixtures folder: give a path relative to it, without '..'"
+    return None
+
+
+def _case_line(text: str, case_id: str) -> int:
+    """The line of a case's `"id": ...` key, so check-run annotations can point at the case."""
+    match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(case_id, ensure_ascii=False)), text)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
+def parse_case_file(text: str, path: str) -> CaseSuite:
+    """Validate a case file's text. Raises CaseFileError listing every problem, each naming file, case, field."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the syntax and run again"
+        ) from None
+    defaults: dict[str, Any] = {}
+    problems: list[str] = []
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"defaults", "cases"})
+        if unknown:
+            problems.append(f"{path}: unknown top-level key(s) {unknown}; expected 'defaults' and 'cases'")
+        raw_defaults = data.get("defaults", {})
+        raw_cases = data.get("cases")
+        if not isinstance(raw_defaults, dict):
+            problems.append(f"{path}: 'defaults' must be an object of case fields")
+        else:
+            defaults = raw_defaults
+            for key in defaults:
+                if key == "id":
+                    problems.append(f"{path}: defaults: 'id' cannot have a default; give each case its own id")
+                elif key not in FIELD_NAMES:
+                    problems.append(f"{path}: defaults: unknown field '{key}'{_suggest(key)}")
+    else:
+        raw_cases = data
+    if not isinstance(raw_cases, list):
+        problems.append(f"{path}: expected an array of cases, or an object with a 'cases' array")
+        raise CaseFileError(*problems)
+
+    cases: list[TraceCase] = []
+    case_lines: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_cases):
+        label = f"case #{index + 1}"
+        if not isinstance(raw, dict):
+            problems.append(f"{path}: {label}: expected an object, found {type(raw).__name__}")
+            continue
+        if isinstance(raw.get("id"), str) and raw["id"]:
+            label = f"case '{raw['id']}' (#{index + 1})"
+        merged = {**{k: v for k, v in defaults.items() if k != "id"}, **raw}
+        path_problem = _fixture_path_problem(merged.get("traceFixture"))
+        if path_problem:
+            problems.append(f"{path}: {label}: {path_problem}")
+        try:
+            case = TraceCase.model_validate(merged)
+        except ValidationError as exc:
+            problems.extend(f"{path}: {label}: {_describe(dict(e))}" for e in exc.errors())
+            continue
+        if case.id in seen:
+            problems.append(f"{path}: {label}: duplicate id '{case.id}' (first used by case #{seen[case.id]})")
+            continue
+        seen[case.id] = index + 1
+        cases.append(case)
+        case_lines[case.id] = _case_line(text, case.id)
+    if problems:
+        raise CaseFileError(*problems)
+    return CaseSuite(path=path, cases=cases, lines=case_lines)
+
+
+def load_case_file(path: Path, display: str | None = None) -> CaseSuite:
+    """Read and validate a case file from disk."""
+    shown = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CaseFileError(f"{shown}: case file not found; check the --cases path or diagbot.yml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(f"{shown}: cannot read the case file ({exc})") from None
+    return parse_case_file(text, shown)

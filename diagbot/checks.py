@@ -1,0 +1,241 @@
+"""The registry of trace checks. Each check has one job and a stable code; adding a check is adding a function.
+
+A check takes the case and the parsed trace and returns one message per failure, saying what was expected
+and what was found. The codes are public API: they appear in reports as `"<code>: <message>"`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+
+from diagbot.cases import TraceCase
+from diagbot.text import matches
+from diagbot.trace import Trace
+
+
+class Code(StrEnum):
+    KEYWORD_COVERAGE = "keyword_coverage"
+    MISSING_EVIDENCE_TOOL = "missing_evidence_tool"
+    VERDICT_MISSING = "verdict_missing"
+    VERDICT_NOT_ALLOWED = "verdict_not_allowed"
+    FORBIDDEN_ANSWER_KEYWORD = "forbidden_answer_keyword"
+    REJECT_WITHOUT_DEGRADATION = "reject_without_degradation"
+    CLAIM_UNBOUND = "claim_unbound"
+    V2_MISSING = "v2_missing"
+    RAW_JSON_LEAK = "raw_json_leak"
+    CLAIM_CHECKS_EMPTY = "claim_checks_empty"
+    CLAIM_CHECK_INVALID = "claim_check_invalid"
+    GATEKEEPER_FAIL_WITH_PASS = "gatekeeper_fail_with_pass"
+    GATEKEEPER_STATUS = "gatekeeper_status"
+    GATEKEEPER_RULE_SET_VERSION = "gatekeeper_rule_set_version"
+    COMPOSER_OUTPUT_MISSING = "composer_output_missing"
+    COMPOSER_STATUS = "composer_status"
+    FORBIDDEN_CONFIRMED_CLAIM = "forbidden_confirmed_claim"
+    FIXTURE_MISSING = "fixture_missing"
+    FIXTURE_INVALID = "fixture_invalid"
+
+
+REJECT = "REJECT"
+PASS = "PASS"
+RAW_JSON_MARKERS = ("executor_evidence_v2", "answer_version", "evidence_bindings", "claim_id")
+CLAIM_VERIFICATIONS = (
+    "direct_observation",
+    "reasonable_inference",
+    "overstated",
+    "unsupported",
+    "external_unknown",
+    "contradicted",
+)
+
+CheckFn = Callable[[TraceCase, Trace], list[str]]
+REGISTRY: dict[Code, CheckFn] = {}
+
+
+def check(code: Code) -> Callable[[CheckFn], CheckFn]:
+    """Register a check under its code; registration order is the order failures are listed in."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        assert code not in REGISTRY, f"check {code} registered twice"
+        REGISTRY[code] = fn
+        return fn
+
+    return register
+
+
+def run_checks(case: TraceCase, trace: Trace) -> list[str]:
+    """Every failed check as `"<code>: <message>"`, in registry order."""
+    return [f"{code}: {message}" for code, fn in REGISTRY.items() for message in fn(case, trace)]
+
+
+def _quote(items: list[str]) -> str:
+    return ", ".join(f"'{item}'" for item in items) or "none"
+
+
+@check(Code.KEYWORD_COVERAGE)
+def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
+    found = matches(trace.answer, case.expected_root_cause_keywords)
+    need = case.required_keyword_matches
+    if len(found) >= need:
+        return []
+    missing = [k for k in case.expected_root_cause_keywords if k not in found]
+    return [f"answer matches {len(found)} of the root-cause keywords, needs {need}; missing {_quote(missing)}"]
+
+
+@check(Code.MISSING_EVIDENCE_TOOL)
+def missing_evidence_tool(case: TraceCase, trace: Trace) -> list[str]:
+    seen = trace.tools_seen
+    return [
+        f"required tool '{tool}' was never used (tools seen: {_quote(sorted(seen))})"
+        for tool in case.required_evidence_tools
+        if tool not in seen
+    ]
+
+
+@check(Code.VERDICT_MISSING)
+def verdict_missing(case: TraceCase, trace: Trace) -> list[str]:
+    if trace.verdict:
+        return []
+    return ["the trace has no verifier verdict (session.selfEvaluation.verifier_evaluation.verdict)"]
+
+
+@check(Code.VERDICT_NOT_ALLOWED)
+def verdict_not_allowed(case: TraceCase, trace: Trace) -> list[str]:
+    if not trace.verdict or not case.allowed_verdicts or trace.verdict in case.allowed_verdicts:
+        return []
+    return [f"verdict '{trace.verdict}' is not one of {_quote(case.allowed_verdicts)}"]
+
+
+@check(Code.FORBIDDEN_ANSWER_KEYWORD)
+def forbidden_answer_keyword(case: TraceCase, trace: Trace) -> list[str]:
+    found = matches(trace.answer, case.forbidden_answer_keywords)
+    return [f"answer contains forbidden phrase {_quote(found)}"] if found else []
+
+
+@check(Code.REJECT_WITHOUT_DEGRADATION)
+def reject_without_degradation(case: TraceCase, trace: Trace) -> list[str]:
+    if trace.verdict != REJECT:
+        return []
+    if not case.degradation_keywords:
+        return ["verdict is REJECT but the case sets no degradationKeywords, so degradation cannot be shown"]
+    if matches(trace.answer, case.degradation_keywords):
+        return []
+    return [f"verdict is REJECT but the answer has none of the degradation markers {_quote(case.degradation_keywords)}"]
+
+
+@check(Code.CLAIM_UNBOUND)
+def claim_unbound(case: TraceCase, trace: Trace) -> list[str]:
+    executor = trace.verifier.executor_structured_output if trace.verifier else None
+    if executor is None or executor.claims is None:
+        return []
+    return [
+        f"confirmed claim #{index} has no evidence_bindings"
+        for index, claim in enumerate(executor.claims)
+        if claim.status in (None, "confirmed") and not claim.evidence_bindings
+    ]
+
+
+@check(Code.V2_MISSING)
+def v2_missing(case: TraceCase, trace: Trace) -> list[str]:
+    if not case.require_v2_audit_closure:
+        return []
+    verifier = trace.verifier
+    parts = {
+        "gatekeeper_result": verifier.gatekeeper_result if verifier else None,
+        "claim_checks": verifier.claim_checks if verifier else None,
+        "composer_output": verifier.composer_output if verifier else None,
+    }
+    return [f"V2 audit closure needs verifier_evaluation.{name}, which is absent" for name, v in parts.items() if v is None]
+
+
+@check(Code.RAW_JSON_LEAK)
+def raw_json_leak(case: TraceCase, trace: Trace) -> list[str]:
+    if not case.require_v2_audit_closure:
+        return []
+    leaked = matches(trace.answer, RAW_JSON_MARKERS)
+    return [f"answer leaks internal structured-output field(s) {_quote(leaked)}"] if leaked else []
+
+
+@check(Code.CLAIM_CHECKS_EMPTY)
+def claim_checks_empty(case: TraceCase, trace: Trace) -> list[str]:
+    if not case.require_claim_checks:
+        return []
+    if trace.verifier and trace.verifier.claim_checks:
+        return []
+    return ["requireClaimChecks is set but verifier_evaluation.claim_checks is absent or empty"]
+
+
+@check(Code.CLAIM_CHECK_INVALID)
+def claim_check_invalid(case: TraceCase, trace: Trace) -> list[str]:
+    if not (case.require_v2_audit_closure or case.require_claim_checks) or not trace.verifier:
+        return []
+    problems = []
+    for index, item in enumerate(trace.verifier.claim_checks or []):
+        if not isinstance(item, dict):
+            problems.append(f"claim_checks[{index}] is not an object")
+            continue
+        lacking = [key for key in ("claim_id", "verification", "detail") if item.get(key) in (None, "")]
+        if lacking:
+            problems.append(f"claim_checks[{index}] lacks {_quote(lacking)}")
+        elif item["verification"] not in CLAIM_VERIFICATIONS:
+            problems.append(
+                f"claim_checks[{index}] has verification '{item['verification']}', "
+                f"expected one of {_quote(list(CLAIM_VERIFICATIONS))}"
+            )
+    return problems
+
+
+@check(Code.GATEKEEPER_FAIL_WITH_PASS)
+def gatekeeper_fail_with_pass(case: TraceCase, trace: Trace) -> list[str]:
+    gatekeeper = trace.verifier.gatekeeper_result if trace.verifier else None
+    if gatekeeper and gatekeeper.status == "fail" and trace.verdict == PASS:
+        return ["gatekeeper failed the answer but the verifier still says PASS"]
+    return []
+
+
+def _gatekeeper_field(trace: Trace, name: str) -> str | None:
+    gatekeeper = trace.verifier.gatekeeper_result if trace.verifier else None
+    return getattr(gatekeeper, name) if gatekeeper else None
+
+
+@check(Code.GATEKEEPER_STATUS)
+def gatekeeper_status(case: TraceCase, trace: Trace) -> list[str]:
+    status = _gatekeeper_field(trace, "status")
+    if not case.expected_gatekeeper_statuses or status in case.expected_gatekeeper_statuses:
+        return []
+    return [f"gatekeeper status is {_quote([status]) if status else 'absent'}, expected {_quote(case.expected_gatekeeper_statuses)}"]
+
+
+@check(Code.GATEKEEPER_RULE_SET_VERSION)
+def gatekeeper_rule_set_version(case: TraceCase, trace: Trace) -> list[str]:
+    version = _gatekeeper_field(trace, "rule_set_version")
+    expected = case.expected_gatekeeper_rule_set_version
+    if expected is None or version == expected:
+        return []
+    return [f"gatekeeper rule set is {_quote([version]) if version else 'absent'}, expected '{expected}'"]
+
+
+def _composer_status(trace: Trace) -> str | None:
+    composer = trace.verifier.composer_output if trace.verifier else None
+    return composer.status if composer else None
+
+
+@check(Code.COMPOSER_OUTPUT_MISSING)
+def composer_output_missing(case: TraceCase, trace: Trace) -> list[str]:
+    if case.require_composer_output and not _composer_status(trace):
+        return ["requireComposerOutput is set but verifier_evaluation.composer_output.status is absent"]
+    return []
+
+
+@check(Code.COMPOSER_STATUS)
+def composer_status(case: TraceCase, trace: Trace) -> list[str]:
+    status = _composer_status(trace)
+    if not case.expected_composer_statuses or status in case.expected_composer_statuses:
+        return []
+    return [f"composer status is {_quote([status]) if status else 'absent'}, expected {_quote(case.expected_composer_statuses)}"]
+
+
+@check(Code.FORBIDDEN_CONFIRMED_CLAIM)
+def forbidden_confirmed_claim(case: TraceCase, trace: Trace) -> list[str]:
+    found = matches(trace.answer, case.forbidden_confirmed_claim_keywords)
+    return [f"answer states the unsupported claim {_quote(found)} as if confirmed"] if found else []

@@ -1,0 +1,59 @@
+"""Turning a case and its trace into a CaseResult, and a whole suite into a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagbot.cases import CaseSuite, TraceCase
+from diagbot.checks import run_checks
+from diagbot.report import CaseResult, RunInfo, TraceReport, build_report
+from diagbot.text import matches
+from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES, FixtureProblem, Trace, load_trace
+
+
+def evaluate_case(case: TraceCase, trace: Trace | FixtureProblem) -> CaseResult:
+    """Pure: run every registered check. A fixture problem fails the case with that one reason."""
+    if isinstance(trace, FixtureProblem):
+        return CaseResult(
+            case_id=case.id,
+            title=case.title,
+            passed=False,
+            failed_checks=[f"{trace.code}: {trace.message}"],
+            required_keyword_count=len(case.expected_root_cause_keywords),
+            evidence_coverage={tool: False for tool in case.required_evidence_tools},
+        )
+    failed = run_checks(case, trace)
+    verifier = trace.verifier
+    gatekeeper = verifier.gatekeeper_result if verifier else None
+    composer = verifier.composer_output if verifier else None
+    seen = trace.tools_seen
+    return CaseResult(
+        case_id=case.id,
+        title=case.title,
+        passed=not failed,
+        failed_checks=failed,
+        verdict=trace.verdict,
+        matched_keyword_count=len(matches(trace.answer, case.expected_root_cause_keywords)),
+        required_keyword_count=len(case.expected_root_cause_keywords),
+        evidence_coverage={tool: tool in seen for tool in case.required_evidence_tools},
+        gatekeeper_status=gatekeeper.status if gatekeeper else None,
+        gatekeeper_rule_set_version=gatekeeper.rule_set_version if gatekeeper else None,
+        composer_status=composer.status if composer else None,
+        claim_check_count=len(verifier.claim_checks) if verifier and verifier.claim_checks is not None else None,
+        tool_call_count=trace.tool_call_count if trace.tool_invocations is not None else None,
+        duration_ms=trace.duration_ms,
+    )
+
+
+def evaluate_suite(
+    suite: CaseSuite,
+    fixtures_dir: Path,
+    name: str | None = None,
+    run: RunInfo | None = None,
+    max_fixture_bytes: int = DEFAULT_MAX_FIXTURE_BYTES,
+) -> TraceReport:
+    """Evaluate every case, reading one fixture at a time so memory stays flat however big the suite."""
+    results = [
+        evaluate_case(case, load_trace(fixtures_dir, case.trace_fixture, max_fixture_bytes)) for case in suite.cases
+    ]
+    return build_report(results, suite=name, run=run)

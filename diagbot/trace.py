@@ -1,0 +1,178 @@
+"""Trace fixtures: what the agent actually did, read leniently but never trusted.
+
+Only the fields the checks need are modelled; everything else in a fixture is skipped unparsed. Types are
+strict (a string where a list belongs is a broken fixture, not an empty list), and every problem becomes a
+`FixtureProblem` that names the file and the JSON path, so one bad fixture fails its own case only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
+
+
+class ToolInvocation(_Lenient):
+    tool_name: str | None = Field(default=None, alias="toolName")
+    success: bool | None = None
+
+
+class ToolSummary(_Lenient):
+    tool_name: str | None = None
+
+
+class Claim(_Lenient):
+    status: str | None = None
+    evidence_bindings: list[Any] | None = None
+
+
+class ExecutorOutput(_Lenient):
+    claims: list[Claim] | None = None
+
+
+class GatekeeperResult(_Lenient):
+    status: str | None = None
+    rule_set_version: str | None = None
+
+
+class ComposerOutput(_Lenient):
+    status: str | None = None
+
+
+class VerifierEvaluation(_Lenient):
+    verdict: str | None = None
+    tool_trace_summary: list[ToolSummary] | None = None
+    executor_structured_output: ExecutorOutput | None = None
+    gatekeeper_result: GatekeeperResult | None = None
+    claim_checks: list[Any] | None = None
+    composer_output: ComposerOutput | None = None
+
+
+class SelfEvaluation(_Lenient):
+    verifier_evaluation: VerifierEvaluation | None = None
+
+
+class Session(_Lenient):
+    answer: str | None = None
+    total_duration_ms: int | float | None = Field(default=None, alias="totalDurationMs")
+    self_evaluation: SelfEvaluation | None = Field(default=None, alias="selfEvaluation")
+
+
+class Trace(_Lenient):
+    """The parts of a recorded agent run that the checks read."""
+
+    session: Session | None = None
+    tool_invocations: list[ToolInvocation] | None = Field(default=None, alias="toolInvocations")
+
+    @property
+    def answer(self) -> str:
+        return (self.session.answer if self.session else None) or ""
+
+    @property
+    def verifier(self) -> VerifierEvaluation | None:
+        if self.session and self.session.self_evaluation:
+            return self.session.self_evaluation.verifier_evaluation
+        return None
+
+    @property
+    def verdict(self) -> str | None:
+        return self.verifier.verdict if self.verifier else None
+
+    @property
+    def duration_ms(self) -> int | float | None:
+        return self.session.total_duration_ms if self.session else None
+
+    @property
+    def tool_call_count(self) -> int:
+        return len(self.tool_invocations or [])
+
+    @property
+    def tools_seen(self) -> set[str]:
+        """Tools the agent used: its own invocations (failed ones too) plus the verifier's summary."""
+        seen = {t.tool_name for t in self.tool_invocations or [] if t.tool_name}
+        if self.verifier:
+            seen |= {t.tool_name for t in self.verifier.tool_trace_summary or [] if t.tool_name}
+        return seen
+
+
+class FixtureProblem(BaseModel):
+    """Why a fixture could not be used: `code` is fixture_missing or fixture_invalid."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+
+
+def _json_path(loc: tuple[int | str, ...]) -> str:
+    path = "$"
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
+    """Parse a fixture's bytes. Pure: never raises for any input."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FixtureProblem(
+            code="fixture_invalid", message=f"{where}: not UTF-8 (bad byte at offset {exc.start}); re-save as UTF-8"
+        )
+    try:
+        return Trace.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            detail = first["msg"].removeprefix("Invalid JSON: ")
+            return FixtureProblem(code="fixture_invalid", message=f"{where}: not valid JSON ({detail})")
+        if not first["loc"]:
+            return FixtureProblem(
+                code="fixture_invalid", message=f"{where}: expected a JSON object at the top level"
+            )
+        expected = first["msg"].lower().removeprefix("input should be ").replace("a valid ", "a ")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return FixtureProblem(
+            code="fixture_invalid",
+            message=f"{where}: {_json_path(first['loc'])} should be {expected}, "
+            f"found {_type_name(first['input'])}{more}",
+        )
+
+
+def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> Trace | FixtureProblem:
+    """Read one fixture from inside `fixtures_dir`; links that lead outside it are refused."""
+    where = f"fixture '{name}'"
+    root = fixtures_dir.resolve()
+    path = (fixtures_dir / name).resolve()
+    if not path.is_relative_to(root):
+        return FixtureProblem(code="fixture_invalid", message=f"{where} resolves outside the fixtures folder")
+    try:
+        size = os.stat(path).st_size
+        if not path.is_file():
+            return FixtureProblem(code="fixture_invalid", message=f"{where} is not a regular file")
+        if size > max_bytes:
+            return FixtureProblem(
+                code="fixture_invalid",
+                message=f"{where} is {size} bytes, over the {max_bytes}-byte limit (raise max-fixture-bytes)",
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return FixtureProblem(
+            code="fixture_missing", message=f"{where} not found in {fixtures_dir}; record the trace or fix traceFixture"
+        )
+    except OSError as exc:
+        return FixtureProblem(code="fixture_invalid", message=f"{where} cannot be read ({exc.strerror})")
+    return parse_trace(data, where)
