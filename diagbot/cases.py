@@ -86,10 +86,18 @@ def _fixture_path_problem(raw: object) -> str | None:
     return None
 
 
-def _case_line(text: str, case_id: str) -> int:
-    """The line of a case's `"id": ...` key, so check-run annotations can point at the case."""
-    match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(case_id, ensure_ascii=False)), text)
-    return text.count("\n", 0, match.start()) + 1 if match else 1
+def _case_lines(text: str) -> dict[str, int]:
+    """The line of each case's `"id": ...` key (first occurrence), so annotations can point at the case."""
+    lines: dict[str, int] = {}
+    line, pos = 1, 0
+    for match in re.finditer(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")', text):
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        try:
+            lines.setdefault(json.loads(match.group(1)), line)
+        except json.JSONDecodeError:
+            continue
+    return lines
 
 
 def parse_case_file(text: str, path: str) -> CaseSuite:
@@ -124,7 +132,7 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         raise CaseFileError(*problems)
 
     cases: list[TraceCase] = []
-    case_lines: dict[str, int] = {}
+    lines = _case_lines(text)
     seen: dict[str, int] = {}
     for index, raw in enumerate(raw_cases):
         label = f"case #{index + 1}"
@@ -147,10 +155,9 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
             continue
         seen[case.id] = index + 1
         cases.append(case)
-        case_lines[case.id] = _case_line(text, case.id)
     if problems:
         raise CaseFileError(*problems)
-    return CaseSuite(path=path, cases=cases, lines=case_lines)
+    return CaseSuite(path=path, cases=cases, lines={case.id: lines.get(case.id, 1) for case in cases})
 
 
 def load_case_file(path: Path, display: str | None = None) -> CaseSuite:

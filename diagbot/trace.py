@@ -62,7 +62,7 @@ class SelfEvaluation(_Lenient):
 
 class Session(_Lenient):
     answer: str | None = None
-    total_duration_ms: int | float | None = Field(default=None, alias="totalDurationMs")
+    total_duration_ms: float | None = Field(default=None, alias="totalDurationMs", allow_inf_nan=False)
     self_evaluation: SelfEvaluation | None = Field(default=None, alias="selfEvaluation")
 
 
@@ -88,7 +88,9 @@ class Trace(_Lenient):
 
     @property
     def duration_ms(self) -> int | float | None:
-        return self.session.total_duration_ms if self.session else None
+        """The run's duration, as an int when whole (reports keep `8000`, not `8000.0`)."""
+        value = self.session.total_duration_ms if self.session else None
+        return int(value) if value is not None and value.is_integer() else value
 
     @property
     def tool_call_count(self) -> int:
@@ -124,6 +126,17 @@ def _type_name(value: Any) -> str:
     return names.get(type(value), "a number")
 
 
+_EXPECTED = {
+    "list_type": "an array",
+    "string_type": "a string",
+    "bool_type": "a boolean",
+    "int_type": "a number",
+    "float_type": "a number",
+    "model_type": "an object",
+    "dict_type": "an object",
+}
+
+
 def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
     """Parse a fixture's bytes. Pure: never raises for any input."""
     try:
@@ -143,7 +156,7 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
             return FixtureProblem(
                 code="fixture_invalid", message=f"{where}: expected a JSON object at the top level"
             )
-        expected = first["msg"].lower().removeprefix("input should be ").replace("a valid ", "a ")
+        expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return FixtureProblem(
             code="fixture_invalid",

@@ -1,0 +1,526 @@
+"""The workspace suite: judge the folder a multi-agent run left behind, bucket by bucket, with hard gates.
+
+A case (`CASES/<id>/case.yaml`) names checks per bucket; its run is `FIXTURES/<id>/` (or `workspace:`,
+always inside FIXTURES). In `evidence_only` mode a fixed `mode_contract` bucket proves the run stopped at the
+evidence stage; in `diagnosis` mode five buckets run from workflow to diagnosis. Verdicts follow a fixed
+precedence, and the score band keeps `invalid` at 0, `fail` in 1..69 and `pass` at 70 or more.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import SerializerFunctionWrapHandler as SerializeNext
+
+from diagbot.diff import DiffItem, ItemType, Scope
+from diagbot.models import Output, StrictInput
+from diagbot.workspace_checks import CheckKind, CheckSpec, SafeGlob, Workspace, run_check
+
+
+class Mode(StrEnum):
+    DIAGNOSIS = "diagnosis"
+    EVIDENCE_ONLY = "evidence_only"
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INVALID = "invalid"
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    PARTIAL = "partial"
+    FAIL = "fail"
+
+
+class Bucket(StrEnum):
+    MODE_CONTRACT = "mode_contract"
+    WORKFLOW = "workflow"
+    EVIDENCE_COLLECTION = "evidence_collection"
+    CRITICAL_EVIDENCE = "critical_evidence"
+    EVIDENCE_ROUTING = "evidence_routing"
+    DIAGNOSIS = "diagnosis"
+
+
+class Reason(StrEnum):
+    ARTIFACT_RESOLUTION_FAILED = "artifact_resolution_failed"
+    EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED = "evidence_only_stage_boundary_failed"
+    EVIDENCE_ONLY_ARTIFACTS_MISSING = "evidence_only_artifacts_missing"
+    WORKFLOW_INCOMPLETE = "workflow_incomplete"
+    EVIDENCE_COLLECTION_INCOMPLETE = "evidence_collection_incomplete"
+    EVIDENCE_COLLECTION_PARTIAL = "evidence_collection_partial"
+    CRITICAL_EVIDENCE_MISSING = "critical_evidence_missing"
+    CRITICAL_EVIDENCE_PARTIAL = "critical_evidence_partial"
+    EVIDENCE_ROUTING_MISSING = "evidence_routing_missing"
+    EVIDENCE_ROUTING_PARTIAL = "evidence_routing_partial"
+    DIAGNOSIS_MISSING = "diagnosis_missing"
+    DIAGNOSIS_PARTIAL = "diagnosis_partial"
+
+
+EVIDENCE_ONLY_POINTS = {
+    Bucket.MODE_CONTRACT: 10.0,
+    Bucket.EVIDENCE_COLLECTION: 30.0,
+    Bucket.CRITICAL_EVIDENCE: 60.0,
+}
+DIAGNOSIS_POINTS = {
+    Bucket.WORKFLOW: 10.0,
+    Bucket.EVIDENCE_COLLECTION: 20.0,
+    Bucket.CRITICAL_EVIDENCE: 30.0,
+    Bucket.EVIDENCE_ROUTING: 10.0,
+    Bucket.DIAGNOSIS: 30.0,
+}
+STAGE_BOUNDARY_CHECK = "diagnosis_agent_not_invoked"
+PASS_FLOOR, FAIL_CEILING = 70.0, 69.0
+
+
+class Evaluation(StrictInput):
+    mode: Mode = Mode.DIAGNOSIS
+    summary_glob: SafeGlob = "evidences/*summary*"
+    weights: dict[Bucket, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _weights_total_100(self) -> Evaluation:
+        if self.weights and self.mode is Mode.EVIDENCE_ONLY:
+            raise ValueError(
+                "weights apply only in diagnosis mode; remove evaluation.weights or set mode: diagnosis"
+            )
+        if Bucket.MODE_CONTRACT in self.weights or any(points < 0 for points in self.weights.values()):
+            raise ValueError(f"weights take points >= 0 for {', '.join(DIAGNOSIS_POINTS)} only")
+        total = sum(self.points().values())
+        if abs(total - 100) > 1e-9:
+            raise ValueError(
+                f"bucket points total {total:g}, not 100; adjust evaluation.weights so they add up"
+            )
+        return self
+
+    def points(self) -> dict[Bucket, float]:
+        """The buckets this mode judges, in verdict order, with their points."""
+        if self.mode is Mode.EVIDENCE_ONLY:
+            return dict(EVIDENCE_ONLY_POINTS)
+        return {bucket: self.weights.get(bucket, points) for bucket, points in DIAGNOSIS_POINTS.items()}
+
+
+class Judge(StrictInput):
+    workflow: list[CheckSpec] = Field(default_factory=list)
+    evidence_collection: list[CheckSpec] = Field(default_factory=list)
+    critical_evidence: list[CheckSpec] = Field(default_factory=list)
+    evidence_routing: list[CheckSpec] = Field(default_factory=list)
+    diagnosis: list[CheckSpec] = Field(default_factory=list)
+
+    @field_validator("*")
+    @classmethod
+    def _unique_ids(cls, checks: list[CheckSpec]) -> list[CheckSpec]:
+        seen: set[str] = set()
+        for check in checks:
+            if check.id in seen:
+                raise ValueError(f"check id {check.id!r} is used twice; ids must be unique within a bucket")
+            seen.add(check.id)
+        return checks
+
+
+class WorkspaceCase(StrictInput):
+    """One case.yaml: what to judge in a run folder, and where that folder is."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    title: str
+    prompt: str = ""
+    workspace: SafeGlob | None = None
+    evaluation: Evaluation = Field(default_factory=Evaluation)
+    judge: Judge
+
+
+def _mode_contract(summary_glob: str) -> list[CheckSpec]:
+    """The fixed evidence-only gate: hand-off artifacts are there and the diagnosis agent never ran."""
+    return [
+        CheckSpec(id="workspace_evidence_report_valid", json_valid="workspace_evidence_report.json"),
+        CheckSpec(
+            id="evidence_agent_artifact_present", json_valid="evidences/agent-runs/evidence-agent.json"
+        ),
+        CheckSpec(id="summary_artifact_present", file_exists=summary_glob),
+        CheckSpec(id=STAGE_BOUNDARY_CHECK, file_absent="evidences/agent-runs/diagnosis-analyst.json"),
+    ]
+
+
+# ---- loading -------------------------------------------------------------------------------------------
+
+_CHECK_KEYS = "id, required, weight, description and exactly one of " + ", ".join(CheckKind)
+
+
+def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[WorkspaceCase], list[str]]:
+    """Every case that validates, and every problem found (file, case, bucket, check, field, what to do)."""
+    if not cases_dir.is_dir():
+        return [], [f"{cases_dir}: cases folder not found; pass the folder that holds <case-id>/case.yaml"]
+    problems = (
+        [] if fixtures_dir.is_dir() else [f"{fixtures_dir}: fixtures folder not found; every run is invalid"]
+    )
+    cases = []
+    for folder in sorted(
+        path for path in cases_dir.iterdir() if path.is_dir() and not path.name.startswith(".")
+    ):
+        case, found = _load_case(folder / "case.yaml", folder.name)
+        problems += found
+        if case is not None:
+            cases.append(case)
+    return cases, problems
+
+
+def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, [f"{path}: case {folder}: cannot be read as YAML ({exc}); fix the file"]
+    if not isinstance(raw, dict):
+        return None, [f"{path}: case {folder}: top level must be a mapping with id, title, evaluation, judge"]
+    case_id = raw["id"] if isinstance(raw.get("id"), str) else folder
+    problems = [_problem(path, case_id, loc, message, raw) for loc, message in _case_rules(raw, folder)]
+    try:
+        case = WorkspaceCase.model_validate(raw)
+    except ValidationError as exc:
+        errors = [(err["loc"], _explain(err)) for err in exc.errors()]
+        return None, [_problem(path, case_id, loc, message, raw) for loc, message in errors] + problems
+    return (None if problems else case), problems
+
+
+def _case_rules(raw: dict[str, Any], folder: str) -> list[tuple[tuple[int | str, ...], str]]:
+    """Rules across fields, checked on the raw mapping so they are reported alongside shape errors."""
+    found: list[tuple[tuple[int | str, ...], str]] = []
+    if isinstance(raw.get("id"), str) and raw["id"] != folder:
+        found.append((("id",), f"{raw['id']!r} differs from its folder name {folder!r}; make them the same"))
+    judge = raw.get("judge")
+    try:
+        evaluation = Evaluation.model_validate(raw.get("evaluation") or {})
+    except ValidationError:
+        return found  # reported with the shape errors
+    for bucket, points in evaluation.points().items():
+        if bucket is Bucket.MODE_CONTRACT or points == 0 or not isinstance(judge, dict):
+            continue
+        if not judge.get(bucket.value):
+            fix = "or give it 0 points in evaluation.weights" if evaluation.mode is Mode.DIAGNOSIS else ""
+            message = f"{evaluation.mode} mode needs at least one check here; add one {fix}"
+            found.append((("judge", bucket.value), message.strip()))
+    return found
+
+
+def _explain(err: Any) -> str:
+    kind, message = err["type"], str(err["msg"])
+    if kind == "extra_forbidden":
+        hint = f" (a check takes {_CHECK_KEYS})" if len(err["loc"]) == 4 and err["loc"][0] == "judge" else ""
+        return f"unknown key; remove it or fix its spelling{hint}"
+    if kind == "missing":
+        return "is required; add it"
+    if kind == "value_error":
+        return message.removeprefix("Value error, ")
+    return f"{message} (got {err['input']!r:.80})"
+
+
+def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, raw: dict[str, Any]) -> str:
+    where, rest = [f"case {case_id}"], list(loc)
+    if len(rest) >= 2 and rest[0] == "judge":
+        bucket, rest = str(rest[1]), rest[2:]
+        where.append(f"bucket {bucket}")
+        if rest and isinstance(index := rest[0], int):
+            rest = rest[1:]
+            checks = (raw.get("judge") or {}).get(bucket)
+            check = checks[index] if isinstance(checks, list) and index < len(checks) else None
+            name = repr(check["id"]) if isinstance(check, dict) and "id" in check else f"#{index + 1}"
+            where.append(f"check {name}")
+    if rest:
+        where.append(f"field {'.'.join(map(str, rest))}")
+    return f"{path}: {': '.join(where)}: {message}"
+
+
+# ---- judging -------------------------------------------------------------------------------------------
+
+
+class CheckResult(Output):
+    id: str
+    passed: bool
+    required: bool
+    weight: float
+    detail: str
+
+
+class BucketResult(Output):
+    status: Status
+    points: float
+    score: float
+    checks: list[CheckResult]
+
+
+class Scoring(Output):
+    raw: float
+    final: float
+    verdict: Verdict
+    reason: Reason | None
+
+
+class Packet(Output):
+    """On the wire each bucket sits beside `scoring` (`packet.critical_evidence`); in Python, in a dict."""
+
+    buckets: dict[str, BucketResult]
+    scoring: Scoring
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "buckets" not in data:
+            return {
+                "buckets": {k: v for k, v in data.items() if k != "scoring"},
+                "scoring": data.get("scoring"),
+            }
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, serialize: SerializeNext) -> dict[str, Any]:
+        data = serialize(self)
+        return {**data.pop("buckets"), **data}
+
+
+class WorkspaceResult(Output):
+    case_id: str
+    title: str
+    mode: Mode
+    verdict: Verdict
+    reason: Reason | None
+    score: float
+    packet: Packet
+
+
+def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
+    """Judge one run folder; whatever the folder holds becomes check results, never an exception."""
+    root, problem = _resolve(case, fixtures_dir)
+    workspace = Workspace(root) if root is not None else None
+    buckets = {}
+    for bucket, points in case.evaluation.points().items():
+        if bucket is Bucket.MODE_CONTRACT:
+            checks = _mode_contract(case.evaluation.summary_glob)
+        else:
+            checks = getattr(case.judge, bucket.value)
+        if workspace is None:
+            results = [_result(check, False, f"not run: {problem}") for check in checks]
+        else:
+            results = [_result(check, *run_check(workspace, check)) for check in checks]
+        buckets[bucket.value] = _bucket(points, results)
+    verdict, reason = (
+        (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED) if root is None else _decide(case, buckets)
+    )
+    raw = round(sum(bucket.score for bucket in buckets.values()), 2)
+    final = _band(verdict, raw)
+    scoring = Scoring(raw=raw, final=final, verdict=verdict, reason=reason)
+    return WorkspaceResult(
+        case_id=case.id,
+        title=case.title,
+        mode=case.evaluation.mode,
+        verdict=verdict,
+        reason=reason,
+        score=final,
+        packet=Packet(buckets=buckets, scoring=scoring),
+    )
+
+
+def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
+    """The run folder's real path, or why there is none; links may not lead out of the fixtures folder."""
+    name = case.workspace or case.id
+    base, target = os.path.realpath(fixtures_dir), os.path.realpath(fixtures_dir / name)
+    if target == base or os.path.commonpath([base, target]) != base:
+        return None, f"workspace {name!r} resolves outside the fixtures folder"
+    if not os.path.isdir(target):
+        return None, f"workspace folder {name!r} not found in the fixtures folder"
+    try:
+        os.scandir(target).close()
+    except OSError as exc:
+        return None, f"workspace folder {name!r} cannot be read ({exc.strerror})"
+    return target, ""
+
+
+def _result(check: CheckSpec, passed: bool, detail: str) -> CheckResult:
+    return CheckResult(
+        id=check.id, passed=passed, required=check.required, weight=check.weight, detail=detail
+    )
+
+
+def _bucket(points: float, checks: list[CheckResult]) -> BucketResult:
+    """pass: every required check passed; fail: none did; score: points times the passed share of weight."""
+    required = [check.passed for check in checks if check.required]
+    status = Status.PASS if all(required) else Status.FAIL if not any(required) else Status.PARTIAL
+    total = sum(check.weight for check in checks)
+    passed = sum(check.weight for check in checks if check.passed)
+    share = passed / total if total else float(status is Status.PASS)
+    return BucketResult(status=status, points=points, score=round(points * share, 2), checks=checks)
+
+
+def _decide(case: WorkspaceCase, buckets: dict[str, BucketResult]) -> tuple[Verdict, Reason | None]:
+    """The hard gates make a run invalid (not comparable); after them the first short bucket makes it fail."""
+    status = {name: bucket.status for name, bucket in buckets.items()}
+    if case.evaluation.mode is Mode.EVIDENCE_ONLY:
+        contract = buckets[Bucket.MODE_CONTRACT].checks
+        if not all(check.passed for check in contract if check.id == STAGE_BOUNDARY_CHECK):
+            return Verdict.INVALID, Reason.EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED
+        if status[Bucket.MODE_CONTRACT] is not Status.PASS:
+            return Verdict.INVALID, Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING
+    elif status[Bucket.WORKFLOW] is not Status.PASS:
+        return Verdict.INVALID, Reason.WORKFLOW_INCOMPLETE
+    if status[Bucket.EVIDENCE_COLLECTION] is Status.FAIL:
+        return Verdict.INVALID, Reason.EVIDENCE_COLLECTION_INCOMPLETE
+    for name in (
+        Bucket.EVIDENCE_COLLECTION,
+        Bucket.CRITICAL_EVIDENCE,
+        Bucket.EVIDENCE_ROUTING,
+        Bucket.DIAGNOSIS,
+    ):
+        if name in status and status[name] is not Status.PASS:
+            return Verdict.FAIL, Reason(f"{name}_{'missing' if status[name] is Status.FAIL else 'partial'}")
+    return Verdict.PASS, None
+
+
+def _band(verdict: Verdict, raw: float) -> float:
+    if verdict is Verdict.INVALID:
+        return 0.0
+    if verdict is Verdict.PASS:
+        return max(PASS_FLOOR, raw)
+    return min(FAIL_CEILING, max(1.0, raw))
+
+
+# ---- report and diff -----------------------------------------------------------------------------------
+
+
+class WorkspaceReport(Output):
+    schema_version: int = 1
+    kind: Literal["workspace"] = "workspace"
+    total_cases: int
+    passed_cases: int
+    pass_rate: float
+    verdict_distribution: dict[Verdict, int]
+    average_score: float
+    average_bucket_scores: dict[str, float]
+    results: list[WorkspaceResult]
+
+
+def build_workspace_report(results: list[WorkspaceResult]) -> WorkspaceReport:
+    """Aggregate results; a bucket's average counts only the cases whose mode has that bucket."""
+    passed = sum(result.verdict is Verdict.PASS for result in results)
+    scores: dict[str, list[float]] = {bucket.value: [] for bucket in Bucket}
+    for result in results:
+        for name, bucket in result.packet.buckets.items():
+            scores.setdefault(name, []).append(bucket.score)
+    return WorkspaceReport(
+        total_cases=len(results),
+        passed_cases=passed,
+        pass_rate=round(passed / len(results), 4) if results else 0.0,
+        verdict_distribution={v: sum(result.verdict is v for result in results) for v in Verdict},
+        average_score=_mean(result.score for result in results),
+        average_bucket_scores={name: _mean(values) for name, values in scores.items() if values},
+        results=results,
+    )
+
+
+def _mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return round(sum(items) / len(items), 2) if items else 0.0
+
+
+_TYPE_ORDER = {ItemType.REGRESSION: 0, ItemType.IMPROVEMENT: 1, ItemType.CHANGED: 2}
+
+
+def diff_workspace(
+    baseline: WorkspaceReport, current: WorkspaceReport, score_threshold: float = 5.0
+) -> list[DiffItem]:
+    """Regressions, then improvements, then changes; aggregate before cases; cases in current's order."""
+    found = [
+        (-1, _numeric(None, "passRate", baseline.pass_rate, current.pass_rate, 0.0)),
+        (-1, _numeric(None, "averageScore", baseline.average_score, current.average_score, score_threshold)),
+    ]
+    before = {result.case_id: result for result in baseline.results}
+    for index, result in enumerate(current.results):
+        old = before.pop(result.case_id, None)
+        if old is None:
+            found.append((index, _item(ItemType.CHANGED, result.case_id, "case", None, None, "added")))
+        else:
+            found += [(index, item) for item in _case_diff(old, result, score_threshold)]
+    for offset, case_id in enumerate(before):  # baseline cases absent from current, in baseline order
+        found.append(
+            (len(current.results) + offset, _item(ItemType.CHANGED, case_id, "case", None, None, "removed"))
+        )
+    items = [(index, item) for index, item in found if item is not None]
+    items.sort(key=lambda pair: (_TYPE_ORDER[pair[1].type], pair[0]))
+    return [item for _, item in items]
+
+
+def _item(
+    kind: ItemType,
+    case_id: str | None,
+    metric: str,
+    before: Any,
+    after: Any,
+    message: str,
+    delta: float | None = None,
+) -> DiffItem:
+    scope = Scope.AGGREGATE if case_id is None else Scope.CASE
+    return DiffItem(
+        type=kind,
+        scope=scope,
+        case_id=case_id,
+        metric=metric,
+        baseline_value=before,
+        current_value=after,
+        delta=delta,
+        message=message,
+    )
+
+
+def _numeric(
+    case_id: str | None, metric: str, before: float, after: float, threshold: float
+) -> DiffItem | None:
+    """Lower by more than the threshold is a regression, higher by more is an improvement."""
+    delta = round(after - before, 4)
+    if delta == 0 or abs(delta) <= threshold:
+        return None
+    kind = ItemType.REGRESSION if delta < 0 else ItemType.IMPROVEMENT
+    return _item(
+        kind, case_id, metric, before, after, f"{metric} {before:g} -> {after:g} ({delta:+g})", delta
+    )
+
+
+def _flip(case_id: str, metric: str, before: bool, after: bool, message: str) -> DiffItem | None:
+    """True -> False is a regression, False -> True an improvement."""
+    if before == after:
+        return None
+    return _item(
+        ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message
+    )
+
+
+def _case_diff(old: WorkspaceResult, new: WorkspaceResult, threshold: float) -> list[DiffItem | None]:
+    """Score, verdict, mode, then every bucket and check present on both sides."""
+    case_id = new.case_id
+    verdicts = f"verdict {old.verdict} -> {new.verdict}" + (f" ({new.reason})" if new.reason else "")
+    items = [
+        _numeric(case_id, "score", old.score, new.score, threshold),
+        _flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
+    ]
+    if Verdict.PASS not in (old.verdict, new.verdict) and old.verdict != new.verdict:
+        items.append(_item(ItemType.CHANGED, case_id, "verdict", old.verdict, new.verdict, verdicts))
+    if old.mode != new.mode:
+        items.append(
+            _item(ItemType.CHANGED, case_id, "mode", old.mode, new.mode, f"mode {old.mode} -> {new.mode}")
+        )
+    for name, bucket in new.packet.buckets.items():
+        previous = old.packet.buckets.get(name)
+        if previous is None:
+            continue
+        items.append(_numeric(case_id, f"bucket.{name}", previous.score, bucket.score, 0.0))
+        passed_before = {check.id: check.passed for check in previous.checks}
+        for check in bucket.checks:
+            if check.id in passed_before:
+                metric = f"check.{name}.{check.id}"
+                items.append(_flip(case_id, metric, passed_before[check.id], check.passed, check.detail))
+    return items

@@ -1,0 +1,374 @@
+"""Check kinds for the workspace suite, and the one careful way they look at a run's files.
+
+A workspace is whatever an agent left behind, so it is read defensively: paths never leave it, links that
+resolve outside it count as absent, only regular files are opened, and at most `READ_CAP` bytes of any file
+are read (a 1 GiB sparse file costs 8 MiB, and the check says so in its detail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Annotated, Any, NamedTuple
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+from jmespath.parser import ParsedResult
+from pydantic import AfterValidator, Field, model_validator
+
+from diagbot.models import StrictInput
+from diagbot.text import matches
+
+READ_CAP = 8 * 1024 * 1024
+"""Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
+
+_MAGIC = frozenset("*?[")
+_SHOWN_FILES = 3
+
+
+def safe_relative_path(value: str) -> str:
+    """Reject a glob or folder that could name something outside the workspace before anything is read."""
+    if not value.strip():
+        raise ValueError("empty path; give a path relative to the workspace, e.g. evidences/metrics.json")
+    if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
+        raise ValueError(f"absolute path {value!r}; paths are relative to the workspace root")
+    if ".." in re.split(r"[/\\]", value):
+        raise ValueError(f"path {value!r} contains '..'; paths must stay inside the workspace")
+    return value
+
+
+SafeGlob = Annotated[str, AfterValidator(safe_relative_path)]
+
+
+def _valid_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+def _valid_jmespath(expr: str) -> str:
+    try:
+        _compiled(expr)
+    except JMESPathError as exc:
+        raise ValueError(f"invalid JMESPath expression {expr!r}: {exc}") from None
+    return expr
+
+
+@lru_cache(maxsize=1024)
+def _compiled(expr: str) -> ParsedResult:
+    return jmespath.compile(expr)
+
+
+class ContainsSpec(StrictInput):
+    file: SafeGlob
+    any_of: list[str] | None = Field(None, alias="any", min_length=1)
+    all_of: list[str] | None = Field(None, alias="all", min_length=1)
+
+    @model_validator(mode="after")
+    def _one_list(self) -> ContainsSpec:
+        if (self.any_of is None) == (self.all_of is None):
+            raise ValueError("give exactly one of 'any' or 'all' (a list of strings to look for)")
+        if any(not needle.strip() for needle in self.needles):
+            raise ValueError("an empty string never matches; remove it from the list")
+        return self
+
+    @property
+    def needles(self) -> list[str]:
+        return self.any_of if self.any_of is not None else self.all_of or []
+
+
+class RegexSpec(StrictInput):
+    file: SafeGlob
+    pattern: Annotated[str, AfterValidator(_valid_regex)]
+
+
+class JsonQuerySpec(StrictInput):
+    file: SafeGlob
+    expr: Annotated[str, AfterValidator(_valid_jmespath)]
+
+
+class CheckKind(StrEnum):
+    FILE_EXISTS = "file_exists"
+    FILE_ABSENT = "file_absent"
+    JSON_VALID = "json_valid"
+    CONTAINS = "contains"
+    REGEX = "regex"
+    JSON_QUERY = "json_query"
+
+
+class CheckSpec(StrictInput):
+    """One check of a bucket, as written in case.yaml: common fields plus exactly one kind key."""
+
+    id: str = Field(min_length=1)
+    required: bool = True
+    weight: float = Field(1.0, ge=0)
+    description: str | None = None
+    file_exists: SafeGlob | None = None
+    file_absent: SafeGlob | None = None
+    json_valid: SafeGlob | None = None
+    contains: ContainsSpec | None = None
+    regex: RegexSpec | None = None
+    json_query: JsonQuerySpec | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CheckSpec:
+        given = [kind.value for kind in CheckKind if getattr(self, kind.value) is not None]
+        if len(given) != 1:
+            found = ", ".join(given) or "none"
+            raise ValueError(f"needs exactly one kind key of {', '.join(CheckKind)}; found {found}")
+        return self
+
+    @property
+    def kind(self) -> CheckKind:
+        return next(kind for kind in CheckKind if getattr(self, kind.value) is not None)
+
+
+class Outcome(NamedTuple):
+    passed: bool
+    detail: str
+
+
+@dataclass
+class _Blob:
+    data: bytes
+    size: int
+    text: str | None = None
+    text_note: str = ""
+    parsed: tuple[bool, Any, str] | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.size > len(self.data)
+
+
+@dataclass
+class Workspace:
+    """A read-only view of one run folder; lists it once and reads each file at most once."""
+
+    root: str
+    _files: dict[str, str] | None = None
+    _skipped: dict[str, str] = field(default_factory=dict)
+    _blobs: dict[str, _Blob] = field(default_factory=dict)
+
+    def _listing(self) -> dict[str, str]:
+        """Relative path -> path to open, for regular files inside the root; folder links are not followed."""
+        if self._files is None:
+            self._files = {}
+            pending = [(self.root, "")]
+            while pending:
+                folder, prefix = pending.pop()
+                try:
+                    with os.scandir(folder) as entries:
+                        for entry in entries:
+                            self._add(entry, prefix + entry.name, self._files, pending)
+                except OSError:
+                    continue
+        return self._files
+
+    def _add(
+        self, entry: os.DirEntry[str], rel: str, files: dict[str, str], pending: list[tuple[str, str]]
+    ) -> None:
+        if entry.is_symlink():
+            target = os.path.realpath(entry.path)
+            if os.path.commonpath([self.root, target]) != self.root:
+                self._skipped[rel] = "a link that resolves outside the workspace (treated as absent)"
+            elif os.path.isfile(target):
+                files[rel] = target
+            else:
+                self._skipped[rel] = "a link to something other than a regular file (ignored)"
+        elif entry.is_dir(follow_symlinks=False):
+            pending.append((entry.path, rel + "/"))
+        elif entry.is_file(follow_symlinks=False):
+            files[rel] = entry.path
+        else:
+            self._skipped[rel] = "not a regular file (ignored)"
+
+    def match(self, pattern: str) -> tuple[list[str], list[str]]:
+        """Files matching the glob, sorted, and notes about matching entries that were refused."""
+        files = self._listing()
+        if _MAGIC.isdisjoint(pattern):
+            found = [pattern] if pattern in files else []
+            refused = [pattern] if pattern in self._skipped else []
+        else:
+            parts = _split(pattern)
+            found = sorted(rel for rel in files if _glob_match(_split(rel), parts))
+            refused = sorted(rel for rel in self._skipped if _glob_match(_split(rel), parts))
+        return found, [f"{rel} is {self._skipped[rel]}" for rel in refused]
+
+    def blob(self, rel: str) -> _Blob:
+        if rel not in self._blobs:
+            with open(self._listing()[rel], "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                self._blobs[rel] = _Blob(handle.read(READ_CAP), size)
+        return self._blobs[rel]
+
+    def text(self, rel: str) -> tuple[str, str]:
+        """The file as text, and a note when bytes were cut off or replaced; never fails on bad bytes."""
+        blob = self.blob(rel)
+        if blob.text is None:
+            notes = [f"read only the first {_size(READ_CAP)} of {_size(blob.size)}"] if blob.truncated else []
+            try:
+                blob.text = blob.data.decode()
+            except UnicodeDecodeError as exc:
+                if blob.truncated and exc.reason == "unexpected end of data":
+                    blob.text = blob.data[: exc.start].decode()
+                else:
+                    blob.text = blob.data.decode(errors="replace")
+                    notes.append(f"not valid UTF-8 (bad byte at offset {exc.start}; bad bytes replaced)")
+            blob.text_note = "; ".join(notes)
+        return blob.text, blob.text_note
+
+    def json(self, rel: str) -> tuple[bool, Any, str]:
+        """(ok, value, problem): JSON must be strict UTF-8 and fit under the read cap to be judged at all."""
+        blob = self.blob(rel)
+        if blob.parsed is None:
+            if blob.truncated:
+                too_big = f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
+                blob.parsed = (False, None, too_big)
+            else:
+                try:
+                    blob.parsed = (True, json.loads(blob.data.decode()), "valid JSON")
+                except UnicodeDecodeError as exc:
+                    blob.parsed = (False, None, f"not valid UTF-8 (first bad byte at offset {exc.start})")
+                except (ValueError, RecursionError) as exc:
+                    blob.parsed = (False, None, f"not valid JSON ({exc})")
+        return blob.parsed
+
+
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(part for part in path.split("/") if part and part != ".")
+
+
+def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Shell-style glob per path segment; `**` spans any number of folders."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_glob_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], pattern[0]) and _glob_match(parts[1:], pattern[1:])
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    value, unit = n / 1024, "KiB"
+    for bigger in ("MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{round(value, 1):g} {unit}"
+
+
+def _joined(notes: list[str]) -> str:
+    return "".join(f"; {note}" for note in notes)
+
+
+def _any_file(ws: Workspace, pattern: str, judge: Callable[[str], Outcome]) -> Outcome:
+    """A glob passes when any matching file passes; the detail names the passing file or why each failed."""
+    files, refused = ws.match(pattern)
+    failures = []
+    for rel in files:
+        try:
+            outcome = judge(rel)
+        except OSError as exc:
+            outcome = Outcome(False, f"could not read ({exc.strerror})")
+        if outcome.passed:
+            return Outcome(True, f"{rel}: {outcome.detail}")
+        failures.append(f"{rel}: {outcome.detail}")
+    if not files:
+        return Outcome(False, f"no file matches {pattern!r}{_joined(refused)}")
+    more = f"; ...and {len(failures) - _SHOWN_FILES} more" if len(failures) > _SHOWN_FILES else ""
+    return Outcome(False, "; ".join(failures[:_SHOWN_FILES]) + more + _joined(refused))
+
+
+def file_exists(ws: Workspace, pattern: str) -> Outcome:
+    files, refused = ws.match(pattern)
+    if files:
+        return Outcome(True, f"found {', '.join(files[:_SHOWN_FILES])}")
+    return Outcome(False, f"no file matches {pattern!r}{_joined(refused)}")
+
+
+def file_absent(ws: Workspace, pattern: str) -> Outcome:
+    files, refused = ws.match(pattern)
+    if files:
+        return Outcome(False, f"present: {', '.join(files[:_SHOWN_FILES])}")
+    return Outcome(True, f"no file matches {pattern!r}{_joined(refused)}")
+
+
+def json_valid(ws: Workspace, pattern: str) -> Outcome:
+    def judge(rel: str) -> Outcome:
+        ok, _, problem = ws.json(rel)
+        return Outcome(ok, problem)
+
+    return _any_file(ws, pattern, judge)
+
+
+def contains(ws: Workspace, spec: ContainsSpec) -> Outcome:
+    def judge(rel: str) -> Outcome:
+        text, note = ws.text(rel)
+        found = matches(text, spec.needles)
+        missing = [needle for needle in spec.needles if needle not in found]
+        passed = bool(found) if spec.any_of is not None else not missing
+        said = [f"found {', '.join(found)}"] if found else []
+        said += [f"missing {', '.join(missing)}"] if missing else []
+        return Outcome(passed, "; ".join(said) + (f" ({note})" if note else ""))
+
+    return _any_file(ws, spec.file, judge)
+
+
+def regex(ws: Workspace, spec: RegexSpec) -> Outcome:
+    def judge(rel: str) -> Outcome:
+        text, note = ws.text(rel)
+        hit = re.search(spec.pattern, text)
+        said = f"matched {hit.group(0)[:80]!r}" if hit else f"no match for /{spec.pattern}/"
+        return Outcome(hit is not None, said + (f" ({note})" if note else ""))
+
+    return _any_file(ws, spec.file, judge)
+
+
+def _jmespath_truthy(value: Any) -> bool:
+    """JMESPath's own truth: null, false and empty string/array/object are false; the number 0 is true."""
+    if value is None or value is False:
+        return False
+    return not (isinstance(value, str | list | dict) and len(value) == 0)
+
+
+def json_query(ws: Workspace, spec: JsonQuerySpec) -> Outcome:
+    def judge(rel: str) -> Outcome:
+        ok, value, problem = ws.json(rel)
+        if not ok:
+            return Outcome(False, problem)
+        try:
+            result = _compiled(spec.expr).search(value)
+        except JMESPathError as exc:
+            return Outcome(False, f"{spec.expr} failed: {exc}")
+        shown = json.dumps(result, ensure_ascii=False, default=str)
+        return Outcome(_jmespath_truthy(result), f"{spec.expr} -> {shown[:80]}")
+
+    return _any_file(ws, spec.file, judge)
+
+
+CHECKS: dict[CheckKind, Callable[[Workspace, Any], Outcome]] = {
+    CheckKind.FILE_EXISTS: file_exists,
+    CheckKind.FILE_ABSENT: file_absent,
+    CheckKind.JSON_VALID: json_valid,
+    CheckKind.CONTAINS: contains,
+    CheckKind.REGEX: regex,
+    CheckKind.JSON_QUERY: json_query,
+}
+
+
+def run_check(ws: Workspace, check: CheckSpec) -> Outcome:
+    """Dispatch through the registry; a listing or read error becomes a failed check, never an exception."""
+    try:
+        return CHECKS[check.kind](ws, getattr(check, check.kind.value))
+    except OSError as exc:
+        return Outcome(False, f"could not read the workspace ({exc.strerror})")

@@ -1,0 +1,94 @@
+"""Shared factories: a valid case and a passing trace, each adjustable with **overrides."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def case_dict(**overrides: Any) -> dict[str, Any]:
+    """A case that `trace_dict()` passes, in the case file's camelCase."""
+    case: dict[str, Any] = {
+        "id": "payment-timeout",
+        "title": "Payment API timeout",
+        "question": "Why does the payment API time out?",
+        "traceFixture": "payment-timeout.json",
+        "expectedRootCauseKeywords": ["timeout", "connection pool"],
+        "requiredEvidenceTools": ["query_logs", "query_metrics"],
+        "allowedVerdicts": ["PASS", "LOW_CONFID"],
+        "forbiddenAnswerKeywords": ["certainly caused by"],
+        "degradationKeywords": ["insufficient evidence"],
+    }
+    case.update(overrides)
+    return case
+
+
+def trace_dict(**overrides: Any) -> dict[str, Any]:
+    """A passing V2-complete trace; overrides replace top-level keys, or nested ones via dotted paths."""
+    trace: dict[str, Any] = {
+        "session": {
+            "answer": "Payment calls timeout because the DB connection pool is exhausted; raise the pool size.",
+            "totalDurationMs": 8000,
+            "selfEvaluation": {
+                "verifier_evaluation": {
+                    "verdict": "PASS",
+                    "tool_trace_summary": [{"tool_name": "query_metrics"}],
+                    "executor_structured_output": {
+                        "claims": [{"claim_id": "c1", "status": "confirmed", "evidence_bindings": [{"ref": "log:1"}]}]
+                    },
+                    "gatekeeper_result": {"status": "pass", "rule_set_version": "gatekeeper-rules-v1"},
+                    "claim_checks": [{"claim_id": "c1", "verification": "direct_observation", "detail": "seen"}],
+                    "composer_output": {"status": "valid"},
+                }
+            },
+        },
+        "toolInvocations": [
+            {"toolName": "query_logs", "success": True},
+            {"toolName": "lookup_knowledge", "success": True},
+        ],
+    }
+    trace = copy.deepcopy(trace)
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = trace
+        for key in parents:
+            node = node[key]
+        if value is DELETE:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return trace
+
+
+DELETE = object()
+VERIFIER = "session.selfEvaluation.verifier_evaluation"
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    return path
+
+
+def check_golden(name: str, actual: str) -> None:
+    """Compare with tests/golden/NAME; UPDATE_GOLDEN=1 rewrites it (then read the diff before committing)."""
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        return
+    assert path.exists(), f"golden file {path} missing: run `make golden` and review it"
+    assert actual == path.read_text(encoding="utf-8"), f"{name} differs from its golden file (make golden, then review)"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return ROOT

@@ -1,0 +1,111 @@
+"""Case-file validation: each bad input gives the exact message a user sees, all problems in one run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from diagbot.cases import parse_case_file
+from diagbot.errors import CaseFileError
+from tests.conftest import case_dict
+
+
+def problems(data: object) -> list[str]:
+    with pytest.raises(CaseFileError) as info:
+        parse_case_file(json.dumps(data, indent=2), "cases.json")
+    return info.value.problems
+
+
+def test_array_and_object_forms_are_equivalent() -> None:
+    as_array = parse_case_file(json.dumps([case_dict()]), "c.json")
+    as_object = parse_case_file(json.dumps({"cases": [case_dict()]}), "c.json")
+    assert as_array.cases == as_object.cases
+
+
+def test_defaults_fill_missing_fields_and_cases_override_them() -> None:
+    data = {
+        "defaults": {"degradationKeywords": ["manual check"], "allowedVerdicts": ["PASS"]},
+        "cases": [case_dict(id="a", degradationKeywords=None) | {}, case_dict(id="b", allowedVerdicts=["REJECT"])],
+    }
+    del data["cases"][0]["degradationKeywords"]
+    suite = parse_case_file(json.dumps(data), "c.json")
+    assert suite.cases[0].degradation_keywords == ["manual check"]
+    assert suite.cases[1].allowed_verdicts == ["REJECT"]
+
+
+def test_min_keyword_matches_defaults_to_all() -> None:
+    suite = parse_case_file(json.dumps([case_dict(expectedRootCauseKeywords=["a", "b", "c"])]), "c.json")
+    assert suite.cases[0].required_keyword_matches == 3
+
+
+def test_typo_names_file_case_field_and_suggestion() -> None:
+    case = case_dict()
+    case["requiredEvidenceTool"] = case.pop("requiredEvidenceTools")
+    assert problems([case]) == [
+        "cases.json: case 'payment-timeout' (#1): unknown field 'requiredEvidenceTool' "
+        "(did you mean requiredEvidenceTools?)"
+    ]
+
+
+def test_all_problems_reported_in_one_run() -> None:
+    no_id = case_dict()
+    del no_id["id"]
+    no_fixture = case_dict(id="b")
+    del no_fixture["traceFixture"]
+    assert problems([no_id, no_fixture, case_dict(id="c", minKeywordMatches="2"), case_dict(id="c"), case_dict(id="c")]) == [
+        "cases.json: case #1: missing required field 'id'",
+        "cases.json: case 'b' (#2): missing required field 'traceFixture'",
+        "cases.json: case 'c' (#3): field 'minKeywordMatches': input should be a valid integer (found \"2\")",
+        "cases.json: case 'c' (#5): duplicate id 'c' (first used by case #4)",
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["../secrets.json", "/etc/passwd", "a/../../b.json", "..", "C:\\x.json"])
+def test_trace_fixture_may_not_escape(fixture: str) -> None:
+    assert problems([case_dict(traceFixture=fixture)]) == [
+        f"cases.json: case 'payment-timeout' (#1): traceFixture '{fixture}' leaves the fixtures folder: "
+        "give a path relative to it, without '..'"
+    ]
+
+
+def test_nested_fixture_path_inside_folder_is_fine() -> None:
+    assert parse_case_file(json.dumps([case_dict(traceFixture="sub/../x.json")]), "c.json").cases
+
+
+def test_defaults_are_checked_too() -> None:
+    assert problems({"defaults": {"id": "x", "alowedVerdicts": []}, "cases": []}) == [
+        "cases.json: defaults: 'id' cannot have a default; give each case its own id",
+        "cases.json: defaults: unknown field 'alowedVerdicts' (did you mean allowedVerdicts?)",
+    ]
+
+
+def test_not_json_points_at_line_and_column() -> None:
+    with pytest.raises(CaseFileError) as info:
+        parse_case_file('[\n  {"id": "a",}\n]', "cases.json")
+    assert info.value.problems == [
+        "cases.json:2:14: not valid JSON (Expecting property name enclosed in double quotes); fix the syntax and run again"
+    ]
+
+
+def test_wrong_shapes() -> None:
+    assert problems({"case": []}) == [
+        "cases.json: unknown top-level key(s) ['case']; expected 'defaults' and 'cases'",
+        "cases.json: expected an array of cases, or an object with a 'cases' array",
+    ]
+    assert problems(["x"]) == ["cases.json: case #1: expected an object, found str"]
+
+
+def test_strict_types_no_coercion() -> None:
+    assert problems([case_dict(requireV2AuditClosure="yes")]) == [
+        "cases.json: case 'payment-timeout' (#1): field 'requireV2AuditClosure': input should be a valid boolean "
+        "(found \"yes\")"
+    ]
+
+
+def test_case_lines_point_at_each_case() -> None:
+    text = json.dumps({"cases": [case_dict(id="a"), case_dict(id="b")]}, indent=2)
+    suite = parse_case_file(text, "c.json")
+    lines = text.splitlines()
+    assert '"id": "a"' in lines[suite.lines["a"] - 1]
+    assert '"id": "b"' in lines[suite.lines["b"] - 1]

@@ -1,0 +1,166 @@
+"""Every check code, failing and passing, driven through the real parse -> evaluate path."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from diagbot.cases import TraceCase
+from diagbot.checks import REGISTRY, Code
+from diagbot.evaluate import evaluate_case
+from diagbot.trace import Trace, parse_trace
+from tests.conftest import DELETE, VERIFIER, case_dict, trace_dict
+
+V2 = {"requireV2AuditClosure": True}
+
+# (id, case overrides, trace overrides, expected failed codes)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
+    ("baseline-passes", {}, {}, []),
+    ("v2-complete-passes", {**V2, "requireClaimChecks": True, "requireComposerOutput": True}, {}, []),
+    ("keyword-coverage-fails", {}, {"session.answer": "It timed out."}, ["keyword_coverage"]),
+    ("keyword-min-matches-passes", {"minKeywordMatches": 1}, {"session.answer": "a timeout"}, []),
+    ("keyword-fullwidth-matches", {}, {"session.answer": "ＴＩＭＥＯＵＴ from the CONNECTION POOL"}, []),
+    ("keyword-zero-required", {"expectedRootCauseKeywords": []}, {"session.answer": ""}, []),
+    ("missing-tool-fails", {"requiredEvidenceTools": ["query_traces"]}, {}, ["missing_evidence_tool"]),
+    ("tool-in-summary-only-passes", {"requiredEvidenceTools": ["query_metrics"]}, {"toolInvocations": []}, []),
+    (
+        "failed-invocation-still-counts",
+        {"requiredEvidenceTools": ["query_logs"]},
+        {"toolInvocations": [{"toolName": "query_logs", "success": False}]},
+        [],
+    ),
+    ("verdict-missing-fails", {}, {f"{VERIFIER}.verdict": DELETE}, ["verdict_missing"]),
+    ("verdict-missing-no-verifier", {"requiredEvidenceTools": []}, {"session.selfEvaluation": DELETE}, ["verdict_missing"]),
+    ("verdict-not-allowed-fails", {}, {f"{VERIFIER}.verdict": "REJECT", "session.answer": "timeout connection pool insufficient evidence"}, ["verdict_not_allowed"]),
+    ("empty-allowed-allows-any", {"allowedVerdicts": []}, {f"{VERIFIER}.verdict": "WHATEVER"}, []),
+    ("forbidden-keyword-fails", {}, {"session.answer": "timeout, Certainly Caused By the connection pool"}, ["forbidden_answer_keyword"]),
+    (
+        "reject-with-degradation-passes",
+        {"allowedVerdicts": ["REJECT"]},
+        {f"{VERIFIER}.verdict": "REJECT", "session.answer": "timeout? connection pool? Insufficient evidence."},
+        [],
+    ),
+    (
+        "reject-without-degradation-fails",
+        {"allowedVerdicts": ["REJECT"]},
+        {f"{VERIFIER}.verdict": "REJECT"},
+        ["reject_without_degradation"],
+    ),
+    (
+        "reject-no-markers-configured-fails-closed",
+        {"allowedVerdicts": ["REJECT"], "degradationKeywords": []},
+        {f"{VERIFIER}.verdict": "REJECT", "session.answer": "timeout connection pool insufficient evidence"},
+        ["reject_without_degradation"],
+    ),
+    (
+        "claim-unbound-fails",
+        {},
+        {f"{VERIFIER}.executor_structured_output": {"claims": [{"claim_id": "c1", "evidence_bindings": []}]}},
+        ["claim_unbound"],
+    ),
+    (
+        "unconfirmed-claim-may-be-unbound",
+        {},
+        {f"{VERIFIER}.executor_structured_output": {"claims": [{"status": "unsupported"}]}},
+        [],
+    ),
+    ("v2-missing-each-part", V2, {f"{VERIFIER}.gatekeeper_result": DELETE, f"{VERIFIER}.composer_output": DELETE}, ["v2_missing", "v2_missing"]),
+    ("v2-not-required-not-checked", {}, {f"{VERIFIER}.claim_checks": DELETE}, []),
+    ("raw-json-leak-fails", V2, {"session.answer": "timeout connection pool {\"claim_id\": \"c1\"}"}, ["raw_json_leak"]),
+    ("raw-json-leak-needs-v2", {}, {"session.answer": "timeout connection pool claim_id"}, []),
+    ("claim-checks-empty-fails", {"requireClaimChecks": True}, {f"{VERIFIER}.claim_checks": []}, ["claim_checks_empty"]),
+    (
+        "claim-check-invalid-verification",
+        V2,
+        {f"{VERIFIER}.claim_checks": [{"claim_id": "c1", "verification": "vibes", "detail": "x"}]},
+        ["claim_check_invalid"],
+    ),
+    (
+        "claim-check-invalid-lacks-fields",
+        {"requireClaimChecks": True},
+        {f"{VERIFIER}.claim_checks": [{"claim_id": "c1"}, "not-an-object"]},
+        ["claim_check_invalid", "claim_check_invalid"],
+    ),
+    ("gatekeeper-fail-with-pass", {}, {f"{VERIFIER}.gatekeeper_result": {"status": "fail"}}, ["gatekeeper_fail_with_pass"]),
+    (
+        "gatekeeper-fail-with-low-confid-ok",
+        {},
+        {f"{VERIFIER}.gatekeeper_result": {"status": "fail"}, f"{VERIFIER}.verdict": "LOW_CONFID"},
+        [],
+    ),
+    ("gatekeeper-status-fails", {"expectedGatekeeperStatuses": ["pass"]}, {f"{VERIFIER}.gatekeeper_result": {"status": "warn"}}, ["gatekeeper_status"]),
+    ("gatekeeper-status-passes", {"expectedGatekeeperStatuses": ["pass", "warn"]}, {}, []),
+    ("rule-set-version-fails", {"expectedGatekeeperRuleSetVersion": "gatekeeper-rules-v2"}, {}, ["gatekeeper_rule_set_version"]),
+    ("rule-set-version-passes", {"expectedGatekeeperRuleSetVersion": "gatekeeper-rules-v1"}, {}, []),
+    ("composer-output-missing", {"requireComposerOutput": True}, {f"{VERIFIER}.composer_output": {}}, ["composer_output_missing"]),
+    ("composer-status-fails", {"expectedComposerStatuses": ["valid"]}, {f"{VERIFIER}.composer_output": {"status": "composer_malformed"}}, ["composer_status"]),
+    ("forbidden-confirmed-claim", {"forbiddenConfirmedClaimKeywords": ["primary database failure"]}, {"session.answer": "timeout connection pool; Primary Database Failure"}, ["forbidden_confirmed_claim"]),
+]
+
+
+def _codes(failed: list[str]) -> list[str]:
+    return [entry.split(":", 1)[0] for entry in failed]
+
+
+@pytest.mark.parametrize(("case_over", "trace_over", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_check(case_over: dict[str, Any], trace_over: dict[str, Any], expected: list[str]) -> None:
+    case = TraceCase.model_validate(case_dict(**case_over))
+    trace = parse_trace(json.dumps(trace_dict(**trace_over)).encode(), "t.json")
+    assert isinstance(trace, Trace)
+    result = evaluate_case(case, trace)
+    assert _codes(result.failed_checks) == expected
+    assert result.passed is (not expected)
+
+
+def test_every_registered_check_has_a_failing_row() -> None:
+    failing = {code for *_, expected in CASES for code in expected}
+    assert {c.value for c in REGISTRY} <= failing
+
+
+def test_every_code_is_registered_or_a_fixture_code() -> None:
+    assert set(Code) - set(REGISTRY) == {Code.FIXTURE_MISSING, Code.FIXTURE_INVALID}
+
+
+def test_messages_say_expected_and_found() -> None:
+    case = TraceCase.model_validate(case_dict(requiredEvidenceTools=["query_traces"], allowedVerdicts=["PASS"]))
+    trace = parse_trace(json.dumps(trace_dict(**{f"{VERIFIER}.verdict": "LOW_CONFID"})).encode(), "t.json")
+    assert isinstance(trace, Trace)
+    assert evaluate_case(case, trace).failed_checks == [
+        "missing_evidence_tool: required tool 'query_traces' was never used "
+        "(tools seen: 'lookup_knowledge', 'query_logs', 'query_metrics')",
+        "verdict_not_allowed: verdict 'LOW_CONFID' is not one of 'PASS'",
+    ]
+
+
+def test_result_fields_from_trace() -> None:
+    case = TraceCase.model_validate(case_dict(requiredEvidenceTools=["query_logs", "query_traces"]))
+    trace = parse_trace(json.dumps(trace_dict()).encode(), "t.json")
+    assert isinstance(trace, Trace)
+    result = evaluate_case(case, trace)
+    assert result.model_dump(by_alias=True) == {
+        "caseId": "payment-timeout",
+        "title": "Payment API timeout",
+        "passed": False,
+        "failedChecks": result.failed_checks,
+        "verdict": "PASS",
+        "matchedKeywordCount": 2,
+        "requiredKeywordCount": 2,
+        "evidenceCoverage": {"query_logs": True, "query_traces": False},
+        "gatekeeperStatus": "pass",
+        "gatekeeperRuleSetVersion": "gatekeeper-rules-v1",
+        "composerStatus": "valid",
+        "claimCheckCount": 1,
+        "toolCallCount": 2,
+        "durationMs": 8000,
+    }
+
+
+def test_absent_values_are_null() -> None:
+    case = TraceCase.model_validate(case_dict())
+    trace = parse_trace(b'{"session": {"answer": "timeout connection pool"}}', "t.json")
+    assert isinstance(trace, Trace)
+    result = evaluate_case(case, trace)
+    assert (result.verdict, result.tool_call_count, result.duration_ms, result.claim_check_count) == (None, None, None, None)
+    assert result.gatekeeper_status is None and result.composer_status is None

@@ -1,0 +1,94 @@
+"""Broken and hostile fixtures fail their own case with a message that says where; nothing crashes the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from diagbot.cases import parse_case_file
+from diagbot.evaluate import evaluate_suite
+from diagbot.trace import FixtureProblem, load_trace, parse_trace
+from tests.conftest import case_dict, trace_dict, write_json
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"[1, 2]", "f.json: expected a JSON object at the top level"),
+        (b'{"toolInvocations": "oops"}', "f.json: $.toolInvocations should be an array, found a string"),
+        (
+            b'{"session": {"selfEvaluation": {"verifier_evaluation": {"claim_checks": {}}}}}',
+            "f.json: $.session.selfEvaluation.verifier_evaluation.claim_checks should be an array, found an object",
+        ),
+        (b'{"session": {"answer": 42}}', "f.json: $.session.answer should be a string, found a number"),
+        (b'{"toolInvocations": [{"success": "yes"}]}', "f.json: $.toolInvocations[0].success should be a boolean, found a string"),
+        (b'{"session": {\n "answer": "x",\n}', "f.json: not valid JSON (trailing comma at line 3 column 1)"),
+        (b"\xff\xfe{}", "f.json: not UTF-8 (bad byte at offset 0); re-save as UTF-8"),
+        (b"[" * 50_000, "f.json: not valid JSON (recursion limit exceeded at line 1 column 202)"),
+        (b"", "f.json: not valid JSON (EOF while parsing a value at line 1 column 0)"),
+    ],
+    ids=["array", "wrong-list", "object-for-list", "number-answer", "string-bool", "syntax", "utf8", "deep", "empty"],
+)
+def test_parse_problems(data: bytes, message: str) -> None:
+    assert parse_trace(data, "f.json") == FixtureProblem(code="fixture_invalid", message=message)
+
+
+def test_unknown_fields_are_ignored() -> None:
+    trace = parse_trace(json.dumps(trace_dict(extra={"big": list(range(100))})).encode(), "f.json")
+    assert not isinstance(trace, FixtureProblem)
+
+
+def test_missing_fixture(tmp_path: Path) -> None:
+    problem = load_trace(tmp_path, "nope.json")
+    assert isinstance(problem, FixtureProblem)
+    assert problem.code == "fixture_missing"
+    assert problem.message.startswith("fixture 'nope.json' not found in ")
+
+
+def test_size_limit(tmp_path: Path) -> None:
+    write_json(tmp_path / "big.json", trace_dict())
+    size = (tmp_path / "big.json").stat().st_size
+    problem = load_trace(tmp_path, "big.json", max_bytes=100)
+    assert problem == FixtureProblem(
+        code="fixture_invalid",
+        message=f"fixture 'big.json' is {size} bytes, over the 100-byte limit (raise max-fixture-bytes)",
+    )
+
+
+def test_symlink_out_of_fixtures_is_refused(tmp_path: Path) -> None:
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    write_json(tmp_path / "outside.json", trace_dict())
+    (fixtures / "link.json").symlink_to(tmp_path / "outside.json")
+    assert load_trace(fixtures, "link.json") == FixtureProblem(
+        code="fixture_invalid", message="fixture 'link.json' resolves outside the fixtures folder"
+    )
+
+
+def test_directory_is_not_a_fixture(tmp_path: Path) -> None:
+    (tmp_path / "dir.json").mkdir()
+    problem = load_trace(tmp_path, "dir.json")
+    assert isinstance(problem, FixtureProblem) and problem.message == "fixture 'dir.json' is not a regular file"
+
+
+def test_one_bad_fixture_fails_only_its_case(tmp_path: Path) -> None:
+    write_json(tmp_path / "good.json", trace_dict())
+    (tmp_path / "bad.json").write_bytes(b"{not json")
+    suite = parse_case_file(
+        json.dumps(
+            [
+                case_dict(id="good", traceFixture="good.json", requiredEvidenceTools=["query_logs"]),
+                case_dict(id="bad", traceFixture="bad.json", requiredEvidenceTools=["query_logs"]),
+                case_dict(id="gone", traceFixture="gone.json"),
+            ]
+        ),
+        "c.json",
+    )
+    report = evaluate_suite(suite, tmp_path)
+    assert [(r.case_id, r.passed) for r in report.results] == [("good", True), ("bad", False), ("gone", False)]
+    bad = report.results[1]
+    assert bad.failed_checks == ["fixture_invalid: fixture 'bad.json': not valid JSON (key must be a string at line 1 column 2)"]
+    assert bad.evidence_coverage == {"query_logs": False}
+    assert report.results[2].failed_checks[0].startswith("fixture_missing: fixture 'gone.json' not found")
