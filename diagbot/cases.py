@@ -33,13 +33,9 @@ class TraceCase(StrictInput):
     require_claim_checks: bool = Field(default=False, alias="requireClaimChecks")
     require_composer_output: bool = Field(default=False, alias="requireComposerOutput")
     expected_gatekeeper_statuses: list[str] = Field(default_factory=list, alias="expectedGatekeeperStatuses")
-    expected_gatekeeper_rule_set_version: str | None = Field(
-        default=None, alias="expectedGatekeeperRuleSetVersion"
-    )
+    expected_gatekeeper_rule_set_version: str | None = Field(default=None, alias="expectedGatekeeperRuleSetVersion")
     expected_composer_statuses: list[str] = Field(default_factory=list, alias="expectedComposerStatuses")
-    forbidden_confirmed_claim_keywords: list[str] = Field(
-        default_factory=list, alias="forbiddenConfirmedClaimKeywords"
-    )
+    forbidden_confirmed_claim_keywords: list[str] = Field(default_factory=list, alias="forbiddenConfirmedClaimKeywords")
     degradation_keywords: list[str] = Field(default_factory=list, alias="degradationKeywords")
 
     @property

@@ -72,6 +72,10 @@ def _quote(items: list[str]) -> str:
     return ", ".join(f"'{item}'" for item in items) or "none"
 
 
+def _found(value: str | None) -> str:
+    return f"'{value}'" if value else "absent"
+
+
 @check(Code.KEYWORD_COVERAGE)
 def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
     found = matches(trace.answer, case.expected_root_cause_keywords)
@@ -145,7 +149,9 @@ def v2_missing(case: TraceCase, trace: Trace) -> list[str]:
         "claim_checks": verifier.claim_checks if verifier else None,
         "composer_output": verifier.composer_output if verifier else None,
     }
-    return [f"V2 audit closure needs verifier_evaluation.{name}, which is absent" for name, v in parts.items() if v is None]
+    return [
+        f"V2 audit closure needs verifier_evaluation.{name}, which is absent" for name, v in parts.items() if v is None
+    ]
 
 
 @check(Code.RAW_JSON_LEAK)
@@ -203,7 +209,9 @@ def gatekeeper_status(case: TraceCase, trace: Trace) -> list[str]:
     status = _gatekeeper_field(trace, "status")
     if not case.expected_gatekeeper_statuses or status in case.expected_gatekeeper_statuses:
         return []
-    return [f"gatekeeper status is {_quote([status]) if status else 'absent'}, expected {_quote(case.expected_gatekeeper_statuses)}"]
+    return [
+        f"gatekeeper status is {_found(status)}, expected {_quote(case.expected_gatekeeper_statuses)}"
+    ]
 
 
 @check(Code.GATEKEEPER_RULE_SET_VERSION)
@@ -212,7 +220,7 @@ def gatekeeper_rule_set_version(case: TraceCase, trace: Trace) -> list[str]:
     expected = case.expected_gatekeeper_rule_set_version
     if expected is None or version == expected:
         return []
-    return [f"gatekeeper rule set is {_quote([version]) if version else 'absent'}, expected '{expected}'"]
+    return [f"gatekeeper rule set is {_found(version)}, expected '{expected}'"]
 
 
 def _composer_status(trace: Trace) -> str | None:
@@ -232,7 +240,9 @@ def composer_status(case: TraceCase, trace: Trace) -> list[str]:
     status = _composer_status(trace)
     if not case.expected_composer_statuses or status in case.expected_composer_statuses:
         return []
-    return [f"composer status is {_quote([status]) if status else 'absent'}, expected {_quote(case.expected_composer_statuses)}"]
+    return [
+        f"composer status is {_found(status)}, expected {_quote(case.expected_composer_statuses)}"
+    ]
 
 
 @check(Code.FORBIDDEN_CONFIRMED_CLAIM)

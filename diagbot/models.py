@@ -15,6 +15,4 @@ class StrictInput(BaseModel):
 class Output(BaseModel):
     """Something diagbot writes and later reads back (reports, diffs): camelCase on the wire, extra keys tolerated."""
 
-    model_config = ConfigDict(
-        extra="ignore", populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True
-    )
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)

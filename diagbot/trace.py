@@ -153,9 +153,7 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
             detail = first["msg"].removeprefix("Invalid JSON: ")
             return FixtureProblem(code="fixture_invalid", message=f"{where}: not valid JSON ({detail})")
         if not first["loc"]:
-            return FixtureProblem(
-                code="fixture_invalid", message=f"{where}: expected a JSON object at the top level"
-            )
+            return FixtureProblem(code="fixture_invalid", message=f"{where}: expected a JSON object at the top level")
         expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return FixtureProblem(

@@ -88,16 +88,12 @@ class Evaluation(StrictInput):
     @model_validator(mode="after")
     def _weights_total_100(self) -> Evaluation:
         if self.weights and self.mode is Mode.EVIDENCE_ONLY:
-            raise ValueError(
-                "weights apply only in diagnosis mode; remove evaluation.weights or set mode: diagnosis"
-            )
+            raise ValueError("weights apply only in diagnosis mode; remove evaluation.weights or set mode: diagnosis")
         if Bucket.MODE_CONTRACT in self.weights or any(points < 0 for points in self.weights.values()):
             raise ValueError(f"weights take points >= 0 for {', '.join(DIAGNOSIS_POINTS)} only")
         total = sum(self.points().values())
         if abs(total - 100) > 1e-9:
-            raise ValueError(
-                f"bucket points total {total:g}, not 100; adjust evaluation.weights so they add up"
-            )
+            raise ValueError(f"bucket points total {total:g}, not 100; adjust evaluation.weights so they add up")
         return self
 
     def points(self) -> dict[Bucket, float]:
@@ -140,9 +136,7 @@ def _mode_contract(summary_glob: str) -> list[CheckSpec]:
     """The fixed evidence-only gate: hand-off artifacts are there and the diagnosis agent never ran."""
     return [
         CheckSpec(id="workspace_evidence_report_valid", json_valid="workspace_evidence_report.json"),
-        CheckSpec(
-            id="evidence_agent_artifact_present", json_valid="evidences/agent-runs/evidence-agent.json"
-        ),
+        CheckSpec(id="evidence_agent_artifact_present", json_valid="evidences/agent-runs/evidence-agent.json"),
         CheckSpec(id="summary_artifact_present", file_exists=summary_glob),
         CheckSpec(id=STAGE_BOUNDARY_CHECK, file_absent="evidences/agent-runs/diagnosis-analyst.json"),
     ]
@@ -157,13 +151,9 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
     """Every case that validates, and every problem found (file, case, bucket, check, field, what to do)."""
     if not cases_dir.is_dir():
         return [], [f"{cases_dir}: cases folder not found; pass the folder that holds <case-id>/case.yaml"]
-    problems = (
-        [] if fixtures_dir.is_dir() else [f"{fixtures_dir}: fixtures folder not found; every run is invalid"]
-    )
+    problems = [] if fixtures_dir.is_dir() else [f"{fixtures_dir}: fixtures folder not found; every run is invalid"]
     cases = []
-    for folder in sorted(
-        path for path in cases_dir.iterdir() if path.is_dir() and not path.name.startswith(".")
-    ):
+    for folder in sorted(path for path in cases_dir.iterdir() if path.is_dir() and not path.name.startswith(".")):
         case, found = _load_case(folder / "case.yaml", folder.name)
         problems += found
         if case is not None:
@@ -176,8 +166,11 @@ def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]
+    except yaml.MarkedYAMLError as exc:
+        where = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
+        return None, [f"{path}: case {folder}: not valid YAML ({where}{exc.problem}); fix the syntax"]
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return None, [f"{path}: case {folder}: cannot be read as YAML ({exc}); fix the file"]
+        return None, [f"{path}: case {folder}: cannot be read ({exc}); fix the file"]
     if not isinstance(raw, dict):
         return None, [f"{path}: case {folder}: top level must be a mapping with id, title, evaluation, judge"]
     case_id = raw["id"] if isinstance(raw.get("id"), str) else folder
@@ -235,7 +228,7 @@ def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, r
             where.append(f"check {name}")
     if rest:
         where.append(f"field {'.'.join(map(str, rest))}")
-    return f"{path}: {': '.join(where)}: {message}"
+    return f"{path}: {': '.join(where)}: {' '.join(message.split())}"
 
 
 # ---- judging -------------------------------------------------------------------------------------------
@@ -310,9 +303,7 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
         else:
             results = [_result(check, *run_check(workspace, check)) for check in checks]
         buckets[bucket.value] = _bucket(points, results)
-    verdict, reason = (
-        (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED) if root is None else _decide(case, buckets)
-    )
+    verdict, reason = (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED) if root is None else _decide(case, buckets)
     raw = round(sum(bucket.score for bucket in buckets.values()), 2)
     final = _band(verdict, raw)
     scoring = Scoring(raw=raw, final=final, verdict=verdict, reason=reason)
@@ -343,9 +334,7 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
 
 
 def _result(check: CheckSpec, passed: bool, detail: str) -> CheckResult:
-    return CheckResult(
-        id=check.id, passed=passed, required=check.required, weight=check.weight, detail=detail
-    )
+    return CheckResult(id=check.id, passed=passed, required=check.required, weight=check.weight, detail=detail)
 
 
 def _bucket(points: float, checks: list[CheckResult]) -> BucketResult:
@@ -431,9 +420,7 @@ def _mean(values: Iterable[float]) -> float:
 _TYPE_ORDER = {ItemType.REGRESSION: 0, ItemType.IMPROVEMENT: 1, ItemType.CHANGED: 2}
 
 
-def diff_workspace(
-    baseline: WorkspaceReport, current: WorkspaceReport, score_threshold: float = 5.0
-) -> list[DiffItem]:
+def diff_workspace(baseline: WorkspaceReport, current: WorkspaceReport, score_threshold: float = 5.0) -> list[DiffItem]:
     """Regressions, then improvements, then changes; aggregate before cases; cases in current's order."""
     found = [
         (-1, _numeric(None, "passRate", baseline.pass_rate, current.pass_rate, 0.0)),
@@ -447,9 +434,7 @@ def diff_workspace(
         else:
             found += [(index, item) for item in _case_diff(old, result, score_threshold)]
     for offset, case_id in enumerate(before):  # baseline cases absent from current, in baseline order
-        found.append(
-            (len(current.results) + offset, _item(ItemType.CHANGED, case_id, "case", None, None, "removed"))
-        )
+        found.append((len(current.results) + offset, _item(ItemType.CHANGED, case_id, "case", None, None, "removed")))
     items = [(index, item) for index, item in found if item is not None]
     items.sort(key=lambda pair: (_TYPE_ORDER[pair[1].type], pair[0]))
     return [item for _, item in items]
@@ -477,26 +462,20 @@ def _item(
     )
 
 
-def _numeric(
-    case_id: str | None, metric: str, before: float, after: float, threshold: float
-) -> DiffItem | None:
+def _numeric(case_id: str | None, metric: str, before: float, after: float, threshold: float) -> DiffItem | None:
     """Lower by more than the threshold is a regression, higher by more is an improvement."""
     delta = round(after - before, 4)
     if delta == 0 or abs(delta) <= threshold:
         return None
     kind = ItemType.REGRESSION if delta < 0 else ItemType.IMPROVEMENT
-    return _item(
-        kind, case_id, metric, before, after, f"{metric} {before:g} -> {after:g} ({delta:+g})", delta
-    )
+    return _item(kind, case_id, metric, before, after, f"{metric} {before:g} -> {after:g} ({delta:+g})", delta)
 
 
 def _flip(case_id: str, metric: str, before: bool, after: bool, message: str) -> DiffItem | None:
     """True -> False is a regression, False -> True an improvement."""
     if before == after:
         return None
-    return _item(
-        ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message
-    )
+    return _item(ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message)
 
 
 def _case_diff(old: WorkspaceResult, new: WorkspaceResult, threshold: float) -> list[DiffItem | None]:
@@ -510,9 +489,7 @@ def _case_diff(old: WorkspaceResult, new: WorkspaceResult, threshold: float) -> 
     if Verdict.PASS not in (old.verdict, new.verdict) and old.verdict != new.verdict:
         items.append(_item(ItemType.CHANGED, case_id, "verdict", old.verdict, new.verdict, verdicts))
     if old.mode != new.mode:
-        items.append(
-            _item(ItemType.CHANGED, case_id, "mode", old.mode, new.mode, f"mode {old.mode} -> {new.mode}")
-        )
+        items.append(_item(ItemType.CHANGED, case_id, "mode", old.mode, new.mode, f"mode {old.mode} -> {new.mode}"))
     for name, bucket in new.packet.buckets.items():
         previous = old.packet.buckets.get(name)
         if previous is None:

@@ -173,9 +173,7 @@ class Workspace:
                     continue
         return self._files
 
-    def _add(
-        self, entry: os.DirEntry[str], rel: str, files: dict[str, str], pending: list[tuple[str, str]]
-    ) -> None:
+    def _add(self, entry: os.DirEntry[str], rel: str, files: dict[str, str], pending: list[tuple[str, str]]) -> None:
         if entry.is_symlink():
             target = os.path.realpath(entry.path)
             if os.path.commonpath([self.root, target]) != self.root:

@@ -53,7 +53,9 @@ def test_all_problems_reported_in_one_run() -> None:
     del no_id["id"]
     no_fixture = case_dict(id="b")
     del no_fixture["traceFixture"]
-    assert problems([no_id, no_fixture, case_dict(id="c", minKeywordMatches="2"), case_dict(id="c"), case_dict(id="c")]) == [
+    assert problems(
+        [no_id, no_fixture, case_dict(id="c", minKeywordMatches="2"), case_dict(id="c"), case_dict(id="c")]
+    ) == [
         "cases.json: case #1: missing required field 'id'",
         "cases.json: case 'b' (#2): missing required field 'traceFixture'",
         "cases.json: case 'c' (#3): field 'minKeywordMatches': input should be a valid integer (found \"2\")",
@@ -84,7 +86,8 @@ def test_not_json_points_at_line_and_column() -> None:
     with pytest.raises(CaseFileError) as info:
         parse_case_file('[\n  {"id": "a",}\n]', "cases.json")
     assert info.value.problems == [
-        "cases.json:2:14: not valid JSON (Expecting property name enclosed in double quotes); fix the syntax and run again"
+        "cases.json:2:14: not valid JSON (Expecting property name enclosed in double quotes); "
+        "fix the syntax and run again"
     ]
 
 
@@ -99,7 +102,7 @@ def test_wrong_shapes() -> None:
 def test_strict_types_no_coercion() -> None:
     assert problems([case_dict(requireV2AuditClosure="yes")]) == [
         "cases.json: case 'payment-timeout' (#1): field 'requireV2AuditClosure': input should be a valid boolean "
-        "(found \"yes\")"
+        '(found "yes")'
     ]
 
 

@@ -32,10 +32,25 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         [],
     ),
     ("verdict-missing-fails", {}, {f"{VERIFIER}.verdict": DELETE}, ["verdict_missing"]),
-    ("verdict-missing-no-verifier", {"requiredEvidenceTools": []}, {"session.selfEvaluation": DELETE}, ["verdict_missing"]),
-    ("verdict-not-allowed-fails", {}, {f"{VERIFIER}.verdict": "REJECT", "session.answer": "timeout connection pool insufficient evidence"}, ["verdict_not_allowed"]),
+    (
+        "verdict-missing-no-verifier",
+        {"requiredEvidenceTools": []},
+        {"session.selfEvaluation": DELETE},
+        ["verdict_missing"],
+    ),
+    (
+        "verdict-not-allowed-fails",
+        {},
+        {f"{VERIFIER}.verdict": "REJECT", "session.answer": "timeout connection pool insufficient evidence"},
+        ["verdict_not_allowed"],
+    ),
     ("empty-allowed-allows-any", {"allowedVerdicts": []}, {f"{VERIFIER}.verdict": "WHATEVER"}, []),
-    ("forbidden-keyword-fails", {}, {"session.answer": "timeout, Certainly Caused By the connection pool"}, ["forbidden_answer_keyword"]),
+    (
+        "forbidden-keyword-fails",
+        {},
+        {"session.answer": "timeout, Certainly Caused By the connection pool"},
+        ["forbidden_answer_keyword"],
+    ),
     (
         "reject-with-degradation-passes",
         {"allowedVerdicts": ["REJECT"]},
@@ -66,11 +81,21 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         {f"{VERIFIER}.executor_structured_output": {"claims": [{"status": "unsupported"}]}},
         [],
     ),
-    ("v2-missing-each-part", V2, {f"{VERIFIER}.gatekeeper_result": DELETE, f"{VERIFIER}.composer_output": DELETE}, ["v2_missing", "v2_missing"]),
+    (
+        "v2-missing-each-part",
+        V2,
+        {f"{VERIFIER}.gatekeeper_result": DELETE, f"{VERIFIER}.composer_output": DELETE},
+        ["v2_missing", "v2_missing"],
+    ),
     ("v2-not-required-not-checked", {}, {f"{VERIFIER}.claim_checks": DELETE}, []),
-    ("raw-json-leak-fails", V2, {"session.answer": "timeout connection pool {\"claim_id\": \"c1\"}"}, ["raw_json_leak"]),
+    ("raw-json-leak-fails", V2, {"session.answer": 'timeout connection pool {"claim_id": "c1"}'}, ["raw_json_leak"]),
     ("raw-json-leak-needs-v2", {}, {"session.answer": "timeout connection pool claim_id"}, []),
-    ("claim-checks-empty-fails", {"requireClaimChecks": True}, {f"{VERIFIER}.claim_checks": []}, ["claim_checks_empty"]),
+    (
+        "claim-checks-empty-fails",
+        {"requireClaimChecks": True},
+        {f"{VERIFIER}.claim_checks": []},
+        ["claim_checks_empty"],
+    ),
     (
         "claim-check-invalid-verification",
         V2,
@@ -83,20 +108,50 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         {f"{VERIFIER}.claim_checks": [{"claim_id": "c1"}, "not-an-object"]},
         ["claim_check_invalid", "claim_check_invalid"],
     ),
-    ("gatekeeper-fail-with-pass", {}, {f"{VERIFIER}.gatekeeper_result": {"status": "fail"}}, ["gatekeeper_fail_with_pass"]),
+    (
+        "gatekeeper-fail-with-pass",
+        {},
+        {f"{VERIFIER}.gatekeeper_result": {"status": "fail"}},
+        ["gatekeeper_fail_with_pass"],
+    ),
     (
         "gatekeeper-fail-with-low-confid-ok",
         {},
         {f"{VERIFIER}.gatekeeper_result": {"status": "fail"}, f"{VERIFIER}.verdict": "LOW_CONFID"},
         [],
     ),
-    ("gatekeeper-status-fails", {"expectedGatekeeperStatuses": ["pass"]}, {f"{VERIFIER}.gatekeeper_result": {"status": "warn"}}, ["gatekeeper_status"]),
+    (
+        "gatekeeper-status-fails",
+        {"expectedGatekeeperStatuses": ["pass"]},
+        {f"{VERIFIER}.gatekeeper_result": {"status": "warn"}},
+        ["gatekeeper_status"],
+    ),
     ("gatekeeper-status-passes", {"expectedGatekeeperStatuses": ["pass", "warn"]}, {}, []),
-    ("rule-set-version-fails", {"expectedGatekeeperRuleSetVersion": "gatekeeper-rules-v2"}, {}, ["gatekeeper_rule_set_version"]),
+    (
+        "rule-set-version-fails",
+        {"expectedGatekeeperRuleSetVersion": "gatekeeper-rules-v2"},
+        {},
+        ["gatekeeper_rule_set_version"],
+    ),
     ("rule-set-version-passes", {"expectedGatekeeperRuleSetVersion": "gatekeeper-rules-v1"}, {}, []),
-    ("composer-output-missing", {"requireComposerOutput": True}, {f"{VERIFIER}.composer_output": {}}, ["composer_output_missing"]),
-    ("composer-status-fails", {"expectedComposerStatuses": ["valid"]}, {f"{VERIFIER}.composer_output": {"status": "composer_malformed"}}, ["composer_status"]),
-    ("forbidden-confirmed-claim", {"forbiddenConfirmedClaimKeywords": ["primary database failure"]}, {"session.answer": "timeout connection pool; Primary Database Failure"}, ["forbidden_confirmed_claim"]),
+    (
+        "composer-output-missing",
+        {"requireComposerOutput": True},
+        {f"{VERIFIER}.composer_output": {}},
+        ["composer_output_missing"],
+    ),
+    (
+        "composer-status-fails",
+        {"expectedComposerStatuses": ["valid"]},
+        {f"{VERIFIER}.composer_output": {"status": "composer_malformed"}},
+        ["composer_status"],
+    ),
+    (
+        "forbidden-confirmed-claim",
+        {"forbiddenConfirmedClaimKeywords": ["primary database failure"]},
+        {"session.answer": "timeout connection pool; Primary Database Failure"},
+        ["forbidden_confirmed_claim"],
+    ),
 ]
 
 
@@ -162,5 +217,10 @@ def test_absent_values_are_null() -> None:
     trace = parse_trace(b'{"session": {"answer": "timeout connection pool"}}', "t.json")
     assert isinstance(trace, Trace)
     result = evaluate_case(case, trace)
-    assert (result.verdict, result.tool_call_count, result.duration_ms, result.claim_check_count) == (None, None, None, None)
+    assert (result.verdict, result.tool_call_count, result.duration_ms, result.claim_check_count) == (
+        None,
+        None,
+        None,
+        None,
+    )
     assert result.gatekeeper_status is None and result.composer_status is None

@@ -23,7 +23,10 @@ from tests.conftest import case_dict, trace_dict, write_json
             "f.json: $.session.selfEvaluation.verifier_evaluation.claim_checks should be an array, found an object",
         ),
         (b'{"session": {"answer": 42}}', "f.json: $.session.answer should be a string, found a number"),
-        (b'{"toolInvocations": [{"success": "yes"}]}', "f.json: $.toolInvocations[0].success should be a boolean, found a string"),
+        (
+            b'{"toolInvocations": [{"success": "yes"}]}',
+            "f.json: $.toolInvocations[0].success should be a boolean, found a string",
+        ),
         (b'{"session": {\n "answer": "x",\n}', "f.json: not valid JSON (trailing comma at line 3 column 1)"),
         (b"\xff\xfe{}", "f.json: not UTF-8 (bad byte at offset 0); re-save as UTF-8"),
         (b"[" * 50_000, "f.json: not valid JSON (recursion limit exceeded at line 1 column 202)"),
@@ -89,6 +92,8 @@ def test_one_bad_fixture_fails_only_its_case(tmp_path: Path) -> None:
     report = evaluate_suite(suite, tmp_path)
     assert [(r.case_id, r.passed) for r in report.results] == [("good", True), ("bad", False), ("gone", False)]
     bad = report.results[1]
-    assert bad.failed_checks == ["fixture_invalid: fixture 'bad.json': not valid JSON (key must be a string at line 1 column 2)"]
+    assert bad.failed_checks == [
+        "fixture_invalid: fixture 'bad.json': not valid JSON (key must be a string at line 1 column 2)"
+    ]
     assert bad.evidence_coverage == {"query_logs": False}
     assert report.results[2].failed_checks[0].startswith("fixture_missing: fixture 'gone.json' not found")

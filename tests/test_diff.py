@@ -1,0 +1,219 @@
+"""Every diff rule and threshold edge, plus properties: self-diff is empty, swapping sides swaps verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagbot.diff import ItemType, Thresholds, diff_trace
+from diagbot.report import CaseResult, TraceReport, build_report
+
+
+def result(case_id: str = "a", **overrides: Any) -> CaseResult:
+    fields: dict[str, Any] = {
+        "case_id": case_id,
+        "title": case_id,
+        "passed": True,
+        "verdict": "PASS",
+        "matched_keyword_count": 2,
+        "required_keyword_count": 2,
+        "evidence_coverage": {"query_logs": True},
+        "tool_call_count": 5,
+        "duration_ms": 10_000,
+    }
+    fields.update(overrides)
+    return CaseResult(**fields)
+
+
+def items(before: list[CaseResult], after: list[CaseResult], **thresholds: float) -> list[tuple[str, str, str | None]]:
+    diff = diff_trace(build_report(before), build_report(after), Thresholds(**thresholds))
+    return [(i.type.value, i.metric, i.case_id) for i in diff.items]
+
+
+def test_identical_reports_give_nothing() -> None:
+    diff = diff_trace(build_report([result()]), build_report([result()]))
+    assert diff.items == [] and not diff.has_regression
+
+
+def test_pass_to_fail_is_regression_with_reason_and_counts() -> None:
+    diff = diff_trace(
+        build_report([result()]), build_report([result(passed=False, failed_checks=["keyword_coverage: 1 of 2"])])
+    )
+    assert [(i.type, i.scope.value, i.metric) for i in diff.items] == [
+        (ItemType.REGRESSION, "aggregate", "passRate"),
+        (ItemType.REGRESSION, "case", "passed"),
+    ]
+    assert diff.items[1].message == "case now fails: keyword_coverage: 1 of 2"
+    assert diff.items[0].delta == -1.0 and diff.items[1].delta is None
+    assert (diff.regression_count, diff.has_regression, diff.baseline_pass_rate, diff.current_pass_rate) == (
+        2,
+        True,
+        1.0,
+        0.0,
+    )
+
+
+def test_fail_to_pass_is_improvement() -> None:
+    assert items([result(passed=False)], [result()]) == [
+        ("IMPROVEMENT", "passRate", None),
+        ("IMPROVEMENT", "passed", "a"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        ({"query_logs": True}, {"query_logs": False}, "REGRESSION"),
+        ({"query_logs": False}, {"query_logs": True}, "IMPROVEMENT"),
+        ({}, {"query_logs": True}, "CHANGED"),
+        ({"query_logs": False}, {}, "CHANGED"),
+    ],
+    ids=["lost", "gained", "added-tool", "removed-tool"],
+)
+def test_evidence_coverage(before: dict[str, bool], after: dict[str, bool], expected: str) -> None:
+    assert items([result(evidence_coverage=before)], [result(evidence_coverage=after)]) == [
+        (expected, "evidenceCoverage.query_logs", "a")
+    ]
+
+
+def test_keyword_count() -> None:
+    assert items([result()], [result(matched_keyword_count=1)]) == [("REGRESSION", "matchedKeywordCount", "a")]
+    assert items([result(matched_keyword_count=1)], [result()]) == [("IMPROVEMENT", "matchedKeywordCount", "a")]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (5, 6, []),  # +20% exactly: not past the threshold
+        (5, 7, ["REGRESSION"]),  # +40%, +2
+        (10, 12, []),  # +20% exactly
+        (10, 13, ["REGRESSION"]),
+        (2, 3, ["REGRESSION"]),  # +50% and exactly 1
+        (20, 25, ["REGRESSION"]),
+        (7, 5, ["IMPROVEMENT"]),
+        (0, 1, ["REGRESSION"]),  # from zero: any rise of at least 1
+        (None, 5, []),
+    ],
+    ids=lambda v: str(v),
+)
+def test_tool_call_threshold(before: int | None, after: int | None, expected: list[str]) -> None:
+    got = items([result(tool_call_count=before)], [result(tool_call_count=after)])
+    assert [kind for kind, metric, case in got if case == "a"] == expected
+    assert all(metric == "toolCallCount" for _, metric, case in got if case == "a")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (2500, 3000, []),  # +500 ms is exactly 20%: the percentage must be exceeded
+        (2400, 2900, ["REGRESSION"]),  # exactly 500 ms and +20.8%: "at least 500 ms" holds
+        (2000, 2499, []),  # +25% but 499 ms
+        (10_000, 12_000, []),  # exactly +20%
+        (10_000, 12_001, ["REGRESSION"]),
+        (12_001, 10_000, []),  # -16.7%: within the band
+        (10_000, 7_999, ["IMPROVEMENT"]),  # -20.01% and 2 s
+    ],
+    ids=["500ms-at-20pct", "500ms-past-20pct", "499ms", "at-20pct", "past-20pct", "small-fall", "big-fall"],
+)
+def test_duration_threshold(before: int, after: int, expected: list[str]) -> None:
+    got = items([result(duration_ms=before)], [result(duration_ms=after)])
+    assert [kind for kind, metric, case in got if case] == expected
+
+
+def test_thresholds_are_configurable() -> None:
+    got = items([result(duration_ms=1000)], [result(duration_ms=1100)], duration_pct=5, duration_abs_ms=50)
+    assert ("REGRESSION", "durationMs", "a") in got
+
+
+def test_aggregate_averages_use_thresholds() -> None:
+    before = [result("a", tool_call_count=5), result("b", tool_call_count=5)]
+    after = [result("a", tool_call_count=9), result("b", tool_call_count=9)]
+    assert items(before, after)[0] == ("REGRESSION", "averageToolCallCount", None)
+
+
+def test_verdict_changes_and_distribution() -> None:
+    assert items([result(verdict="PASS")], [result(verdict="LOW_CONFID")]) == [
+        ("CHANGED", "verdictDistribution.LOW_CONFID", None),
+        ("CHANGED", "verdictDistribution.PASS", None),
+        ("CHANGED", "verdict", "a"),
+    ]
+
+
+def test_added_and_removed_cases_are_changes_in_order() -> None:
+    got = items([result("a"), result("gone")], [result("new"), result("a")])
+    assert got == [("CHANGED", "case", "new"), ("CHANGED", "case", "gone")]
+
+
+def test_order_regressions_improvements_changes_aggregate_first() -> None:
+    before = [result("a"), result("b", passed=False), result("c")]
+    after = [result("a", passed=False), result("b"), result("c", verdict="REJECT")]
+    kinds = [(k, c) for k, _, c in items(before, after)]
+    assert kinds == [
+        ("REGRESSION", "a"),
+        ("IMPROVEMENT", "b"),
+        ("CHANGED", None),
+        ("CHANGED", None),
+        ("CHANGED", "c"),
+    ]
+
+
+def test_java_report_without_new_fields_diffs() -> None:
+    java = TraceReport.model_validate(
+        {
+            "totalCases": 1,
+            "passedCases": 1,
+            "passRate": 1.0,
+            "verdictDistribution": {"PASS": 1},
+            "averageToolCallCount": 5.0,
+            "averageDurationMs": 10000.0,
+            "results": [{"caseId": "a", "title": "a", "passed": True, "failedChecks": [], "verdict": "PASS",
+                         "matchedKeywordCount": 2, "requiredKeywordCount": 2,
+                         "evidenceCoverage": {"query_logs": True}, "toolCallCount": 5, "durationMs": 10000}],
+        }
+    )  # fmt: skip
+    assert java.schema_version == 0
+    assert diff_trace(java, build_report([result(title="a")])).items == []
+
+
+# --- properties -------------------------------------------------------------------------------------------
+
+case_ids = st.sampled_from(["a", "b", "c", "d"])
+results = st.builds(
+    lambda **fields: CaseResult(**fields),
+    case_id=case_ids,
+    passed=st.booleans(),
+    verdict=st.sampled_from([None, "PASS", "LOW_CONFID", "REJECT"]),
+    matched_keyword_count=st.integers(0, 4),
+    evidence_coverage=st.dictionaries(st.sampled_from(["query_logs", "query_metrics"]), st.booleans(), max_size=2),
+    tool_call_count=st.one_of(st.none(), st.integers(0, 30)),
+    duration_ms=st.one_of(st.none(), st.integers(0, 60_000)),
+)
+reports = st.lists(results, max_size=4, unique_by=lambda r: r.case_id).map(build_report)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reports)
+def test_self_diff_is_empty(report: TraceReport) -> None:
+    assert diff_trace(report, report).items == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(reports, reports)
+def test_swapping_sides_swaps_regressions_and_improvements(a: TraceReport, b: TraceReport) -> None:
+    forward = {(i.metric, i.case_id): i.type for i in diff_trace(a, b).items}
+    backward = {(i.metric, i.case_id): i.type for i in diff_trace(b, a).items}
+    swap = {ItemType.REGRESSION: ItemType.IMPROVEMENT, ItemType.IMPROVEMENT: ItemType.REGRESSION}
+    for key, kind in forward.items():
+        if key[0] in COST_METRICS:
+            # The percentage is taken of the baseline, so +25% one way is -20% the other: only the
+            # direction must flip when both directions fire.
+            assert backward.get(key, swap.get(kind)) == swap.get(kind, kind), key
+        else:
+            assert backward[key] == swap.get(kind, kind), key
+    assert {k for k in forward if k[0] not in COST_METRICS} == {k for k in backward if k[0] not in COST_METRICS}
+
+
+COST_METRICS = {"toolCallCount", "durationMs", "averageToolCallCount", "averageDurationMs"}
