@@ -13,7 +13,7 @@ $(STAMP): requirements.lock requirements-dev.lock pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/diagbot eval --cases cases/diagnosis-cases.json --fixtures fixtures --output build/example/reports/diagnosis.json
+	$(BIN)/diagbot run --baseline examples/baseline --out build/example --no-fail
 
 test: $(STAMP)
 	$(BIN)/ruff check diagbot tests bench entrypoint.py

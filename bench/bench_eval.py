@@ -37,16 +37,25 @@ def make_fixture(rng: random.Random, index: int) -> dict[str, object]:
             f"HikariPool-1 - Connection is not available, request timed out after {rng.randrange(30000)}ms"
             for _ in range(40)
         ]
-        invocation = {"toolName": rng.choice(tools), "success": rng.random() > 0.1, "durationMs": rng.randrange(5000),
-                      "arguments": {"service": "payment", "window": "15m"}, "result": {"lines": lines}}
+        invocation = {
+            "toolName": rng.choice(tools),
+            "success": rng.random() > 0.1,
+            "durationMs": rng.randrange(5000),
+            "arguments": {"service": "payment", "window": "15m"},
+            "result": {"lines": lines},
+        }
         size += len(json.dumps(invocation))
         invocations.append(invocation)
     return {
         "session": {
             "answer": f"Case {index}: payment timeout caused by connection pool exhaustion; raise maxPoolSize.",
             "totalDurationMs": rng.randrange(2000, 40000),
-            "selfEvaluation": {"verifier_evaluation": {"verdict": rng.choice(["PASS", "LOW_CONFID", "REJECT"]),
-                                                       "tool_trace_summary": [{"tool_name": "query_metrics"}]}},
+            "selfEvaluation": {
+                "verifier_evaluation": {
+                    "verdict": rng.choice(["PASS", "LOW_CONFID", "REJECT"]),
+                    "tool_trace_summary": [{"tool_name": "query_metrics"}],
+                }
+            },
         },
         "toolInvocations": invocations,
     }
@@ -59,9 +68,15 @@ def generate(folder: Path, count: int) -> Path:
     cases = []
     for i in range(count):
         (fixtures / f"case-{i:05d}.json").write_text(json.dumps(make_fixture(rng, i)), encoding="utf-8")
-        cases.append({"id": f"case-{i:05d}", "traceFixture": f"case-{i:05d}.json",
-                      "expectedRootCauseKeywords": ["timeout", "connection pool"],
-                      "requiredEvidenceTools": ["query_logs", "query_metrics"], "allowedVerdicts": ["PASS", "LOW_CONFID"]})
+        cases.append(
+            {
+                "id": f"case-{i:05d}",
+                "traceFixture": f"case-{i:05d}.json",
+                "expectedRootCauseKeywords": ["timeout", "connection pool"],
+                "requiredEvidenceTools": ["query_logs", "query_metrics"],
+                "allowedVerdicts": ["PASS", "LOW_CONFID"],
+            }
+        )
     cases_file = folder / "cases.json"
     cases_file.write_text(json.dumps({"defaults": {"degradationKeywords": ["insufficient evidence"]}, "cases": cases}))
     return cases_file
@@ -88,8 +103,20 @@ def main() -> None:
         # Warm the page cache once so neither side pays for the first read from disk.
         timed([sys.executable, "-c", PLAIN_LOOP, str(folder / "fixtures")])
         plain, plain_rss = timed([sys.executable, "-c", PLAIN_LOOP, str(folder / "fixtures")])
-        diag, diag_rss = timed([sys.executable, "-m", "diagbot", "eval", "--cases", str(cases_file),
-                                "--fixtures", str(folder / "fixtures"), "--output", str(folder / "report.json")])
+        diag, diag_rss = timed(
+            [
+                sys.executable,
+                "-m",
+                "diagbot",
+                "eval",
+                "--cases",
+                str(cases_file),
+                "--fixtures",
+                str(folder / "fixtures"),
+                "--output",
+                str(folder / "report.json"),
+            ]
+        )
         print(f"plain read+json.loads: {plain:.2f} s, peak RSS {plain_rss} MB")
         print(f"diagbot eval:          {diag:.2f} s, peak RSS {diag_rss} MB (max of both children)")
         print(f"ratio: {diag / plain:.2f}x (target <= 1.5x); peak memory target < 300 MB")

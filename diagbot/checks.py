@@ -133,7 +133,7 @@ def claim_unbound(case: TraceCase, trace: Trace) -> list[str]:
     if executor is None or executor.claims is None:
         return []
     return [
-        f"confirmed claim #{index} has no evidence_bindings"
+        f"confirmed claim claims[{index}] has no evidence_bindings"
         for index, claim in enumerate(executor.claims)
         if claim.status in (None, "confirmed") and not claim.evidence_bindings
     ]
@@ -209,9 +209,7 @@ def gatekeeper_status(case: TraceCase, trace: Trace) -> list[str]:
     status = _gatekeeper_field(trace, "status")
     if not case.expected_gatekeeper_statuses or status in case.expected_gatekeeper_statuses:
         return []
-    return [
-        f"gatekeeper status is {_found(status)}, expected {_quote(case.expected_gatekeeper_statuses)}"
-    ]
+    return [f"gatekeeper status is {_found(status)}, expected {_quote(case.expected_gatekeeper_statuses)}"]
 
 
 @check(Code.GATEKEEPER_RULE_SET_VERSION)
@@ -240,9 +238,7 @@ def composer_status(case: TraceCase, trace: Trace) -> list[str]:
     status = _composer_status(trace)
     if not case.expected_composer_statuses or status in case.expected_composer_statuses:
         return []
-    return [
-        f"composer status is {_found(status)}, expected {_quote(case.expected_composer_statuses)}"
-    ]
+    return [f"composer status is {_found(status)}, expected {_quote(case.expected_composer_statuses)}"]
 
 
 @check(Code.FORBIDDEN_CONFIRMED_CLAIM)

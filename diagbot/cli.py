@@ -14,9 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from diagbot.cases import load_case_file
-from diagbot.errors import DiagbotError
+from diagbot.config import ThresholdConfig, load_config
+from diagbot.diff import DiffReport
+from diagbot.errors import DiagbotError, ReportFormatError
 from diagbot.evaluate import evaluate_suite
+from diagbot.pipeline import find_baselines, run_config, write_outputs
+from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, render_markdown
 from diagbot.report import RunInfo, TraceReport, dump_model
+from diagbot.suites import diff_reports, load_report_file, view
 from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES
 
 
@@ -66,6 +71,98 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _thresholds(args: argparse.Namespace, base: ThresholdConfig | None = None) -> ThresholdConfig:
+    """CLI flags override the config file's thresholds, which override the defaults."""
+    given = {
+        "tool-calls-pct": args.tool_calls_pct,
+        "tool-calls-min": args.tool_calls_min,
+        "duration-pct": args.duration_pct,
+        "duration-min-ms": args.duration_min_ms,
+        "score-points": args.score_points,
+    }
+    merged = {
+        **(base or ThresholdConfig()).model_dump(by_alias=True),
+        **{k: v for k, v in given.items() if v is not None},
+    }
+    return ThresholdConfig.model_validate(merged)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    baseline = load_report_file(Path(args.baseline))
+    current = load_report_file(Path(args.current))
+    diff = diff_reports(baseline, current, _thresholds(args).to_thresholds(), args.baseline)
+    write_text(Path(args.output), dump_model(diff))
+    print(
+        f"{diff.regression_count} regressions, {diff.improvement_count} improvements, {diff.changed_count} changes; "
+        f"diff written to {args.output}"
+    )
+    return 1 if diff.has_regression and not args.no_fail else 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    current = load_report_file(Path(args.current))
+    diff = None
+    if args.diff:
+        try:
+            diff = DiffReport.model_validate_json(Path(args.diff).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ReportFormatError(f"{args.diff}: not a readable diff ({str(exc).splitlines()[0]})") from None
+    info = BaselineInfo(source="none", missing_reason="no baseline was given") if diff is None else BaselineInfo()
+    if args.baseline_info:
+        try:
+            info = BaselineInfo.model_validate_json(Path(args.baseline_info).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ReportFormatError(
+                f"{args.baseline_info}: not readable baseline info ({str(exc).splitlines()[0]})"
+            ) from None
+    name = args.suite or getattr(current, "suite", None) or "diagnosis"
+    body = render_markdown(
+        "comment.md.j2", [view(name, current, diff)], info, _current_info(), f"diagbot:{name}", COMMENT_LIMIT
+    )
+    write_text(Path(args.output), body)
+    print(f"comment written to {args.output} ({len(body)} characters)")
+    return 0
+
+
+def _current_info() -> CurrentInfo:
+    run = run_info()
+    return CurrentInfo(sha=run.git_sha, ref=run.ref)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = load_config(Path(args.config) if args.config else None, required=args.config is not None)
+    config = config.model_copy(update={"thresholds": _thresholds(args, config.thresholds)})
+    location = Path(args.baseline) if args.baseline else None
+    baselines, problems = find_baselines(location, config)
+    for problem in problems:
+        print(f"warning: {problem} (continuing without that baseline)", file=sys.stderr)
+    if baselines:
+        first = next(iter(baselines.values()))
+        sha = first.run.git_sha if isinstance(first, TraceReport) and first.run else None
+        info = BaselineInfo(source="file", label=str(location), sha=sha)
+    elif location is None:
+        info = BaselineInfo(source="none", missing_reason="no --baseline was given")
+    else:
+        info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
+    outcome = run_config(config, baselines, info, _current_info(), run_info(), fail_on_regression=not args.no_fail)
+    out = Path(args.out)
+    write_outputs(outcome, out)
+    print(outcome.comment)
+    for problem in outcome.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    print(f"diagbot: {outcome.reason}; report folder {out}", file=sys.stderr)
+    return outcome.exit_code
+
+
+def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("thresholds (override diagbot.yml)")
+    group.add_argument("--tool-calls-pct", type=float, help="rise in tool calls that counts, percent (default 20)")
+    group.add_argument("--tool-calls-min", type=float, help="... and at least this many calls (default 1)")
+    group.add_argument("--duration-pct", type=float, help="rise in duration that counts, percent (default 20)")
+    group.add_argument("--duration-min-ms", type=float, help="... and at least this many ms (default 500)")
+    group.add_argument("--score-points", type=float, help="workspace score drop that counts (default 5)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diagbot", description="Deterministic regression gate for diagnosis agents.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -77,6 +174,30 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--suite", default="diagnosis", help="the suite name recorded in the report")
     ev.add_argument("--max-fixture-bytes", type=int, default=DEFAULT_MAX_FIXTURE_BYTES)
     ev.set_defaults(handler=cmd_eval)
+
+    df = commands.add_parser("diff", help="compare two reports; exit 1 on a regression")
+    df.add_argument("--baseline", required=True)
+    df.add_argument("--current", required=True)
+    df.add_argument("--output", required=True)
+    df.add_argument("--no-fail", action="store_true", help="exit 0 even when there is a regression")
+    _add_threshold_flags(df)
+    df.set_defaults(handler=cmd_diff)
+
+    rd = commands.add_parser("render", help="render the PR comment for one suite")
+    rd.add_argument("--current", required=True, help="the current report")
+    rd.add_argument("--diff", help="the diff against the baseline (omit when there is no baseline)")
+    rd.add_argument("--baseline-info", help="JSON describing the baseline's source (branch, sha, runUrl, ...)")
+    rd.add_argument("--suite", help="the suite name shown and used in the comment marker")
+    rd.add_argument("--output", required=True)
+    rd.set_defaults(handler=cmd_render)
+
+    rn = commands.add_parser("run", help="evaluate every suite of diagbot.yml, diff, render; exit 1 on regression")
+    rn.add_argument("--config", help="the config file (default ./diagbot.yml; none means the default suite)")
+    rn.add_argument("--baseline", help="a folder of <suite>.json reports, or one report for a single suite")
+    rn.add_argument("--out", default="build/diagbot", help="the report folder to write")
+    rn.add_argument("--no-fail", action="store_true", help="report regressions but exit 0")
+    _add_threshold_flags(rn)
+    rn.set_defaults(handler=cmd_run)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -87,9 +88,16 @@ def _item(kind: ItemType, case_id: str | None, metric: str, baseline: Any, curre
 
 
 def better_or_worse(
-    case_id: str | None, metric: str, baseline: Any, current: Any, higher_is_better: bool, label: str
+    case_id: str | None,
+    metric: str,
+    baseline: Any,
+    current: Any,
+    higher_is_better: bool,
+    label: str,
+    show: Callable[[Any], str] | None = None,
 ) -> list[DiffItem]:
     """An ordered metric (pass rate, keyword count, score): down is a regression when higher is better."""
+    show = show or _show
     if baseline is None or current is None or baseline == current:
         return []
     worse = (current < baseline) == higher_is_better
@@ -101,7 +109,7 @@ def better_or_worse(
             metric,
             baseline,
             current,
-            f"{label} {'fell' if current < baseline else 'rose'} from {_show(baseline)} to {_show(current)}",
+            f"{label} {'fell' if current < baseline else 'rose'} from {show(baseline)} to {show(current)}",
         )
     ]
 
@@ -149,7 +157,14 @@ def changed(case_id: str | None, metric: str, baseline: Any, current: Any, messa
 def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
     """A case on one side only: never a regression by itself (a removed failing case is not an improvement)."""
     message = "case removed (only in the baseline)" if in_baseline else "case added (only in the current run)"
-    return _item(ItemType.CHANGED, case_id, "case", in_baseline, not in_baseline, message)
+    present = "present"
+    return _item(
+        ItemType.CHANGED, case_id, "case", present if in_baseline else None, None if in_baseline else present, message
+    )
+
+
+def _percent(value: Any) -> str:
+    return f"{value:.1%}"
 
 
 def _show(value: Any) -> str:
@@ -189,7 +204,7 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
     """Compare two trace-suite reports by the rules of the documents' baseline diff."""
     t = thresholds or Thresholds()
     items = [
-        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate"),
+        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", _percent),
         *cost(
             None,
             "averageToolCallCount",
@@ -211,7 +226,7 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
     ]
     for verdict in sorted(set(baseline.verdict_distribution) | set(current.verdict_distribution)):
         b, c = baseline.verdict_distribution.get(verdict, 0), current.verdict_distribution.get(verdict, 0)
-        items += changed(None, f"verdictDistribution.{verdict}", b, c, f"{verdict} verdicts: {b} -> {c}")
+        items += changed(None, f"verdictDistribution.{verdict}", b, c, f"{verdict} verdicts: {b} → {c}")
 
     base_cases = {r.case_id: r for r in baseline.results}
     current_ids = {r.case_id for r in current.results}

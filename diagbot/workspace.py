@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,6 +133,7 @@ class WorkspaceCase(StrictInput):
     judge: Judge
 
 
+@lru_cache(maxsize=64)
 def _mode_contract(summary_glob: str) -> list[CheckSpec]:
     """The fixed evidence-only gate: hand-off artifacts are there and the diagnosis agent never ran."""
     return [

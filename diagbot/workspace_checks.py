@@ -13,8 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Annotated, Any, NamedTuple
 
 import jmespath
@@ -40,6 +39,10 @@ def safe_relative_path(value: str) -> str:
         raise ValueError(f"absolute path {value!r}; paths are relative to the workspace root")
     if ".." in re.split(r"[/\\]", value):
         raise ValueError(f"path {value!r} contains '..'; paths must stay inside the workspace")
+    try:
+        _glob_regex(value)
+    except re.error as exc:
+        raise ValueError(f"invalid glob {value!r} ({exc})") from None
     return value
 
 
@@ -126,7 +129,7 @@ class CheckSpec(StrictInput):
             raise ValueError(f"needs exactly one kind key of {', '.join(CheckKind)}; found {found}")
         return self
 
-    @property
+    @cached_property
     def kind(self) -> CheckKind:
         return next(kind for kind in CheckKind if getattr(self, kind.value) is not None)
 
@@ -193,19 +196,21 @@ class Workspace:
         """Files matching the glob, sorted, and notes about matching entries that were refused."""
         files = self._listing()
         if _MAGIC.isdisjoint(pattern):
-            found = [pattern] if pattern in files else []
-            refused = [pattern] if pattern in self._skipped else []
+            path = "/".join(part for part in pattern.split("/") if part and part != ".")
+            found = [path] if path in files else []
+            refused = [path] if path in self._skipped else []
         else:
-            parts = _split(pattern)
-            found = sorted(rel for rel in files if _glob_match(_split(rel), parts))
-            refused = sorted(rel for rel in self._skipped if _glob_match(_split(rel), parts))
+            matcher = _glob_regex(pattern).fullmatch
+            found = sorted(rel for rel in files if matcher(rel))
+            refused = sorted(rel for rel in self._skipped if matcher(rel))
         return found, [f"{rel} is {self._skipped[rel]}" for rel in refused]
 
     def blob(self, rel: str) -> _Blob:
         if rel not in self._blobs:
             with open(self._listing()[rel], "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
-                self._blobs[rel] = _Blob(handle.read(READ_CAP), size)
+                # Ask for no more than the file holds: read(READ_CAP) would allocate the whole cap every time.
+                self._blobs[rel] = _Blob(handle.read(min(size, READ_CAP)), size)
         return self._blobs[rel]
 
     def text(self, rel: str) -> tuple[str, str]:
@@ -241,17 +246,38 @@ class Workspace:
         return blob.parsed
 
 
-def _split(path: str) -> tuple[str, ...]:
-    return tuple(part for part in path.split("/") if part and part != ".")
+@lru_cache(maxsize=1024)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Shell-style glob as one regex over `/`-joined paths: `*`, `?` and `[...]` stay within a folder name,
+    a `**` segment spans any number of folders."""
+    segments = [part for part in pattern.split("/") if part and part != "."]
+    out = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            out.append("(?:[^/]+/)*" + ("[^/]+" if last else ""))
+        else:
+            out.append(_segment_regex(segment) + ("" if last else "/"))
+    return re.compile("".join(out))
 
 
-def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
-    """Shell-style glob per path segment; `**` spans any number of folders."""
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_glob_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], pattern[0]) and _glob_match(parts[1:], pattern[1:])
+def _segment_regex(segment: str) -> str:
+    out, i = [], 0
+    while i < len(segment):
+        char, i = segment[i], i + 1
+        start = i + 1 if segment[i : i + 1] == "!" else i
+        end = segment.find("]", start + 1) if char == "[" else -1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif end != -1:
+            body = re.sub(r"([\\^\[&~|])", r"\\\1", segment[start:end])
+            out.append(f"[^/{body}]" if start > i else f"[{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(char))
+    return "".join(out)
 
 
 def _size(n: int) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
 def utcnow() -> datetime:
     """Current UTC time at whole seconds, the resolution GitHub timestamps have."""
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def fake_sha(seed: str) -> str:
@@ -32,7 +32,7 @@ class Repo:
     default_branch: str = "main"
     private: bool = False
     fork: bool = False
-    created_at: datetime = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    created_at: datetime = datetime(2020, 1, 1, tzinfo=UTC)
 
     @property
     def owner(self) -> str:

@@ -1,0 +1,143 @@
+"""diagbot.yml: which suites to run, the diff thresholds and the gate. Strict: a typo is an error, not a default."""
+
+from __future__ import annotations
+
+import difflib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from diagbot.diff import Thresholds
+from diagbot.errors import ConfigError
+from diagbot.models import StrictInput
+
+DEFAULT_CONFIG = "diagbot.yml"
+
+
+class SuiteKind(StrEnum):
+    TRACE = "trace"
+    WORKSPACE = "workspace"
+
+
+class SuiteConfig(StrictInput):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    kind: SuiteKind = SuiteKind.TRACE
+    cases: str
+    fixtures: str
+    max_fixture_bytes: int = Field(default=64 * 1024 * 1024, gt=0, alias="max-fixture-bytes")
+
+
+class ThresholdConfig(StrictInput):
+    """Kebab-case like the action's inputs; see diff.Thresholds for the meaning."""
+
+    tool_calls_pct: float = Field(default=20.0, ge=0, alias="tool-calls-pct")
+    tool_calls_min: float = Field(default=1.0, ge=0, alias="tool-calls-min")
+    duration_pct: float = Field(default=20.0, ge=0, alias="duration-pct")
+    duration_min_ms: float = Field(default=500.0, ge=0, alias="duration-min-ms")
+    score_points: float = Field(default=5.0, ge=0, alias="score-points")
+
+    def to_thresholds(self) -> Thresholds:
+        return Thresholds(
+            tool_call_pct=self.tool_calls_pct,
+            tool_call_abs=self.tool_calls_min,
+            duration_pct=self.duration_pct,
+            duration_abs_ms=self.duration_min_ms,
+            score_points=self.score_points,
+        )
+
+
+class GateConfig(StrictInput):
+    fail_on_regression: bool = Field(default=True, alias="fail-on-regression")
+    require_baseline: bool = Field(default=False, alias="require-baseline")
+    baseline_max_age_days: float = Field(default=30.0, gt=0, alias="baseline-max-age-days")
+
+
+class Config(StrictInput):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    suites: list[SuiteConfig] = Field(min_length=1)
+    thresholds: ThresholdConfig = ThresholdConfig()
+    gate: GateConfig = GateConfig()
+    root: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("suites")
+    @classmethod
+    def _unique_names(cls, suites: list[SuiteConfig]) -> list[SuiteConfig]:
+        names = [s.name for s in suites]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"suite names must be unique; repeated: {', '.join(duplicates)}")
+        return suites
+
+    @property
+    def marker_id(self) -> str:
+        """What the hidden comment marker names: the config's id, else its suites, so each config has one comment."""
+        return self.id or "+".join(s.name for s in self.suites)
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def default_config(root: Path) -> Config:
+    """No diagbot.yml: one trace suite, `diagnosis`, from cases/diagnosis-cases.json and fixtures/."""
+    suite = SuiteConfig(name="diagnosis", cases="cases/diagnosis-cases.json", fixtures="fixtures")
+    return Config(suites=[suite], root=root)
+
+
+def _known(model: type[StrictInput], loc: tuple[Any, ...]) -> list[str]:
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part)) or next(
+            (f for f in model.model_fields.values() if f.alias == part), None
+        )
+        annotation = getattr(field, "annotation", None)
+        inner = getattr(annotation, "__args__", (annotation,))[0] if annotation else None
+        if isinstance(inner, type) and issubclass(inner, StrictInput):
+            model = inner
+        elif isinstance(annotation, type) and issubclass(annotation, StrictInput):
+            model = annotation
+    return [f.alias or n for n, f in model.model_fields.items() if n != "root"]
+
+
+def parse_config(text: str, where: str, root: Path) -> Config:
+    """Validate diagbot.yml's text; every problem is listed with its location and, for typos, a suggestion."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ConfigError(f"{where}{at}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with a 'suites' list")
+    try:
+        return Config.model_validate({**data, "root": root})
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc = ".".join(str(p) for p in error["loc"])
+            if error["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(error["loc"][-1]), _known(Config, error["loc"]), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                problems.append(f"{where}: unknown key '{loc}'{hint}")
+            else:
+                problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")
+        raise ConfigError(*problems) from None
+
+
+def load_config(path: Path | None, required: bool = False) -> Config:
+    """Read diagbot.yml (paths in it are relative to its folder); fall back to the default suite when absent."""
+    config_path = path or Path(DEFAULT_CONFIG)
+    if not config_path.exists():
+        if required:
+            raise ConfigError(f"{config_path}: config file not found; fix the path or drop the option to use defaults")
+        return default_config(config_path.parent)
+    try:
+        text = config_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{config_path}: cannot read the config file ({exc})") from None
+    return parse_config(text, str(config_path), config_path.parent)

@@ -1,0 +1,233 @@
+"""Markdown for people: the PR comment and the job summary, from jinja2 templates in `templates/`.
+
+Python prepares plain rows (already escaped) and the templates lay them out; tables go through tabulate's
+`github` format via the `table` filter. Comment bodies are kept under GitHub's limit by cutting the least
+important sections first (all results, then changes, improvements, regressions) and saying what was cut.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from pydantic import Field
+from tabulate import tabulate
+
+from diagbot import __version__
+from diagbot.diff import DiffItem, DiffReport, ItemType
+from diagbot.models import Output
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+COMMENT_LIMIT = 65_536  # GitHub rejects longer issue-comment bodies
+CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
+SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
+CELL_LIMIT = 300
+ROW_CAP = 300  # rows per table in a comment; more is unreadable anyway, and the report has everything
+
+
+class BaselineInfo(Output):
+    """Where the baseline came from, shown in the footer so reviewers know what they compared against."""
+
+    source: str = "file"  # file | artifact | none
+    label: str | None = None  # e.g. a local path
+    branch: str | None = None
+    sha: str | None = None
+    run_id: int | None = None
+    run_url: str | None = None
+    age_days: float | None = None
+    exact: bool | None = None  # the artifact was made from the PR's base commit itself
+    missing_reason: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class CurrentInfo(Output):
+    sha: str | None = None
+    ref: str | None = None
+    run_url: str | None = None
+
+
+@dataclass(frozen=True)
+class SuiteView:
+    """One suite, ready for a template: name, kind, headline numbers, diff rows and result rows."""
+
+    name: str
+    kind: str
+    passed: int
+    total: int
+    pass_rate: float
+    baseline_pass_rate: float | None
+    diff: DiffReport | None
+    result_headers: list[str]
+    result_rows: list[list[str]]
+    failing: int
+    extra_sections: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """How many rows each section may show; None means all."""
+
+    results: int | None = ROW_CAP
+    changes: int | None = ROW_CAP
+    improvements: int | None = ROW_CAP
+    regressions: int | None = ROW_CAP
+
+
+# --- filters -------------------------------------------------------------------------------------------------
+
+_MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
+_PING = re.compile(r"(@(?=[A-Za-z0-9])|#(?=\d))")
+
+
+def md(value: Any, limit: int = CELL_LIMIT) -> str:
+    """Escape untrusted text for a Markdown table cell: one line, no HTML, no links, no pings, bounded length."""
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_INLINE.sub(r"\\\1", text)
+    return _PING.sub(r"\1&#8203;", text)  # a zero-width space after @ or # stops pings and issue links
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def delta_pp(before: float | None, after: float | None) -> str:
+    """A pass-rate change in percentage points, signed, with a true minus sign."""
+    if before is None or after is None:
+        return ""
+    points = (after - before) * 100
+    if abs(points) < 0.05:
+        return "±0 pp"
+    return f"{'+' if points > 0 else '−'}{abs(points):.1f} pp"
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    """A GitHub-flavoured table; cells must already be escaped with `md`."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def short_sha(sha: str | None) -> str:
+    return sha[:7] if sha else "unknown"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown, not HTML: escaping is done by `md` on each untrusted value
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(md=md, percent=percent, delta_pp=delta_pp, table=table, short_sha=short_sha, plural=plural)
+    return env
+
+
+_ENV = _environment()
+
+
+# --- views ---------------------------------------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return md(value, 80)
+
+
+def item_rows(items: list[DiffItem]) -> list[list[str]]:
+    return [
+        [md(i.case_id) if i.case_id else "*(all cases)*", f"`{i.metric}`", _value(i.baseline_value),
+         _value(i.current_value), md(i.message)]
+        for i in items
+    ]  # fmt: skip
+
+
+ITEM_HEADERS = ["Case", "Metric", "Baseline", "Current", "What changed"]
+
+
+def _cap(rows: list[list[str]], cap: int | None) -> tuple[list[list[str]], int]:
+    if cap is None or len(rows) <= cap:
+        return rows, 0
+    return rows[:cap], len(rows) - cap
+
+
+def render(template: str, **context: Any) -> str:
+    """Render one template with the shared filters; StrictUndefined turns a typo into an error, not a blank."""
+    return _ENV.get_template(template).render(version=__version__, **context)
+
+
+def _sections(view: SuiteView, caps: Caps) -> dict[str, Any]:
+    items = view.diff.items if view.diff else []
+    by_type = {kind: [i for i in items if i.type is kind] for kind in ItemType}
+    regressions, cut_reg = _cap(item_rows(by_type[ItemType.REGRESSION]), caps.regressions)
+    improvements, cut_imp = _cap(item_rows(by_type[ItemType.IMPROVEMENT]), caps.improvements)
+    changes, cut_chg = _cap(item_rows(by_type[ItemType.CHANGED]), caps.changes)
+    results, cut_res = _cap(view.result_rows, caps.results)
+    return {
+        "suite": view,
+        "counts": {kind.value: len(by_type[kind]) for kind in ItemType},
+        "regressions": regressions,
+        "improvements": improvements,
+        "changes": changes,
+        "results": results,
+        "cut": {"regressions": cut_reg, "improvements": cut_imp, "changes": cut_chg, "results": cut_res},
+        "headers": ITEM_HEADERS,
+    }
+
+
+def render_markdown(
+    template: str,
+    suites: list[SuiteView],
+    baseline: BaselineInfo,
+    current: CurrentInfo,
+    marker: str,
+    limit: int,
+    caps: Caps | None = None,
+    problems: list[str] | None = None,
+) -> str:
+    """Render, then cut sections in order of least importance until the body fits `limit` characters."""
+    caps = caps or Caps()
+    order = ("results", "changes", "improvements", "regressions")
+    while True:
+        body = render(
+            template,
+            suites=[_sections(view, caps) for view in suites],
+            baseline=baseline,
+            current=current,
+            marker=marker,
+            problems=[md(p, 1000) for p in (problems or [])][:50],
+            has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
+        )
+        if len(body) <= limit:
+            return body
+        for name in order:
+            cap = getattr(caps, name)
+            largest = max((len(_rows_for(v, name)) for v in suites), default=0)
+            current_cap = largest if cap is None else min(cap, largest)
+            if current_cap > 0:
+                caps = replace(caps, **{name: current_cap // 2})
+                break
+        else:
+            # Nothing left to cut: the headline alone is over the limit (absurd suite names); hard-truncate.
+            return body[: limit - 40] + "\n\n*(comment truncated)*\n"
+
+
+def _rows_for(view: SuiteView, name: str) -> list[Any]:
+    if name == "results":
+        return view.result_rows
+    kind = {"changes": ItemType.CHANGED, "improvements": ItemType.IMPROVEMENT, "regressions": ItemType.REGRESSION}
+    return [i for i in (view.diff.items if view.diff else []) if i.type is kind[name]]
