@@ -328,10 +328,8 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
         return None, f"workspace {name!r} resolves outside the fixtures folder"
     if not os.path.isdir(target):
         return None, f"workspace folder {name!r} not found in the fixtures folder"
-    try:
-        os.scandir(target).close()
-    except OSError as exc:
-        return None, f"workspace folder {name!r} cannot be read ({exc.strerror})"
+    if not os.access(target, os.R_OK | os.X_OK):
+        return None, f"workspace folder {name!r} cannot be read (permission denied)"
     return target, ""
 
 

@@ -206,11 +206,18 @@ class Workspace:
         return found, [f"{rel} is {self._skipped[rel]}" for rel in refused]
 
     def blob(self, rel: str) -> _Blob:
+        """At most READ_CAP bytes of the file, read once; plain os calls, as this is the hot path."""
         if rel not in self._blobs:
-            with open(self._listing()[rel], "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                # Ask for no more than the file holds: read(READ_CAP) would allocate the whole cap every time.
-                self._blobs[rel] = _Blob(handle.read(min(size, READ_CAP)), size)
+            fd = os.open(self._listing()[rel], os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                chunks, wanted = [], min(size, READ_CAP)
+                while wanted > 0 and (chunk := os.read(fd, wanted)):
+                    chunks.append(chunk)
+                    wanted -= len(chunk)
+            finally:
+                os.close(fd)
+            self._blobs[rel] = _Blob(b"".join(chunks), size)
         return self._blobs[rel]
 
     def text(self, rel: str) -> tuple[str, str]:

@@ -1,0 +1,120 @@
+"""The command line end to end on the bundled example: exit codes, files written, golden report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diagbot.cli import main
+from tests.conftest import ROOT, check_golden, write_json
+
+
+def _normalise_run(text: str) -> str:
+    data = json.loads(text)
+    data["run"] = None  # the one non-deterministic part
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_eval_bundled_suite_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.json"
+    code = main(["eval", "--cases", str(ROOT / "cases/diagnosis-cases.json"), "--fixtures", str(ROOT / "fixtures"),
+                 "--output", str(out)])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(
+        "diagnosis: 14/30 cases passed (46.7%)\n  FAIL jvm-gc-pause-misdiagnosed: keyword_coverage"
+    )
+    check_golden("report-diagnosis.json", _normalise_run(out.read_text(encoding="utf-8")))
+
+
+def test_eval_is_byte_identical_apart_from_run(tmp_path: Path) -> None:
+    args = ["eval", "--cases", str(ROOT / "cases/diagnosis-cases.json"), "--fixtures", str(ROOT / "fixtures")]
+    main([*args, "--output", str(tmp_path / "a.json")])
+    main([*args, "--output", str(tmp_path / "b.json")])
+    a, b = (_normalise_run((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    assert a == b
+
+
+def test_every_check_code_occurs_in_the_bundled_suite() -> None:
+    from diagbot.checks import Code
+
+    report = json.loads((ROOT / "tests/golden/report-diagnosis.json").read_text(encoding="utf-8"))
+    seen = {entry.split(":")[0] for r in report["results"] for entry in r["failedChecks"]}
+    assert seen == {c.value for c in Code}
+    assert any(r["passed"] for r in report["results"])
+
+
+def test_unusable_case_file_exits_2_listing_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = write_json(
+        tmp_path / "cases.json", [{"id": "a", "traceFixture": "a.json", "alowedVerdicts": []}, {"id": "a"}]
+    )
+    code = main(["eval", "--cases", str(cases), "--fixtures", str(tmp_path), "--output", str(tmp_path / "r.json")])
+    assert code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"error: {cases}: case 'a' (#1): unknown field 'alowedVerdicts' (did you mean allowedVerdicts?)",
+        f"error: {cases}: case 'a' (#2): missing required field 'traceFixture'",
+    ]
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_run_example_shows_regression_improvement_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "out"
+    base = ["run", "--config", str(ROOT / "diagbot.yml"), "--baseline", "examples/baseline", "--out", str(out)]
+    assert main(base) == 1
+    comment = capsys.readouterr().out
+    assert "#### Regressions (" in comment and "#### Improvements (" in comment and "Other changes (" in comment
+    for name in ("reports/diagnosis.json", "diff/diagnosis.json", "comment.md", "summary.md"):
+        assert (out / name).is_file(), name
+    diff = json.loads((out / "diff/diagnosis.json").read_text())
+    assert diff["hasRegression"] is True and diff["improvementCount"] > 0 and diff["changedCount"] > 0
+    assert main([*base, "--no-fail"]) == 0
+
+
+def test_run_without_baseline_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(tmp_path)]) == 0
+    assert "No baseline" in (tmp_path / "comment.md").read_text()
+
+
+def test_run_one_broken_suite_keeps_the_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(ROOT / "fixtures", tmp_path / "fixtures", ignore=shutil.ignore_patterns("workspace"))
+    shutil.copy(ROOT / "cases/diagnosis-cases.json", tmp_path / "good.json")
+    write_json(tmp_path / "bad.json", [{"id": "x", "traceFixture": "../x.json"}])
+    (tmp_path / "diagbot.yml").write_text(
+        "suites:\n"
+        "  - {name: good, kind: trace, cases: good.json, fixtures: fixtures}\n"
+        "  - {name: bad, kind: trace, cases: bad.json, fixtures: fixtures}\n"
+    )
+    code = main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert (tmp_path / "out/reports/good.json").is_file() and not (tmp_path / "out/reports/bad.json").exists()
+    comment = (tmp_path / "out/comment.md").read_text()
+    assert "input could not be used" in comment and "leaves the fixtures folder" in comment
+    assert "<!-- diagbot:good+bad -->" in comment
+
+
+def test_diff_command_and_bad_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = ROOT / "examples/baseline/diagnosis.json"
+    assert (
+        main(["diff", "--baseline", str(report), "--current", str(report), "--output", str(tmp_path / "d.json")]) == 0
+    )
+    assert json.loads((tmp_path / "d.json").read_text())["items"] == []
+    broken = write_json(tmp_path / "broken.json", {"totalCases": 1, "results": [{"title": "no id"}]})
+    code = main(["diff", "--baseline", str(broken), "--current", str(report), "--output", str(tmp_path / "x.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"error: {broken}: passedCases: field required" in err
+    assert f"error: {broken}: results.0.caseId: field required" in err
+
+
+def test_render_command(tmp_path: Path) -> None:
+    report = ROOT / "examples/baseline/diagnosis.json"
+    assert main(["render", "--current", str(report), "--output", str(tmp_path / "c.md")]) == 0
+    body = (tmp_path / "c.md").read_text()
+    assert body.startswith("<!-- diagbot:diagnosis -->") and "No baseline" in body

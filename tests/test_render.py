@@ -1,0 +1,149 @@
+"""The PR comment: golden files for each situation, a Markdown parser's view of the tables, escaping, size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+
+from diagbot.diff import diff_trace
+from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
+from diagbot.report import CaseResult, build_report
+from diagbot.suites import view
+from tests.conftest import check_golden
+
+ARTIFACT = BaselineInfo(
+    source="artifact", branch="main", sha="4f0c2a91d8e3b7a65c0e", run_id=812, exact=True, age_days=1.5,
+    run_url="https://github.com/acme/agent/actions/runs/812",
+)  # fmt: skip
+CURRENT = CurrentInfo(sha="9e8d7c6b5a4f3e2d1c0b", ref="refs/pull/7/merge")
+
+
+def result(case_id: str, passed: bool = True, **overrides: Any) -> CaseResult:
+    fields: dict[str, Any] = {
+        "case_id": case_id,
+        "title": case_id,
+        "passed": passed,
+        "failed_checks": [] if passed else ["keyword_coverage: answer matches 0 of the root-cause keywords, needs 2"],
+        "verdict": "PASS",
+        "matched_keyword_count": 2 if passed else 0,
+        "evidence_coverage": {"query_logs": True},
+        "tool_call_count": 5,
+        "duration_ms": 9000,
+    }
+    fields.update(overrides)
+    return CaseResult(**fields)
+
+
+def comment(before: list[CaseResult] | None, after: list[CaseResult], baseline: BaselineInfo = ARTIFACT,
+            limit: int = COMMENT_LIMIT) -> str:  # fmt: skip
+    current = build_report(after)
+    diff = diff_trace(build_report(before), current) if before is not None else None
+    return render_markdown("comment.md.j2", [view("diagnosis", current, diff)], baseline, CURRENT,
+                           "diagbot:diagnosis", limit)  # fmt: skip
+
+
+def tables(markdown: str) -> list[list[int]]:
+    """Cells per row of every table, as a GFM parser sees them."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    found: list[list[int]] = []
+    for token in tokens:
+        if token.type == "table_open":
+            found.append([])
+        elif token.type == "tr_open":
+            found[-1].append(0)
+        elif token.type in ("th_open", "td_open"):
+            found[-1][-1] += 1
+    return found
+
+
+def assert_tables_well_formed(markdown: str, expected_tables: int) -> None:
+    shapes = tables(markdown)
+    assert len(shapes) == expected_tables
+    for rows in shapes:
+        assert len(set(rows)) == 1, f"ragged table: {rows}"
+
+
+SITUATIONS = {
+    "regressions": (
+        [result("a"), result("b"), result("c", passed=False), result("gone")],
+        [result("a", passed=False), result("b", tool_call_count=9), result("c"), result("new")],
+        4,  # regressions, improvements, changes, results
+    ),
+    "improvements-only": ([result("a", passed=False), result("b")], [result("a"), result("b")], 2),
+    "no-changes": ([result("a"), result("b", passed=False)], [result("a"), result("b", passed=False)], 1),
+}
+
+
+@pytest.mark.parametrize("name", SITUATIONS)
+def test_golden_comment(name: str) -> None:
+    before, after, table_count = SITUATIONS[name]
+    body = comment(before, after)
+    assert_tables_well_formed(body, table_count)
+    check_golden(f"comment-{name}.md", body)
+
+
+def test_golden_no_baseline() -> None:
+    missing = BaselineInfo(
+        source="none", missing_reason="no diagbot-report artifact from main has been kept (expired?)"
+    )
+    body = comment(None, [result("a"), result("b", passed=False)], missing)
+    assert "No baseline" in body and "cannot show a regression" in body
+    assert_tables_well_formed(body, 1)
+    check_golden("comment-no-baseline.md", body)
+
+
+def test_golden_hostile_titles() -> None:
+    hostile = "x | y\n<img src=x onerror=alert(1)> `rm -rf` @octocat fixes #12 [click](https://evil)"
+    body = comment([result(hostile)], [result(hostile, passed=False, failed_checks=[f"keyword_coverage: {hostile}"])])
+    assert "@octocat" not in body and "#12" not in body and "<img" not in body
+    assert "[click](https://evil)" not in body
+    assert_tables_well_formed(body, 2)
+    check_golden("comment-hostile.md", body)
+
+
+def test_huge_suite_is_cut_to_fit_least_important_first() -> None:
+    before = [result(f"case-{i:04d}") for i in range(5000)]
+    after = [result(f"case-{i:04d}", passed=i % 3 != 0, verdict="PASS" if i % 2 else "LOW_CONFID") for i in range(5000)]
+    body = comment(before, after)
+    assert len(body) <= COMMENT_LIMIT
+    assert "#### Regressions (" in body
+    assert "more regressions not shown here" in body
+    assert "Per-case results left out to fit" in body or "more cases not shown here" in body
+    assert_tables_well_formed(body, len(tables(body)))
+    check_golden("comment-huge-truncated.md", body)
+
+
+def test_small_limit_drops_results_before_regressions() -> None:
+    before = [result(f"c{i}") for i in range(40)]
+    after = [result(f"c{i}", passed=i >= 5) for i in range(40)]
+    full = comment(before, after)
+    cut = comment(before, after, limit=len(full) - 200)
+    assert len(cut) <= len(full) - 200
+    assert cut.count("| c") < full.count("| c")
+    assert "#### Regressions (11)" in cut and "more regressions not shown" not in cut
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [
+        ("a|b", "a\\|b"),
+        ("line\nbreak", "line break"),
+        ("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;"),
+        ("`code`", "\\`code\\`"),
+        ("@team-lead", "@&#8203;team-lead"),
+        ("see #42", "see #&#8203;42"),
+        ("a@b.c", "a@&#8203;b.c"),
+        ("[x](http://y)", "\\[x\\](http://y)"),
+        ("*_~", "\\*\\_\\~"),
+        ("& already &amp;", "&amp; already &amp;amp;"),
+        ("C# and #hashtag", "C# and #hashtag"),
+    ],
+)
+def test_md_escaping(raw: str, escaped: str) -> None:
+    assert md(raw) == escaped
+
+
+def test_md_bounds_length() -> None:
+    assert md("x" * 1000, limit=10) == "x" * 9 + "…"
