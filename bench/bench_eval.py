@@ -1,7 +1,8 @@
-"""Benchmark for `diagbot eval` (issue 2): N fixtures of ~100 KB against a plain read + json.loads loop.
+"""Benchmarks for `diagbot eval` (issue 2) and `diagbot run` (issue 3) on N fixtures of ~100 KB.
 
-Usage: python bench/bench_eval.py [--cases 5000] [--keep DIR]. Both sides run as child processes, so the
-ratio includes diagbot's start-up, and peak memory is each child's max RSS. Prints the numbers for the README.
+eval is measured against a plain loop that only reads and json.loads the same files; run (evaluate, diff against
+a baseline that differs in a third of the cases, render) against eval alone. Every side runs as a child process,
+so start-up is included; peak memory is the children's max RSS. Usage: python bench/bench_eval.py [--cases 5000].
 """
 
 from __future__ import annotations
@@ -120,6 +121,31 @@ def main() -> None:
         print(f"plain read+json.loads: {plain:.2f} s, peak RSS {plain_rss} MB")
         print(f"diagbot eval:          {diag:.2f} s, peak RSS {diag_rss} MB (max of both children)")
         print(f"ratio: {diag / plain:.2f}x (target <= 1.5x); peak memory target < 300 MB")
+
+        baseline = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        for i, result in enumerate(baseline["results"]):
+            if i % 3 == 0:
+                result["passed"] = not result["passed"]
+        (folder / "baseline.json").write_text(json.dumps(baseline), encoding="utf-8")
+        (folder / "diagbot.yml").write_text("suites:\n  - {name: bench, cases: cases.json, fixtures: fixtures}\n")
+        run, _ = timed(
+            [
+                sys.executable,
+                "-m",
+                "diagbot",
+                "run",
+                "--config",
+                str(folder / "diagbot.yml"),
+                "--baseline",
+                str(folder / "baseline.json"),
+                "--out",
+                str(folder / "out"),
+                "--no-fail",
+            ]
+        )
+        size = len((folder / "out" / "comment.md").read_text(encoding="utf-8"))
+        print(f"diagbot run:           {run:.2f} s, comment {size} characters (limit 65,536)")
+        print(f"run / eval: {run / diag:.2f}x (target < 2x)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """The command line: the thin shell that reads files and flags, calls the pure core, writes files.
 
+Commands import what only they need, so `diagbot eval` on a big suite does not pay for templates and GitHub.
+
 Exit codes: 0 done (a report was written), 1 a regression was found, 2 the input is unusable.
 """
 
@@ -12,17 +14,18 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from diagbot.cases import load_case_file
 from diagbot.config import ThresholdConfig, load_config
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError, ReportFormatError
 from diagbot.evaluate import evaluate_suite
-from diagbot.pipeline import find_baselines, run_config, write_outputs
-from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, render_markdown
 from diagbot.report import RunInfo, TraceReport, dump_model
-from diagbot.suites import diff_reports, load_report_file, view
 from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES
+
+if TYPE_CHECKING:
+    from diagbot.render import CurrentInfo
 
 
 def run_info() -> RunInfo:
@@ -88,6 +91,8 @@ def _thresholds(args: argparse.Namespace, base: ThresholdConfig | None = None) -
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from diagbot.suites import diff_reports, load_report_file
+
     baseline = load_report_file(Path(args.baseline))
     current = load_report_file(Path(args.current))
     diff = diff_reports(baseline, current, _thresholds(args).to_thresholds(), args.baseline)
@@ -100,6 +105,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from diagbot.render import COMMENT_LIMIT, BaselineInfo, render_markdown
+    from diagbot.suites import load_report_file, view
+
     current = load_report_file(Path(args.current))
     diff = None
     if args.diff:
@@ -125,11 +133,16 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _current_info() -> CurrentInfo:
+    from diagbot.render import CurrentInfo
+
     run = run_info()
     return CurrentInfo(sha=run.git_sha, ref=run.ref)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from diagbot.pipeline import find_baselines, run_config, write_outputs
+    from diagbot.render import BaselineInfo
+
     config = load_config(Path(args.config) if args.config else None, required=args.config is not None)
     config = config.model_copy(update={"thresholds": _thresholds(args, config.thresholds)})
     location = Path(args.baseline) if args.baseline else None

@@ -170,23 +170,33 @@ def render(template: str, **context: Any) -> str:
     return _ENV.get_template(template).render(version=__version__, **context)
 
 
-def _sections(view: SuiteView, caps: Caps) -> dict[str, Any]:
+SECTIONS = {"regressions": ItemType.REGRESSION, "improvements": ItemType.IMPROVEMENT, "changes": ItemType.CHANGED}
+CUT_ORDER = ("results", "changes", "improvements", "regressions")  # least important first
+
+
+def _all_rows(view: SuiteView) -> dict[str, list[list[str]]]:
+    """Every row of every section of one suite, escaped once; rendering then only slices."""
     items = view.diff.items if view.diff else []
-    by_type = {kind: [i for i in items if i.type is kind] for kind in ItemType}
-    regressions, cut_reg = _cap(item_rows(by_type[ItemType.REGRESSION]), caps.regressions)
-    improvements, cut_imp = _cap(item_rows(by_type[ItemType.IMPROVEMENT]), caps.improvements)
-    changes, cut_chg = _cap(item_rows(by_type[ItemType.CHANGED]), caps.changes)
-    results, cut_res = _cap(view.result_rows, caps.results)
+    rows = {name: item_rows([i for i in items if i.type is kind]) for name, kind in SECTIONS.items()}
+    return {**rows, "results": view.result_rows}
+
+
+def _sections(view: SuiteView, rows: dict[str, list[list[str]]], caps: Caps) -> dict[str, Any]:
+    shown = {name: _cap(section, getattr(caps, name)) for name, section in rows.items()}
     return {
         "suite": view,
-        "counts": {kind.value: len(by_type[kind]) for kind in ItemType},
-        "regressions": regressions,
-        "improvements": improvements,
-        "changes": changes,
-        "results": results,
-        "cut": {"regressions": cut_reg, "improvements": cut_imp, "changes": cut_chg, "results": cut_res},
+        "counts": {kind.value: len(rows[name]) for name, kind in SECTIONS.items()},
+        **{name: kept for name, (kept, _) in shown.items()},
+        "cut": {name: cut for name, (_, cut) in shown.items()},
         "headers": ITEM_HEADERS,
     }
+
+
+def _row_width(rows: list[list[str]]) -> int:
+    """The width tabulate gives each row of these rows: every cell padded to its column's widest."""
+    if not rows:
+        return 1
+    return sum(max(len(cell) for cell in column) + 3 for column in zip(*rows, strict=True)) + 1
 
 
 def render_markdown(
@@ -199,35 +209,34 @@ def render_markdown(
     caps: Caps | None = None,
     problems: list[str] | None = None,
 ) -> str:
-    """Render, then cut sections in order of least importance until the body fits `limit` characters."""
+    """Render, then cut sections in order of least importance until the body fits `limit` characters.
+
+    Each pass drops about as many rows of the least important remaining section as the overflow needs, so
+    even a 5,000-case suite settles in a few renders.
+    """
     caps = caps or Caps()
-    order = ("results", "changes", "improvements", "regressions")
+    rows = [_all_rows(view) for view in suites]
     while True:
         body = render(
             template,
-            suites=[_sections(view, caps) for view in suites],
+            suites=[_sections(view, r, caps) for view, r in zip(suites, rows, strict=True)],
             baseline=baseline,
             current=current,
             marker=marker,
             problems=[md(p, 1000) for p in (problems or [])][:50],
             has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
         )
-        if len(body) <= limit:
+        overflow = len(body) - limit
+        if overflow <= 0:
             return body
-        for name in order:
+        for name in CUT_ORDER:
+            largest = max((len(r[name]) for r in rows), default=0)
             cap = getattr(caps, name)
-            largest = max((len(_rows_for(v, name)) for v in suites), default=0)
-            current_cap = largest if cap is None else min(cap, largest)
-            if current_cap > 0:
-                caps = replace(caps, **{name: current_cap // 2})
+            shown = largest if cap is None else min(cap, largest)
+            if shown > 0:
+                width = max(_row_width(r[name][:shown]) for r in rows)
+                caps = replace(caps, **{name: max(0, shown - overflow // width - 1)})
                 break
         else:
             # Nothing left to cut: the headline alone is over the limit (absurd suite names); hard-truncate.
             return body[: limit - 40] + "\n\n*(comment truncated)*\n"
-
-
-def _rows_for(view: SuiteView, name: str) -> list[Any]:
-    if name == "results":
-        return view.result_rows
-    kind = {"changes": ItemType.CHANGED, "improvements": ItemType.IMPROVEMENT, "regressions": ItemType.REGRESSION}
-    return [i for i in (view.diff.items if view.diff else []) if i.type is kind[name]]

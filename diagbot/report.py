@@ -65,7 +65,7 @@ class TraceReport(Output):
     @classmethod
     def _migrate(cls, data: Any) -> Any:
         # Version 0 is the Java evaluator's format: same fields, no schemaVersion or kind.
-        if isinstance(data, dict) and "schemaVersion" not in data:
+        if isinstance(data, dict) and "schemaVersion" not in data and "schema_version" not in data:
             data = {**data, "schemaVersion": 0}
         return data
 
@@ -80,6 +80,7 @@ def build_report(results: list[CaseResult], suite: str | None = None, run: RunIn
     passed = sum(r.passed for r in results)
     verdicts = Counter(r.verdict or NO_VERDICT for r in results)
     return TraceReport(
+        schema_version=SCHEMA_VERSION,
         suite=suite,
         total_cases=len(results),
         passed_cases=passed,

@@ -140,16 +140,17 @@ _EXPECTED = {
 def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
     """Parse a fixture's bytes. Pure: never raises for any input."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return FixtureProblem(
-            code="fixture_invalid", message=f"{where}: not UTF-8 (bad byte at offset {exc.start}); re-save as UTF-8"
-        )
-    try:
-        return Trace.model_validate_json(text)
+        return Trace.model_validate_json(data)  # the parser checks UTF-8 itself: no separate decode pass
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                return FixtureProblem(
+                    code="fixture_invalid",
+                    message=f"{where}: not UTF-8 (bad byte at offset {bad.start}); re-save as UTF-8",
+                )
             detail = first["msg"].removeprefix("Invalid JSON: ")
             return FixtureProblem(code="fixture_invalid", message=f"{where}: not valid JSON ({detail})")
         if not first["loc"]:

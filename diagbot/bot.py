@@ -1,0 +1,409 @@
+"""The GitHub bot: one action run, by event. Resolve the target and its baseline, evaluate, then report back.
+
+`run(settings, github)` is the shell around `pipeline.run_config`: it reads the event payload and the runner's
+files, talks to GitHub only through `diagbot.github`, and returns the exit code (the gate).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TextIO
+
+from github import Github
+from github.Repository import Repository
+
+from diagbot import github as gh
+from diagbot.cases import load_case_file
+from diagbot.config import Config, SuiteKind, ThresholdConfig, load_config
+from diagbot.errors import DiagbotError
+from diagbot.pipeline import Outcome, find_baselines, run_config, write_outputs
+from diagbot.render import BaselineInfo, CurrentInfo
+from diagbot.report import RunInfo, TraceReport
+from diagbot.settings import Mode, Settings
+from diagbot.suites import Report
+
+SUMMARY_BYTES = 1024 * 1024 - 1024  # $GITHUB_STEP_SUMMARY refuses 1 MiB and more per step
+CHECK_SUMMARY_LIMIT = 65_535
+
+
+class Role(StrEnum):
+    PULL_REQUEST = "pull_request"  # comment + check run + gate
+    PUSH = "push"  # report folder as the next baseline; never gates on a regression
+
+
+class UnsupportedEvent(DiagbotError):
+    """diagbot was triggered by an event it has no meaning for."""
+
+
+class EventError(DiagbotError):
+    """The event payload is missing or lacks a field diagbot needs."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What this run evaluates and against which branch's baseline."""
+
+    role: Role
+    head_sha: str | None
+    ref: str | None
+    base_branch: str | None
+    base_sha: str | None
+    pr_number: int | None = None
+
+
+@dataclass
+class Notes:
+    """Warnings and errors gathered along the run, printed as workflow annotations."""
+
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def run(settings: Settings, github: Github, now: datetime | None = None, out: TextIO | None = None) -> int:
+    """One action run; returns the exit code (0 pass, 1 regression, 2 unusable input or environment)."""
+    stream = out or sys.stdout
+    now = now or datetime.now(UTC)
+    token = settings.github_token.get_secret_value()
+    print(f"::add-mask::{token}", file=stream)
+    notes = Notes()
+    repo = github.get_repo(settings.repository)
+    target = resolve_target(settings, repo)
+    config = _config(settings, target)
+    baselines, info = resolve_baseline(settings, github, repo, config, target, now, notes)
+    fail = settings.fail_on_regression if settings.fail_on_regression is not None else config.gate.fail_on_regression
+    run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=now.replace(microsecond=0).isoformat())
+    current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
+    outcome = run_config(config, baselines, info, current, run_info, fail and target.role is Role.PULL_REQUEST)
+    report_dir = settings.workspace / settings.report_dir
+    write_outputs(outcome, report_dir)
+
+    comment_url: str | None = None
+    summary = outcome.summary
+    if target.role is Role.PULL_REQUEST and target.pr_number is not None:
+        _write(report_dir / "pr.json", json.dumps(_pr_record(settings, target, config), indent=2) + "\n")
+        comment_url = _comment(settings, repo, target.pr_number, config, outcome, notes)
+        if comment_url is None and settings.comment.value != "off":
+            summary = outcome.comment + "\n\n" + summary
+        _check_run(settings, repo, target, config, outcome, notes)
+
+    _append(settings.step_summary, _cap_bytes(summary, SUMMARY_BYTES))
+    write_github_output(settings.output, _outputs(outcome, info, comment_url, settings.report_dir))
+    for problem in outcome.problems:
+        notes.errors.append(problem)
+    for message in notes.warnings:
+        print(f"::warning::{escape(message)}", file=stream)
+    for message in notes.errors:
+        print(f"::error::{escape(message)}", file=stream)
+    print(f"diagbot: {outcome.reason} ({outcome.conclusion.value}); report in {report_dir}", file=stream)
+    # A GitHub failure other than a permission downgrade (comment/check not written) fails the step too.
+    return max(outcome.exit_code, 2) if notes.errors else outcome.exit_code
+
+
+# --- event -------------------------------------------------------------------------------------------------------
+
+
+def load_event(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EventError(f"{path}: cannot read the event payload ({exc}); is GITHUB_EVENT_PATH right?") from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_target(settings: Settings, repo: Repository) -> Target:
+    """The PR (head, base) or pushed branch this run is about, from the event payload or the pr-number input."""
+    event = settings.event_name
+    payload = load_event(settings.event_path)
+    pull_events = ("pull_request", "pull_request_target")
+    if settings.mode is Mode.PUSH or (event == "push" and settings.mode is Mode.AUTO):
+        return _push_target(settings, payload)
+    if event in pull_events and settings.pr_number is None:
+        pull = payload.get("pull_request")
+        if not isinstance(pull, dict):
+            raise EventError(f"{settings.event_path}: a {event} payload without 'pull_request'")
+        try:
+            return Target(
+                Role.PULL_REQUEST,
+                head_sha=str(pull["head"]["sha"]),
+                ref=str(pull["head"]["ref"]),
+                base_branch=str(pull["base"]["ref"]),
+                base_sha=str(pull["base"]["sha"]),
+                pr_number=int(pull["number"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EventError(f"{settings.event_path}: the pull_request payload lacks {exc}") from None
+    if settings.pr_number is not None and (
+        event in (*pull_events, "workflow_dispatch") or settings.mode is Mode.PULL_REQUEST
+    ):
+        number = settings.pr_number
+        pull = gh.call(f"reading pull request #{number}", lambda: repo.get_pull(number))
+        return gh.call(
+            f"reading pull request #{number}",
+            lambda: Target(
+                Role.PULL_REQUEST, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pr_number=number
+            ),
+        )
+    if settings.mode is Mode.PULL_REQUEST:
+        raise EventError("mode is pull-request but no pull request is known; set the pr-number input")
+    if event == "workflow_dispatch":
+        return _push_target(settings, payload)
+    raise UnsupportedEvent(
+        f"diagbot does not handle the '{event}' event; run it on pull_request, push or workflow_dispatch "
+        "(see the README's workflow example)"
+    )
+
+
+def _push_target(settings: Settings, payload: dict[str, Any]) -> Target:
+    ref = str(payload.get("ref") or settings.ref or "")
+    branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+    before = payload.get("before")
+    base_sha = str(before) if isinstance(before, str) and before.strip("0") else None
+    head = payload.get("after")
+    return Target(Role.PUSH, str(head) if head else settings.sha, ref or None, branch, base_sha)
+
+
+# --- config and baseline ---------------------------------------------------------------------------------------------
+
+
+def _config(settings: Settings, target: Target) -> Config:
+    path = settings.workspace / (settings.config or "diagbot.yml")
+    config = load_config(path, required=settings.config is not None)
+    thresholds = ThresholdConfig.model_validate({**config.thresholds.model_dump(by_alias=True), **settings.thresholds})
+    gate: dict[str, Any] = {}
+    if settings.require_baseline is not None:
+        gate["require_baseline"] = settings.require_baseline
+    if settings.baseline_max_age_days is not None:
+        gate["baseline_max_age_days"] = settings.baseline_max_age_days
+    if target.role is Role.PUSH:
+        gate["require_baseline"] = False  # a first push has no baseline, and a push never gates on one
+    return config.model_copy(update={"thresholds": thresholds, "gate": config.gate.model_copy(update=gate)})
+
+
+def resolve_baseline(
+    settings: Settings,
+    github: Github,
+    repo: Repository,
+    config: Config,
+    target: Target,
+    now: datetime,
+    notes: Notes,
+) -> tuple[dict[str, Report], BaselineInfo]:
+    """The newest usable baseline artifact of the base branch (exact base sha first), with its provenance."""
+    name = settings.baseline_artifact
+    if target.base_branch is None:
+        return {}, BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
+    try:
+        candidates = gh.find_baseline_artifact(repo, name, target.base_branch, target.base_sha)
+    except gh.GitHubError as exc:
+        notes.warnings.extend(exc.problems)
+        return {}, BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
+    tried: list[str] = []
+    for candidate in candidates:
+        where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
+        try:
+            files = gh.unpack_artifact(gh.download_artifact(github.requester, candidate), where)
+            baselines = _read_baselines(files, config)
+        except (gh.ArtifactGone, gh.UnsafeArtifact, gh.GitHubUnavailable) as exc:
+            tried.extend(exc.problems)
+            continue
+        if not baselines:
+            tried.append(f"{where}: holds no report for these suites")
+            continue
+        notes.warnings.extend(tried)
+        return baselines, _provenance(settings, candidate, config, now)
+    notes.warnings.extend(tried)
+    reason = (
+        f"no unexpired '{name}' artifact from {target.base_branch} in this repository"
+        if not candidates
+        else f"none of the {len(candidates)} '{name}' artifacts from {target.base_branch} was usable"
+    )
+    return {}, BaselineInfo(source="none", branch=target.base_branch, missing_reason=reason)
+
+
+def _read_baselines(files: dict[str, bytes], config: Config) -> dict[str, Report]:
+    with tempfile.TemporaryDirectory(prefix="diagbot-baseline-") as tmp:
+        root = Path(tmp)
+        for relative, content in files.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        location = root / "report.json" if list(files) == ["report.json"] else root
+        baselines, _problems = find_baselines(location, config)
+        return baselines
+
+
+def _provenance(settings: Settings, candidate: gh.ArtifactCandidate, config: Config, now: datetime) -> BaselineInfo:
+    age = max(0.0, (now - candidate.created_at).total_seconds() / 86400)
+    warnings = []
+    if age > config.gate.baseline_max_age_days:
+        warnings.append(
+            f"the baseline is {age:.0f} days old (limit {config.gate.baseline_max_age_days:g}); "
+            f"merge or rerun on {candidate.head_branch} to refresh it"
+        )
+    if not candidate.exact:
+        warnings.append(
+            f"no baseline from the base commit itself; compared with the newest from {candidate.head_branch}"
+        )
+    return BaselineInfo(
+        source="artifact",
+        label=f"{candidate.name} #{candidate.id}",
+        branch=candidate.head_branch,
+        sha=candidate.head_sha,
+        run_id=candidate.run_id,
+        run_url=settings.run_link(candidate.run_id),
+        age_days=round(age, 2),
+        exact=candidate.exact,
+        warnings=warnings,
+    )
+
+
+# --- comment and check run ------------------------------------------------------------------------------------------
+
+
+def _comment(
+    settings: Settings, repo: Repository, number: int, config: Config, outcome: Outcome, notes: Notes
+) -> str | None:
+    marker = f"<!-- diagbot:{config.marker_id} -->"
+    try:
+        return gh.upsert_comment(repo.get_issue(number), marker, outcome.comment, settings.comment.value)
+    except gh.CannotComment as exc:
+        notes.warnings.extend(exc.problems)
+    except gh.GitHubError as exc:
+        notes.errors.extend(exc.problems)
+    return None
+
+
+def _check_run(
+    settings: Settings, repo: Repository, target: Target, config: Config, outcome: Outcome, notes: Notes
+) -> None:
+    if target.head_sha is None:
+        return
+    title = f"{outcome.reason}"
+    try:
+        gh.create_check_run(
+            repo,
+            target.head_sha,
+            f"diagbot ({config.marker_id})",
+            outcome.conclusion.value,
+            title,
+            outcome.comment[:CHECK_SUMMARY_LIMIT],
+            case_annotations(settings, config, outcome),
+        )
+    except gh.CannotCheck as exc:
+        notes.warnings.extend(exc.problems)
+    except gh.GitHubError as exc:
+        notes.errors.extend(exc.problems)
+
+
+def case_annotations(settings: Settings, config: Config, outcome: Outcome) -> list[dict[str, Any]]:
+    """A failure annotation on the case-file line of every failing case of every trace suite."""
+    result: list[dict[str, Any]] = []
+    by_name = {s.name: s for s in config.suites}
+    for suite in outcome.suites:
+        spec = by_name.get(suite.name)
+        if spec is None or spec.kind is not SuiteKind.TRACE or not isinstance(suite.report, TraceReport):
+            continue
+        failing = [r for r in suite.report.results if not r.passed]
+        if not failing:
+            continue
+        case_path = config.path(spec.cases)
+        try:
+            lines = load_case_file(case_path).lines
+        except DiagbotError:
+            lines = {}
+        relative = os.path.relpath(case_path, settings.workspace).replace(os.sep, "/")
+        for r in failing:
+            line = lines.get(r.case_id, 1)
+            message = "; ".join(r.failed_checks) or "the case failed"
+            result.append(
+                {
+                    "path": relative,
+                    "start_line": line,
+                    "end_line": line,
+                    "annotation_level": "failure",
+                    "title": f"{suite.name}: {r.case_id}"[:255],
+                    "message": message[:60_000],
+                }
+            )
+    return result
+
+
+# --- runner files ----------------------------------------------------------------------------------------------------
+
+
+def _outputs(outcome: Outcome, info: BaselineInfo, comment_url: str | None, report_dir: str) -> dict[str, str]:
+    reports = [s.report for s in outcome.suites if s.report is not None]
+    diffs = [s.diff for s in outcome.suites if s.diff is not None]
+    total = sum(r.total_cases for r in reports)
+    passed = sum(r.passed_cases for r in reports)
+    return {
+        "has-regression": "true" if outcome.has_regression else "false",
+        "pass-rate": f"{passed / total:.4f}" if total else "",
+        "regression-count": str(sum(d.regression_count for d in diffs)),
+        "improvement-count": str(sum(d.improvement_count for d in diffs)),
+        "changed-count": str(sum(d.changed_count for d in diffs)),
+        "baseline-sha": info.sha or "",
+        "comment-url": comment_url or "",
+        "report-dir": report_dir,
+    }
+
+
+def write_github_output(path: Path | None, values: dict[str, str]) -> None:
+    """Append `name<<delimiter` blocks; the delimiter is random so no value can end the block early."""
+    if path is None:
+        return
+    lines = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        while delimiter in value:
+            delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    _append(path, "".join(lines))
+
+
+def escape(message: str) -> str:
+    """A workflow command's message: `%`, CR and LF are escaped so one message stays one annotation."""
+    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _cap_bytes(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    note = "\n\n… (cut to fit the job summary's 1 MiB limit; the full report is in the report folder)\n"
+    return data[: limit - len(note.encode())].decode("utf-8", errors="ignore") + note
+
+
+def _pr_record(settings: Settings, target: Target, config: Config) -> dict[str, Any]:
+    return {
+        "repository": settings.repository,
+        "number": target.pr_number,
+        "headSha": target.head_sha,
+        "baseRef": target.base_branch,
+        "baseSha": target.base_sha,
+        "marker": f"<!-- diagbot:{config.marker_id} -->",
+        "commentMode": settings.comment.value,
+    }
+
+
+def _append(path: Path | None, text: str) -> None:
+    if path is None or not text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

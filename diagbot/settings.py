@@ -1,0 +1,110 @@
+"""The action's settings: every `INPUT_*` and `GITHUB_*` variable diagbot reads, validated once.
+
+The runner sets every declared input, to "" when the workflow gives none, so an empty value means "use the
+default". Input names keep their hyphens (`INPUT_GITHUB-TOKEN`). Built only by `entrypoint.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from diagbot.errors import ConfigError
+
+
+class CommentMode(StrEnum):
+    UPDATE = "update"
+    NEW = "new"
+    OFF = "off"
+
+
+class Mode(StrEnum):
+    """What the run is for: `auto` decides by event; `pull-request` / `push` force a role."""
+
+    AUTO = "auto"
+    PULL_REQUEST = "pull-request"
+    PUSH = "push"
+
+
+class SettingsError(ConfigError):
+    """An action input or runner variable is missing or malformed."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    github_token: SecretStr = Field(alias="INPUT_GITHUB-TOKEN", min_length=1)
+    config: str | None = Field(default=None, alias="INPUT_CONFIG")
+    baseline_artifact: str = Field(default="diagbot-report", alias="INPUT_BASELINE-ARTIFACT", min_length=1)
+    baseline_max_age_days: float | None = Field(default=None, gt=0, alias="INPUT_BASELINE-MAX-AGE-DAYS")
+    require_baseline: bool | None = Field(default=None, alias="INPUT_REQUIRE-BASELINE")
+    fail_on_regression: bool | None = Field(default=None, alias="INPUT_FAIL-ON-REGRESSION")
+    comment: CommentMode = Field(default=CommentMode.UPDATE, alias="INPUT_COMMENT")
+    pr_number: int | None = Field(default=None, gt=0, alias="INPUT_PR-NUMBER")
+    mode: Mode = Field(default=Mode.AUTO, alias="INPUT_MODE")
+    report_dir: str = Field(default="diagbot-report", alias="INPUT_REPORT-DIR", min_length=1)
+    max_wait_seconds: float = Field(default=120.0, ge=0, alias="INPUT_MAX-WAIT-SECONDS")
+    tool_calls_pct: float | None = Field(default=None, ge=0, alias="INPUT_TOOL-CALLS-PCT")
+    tool_calls_min: float | None = Field(default=None, ge=0, alias="INPUT_TOOL-CALLS-MIN")
+    duration_pct: float | None = Field(default=None, ge=0, alias="INPUT_DURATION-PCT")
+    duration_min_ms: float | None = Field(default=None, ge=0, alias="INPUT_DURATION-MIN-MS")
+    score_points: float | None = Field(default=None, ge=0, alias="INPUT_SCORE-POINTS")
+
+    api_url: str = Field(default="https://api.github.com", alias="GITHUB_API_URL")
+    server_url: str = Field(default="https://github.com", alias="GITHUB_SERVER_URL")
+    repository: str = Field(alias="GITHUB_REPOSITORY", pattern=r"^[^/\s]+/[^/\s]+$")
+    event_name: str = Field(alias="GITHUB_EVENT_NAME", min_length=1)
+    event_path: Path | None = Field(default=None, alias="GITHUB_EVENT_PATH")
+    sha: str | None = Field(default=None, alias="GITHUB_SHA")
+    ref: str | None = Field(default=None, alias="GITHUB_REF")
+    run_id: int | None = Field(default=None, alias="GITHUB_RUN_ID")
+    workspace: Path = Field(default=Path("."), alias="GITHUB_WORKSPACE")
+    output: Path | None = Field(default=None, alias="GITHUB_OUTPUT")
+    step_summary: Path | None = Field(default=None, alias="GITHUB_STEP_SUMMARY")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Validate the environment; every bad value is listed with the input to fix."""
+        names = {f.alias for f in cls.model_fields.values() if f.alias}
+        data: dict[str, Any] = {k: v.strip() for k, v in env.items() if k in names and v.strip() != ""}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise SettingsError(*[_problem(error) for error in exc.errors()]) from None
+
+    @property
+    def run_url(self) -> str | None:
+        return self.run_link(self.run_id)
+
+    def run_link(self, run_id: int | None) -> str | None:
+        return None if run_id is None else f"{self.server_url}/{self.repository}/actions/runs/{run_id}"
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The threshold inputs that were given, keyed like diagbot.yml's `thresholds:`."""
+        given = {
+            "tool-calls-pct": self.tool_calls_pct,
+            "tool-calls-min": self.tool_calls_min,
+            "duration-pct": self.duration_pct,
+            "duration-min-ms": self.duration_min_ms,
+            "score-points": self.score_points,
+        }
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def _problem(error: Any) -> str:
+    name = str(error["loc"][0]) if error["loc"] else "settings"
+    if name.startswith("INPUT_"):
+        where = f"input '{name[len('INPUT_') :].lower()}' ({name})"
+        fix = "set it in the workflow step's `with:`"
+    else:
+        where = f"runner variable {name}"
+        fix = "run diagbot as a GitHub Action step, or export it"
+    if error["type"] == "missing":
+        return f"{where} is required but empty; {fix}"
+    got = "" if "TOKEN" in name else f" (got {str(error.get('input'))[:60]!r})"
+    return f"{where}: {error['msg']}{got}; {fix}"
