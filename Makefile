@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench golden lock clean
+.PHONY: run test bench golden clean
 
 $(STAMP): requirements.lock requirements-dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
