@@ -1,0 +1,62 @@
+"""diagbot.yml: defaults, strictness with suggestions, and path resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagbot.config import SuiteKind, load_config, parse_config
+from diagbot.errors import ConfigError
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "diagbot.yml", Path("."))
+    return info.value.problems
+
+
+def test_no_config_means_the_default_trace_suite(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "diagbot.yml")
+    assert [(s.name, s.kind, s.cases, s.fixtures) for s in config.suites] == [
+        ("diagnosis", SuiteKind.TRACE, "cases/diagnosis-cases.json", "fixtures")
+    ]
+    assert config.marker_id == "diagnosis"
+
+
+def test_explicit_missing_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yml", required=True)
+
+
+def test_paths_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/diagbot.yml").write_text("id: evals\nsuites:\n  - {name: a, cases: c.json, fixtures: f}\n")
+    config = load_config(tmp_path / "sub/diagbot.yml")
+    assert config.path(config.suites[0].cases) == tmp_path / "sub/c.json"
+    assert config.marker_id == "evals"
+
+
+def test_typos_and_bad_values_are_all_listed() -> None:
+    assert problems(
+        "suites:\n - name: x\n   kind: trac\n   cases: a\n   fixture: b\nthresholds:\n  duration-pc: 3\n"
+        "gate:\n  fail-on-regression: maybe\n"
+    ) == [
+        "diagbot.yml: suites.0.kind: Input should be 'trace' or 'workspace'",
+        "diagbot.yml: suites.0.fixtures: Field required",
+        "diagbot.yml: unknown key 'suites.0.fixture' (did you mean fixtures?)",
+        "diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)",
+        "diagbot.yml: gate.fail-on-regression: Input should be a valid boolean, unable to interpret input",
+    ]
+
+
+def test_duplicate_suite_names_and_no_suites() -> None:
+    dup = "suites:\n  - {name: a, cases: c, fixtures: f}\n  - {name: a, cases: d, fixtures: f}\n"
+    assert problems(dup) == ["diagbot.yml: suites: Value error, suite names must be unique; repeated: a"]
+    assert problems("suites: []\n") == ["diagbot.yml: suites: List should have at least 1 item after validation, not 0"]
+
+
+def test_not_yaml_points_at_the_line() -> None:
+    assert problems("suites:\n  - name: [a\n") == [
+        "diagbot.yml:3:1: not valid YAML (expected ',' or ']', but got '<stream end>')"
+    ]
