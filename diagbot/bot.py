@@ -123,8 +123,13 @@ def load_event(path: Path | None) -> dict[str, Any]:
 def resolve_target(settings: Settings, repo: Repository) -> Target:
     """The PR (head, base) or pushed branch this run is about, from the event payload or the pr-number input."""
     event = settings.event_name
-    payload = load_event(settings.event_path)
     pull_events = ("pull_request", "pull_request_target")
+    if event not in (*pull_events, "push", "workflow_dispatch") and settings.mode is Mode.AUTO:
+        raise UnsupportedEvent(
+            f"diagbot does not handle the '{event}' event; run it on pull_request, push or workflow_dispatch "
+            "(or set the mode input with pr-number)"
+        )
+    payload = load_event(settings.event_path)
     if settings.mode is Mode.PUSH or (event == "push" and settings.mode is Mode.AUTO):
         return _push_target(settings, payload)
     if event in pull_events and settings.pr_number is None:

@@ -1,0 +1,88 @@
+"""The bot's shell pieces without HTTP: settings from the environment, event targets, runner files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagbot import bot
+from diagbot.settings import CommentMode, Settings, SettingsError
+
+EVENTS = Path(__file__).resolve().parent / "events"
+
+
+def env(**overrides: str) -> dict[str, str]:
+    values = {
+        "INPUT_GITHUB-TOKEN": "secret-token",
+        "INPUT_COMMENT": "",
+        "INPUT_REPORT-DIR": "",
+        "INPUT_MAX-WAIT-SECONDS": "",
+        "GITHUB_REPOSITORY": "octo/app",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(EVENTS / "pull_request.json"),
+    }
+    values.update(overrides)
+    return values
+
+
+def test_empty_inputs_mean_defaults() -> None:
+    settings = Settings.from_env(env())
+    assert settings.comment is CommentMode.UPDATE
+    assert (settings.report_dir, settings.max_wait_seconds, settings.baseline_artifact) == (
+        "diagbot-report",
+        120.0,
+        "diagbot-report",
+    )
+    assert settings.fail_on_regression is None and settings.thresholds == {}
+    assert "secret-token" not in repr(settings)
+
+
+def test_every_bad_input_is_listed_and_the_token_never_echoed() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(
+            env(**{"INPUT_GITHUB-TOKEN": "", "INPUT_COMMENT": "loud", "INPUT_FAIL-ON-REGRESSION": "maybe"})
+        )
+    text = "\n".join(caught.value.problems)
+    assert "input 'github-token'" in text and "input 'comment'" in text and "input 'fail-on-regression'" in text
+    assert len(caught.value.problems) == 3
+
+
+def test_thresholds_inputs() -> None:
+    settings = Settings.from_env(env(**{"INPUT_TOOL-CALLS-PCT": "35", "INPUT_SCORE-POINTS": ""}))
+    assert settings.thresholds == {"tool-calls-pct": 35.0}
+
+
+def test_pull_request_target_is_the_head_not_the_merge_commit() -> None:
+    target = bot.resolve_target(Settings.from_env(env(GITHUB_SHA="c" * 40)), repo=None)  # type: ignore[arg-type]
+    assert (target.role, target.pr_number, target.head_sha) == (bot.Role.PULL_REQUEST, 7, "a" * 40)
+    assert (target.base_branch, target.base_sha) == ("main", "b" * 40)
+
+
+def test_push_target_compares_with_the_previous_baseline_of_its_branch() -> None:
+    settings = Settings.from_env(env(GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(EVENTS / "push.json")))
+    target = bot.resolve_target(settings, repo=None)  # type: ignore[arg-type]
+    assert (target.role, target.base_branch, target.base_sha, target.head_sha) == (
+        bot.Role.PUSH,
+        "main",
+        "9" * 40,
+        "b" * 40,
+    )
+
+
+def test_unsupported_event() -> None:
+    with pytest.raises(bot.UnsupportedEvent, match="'schedule'"):
+        bot.resolve_target(Settings.from_env(env(GITHUB_EVENT_NAME="schedule")), repo=None)  # type: ignore[arg-type]
+
+
+def test_outputs_are_heredoc_blocks_that_survive_multiline_values(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    bot.write_github_output(out, {"comment-url": "a\nb", "pass-rate": "0.5"})
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("comment-url<<ghadelimiter_") and lines[1:3] == ["a", "b"]
+    assert lines[3] == lines[0].split("<<")[1]
+    assert lines[5] == "0.5"
+
+
+def test_annotation_messages_are_escaped() -> None:
+    assert bot.escape("50% done\r\nnext") == "50%25 done%0D%0Anext"

@@ -1,0 +1,227 @@
+"""End to end: `python entrypoint.py` as the runner starts it, against the loopback GitHub test server.
+
+The environment is the one a container action gets (`INPUT_GITHUB-TOKEN` with its hyphen, GITHUB_EVENT_PATH to
+a real-shaped payload, GITHUB_OUTPUT / GITHUB_STEP_SUMMARY files); assertions are on the server's state.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.github_server import GitHubTestServer
+
+REPO = "octo/app"
+EVENTS = Path(__file__).resolve().parent / "events"
+HEAD, BASE = "a" * 40, "b" * 40
+TOKEN = "ghs_testtoken0123456789"
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubTestServer]:
+    with GitHubTestServer(token=TOKEN) as server:
+        server.add_repo(REPO, id=1001)
+        server.add_pull(REPO, 7, head_sha=HEAD, head_ref="feature", base_ref="main", base_sha=BASE)
+        yield server
+        server.assert_no_violations()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    shutil.copytree(ROOT / "cases", ws / "cases")
+    shutil.copytree(ROOT / "fixtures", ws / "fixtures")
+    shutil.copy(ROOT / "diagbot.yml", ws / "diagbot.yml")
+    return ws
+
+
+def run_action(gh: GitHubTestServer, ws: Path, event: str, **inputs: str) -> Result:
+    files = ws.parent / "runner"
+    files.mkdir(exist_ok=True)
+    output, summary = files / "set_output", files / "step_summary"
+    output.write_text("")
+    summary.write_text("")
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(files),
+        "GITHUB_ACTIONS": "true",
+        "CI": "true",
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        "INPUT_CONFIG": "",
+        "INPUT_BASELINE-ARTIFACT": "",
+        "INPUT_COMMENT": "",
+        "INPUT_PR-NUMBER": "",
+        "INPUT_FAIL-ON-REGRESSION": "",
+        "INPUT_MAX-WAIT-SECONDS": "5",
+        "GITHUB_API_URL": gh.api_url,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(EVENTS / f"{event}.json"),
+        "GITHUB_SHA": BASE if event == "push" else "c" * 40,
+        "GITHUB_REF": "refs/pull/7/merge" if event == "pull_request" else "refs/heads/main",
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "entrypoint.py")], cwd=ws, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert TOKEN not in proc.stdout.replace(f"::add-mask::{TOKEN}", "") + proc.stderr
+    return Result(proc.returncode, proc.stdout, proc.stderr, parse_outputs(output.read_text()), summary.read_text())
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for match in re.finditer(r"^([\w-]+)<<(\S+)\n(.*?)\n?\2$", text, re.S | re.M):
+        values[match[1]] = match[3]
+    return values
+
+
+def upload_baseline(gh: GitHubTestServer, report_dir: Path, sha: str = BASE) -> int:
+    """What actions/upload-artifact does with the push run's report folder."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(report_dir.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(report_dir).as_posix())
+    run = gh.add_run(REPO, head_branch="main", head_sha=sha, event="push")
+    gh.add_artifact(run.id, "diagbot-report", buffer.getvalue())
+    return run.id
+
+
+def make_baseline(gh: GitHubTestServer, ws: Path) -> int:
+    pushed = run_action(gh, ws, "push")
+    assert pushed.code == 0, pushed.stdout + pushed.stderr
+    run_id = upload_baseline(gh, ws / "diagbot-report")
+    shutil.rmtree(ws / "diagbot-report")
+    return run_id
+
+
+def test_push_writes_the_next_baseline_and_never_comments(gh: GitHubTestServer, workspace: Path) -> None:
+    result = run_action(gh, workspace, "push")
+    assert result.code == 0, result.stdout
+    assert (workspace / "diagbot-report" / "reports" / "diagnosis.json").is_file()
+    assert not gh.comments and not gh.check_runs
+    assert result.outputs["has-regression"] == "false" and result.outputs["baseline-sha"] == ""
+    assert "diagbot" in result.summary
+    assert [r.path for r in gh.api_requests()] == [f"/repos/{REPO}/actions/artifacts"]
+
+
+def test_pull_request_twice_leaves_one_comment_and_a_check_run(gh: GitHubTestServer, workspace: Path) -> None:
+    run_id = make_baseline(gh, workspace)
+    before = len(gh.api_requests())
+    first = run_action(gh, workspace, "pull_request")
+    second = run_action(gh, workspace, "pull_request")
+    assert (first.code, second.code) == (0, 0), second.stdout
+    [comment] = gh.comments.values()
+    assert comment.body.startswith("<!-- diagbot:diagnosis -->")
+    assert f"actions/runs/{run_id}" in comment.body  # provenance link
+    assert [(c.head_sha, c.conclusion) for c in gh.check_runs.values()] == [(HEAD, "success")] * 2
+    assert second.outputs["comment-url"].endswith(str(comment.id))
+    assert second.outputs["baseline-sha"] == BASE
+    assert second.outputs["has-regression"] == "false" and second.outputs["regression-count"] == "0"
+    assert second.outputs["report-dir"] == "diagbot-report"
+    assert 0 < float(second.outputs["pass-rate"]) < 1
+    pr = json.loads((workspace / "diagbot-report" / "pr.json").read_text())
+    assert (pr["number"], pr["headSha"]) == (7, HEAD)
+    per_run = (len(gh.api_requests()) - before) / 2
+    print(f"API requests per pull_request run: {per_run}")
+    assert per_run <= 8
+    assert not any("authorization" in r.headers for r in gh.requests if r.server == "blob")
+
+
+def test_regression_fails_the_pull_request(gh: GitHubTestServer, workspace: Path) -> None:
+    pushed = run_action(gh, workspace, "push")
+    assert pushed.code == 0
+    report = workspace / "diagbot-report" / "reports" / "diagnosis.json"
+    data = json.loads(report.read_text())
+    flipped = next(r for r in data["results"] if not r["passed"])
+    flipped.update(passed=True, failedChecks=[])
+    data["passedCases"] += 1
+    data["passRate"] = data["passedCases"] / data["totalCases"]
+    report.write_text(json.dumps(data))
+    upload_baseline(gh, workspace / "diagbot-report")
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 1, result.stdout
+    assert result.outputs["has-regression"] == "true" and int(result.outputs["regression-count"]) >= 1
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure" and check.annotations
+    assert all(a["path"] == "cases/diagnosis-cases.json" for a in check.annotations)
+    assert run_action(gh, workspace, "pull_request", fail_on_regression="false").code == 0
+
+
+def test_no_baseline_passes_with_a_note(gh: GitHubTestServer, workspace: Path) -> None:
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 0, result.stdout
+    assert len(gh.comments) == 1 and result.outputs["baseline-sha"] == ""
+    assert run_action(gh, workspace, "pull_request", require_baseline="true").code == 1
+
+
+def test_fork_token_cannot_comment_or_check(gh: GitHubTestServer, workspace: Path) -> None:
+    denied = {"message": "Resource not accessible by integration"}
+    gh.inject("POST", r"/comments$", 403, denied)
+    gh.inject("POST", r"/check-runs$", 403, denied)
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 0, result.stdout
+    assert result.stdout.count("::warning::") >= 2 and "pull-requests: write" in result.stdout
+    assert "<!-- diagbot:diagnosis -->" in result.summary  # the comment is kept for a privileged follow-up
+    assert (workspace / "diagbot-report" / "comment.md").is_file()
+    assert (workspace / "diagbot-report" / "pr.json").is_file()
+
+
+def test_workflow_dispatch_with_pr_number_updates_that_pull_request(gh: GitHubTestServer, workspace: Path) -> None:
+    make_baseline(gh, workspace)
+    assert run_action(gh, workspace, "pull_request").code == 0
+    result = run_action(gh, workspace, "workflow_dispatch", pr_number="7")
+    assert result.code == 0, result.stdout
+    assert len(gh.comments) == 1
+    assert [c.head_sha for c in gh.check_runs.values()] == [HEAD, HEAD]
+
+
+def test_other_events_and_bad_inputs_exit_2_without_traceback(gh: GitHubTestServer, workspace: Path) -> None:
+    result = run_action(gh, workspace, "issues")
+    assert result.code == 2 and "::error::" in result.stdout and "'issues' event" in result.stdout
+    result = run_action(gh, workspace, "pull_request", comment="sometimes", max_wait_seconds="soon")
+    assert result.code == 2
+    assert "input 'comment'" in result.stdout and "input 'max-wait-seconds'" in result.stdout
+    assert not gh.api_requests()
+
+
+def test_expired_download_falls_back_to_the_next_candidate(gh: GitHubTestServer, workspace: Path) -> None:
+    make_baseline(gh, workspace)  # exact: made from the PR's base sha
+    fallback_sha = "e" * 40
+    pushed = run_action(gh, workspace, "push")
+    assert pushed.code == 0
+    upload_baseline(gh, workspace / "diagbot-report", sha=fallback_sha)
+    exact = next(a for a in gh.artifacts.values() if gh.runs[a.run_id].head_sha == BASE)
+    gh.inject("GET", rf"/artifacts/{exact.id}/zip$", 410, {"message": "Artifact has expired"})
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 0, result.stdout
+    assert result.outputs["baseline-sha"] == fallback_sha
+    assert "410" in result.stdout and "::warning::" in result.stdout

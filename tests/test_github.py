@@ -1,0 +1,183 @@
+"""diagbot.github against the loopback GitHub test server: baseline selection, safe download, comments, checks."""
+
+from __future__ import annotations
+
+import io
+import stat
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from github import Github
+
+from diagbot import github as dg
+from tests.github_server import GitHubTestServer
+
+REPO = "octo/app"
+BASE = "b" * 40
+NOW = datetime.now(UTC).replace(microsecond=0)
+MARKER = "<!-- diagbot:diagnosis -->"
+
+
+def zip_of(files: dict[str, bytes], symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+REPORT = zip_of({"reports/diagnosis.json": b'{"kind": "trace"}'})
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubTestServer]:
+    with GitHubTestServer() as server:
+        server.add_repo(REPO)
+        server.add_pull(REPO, 7, base_sha=BASE)
+        yield server
+        server.assert_no_violations()
+
+
+@pytest.fixture
+def g(gh: GitHubTestServer) -> Iterator[Github]:
+    client = dg.make_client(gh.api_url, "t", max_wait_seconds=5)
+    yield client
+    client.close()
+
+
+def artifact(gh: GitHubTestServer, data: bytes = REPORT, age_days: float = 1, **run: object) -> int:
+    created = NOW - timedelta(days=age_days)
+    expired = bool(run.pop("expired", False))
+    r = gh.add_run(REPO, created_at=created, **run)  # type: ignore[arg-type]
+    return gh.add_artifact(r.id, "diagbot-report", data, created_at=created, expired=expired).id
+
+
+def candidates(g: Github) -> list[int]:
+    return [c.id for c in dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)]
+
+
+def test_selection_skips_forks_other_branches_and_expired_and_prefers_the_base_sha(
+    g: Github, gh: GitHubTestServer
+) -> None:
+    older_exact = artifact(gh, age_days=5, head_sha=BASE)
+    newest = artifact(gh, age_days=1)
+    artifact(gh, age_days=0.5, head_repo="evil/app", event="pull_request")  # a fork's run on "main"
+    artifact(gh, age_days=0.4, head_branch="feature")
+    artifact(gh, age_days=0.3, expired=True)
+    gh.add_artifact(gh.add_run(REPO).id, "other-name", REPORT)
+    assert candidates(g) == [older_exact, newest]  # exact first, the newest as a fallback
+    gh.artifacts[older_exact].expired = True
+    assert candidates(g) == [newest]
+    assert len(gh.api_requests("GET", r"/actions/artifacts$")) == 2
+
+
+def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: GitHubTestServer) -> None:
+    artifact(gh, head_sha=BASE)
+    [candidate] = dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)
+    data = dg.download_artifact(g.requester, candidate)
+    assert dg.unpack_artifact(data, "a") == {"reports/diagnosis.json": b'{"kind": "trace"}'}
+    blob = [r for r in gh.requests if r.server == "blob"]
+    assert len(blob) == 1 and "authorization" not in blob[0].headers
+
+
+def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestServer) -> None:
+    aid = artifact(gh, head_sha=BASE)
+    [candidate] = dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)
+    gh.artifacts[aid].expired = True
+    with pytest.raises(dg.ArtifactGone):
+        dg.download_artifact(g.requester, candidate)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(zip_of({"../evil.json": b"{}"}), id="dot-dot"),
+        pytest.param(zip_of({"/etc/evil.json": b"{}"}), id="absolute"),
+        pytest.param(zip_of({}, symlink="reports/diagnosis.json"), id="symlink"),
+        pytest.param(zip_of({"bomb.json": b"0" * (3 * 1024 * 1024)}), id="zip-bomb"),
+        pytest.param(b"\x00\x01 not a report", id="garbage"),
+    ],
+)
+def test_unsafe_archives_are_refused(data: bytes) -> None:
+    with pytest.raises(dg.UnsafeArtifact):
+        dg.unpack_artifact(data, "artifact 1", max_total=1024 * 1024)
+
+
+def test_bare_json_artifact_is_accepted() -> None:
+    assert dg.unpack_artifact(b' {"kind": "trace"}', "a") == {"report.json": b' {"kind": "trace"}'}
+
+
+def test_comment_is_found_beyond_the_first_page_and_duplicates_deleted(g: Github, gh: GitHubTestServer) -> None:
+    old = gh.add_comment(REPO, 7, f"{MARKER}\nold", created_at=NOW - timedelta(hours=2))
+    for i in range(150):
+        gh.add_comment(REPO, 7, f"chatter {i}", user="someone", created_at=NOW - timedelta(hours=1))
+    gh.add_comment(REPO, 7, f"{MARKER}\nquoted by a human", user="someone")
+    newer = gh.add_comment(REPO, 7, f"{MARKER}\nnewer", created_at=NOW - timedelta(minutes=1))
+    url = dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, f"{MARKER}\nfresh", "update")
+    assert url is not None and url.endswith(str(newer.id))
+    assert old.id not in gh.comments and gh.comments[newer.id].body.endswith("fresh")
+    assert sum(MARKER in c.body for c in gh.comments.values()) == 2  # ours + the human's quote
+    assert len(gh.api_requests("GET", r"/comments$")) == 2
+    assert [r.method for r in gh.api_requests() if r.method != "GET"] == ["PATCH", "DELETE"]
+
+
+def test_comment_modes(g: Github, gh: GitHubTestServer) -> None:
+    issue = g.get_repo(REPO).get_issue(7)
+    assert dg.upsert_comment(issue, MARKER, f"{MARKER} a", "off") is None
+    dg.upsert_comment(issue, MARKER, f"{MARKER} a", "update")
+    dg.upsert_comment(issue, MARKER, f"{MARKER} b", "update")
+    assert [c.body for c in gh.comments.values()] == [f"{MARKER} b"]
+    dg.upsert_comment(issue, MARKER, f"{MARKER} c", "new")
+    assert len(gh.comments) == 2
+
+
+def test_403_on_comment_is_cannot_comment(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("POST", r"/comments$", 403, {"message": "Resource not accessible by integration"})
+    with pytest.raises(dg.CannotComment, match="pull-requests: write"):
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "new")
+
+
+def test_5xx_on_posting_a_comment_is_not_retried(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("POST", r"/comments$", 502)
+    with pytest.raises(dg.GitHubUnavailable, match="502"):
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "new")
+    assert len(gh.api_requests("POST")) == 1
+
+
+def test_5xx_on_a_read_is_retried(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("GET", r"/comments$", 503, headers={"Retry-After": "0"})
+    dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
+    assert len(gh.api_requests("GET", r"/comments$")) == 2 and len(gh.comments) == 1
+
+
+def test_retry_after_beyond_the_max_wait_fails_cleanly(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("GET", r"/comments$", 429, headers={"Retry-After": "3600"})
+    with pytest.raises(dg.GitHubUnavailable, match="max-wait-seconds"):
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
+
+
+def test_check_run_annotations_are_chunked(g: Github, gh: GitHubTestServer) -> None:
+    notes = [
+        {"path": "cases/c.json", "start_line": i + 1, "end_line": i + 1, "annotation_level": "failure", "message": "m"}
+        for i in range(120)
+    ]
+    dg.create_check_run(g.get_repo(REPO), "a" * 40, "diagbot (diagnosis)", "failure", "1 regression", "sum", notes)
+    [check] = gh.check_runs.values()
+    assert (check.conclusion, check.head_sha, len(check.annotations)) == ("failure", "a" * 40, 120)
+    assert [len(r.json["output"].get("annotations", [])) for r in gh.api_requests() if r.method != "GET"] == [
+        50,
+        50,
+        20,
+    ]
+
+
+def test_403_on_check_run_is_cannot_check(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("POST", r"/check-runs$", 403, {"message": "Resource not accessible by integration"})
+    with pytest.raises(dg.CannotCheck, match="checks: write"):
+        dg.create_check_run(g.get_repo(REPO), "a" * 40, "diagbot", "success", "t", "s", [])
