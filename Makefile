@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench golden clean
+.PHONY: run test bench golden clean container-test
 
 $(STAMP): requirements.lock requirements-dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_eval.py
+
+# Builds the action's image with buildah (no Docker) and runs it against the loopback GitHub server. Needs root.
+container-test: $(STAMP)
+	PY=$(BIN)/python scripts/container-test.sh
 
 clean:
 	rm -rf $(VENV) build

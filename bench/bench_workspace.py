@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -21,13 +22,20 @@ LOG_FILES = 12  # with the 8 fixed files below: 20 files per workspace
 JUDGE = {
     "evidence_collection": [
         {"id": "metrics_bundle", "file_exists": "evidences/metrics.json"},
-        {"id": "logs_observed", "json_query": {"file": "evidences/logs.json", "expr": "length(entries) > `0`"}},
+        {
+            "id": "logs_observed",
+            "json_query": {"file": "evidences/logs.json", "expr": "length(entries) > `0`"},
+        },
         {"id": "events_bundle", "json_valid": "evidences/events.json"},
         {"id": "queries_bundle", "json_valid": "evidences/queries.json"},
     ],
     "critical_evidence": [
         {"id": "gc_pause_metric", "contains": {"file": "evidences/metrics.json", "any": ["jvm_gc_pause"]}},
-        {"id": "heap_usage", "required": False, "regex": {"file": "evidences/*.json", "pattern": "heap_(used|usage)"}},
+        {
+            "id": "heap_usage",
+            "required": False,
+            "regex": {"file": "evidences/*.json", "pattern": "heap_(used|usage)"},
+        },
         {"id": "gc_log_lines", "contains": {"file": "evidences/logs.json", "all": ["Pause Young", "G1"]}},
         # Only the last log holds the line, so every log file is read and searched.
         {"id": "oom_in_logs", "regex": {"file": "evidences/logs/*.log", "pattern": "OutOfMemoryError"}},
@@ -55,7 +63,7 @@ def _files(index: int) -> dict[str, str]:
     return files
 
 
-def generate(root: Path, count: int) -> tuple[list[WorkspaceCase], list[Path]]:
+def generate(root: Path, count: int) -> tuple[list[WorkspaceCase], list[str]]:
     cases, paths = [], []
     for index in range(count):
         case_id = f"bench-{index:04d}"
@@ -63,7 +71,7 @@ def generate(root: Path, count: int) -> tuple[list[WorkspaceCase], list[Path]]:
             path = root / case_id / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            paths.append(path)
+            paths.append(str(path))
         raw = {"id": case_id, "title": "bench", "evaluation": {"mode": "evidence_only"}, "judge": JUDGE}
         cases.append(WorkspaceCase.model_validate(raw))
     return cases, paths
@@ -87,7 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         cases, paths = generate(root, args.workspaces)
-        total = sum(path.stat().st_size for path in paths)
+        total = sum(os.path.getsize(path) for path in paths)
 
         def read_all() -> None:
             for path in paths:

@@ -155,7 +155,12 @@ def resolve_target(settings: Settings, repo: Repository) -> Target:
         return gh.call(
             f"reading pull request #{number}",
             lambda: Target(
-                Role.PULL_REQUEST, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pr_number=number
+                Role.PULL_REQUEST,
+                pull.head.sha,
+                pull.head.ref,
+                pull.base.ref,
+                pull.base.sha,
+                pr_number=number,
             ),
         )
     if settings.mode is Mode.PULL_REQUEST:

@@ -159,7 +159,12 @@ def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
     message = "case removed (only in the baseline)" if in_baseline else "case added (only in the current run)"
     present = "present"
     return _item(
-        ItemType.CHANGED, case_id, "case", present if in_baseline else None, None if in_baseline else present, message
+        ItemType.CHANGED,
+        case_id,
+        "case",
+        present if in_baseline else None,
+        None if in_baseline else present,
+        message,
     )
 
 
@@ -271,7 +276,13 @@ def _diff_case(before: CaseResult, now: CaseResult, t: Thresholds) -> list[DiffI
         "matched root-cause keywords",
     )
     items += cost(
-        case_id, "toolCallCount", before.tool_call_count, now.tool_call_count, t.tool_call_pct, t.tool_call_abs, ""
+        case_id,
+        "toolCallCount",
+        before.tool_call_count,
+        now.tool_call_count,
+        t.tool_call_pct,
+        t.tool_call_abs,
+        "",
     )
     items += cost(case_id, "durationMs", before.duration_ms, now.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
     items += changed(

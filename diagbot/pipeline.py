@@ -134,7 +134,14 @@ def run_config(
     problems = [p for s in outcomes for p in s.problems]
     comment = render_markdown("comment.md.j2", views, baseline_info, current, marker, comment_limit, problems=problems)
     summary = render_markdown(
-        "summary.md.j2", views, baseline_info, current, marker, SUMMARY_LIMIT, Caps(None, None, None, None), problems
+        "summary.md.j2",
+        views,
+        baseline_info,
+        current,
+        marker,
+        SUMMARY_LIMIT,
+        Caps(None, None, None, None),
+        problems,
     )
     return Outcome(outcomes, comment, summary, conclusion, code, reason)
 

@@ -170,7 +170,11 @@ def render(template: str, **context: Any) -> str:
     return _ENV.get_template(template).render(version=__version__, **context)
 
 
-SECTIONS = {"regressions": ItemType.REGRESSION, "improvements": ItemType.IMPROVEMENT, "changes": ItemType.CHANGED}
+SECTIONS = {
+    "regressions": ItemType.REGRESSION,
+    "improvements": ItemType.IMPROVEMENT,
+    "changes": ItemType.CHANGED,
+}
 CUT_ORDER = ("results", "changes", "improvements", "regressions")  # least important first
 
 

@@ -20,6 +20,7 @@ from diagbot.evaluate import evaluate_suite
 from diagbot.render import SuiteView, md
 from diagbot.report import RunInfo, TraceReport, parse_report
 from diagbot.workspace import (
+    Bucket,
     WorkspaceReport,
     build_workspace_report,
     diff_workspace,
@@ -106,7 +107,8 @@ def _view_workspace(name: str, report: Report, diff: DiffReport | None) -> Suite
     assert isinstance(report, WorkspaceReport)
     changed = {i.case_id for i in diff.items} if diff else set()
     ordered = sorted(report.results, key=lambda r: (r.verdict == "pass", r.case_id not in changed))
-    buckets = list(dict.fromkeys(b for r in report.results for b in r.packet.buckets))
+    present = {b for r in report.results for b in r.packet.buckets}
+    buckets = [b.value for b in Bucket if b.value in present]  # mode_contract first, then the judging order
     rows = [
         [
             {"pass": "✅", "fail": "❌", "invalid": "⛔"}[r.verdict],

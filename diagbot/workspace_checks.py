@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
 from typing import Annotated, Any, NamedTuple
@@ -20,6 +20,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import AfterValidator, Field, model_validator
+from pydantic_core import from_json
 
 from diagbot.models import StrictInput
 from diagbot.text import matches
@@ -147,118 +148,123 @@ class _Blob:
     text_note: str = ""
     parsed: tuple[bool, Any, str] | None = None
 
-    @property
-    def truncated(self) -> bool:
-        return self.size > len(self.data)
 
-
-@dataclass
 class Workspace:
-    """A read-only view of one run folder; lists it once and reads each file at most once."""
+    """A read-only view of one run folder: listed once on creation, each file read at most once."""
 
-    root: str
-    _files: dict[str, str] | None = None
-    _skipped: dict[str, str] = field(default_factory=dict)
-    _blobs: dict[str, _Blob] = field(default_factory=dict)
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.files: dict[str, str] = {}  # relative path -> path to open, regular files inside the root only
+        self.refused: dict[str, str] = {}  # relative path -> why it is not treated as a file
+        self._blobs: dict[str, _Blob] = {}
+        pending = [(root, "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        self._add(entry, prefix + entry.name, pending)
+            except OSError:
+                continue
 
-    def _listing(self) -> dict[str, str]:
-        """Relative path -> path to open, for regular files inside the root; folder links are not followed."""
-        if self._files is None:
-            self._files = {}
-            pending = [(self.root, "")]
-            while pending:
-                folder, prefix = pending.pop()
-                try:
-                    with os.scandir(folder) as entries:
-                        for entry in entries:
-                            self._add(entry, prefix + entry.name, self._files, pending)
-                except OSError:
-                    continue
-        return self._files
-
-    def _add(self, entry: os.DirEntry[str], rel: str, files: dict[str, str], pending: list[tuple[str, str]]) -> None:
+    def _add(self, entry: os.DirEntry[str], rel: str, pending: list[tuple[str, str]]) -> None:
+        """Folder links are not followed; a file link counts only when it resolves inside the root."""
         if entry.is_symlink():
             target = os.path.realpath(entry.path)
-            if os.path.commonpath([self.root, target]) != self.root:
-                self._skipped[rel] = "a link that resolves outside the workspace (treated as absent)"
+            if os.path.commonpath([os.path.realpath(self.root), target]) != os.path.realpath(self.root):
+                self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
             elif os.path.isfile(target):
-                files[rel] = target
+                self.files[rel] = target
             else:
-                self._skipped[rel] = "a link to something other than a regular file (ignored)"
+                self.refused[rel] = "a link to something other than a regular file (ignored)"
         elif entry.is_dir(follow_symlinks=False):
             pending.append((entry.path, rel + "/"))
         elif entry.is_file(follow_symlinks=False):
-            files[rel] = entry.path
+            self.files[rel] = entry.path
         else:
-            self._skipped[rel] = "not a regular file (ignored)"
+            self.refused[rel] = "not a regular file (ignored)"
 
     def match(self, pattern: str) -> tuple[list[str], list[str]]:
         """Files matching the glob, sorted, and notes about matching entries that were refused."""
-        files = self._listing()
-        if _MAGIC.isdisjoint(pattern):
-            path = "/".join(part for part in pattern.split("/") if part and part != ".")
-            found = [path] if path in files else []
-            refused = [path] if path in self._skipped else []
+        literal, regex = _glob(pattern)
+        if literal is not None:
+            found = [literal] if literal in self.files else []
+            refused = [literal] if literal in self.refused else []
         else:
-            matcher = _glob_regex(pattern).fullmatch
-            found = sorted(rel for rel in files if matcher(rel))
-            refused = sorted(rel for rel in self._skipped if matcher(rel))
-        return found, [f"{rel} is {self._skipped[rel]}" for rel in refused]
+            found = sorted(filter(regex.fullmatch, self.files))
+            refused = sorted(filter(regex.fullmatch, self.refused))
+        return found, [f"{rel} is {self.refused[rel]}" for rel in refused]
 
     def blob(self, rel: str) -> _Blob:
-        """At most READ_CAP bytes of the file, read once; plain os calls, as this is the hot path."""
-        if rel not in self._blobs:
-            fd = os.open(self._listing()[rel], os.O_RDONLY)
+        """At most READ_CAP bytes of the file, read once, with plain os calls: this is the hot path."""
+        blob = self._blobs.get(rel)
+        if blob is None:
+            fd = os.open(self.files[rel], os.O_RDONLY)
             try:
                 size = os.fstat(fd).st_size
-                chunks, wanted = [], min(size, READ_CAP)
-                while wanted > 0 and (chunk := os.read(fd, wanted)):
-                    chunks.append(chunk)
-                    wanted -= len(chunk)
+                data = os.read(fd, min(size, READ_CAP))
+                while len(data) < min(size, READ_CAP) and (more := os.read(fd, min(size, READ_CAP) - len(data))):
+                    data += more
             finally:
                 os.close(fd)
-            self._blobs[rel] = _Blob(b"".join(chunks), size)
-        return self._blobs[rel]
+            blob = self._blobs[rel] = _Blob(data, size)
+        return blob
 
     def text(self, rel: str) -> tuple[str, str]:
         """The file as text, and a note when bytes were cut off or replaced; never fails on bad bytes."""
         blob = self.blob(rel)
         if blob.text is None:
-            notes = [f"read only the first {_size(READ_CAP)} of {_size(blob.size)}"] if blob.truncated else []
-            try:
-                blob.text = blob.data.decode()
-            except UnicodeDecodeError as exc:
-                if blob.truncated and exc.reason == "unexpected end of data":
-                    blob.text = blob.data[: exc.start].decode()
-                else:
-                    blob.text = blob.data.decode(errors="replace")
-                    notes.append(f"not valid UTF-8 (bad byte at offset {exc.start}; bad bytes replaced)")
-            blob.text_note = "; ".join(notes)
+            blob.text, blob.text_note = _decode(blob)
         return blob.text, blob.text_note
 
     def json(self, rel: str) -> tuple[bool, Any, str]:
         """(ok, value, problem): JSON must be strict UTF-8 and fit under the read cap to be judged at all."""
         blob = self.blob(rel)
         if blob.parsed is None:
-            if blob.truncated:
-                too_big = f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
-                blob.parsed = (False, None, too_big)
-            else:
-                try:
-                    blob.parsed = (True, json.loads(blob.data.decode()), "valid JSON")
-                except UnicodeDecodeError as exc:
-                    blob.parsed = (False, None, f"not valid UTF-8 (first bad byte at offset {exc.start})")
-                except (ValueError, RecursionError) as exc:
-                    blob.parsed = (False, None, f"not valid JSON ({exc})")
+            blob.parsed = _parse(blob)
         return blob.parsed
+
+
+def _decode(blob: _Blob) -> tuple[str, str]:
+    truncated = blob.size > len(blob.data)
+    cut = f"read only the first {_size(READ_CAP)} of {_size(blob.size)}" if truncated else ""
+    try:
+        return blob.data.decode(), cut
+    except UnicodeDecodeError as exc:
+        if truncated and exc.reason == "unexpected end of data":  # the cap split a character
+            return blob.data[: exc.start].decode(), cut
+        bad = f"not valid UTF-8 (bad byte at offset {exc.start}; bad bytes replaced)"
+        return blob.data.decode(errors="replace"), "; ".join(filter(None, [cut, bad]))
+
+
+def _parse(blob: _Blob) -> tuple[bool, Any, str]:
+    if blob.size > len(blob.data):
+        return False, None, f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
+    try:
+        blob.data.decode()  # from_json's own message for bad UTF-8 is unclear
+        return True, from_json(blob.data), "valid JSON"
+    except UnicodeDecodeError as exc:
+        return False, None, f"not valid UTF-8 (first bad byte at offset {exc.start})"
+    except ValueError as exc:
+        return False, None, f"not valid JSON ({exc})"
+
+
+@lru_cache(maxsize=1024)
+def _glob(pattern: str) -> tuple[str | None, re.Pattern[str]]:
+    """A glob without wildcards is looked up directly (normalised); others match as a regex."""
+    literal = None if not _MAGIC.isdisjoint(pattern) else "/".join(_segments(pattern))
+    return literal, _glob_regex(pattern)
+
+
+def _segments(pattern: str) -> list[str]:
+    return [part for part in pattern.split("/") if part and part != "."]
 
 
 @lru_cache(maxsize=1024)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """Shell-style glob as one regex over `/`-joined paths: `*`, `?` and `[...]` stay within a folder name,
     a `**` segment spans any number of folders."""
-    segments = [part for part in pattern.split("/") if part and part != "."]
-    out = []
+    segments, out = _segments(pattern), []
     for index, segment in enumerate(segments):
         last = index == len(segments) - 1
         if segment == "**":
