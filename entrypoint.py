@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from diagbot.bot import escape, run
 from diagbot.errors import DiagbotError
@@ -30,6 +31,16 @@ def fail(exc: DiagbotError) -> int:
     return exc.exit_code
 
 
+def hand_back(workspace: Path, folder: Path) -> None:
+    """The container runs as root: give what it wrote back to the workspace's owner so later steps can use it."""
+    try:
+        owner = workspace.stat()
+        for path in [folder, *folder.rglob("*")]:
+            os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
+    except OSError:
+        pass  # not root, or nothing written: later steps can still read the files
+
+
 def main() -> int:
     try:
         settings = Settings.from_env(os.environ)
@@ -38,6 +49,7 @@ def main() -> int:
             return run(settings, github)
         finally:
             github.close()
+            hand_back(settings.workspace, settings.workspace / settings.report_dir)
     except DiagbotError as exc:
         return fail(exc)
 

@@ -104,8 +104,7 @@ def main() -> int:
         gh.assert_no_violations()
 
         owners = {p.stat().st_uid for p in (ws / "diagbot-report").rglob("*")} | {(ws / "diagbot-report").stat().st_uid}
-        if owners != {OWNER_UID}:
-            print(f"NOTE: report files are owned by uid {sorted(owners)}, not the workspace owner {OWNER_UID}")
+        assert owners == {OWNER_UID}, f"report files owned by {sorted(owners)}, not the workspace owner {OWNER_UID}"
         print(f"container-test: push + pull_request through {image} passed ({len(gh.api_requests())} API requests)")
     return 0
 
