@@ -21,6 +21,7 @@ from github import Github
 from github.Repository import Repository
 
 from diagbot import github as gh
+from diagbot import relay
 from diagbot.cases import load_case_file
 from diagbot.config import Config, SuiteKind, ThresholdConfig, load_config
 from diagbot.errors import DiagbotError
@@ -73,6 +74,8 @@ def run(settings: Settings, github: Github, now: datetime | None = None, out: Te
     now = now or datetime.now(UTC)
     token = settings.github_token.get_secret_value()
     print(f"::add-mask::{token}", file=stream)
+    if settings.mode is Mode.COMMENT:
+        return relay.run(settings, github, out=stream)
     notes = Notes()
     repo = github.get_repo(settings.repository)
     target = resolve_target(settings, repo)
@@ -248,7 +251,9 @@ def _read_baselines(files: dict[str, bytes], config: Config) -> dict[str, Report
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         location = root / "report.json" if list(files) == ["report.json"] else root
-        baselines, _problems = find_baselines(location, config)
+        baselines, problems = find_baselines(location, config)
+        if problems and not baselines:
+            raise gh.UnsafeArtifact(*problems)  # tried like any unusable candidate, and said why
         return baselines
 
 
@@ -285,7 +290,8 @@ def _comment(
 ) -> str | None:
     marker = f"<!-- diagbot:{config.marker_id} -->"
     try:
-        return gh.upsert_comment(repo.get_issue(number), marker, outcome.comment, settings.comment.value)
+        issue = repo.get_issue(number)
+        return gh.upsert_comment(issue, marker, outcome.comment, settings.comment.value, settings.comment_author)
     except gh.CannotComment as exc:
         notes.warnings.extend(exc.problems)
     except gh.GitHubError as exc:

@@ -35,6 +35,7 @@ MAX_ANNOTATIONS = 50
 MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
 MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MAX_MEMBERS = 10_000
+DEFAULT_AUTHOR = "github-actions[bot]"  # the login behind the workflow's GITHUB_TOKEN
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP = b"PK\x05\x06"
 
@@ -91,19 +92,40 @@ class DiagbotRetry(GithubRetry):
             raise error
         return super().increment(method, url, response, error, _pool, _stacktrace)  # type: ignore[arg-type]
 
-    def sleep_for_retry(self, response: BaseHTTPResponse) -> bool:
-        wait = self.get_retry_after(response)
-        if wait is not None and self.max_rate_limit_wait is not None and wait > self.max_rate_limit_wait:
+    def __init__(self, budget: WaitBudget | None = None, **kwargs: Any) -> None:
+        self.budget = budget or WaitBudget(120.0)
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> DiagbotRetry:
+        # urllib3 makes a new Retry per attempt; the budget is shared so the cap is on the run's total wait.
+        return super().new(budget=self.budget, **kw)
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        wait = self.get_retry_after(response) if response is not None and self.respect_retry_after_header else None
+        self.budget.spend(self.get_backoff_time() if wait is None else wait)
+        super().sleep(response)
+
+
+@dataclass
+class WaitBudget:
+    """How long one run may spend waiting on GitHub (retries and rate limits together): max-wait-seconds."""
+
+    remaining: float
+
+    def spend(self, seconds: float) -> None:
+        if seconds > self.remaining:
             raise GitHubUnavailable(
-                f"GitHub asked us to wait {wait:.0f}s (Retry-After), more than max-wait-seconds "
-                f"({self.max_rate_limit_wait:.0f}s); rerun the job later or raise max-wait-seconds"
+                f"GitHub asked us to wait {seconds:.0f}s more, past the {self.remaining:.0f}s left of max-wait-seconds "
+                "(rate limit or repeated failures); rerun the job later or raise max-wait-seconds"
             )
-        return bool(super().sleep_for_retry(response))
+        self.remaining -= seconds
 
 
 def make_retry(max_wait_seconds: float) -> DiagbotRetry:
-    """Up to 5 retries of reads with exponential backoff (1 s, 2 s, 4 s ... capped) plus jitter."""
+    """Up to 5 retries of reads with exponential backoff (1 s, 2 s, 4 s ... capped) plus jitter; all the waiting
+    of one run, Retry-After and rate-limit resets included, is capped at `max_wait_seconds`."""
     return DiagbotRetry(
+        budget=WaitBudget(max_wait_seconds),
         total=5,
         backoff_factor=1.0,
         backoff_jitter=1.0,
@@ -200,7 +222,7 @@ def find_baseline_artifact(
             if candidate is None:
                 continue
             found.append(candidate)
-            if candidate.exact or len(found) >= max_candidates:
+            if len(found) >= max_candidates:  # keep fallbacks even after an exact match: it may be unusable
                 break
     found.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
     return found[:max_candidates]
@@ -317,7 +339,7 @@ def _safe_member_path(member: zipfile.ZipInfo, where: str) -> str | None:
 # --- comments -------------------------------------------------------------------------------------------------
 
 
-def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str = "github-actions[bot]") -> str | None:
+def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str = DEFAULT_AUTHOR) -> str | None:
     """Post or update the one comment carrying `marker`; return its URL (None when mode is `off`).
 
     `update` scans every page of comments, edits the newest of ours and deletes older duplicates; `new` always

@@ -23,11 +23,13 @@ class CommentMode(StrEnum):
 
 
 class Mode(StrEnum):
-    """What the run is for: `auto` decides by event; `pull-request` / `push` force a role."""
+    """What the run is for: `auto` decides by event; `pull-request` / `push` force a role; `comment` relays a fork
+    PR's downloaded report folder to the PR (see `diagbot.relay`)."""
 
     AUTO = "auto"
     PULL_REQUEST = "pull-request"
     PUSH = "push"
+    COMMENT = "comment"
 
 
 class SettingsError(ConfigError):
@@ -44,6 +46,7 @@ class Settings(BaseModel):
     require_baseline: bool | None = Field(default=None, alias="INPUT_REQUIRE-BASELINE")
     fail_on_regression: bool | None = Field(default=None, alias="INPUT_FAIL-ON-REGRESSION")
     comment: CommentMode = Field(default=CommentMode.UPDATE, alias="INPUT_COMMENT")
+    comment_author: str = Field(default="github-actions[bot]", alias="INPUT_COMMENT-AUTHOR", min_length=1)
     pr_number: int | None = Field(default=None, gt=0, alias="INPUT_PR-NUMBER")
     mode: Mode = Field(default=Mode.AUTO, alias="INPUT_MODE")
     report_dir: str = Field(default="diagbot-report", alias="INPUT_REPORT-DIR", min_length=1)

@@ -225,3 +225,57 @@ def test_expired_download_falls_back_to_the_next_candidate(gh: GitHubTestServer,
     assert result.code == 0, result.stdout
     assert result.outputs["baseline-sha"] == fallback_sha
     assert "410" in result.stdout and "::warning::" in result.stdout
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_hostile_and_broken_baseline_artifacts_are_skipped_with_reasons(gh: GitHubTestServer, workspace: Path) -> None:
+    good = make_baseline(gh, workspace)  # the older, usable one (not the base sha)
+    gh.runs[good].head_sha = "c" * 40
+    hostile = {
+        "escape": zipped({"../../etc/cron.d/x": b"boom"}),
+        "garbage": b"\x00not a zip at all",
+        "broken report": zipped({"reports/diagnosis.json": b'{"totalCases": 1}'}),
+    }
+    for data in hostile.values():
+        run = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="push")
+        gh.add_artifact(run.id, "diagbot-report", data)
+    gh.inject("GET", r"/actions/artifacts$", 502)  # a flaky listing is retried
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 0, result.stdout
+    assert result.outputs["baseline-sha"] == "c" * 40
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("::warning::")]
+    assert any("outside the report folder" in w for w in warnings)
+    assert any("neither a zip archive nor a JSON report" in w for w in warnings)
+    assert any("passedCases: field required" in w for w in warnings)
+    assert not (workspace.parent / "etc").exists()
+
+
+def test_a_huge_suite_still_posts_one_comment_under_the_limit(gh: GitHubTestServer, workspace: Path) -> None:
+    fixture = json.loads((workspace / "fixtures" / "payment-timeout-pool-exhaustion-pass.json").read_text())
+    cases = []
+    for i in range(3000):
+        (workspace / "fixtures" / f"gen-{i}.json").write_text(json.dumps(fixture))
+        cases.append(
+            {
+                "id": f"generated-case-{i:04d}-with-a-long-name",
+                "traceFixture": f"gen-{i}.json",
+                "expectedRootCauseKeywords": ["connection pool", "absent-keyword"] if i % 2 else ["pool"],
+            }
+        )
+    (workspace / "cases" / "diagnosis-cases.json").write_text(json.dumps(cases))
+    (workspace / "diagbot.yml").write_text(
+        "suites:\n  - {name: diagnosis, cases: cases/diagnosis-cases.json, fixtures: fixtures}\n"
+    )
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 0, result.stdout
+    [comment] = gh.comments.values()  # the server refuses bodies over 65,536 characters
+    assert len(comment.body) <= 65_536
+    assert "left out to fit" in comment.body or "not shown here" in comment.body
+    assert len(result.summary.encode()) < 1024 * 1024

@@ -162,6 +162,32 @@ def test_retry_after_beyond_the_max_wait_fails_cleanly(g: Github, gh: GitHubTest
         dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
 
 
+def test_waits_add_up_to_the_cap_across_retries(gh: GitHubTestServer) -> None:
+    # Each Retry-After (1 s) fits under the 2.5 s cap, but the third would take the total past it.
+    gh.inject("GET", r"/comments$", 503, headers={"Retry-After": "1"}, times=5)
+    client = dg.make_client(gh.api_url, "t", max_wait_seconds=2.5)
+    try:
+        with pytest.raises(dg.GitHubUnavailable, match="max-wait-seconds"):
+            dg.upsert_comment(client.get_repo(REPO).get_issue(7), MARKER, "x", "update")
+    finally:
+        client.close()
+    assert len(gh.api_requests("GET", r"/comments$")) == 3
+
+
+def test_other_authors_comments_are_never_taken_over(g: Github, gh: GitHubTestServer) -> None:
+    theirs = gh.add_comment(REPO, 7, f"{MARKER}\nposted with a PAT", user="release-bot")
+    issue = g.get_repo(REPO).get_issue(7)
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nours", "update")
+    assert gh.comments[theirs.id].body.endswith("posted with a PAT") and len(gh.comments) == 2
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nagain", "update", author="release-bot")
+    assert gh.comments[theirs.id].body.endswith("again")
+
+
+def test_a_comment_over_githubs_limit_is_a_clear_error(g: Github, gh: GitHubTestServer) -> None:
+    with pytest.raises(dg.GitHubError, match="422"):
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, MARKER + "x" * 65_600, "new")
+
+
 def test_check_run_annotations_are_chunked(g: Github, gh: GitHubTestServer) -> None:
     notes = [
         {"path": "cases/c.json", "start_line": i + 1, "end_line": i + 1, "annotation_level": "failure", "message": "m"}
