@@ -83,9 +83,7 @@ def find_baselines(location: Path | None, config: Config) -> tuple[dict[str, Rep
     return found, problems
 
 
-def decide(
-    suites: list[SuiteOutcome], config: Config, baseline: BaselineInfo, fail_on_regression: bool
-) -> tuple[Conclusion, int, str]:
+def decide(suites: list[SuiteOutcome], config: Config, fail_on_regression: bool) -> tuple[Conclusion, int, str]:
     """The gate: unusable input fails (2); a regression fails (1) when asked to; no baseline only when required."""
     if any(s.problems for s in suites):
         return Conclusion.FAILURE, 2, "some input could not be used"
@@ -124,7 +122,7 @@ def run_config(
         except DiagbotError as exc:
             outcome.problems = exc.problems
     views = [view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
-    conclusion, code, reason = decide(outcomes, config, baseline_info, fail_on_regression)
+    conclusion, code, reason = decide(outcomes, config, fail_on_regression)
     if baseline_info.source != "none" and any(s.report is not None and s.diff is None for s in outcomes):
         missing = [s.name for s in outcomes if s.report is not None and s.diff is None]
         baseline_info = baseline_info.model_copy(
