@@ -1,0 +1,343 @@
+"""`mode: comment`: post a fork PR's results from the report folder its own (read-only) run uploaded.
+
+The companion `workflow_run` workflow downloads the evaluating run's report artifact into `<report-dir>` and runs
+this. Everything in that folder is UNTRUSTED: a fork's workflow could have written anything into it. So:
+
+- every file is size-capped and validated with strict models (`pr.json`) or the report and diff models;
+- the PR it names must exist in this repository, be open, and have exactly the head sha it claims (and, when the
+  trigger is a `workflow_run`, the head sha GitHub says the evaluating run ran on);
+- comment.md from the artifact is never posted: the comment is re-rendered from the validated reports, so every
+  string goes through the template's escaping; links are rebuilt from run ids, never taken from the artifact.
+
+It only reads JSON files: no PR code is checked out or run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, TextIO
+
+from github import Github
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from diagbot import github as gh
+from diagbot.diff import DiffReport
+from diagbot.errors import DiagbotError, ReportFormatError
+from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, SuiteView, md, render_markdown
+from diagbot.settings import Settings
+from diagbot.suites import parse_any_report, view
+
+PR_JSON_BYTES = 1024 * 1024
+REPORT_BYTES = 64 * 1024 * 1024  # per report or diff file
+TOTAL_BYTES = 256 * 1024 * 1024  # all reports and diffs together
+MAX_SUITES = 50
+CHECK_SUMMARY_LIMIT = 65_535
+MARKER = r"^<!-- diagbot:([A-Za-z0-9._+-]{1,100}) -->$"
+SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # config.SuiteConfig's pattern, bounded
+SHA = r"^[0-9a-f]{40}$"
+FIX = "the evaluating run's artifact is not what diagbot writes; rerun that run, or check what uploads the artifact"
+
+SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
+Short = Annotated[str, Field(max_length=500)]
+
+
+class RelayError(DiagbotError):
+    """The report artifact cannot be trusted or used: nothing is posted."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=True)
+
+
+class RelayBaseline(_Strict):
+    """Optional baseline provenance in pr.json; rendered escaped, and its run link rebuilt from `runId`."""
+
+    source: Literal["artifact", "file", "none"]
+    label: str | None = Field(default=None, max_length=200)
+    branch: str | None = Field(default=None, max_length=255)
+    sha: str | None = Field(default=None, pattern=SHA)
+    run_id: int | None = Field(default=None, alias="runId", gt=0)
+    age_days: float | None = Field(default=None, alias="ageDays", ge=0)
+    exact: bool | None = None
+    missing_reason: str | None = Field(default=None, alias="missingReason", max_length=500)
+    warnings: list[Short] = Field(default_factory=list, max_length=20)
+
+
+class PrRecord(_Strict):
+    """`<report-dir>/pr.json` as the pull_request role writes it; unknown keys are ignored, known ones typed."""
+
+    repository: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$", max_length=200)
+    number: int = Field(gt=0)
+    head_sha: str = Field(alias="headSha", pattern=SHA)
+    marker: str = Field(pattern=MARKER)
+    # Optional: not written by bot.py yet.
+    suites: list[SuiteName] | None = Field(default=None, max_length=MAX_SUITES)
+    baseline: RelayBaseline | None = None
+    problems: list[Short] = Field(default_factory=list, max_length=50)
+
+    @property
+    def marker_id(self) -> str:
+        match = re.match(MARKER, self.marker)
+        assert match is not None  # validated by the field pattern
+        return match[1]
+
+
+def run(settings: Settings, github: Github, out: TextIO) -> int:
+    """Relay one evaluating run's results to its PR; 0 posted (or nothing to do), 2 refused or failed."""
+    from diagbot.bot import escape, write_github_output  # bot dispatches here, so import it only when running
+
+    warnings: list[str] = []
+    errors: list[str] = []
+    try:
+        posted = _relay(settings, github, out, warnings, errors)
+    except DiagbotError as exc:
+        errors.extend(exc.problems)
+        posted = None
+    for message in warnings:
+        print(f"::warning::{escape(message)}", file=out)
+    for message in errors:
+        print(f"::error::{escape(message)}", file=out)
+    if posted is not None:
+        write_github_output(settings.output, posted)
+    if errors:
+        _append(settings.step_summary, "### ⛔ diagbot could not post the results\n\n" + _bullets(errors))
+        print("diagbot: nothing or not everything was posted; see the errors above", file=out)
+        return 2
+    return 0
+
+
+def _relay(
+    settings: Settings, github: Github, out: TextIO, warnings: list[str], errors: list[str]
+) -> dict[str, str] | None:
+    report_dir = settings.workspace / settings.report_dir
+    record = load_record(report_dir / "pr.json")
+    if record.repository is not None and record.repository.lower() != settings.repository.lower():
+        raise RelayError(
+            f"{report_dir / 'pr.json'}: names repository {record.repository}, but this is {settings.repository}; "
+            "the artifact comes from another repository's run"
+        )
+    evaluating_run = _check_event(settings, record)
+    views = load_views(report_dir, record.suites)
+
+    repo = github.get_repo(settings.repository)
+    number = record.number
+    doing = f"reading pull request #{number}"
+    pull = gh.call(doing, lambda: repo.get_pull(number))
+    head_sha, state = gh.call(doing, lambda: (pull.head.sha, pull.state))
+    if head_sha != record.head_sha:
+        raise RelayError(
+            f"pull request #{number} is at {head_sha}, but the artifact is for {record.head_sha}: a stale or forged "
+            "artifact; nothing was posted (a newer run for the current head posts its own results)"
+        )
+    if state != "open":
+        print(f"::notice::pull request #{number} is {state}; nothing posted", file=out)
+        return None
+
+    baseline = _baseline(settings, record, any(v.diff is not None for v in views))
+    current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating_run))
+    comment = render_markdown(
+        "comment.md.j2",
+        views,
+        baseline,
+        current,
+        f"diagbot:{record.marker_id}",
+        COMMENT_LIMIT,
+        problems=record.problems,
+    )
+    conclusion, title = decide(views, record.problems, settings.fail_on_regression)
+
+    comment_url: str | None = None
+    try:
+        issue = gh.call(f"reading issue #{number}", lambda: repo.get_issue(number))
+        comment_url = gh.upsert_comment(issue, record.marker, comment, settings.comment.value, settings.comment_author)
+    except gh.CannotComment as exc:
+        warnings.extend(exc.problems)
+    except gh.GitHubError as exc:
+        errors.extend(exc.problems)
+    try:
+        gh.create_check_run(
+            repo,
+            record.head_sha,
+            f"diagbot ({record.marker_id})",
+            conclusion,
+            title,
+            comment[:CHECK_SUMMARY_LIMIT],
+            [],
+        )
+    except gh.CannotCheck as exc:
+        warnings.extend(exc.problems)
+    except gh.GitHubError as exc:
+        errors.extend(exc.problems)
+
+    _append(settings.step_summary, comment)
+    print(f"diagbot: relayed to pull request #{number} ({title}; {conclusion})", file=out)
+    return {
+        "has-regression": "true" if any(v.diff is not None and v.diff.has_regression for v in views) else "false",
+        "comment-url": comment_url or "",
+        "baseline-sha": baseline.sha or "",
+        "report-dir": settings.report_dir,
+    }
+
+
+def decide(views: list[SuiteView], problems: list[str], fail_on_regression: bool | None) -> tuple[str, str]:
+    """The check run's conclusion and title, from the validated reports and diffs."""
+    if problems:
+        return "failure", "some input could not be used"
+    if not views:
+        return "neutral", "nothing was evaluated"
+    regressions = sum(v.diff.regression_count for v in views if v.diff is not None)
+    if any(v.diff is not None and v.diff.has_regression for v in views):
+        if fail_on_regression is False:
+            return "success", "regression (not gating)"
+        return "failure", f"{regressions} regression{'' if regressions == 1 else 's'}"
+    return "success", "no regression"
+
+
+# --- untrusted files -----------------------------------------------------------------------------------------------
+
+
+def read_capped(path: Path, cap: int, what: str, required: bool = True) -> str | None:
+    """A regular file (not a symlink) of at most `cap` bytes, as UTF-8 text."""
+    if path.is_symlink():
+        raise RelayError(f"{path}: {what} is a symbolic link; {FIX}")
+    if not path.exists():
+        if not required:
+            return None
+        raise RelayError(
+            f"{path}: {what} not found; the evaluating run did not get as far as writing it (see its log), or "
+            "the download step put the artifact elsewhere (the step's path must be the report-dir input)"
+        )
+    if not path.is_file():
+        raise RelayError(f"{path}: {what} is not a regular file; {FIX}")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(cap + 1)
+    except OSError as exc:
+        raise RelayError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if len(data) > cap:
+        raise RelayError(f"{path}: {what} is larger than the {cap:,} bytes allowed; {FIX}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RelayError(f"{path}: {what} is not UTF-8 text; {FIX}") from None
+
+
+def load_record(path: Path) -> PrRecord:
+    text = read_capped(path, PR_JSON_BYTES, "pr.json")
+    assert text is not None
+    try:
+        return PrRecord.model_validate_json(text)
+    except ValidationError as exc:
+        raise RelayError(*_problems(exc, path)) from None
+
+
+def _problems(exc: ValidationError, path: Path) -> list[str]:
+    shown = []
+    for error in exc.errors(include_url=False, include_input=False)[:10]:
+        field = ".".join(str(p) for p in error["loc"]) or "top level"
+        shown.append(f"{path}: field '{field}': {error['msg'].lower()}; {FIX}")
+    more = exc.error_count() - len(shown)
+    return shown + ([f"{path}: ... and {more} more problems"] if more > 0 else [])
+
+
+def load_views(report_dir: Path, order: list[str] | None) -> list[SuiteView]:
+    """Every `reports/<suite>.json` (in pr.json's order when it gives one) with its `diff/<suite>.json`, if any."""
+    reports = report_dir / "reports"
+    if order is None:
+        if reports.is_symlink() or (reports.exists() and not reports.is_dir()):
+            raise RelayError(f"{reports}: not a folder; {FIX}")
+        names = sorted(p.name.removesuffix(".json") for p in reports.glob("*.json")) if reports.is_dir() else []
+        if len(names) > MAX_SUITES:
+            raise RelayError(f"{reports}: {len(names)} reports, more than the {MAX_SUITES} allowed; {FIX}")
+        bad = [n for n in names if not re.match(SUITE_NAME, n)]
+        if bad:
+            raise RelayError(f"{reports}: {len(bad)} report file names are not suite names; {FIX}")
+    else:
+        names = list(dict.fromkeys(order))
+    views: list[SuiteView] = []
+    budget = TOTAL_BYTES
+    for name in names:
+        text = read_capped(reports / f"{name}.json", REPORT_BYTES, f"the report of suite {name}")
+        assert text is not None
+        budget -= len(text.encode())
+        try:
+            report = parse_any_report(text, str(reports / f"{name}.json"))
+        except DiagbotError as exc:  # its messages may quote the untrusted file: keep them short
+            raise RelayError(*[_short(p) for p in exc.problems[:10]]) from None
+        diff_path = report_dir / "diff" / f"{name}.json"
+        diff_text = read_capped(diff_path, REPORT_BYTES, f"the diff of suite {name}", required=False)
+        diff = None
+        if diff_text is not None:
+            budget -= len(diff_text.encode())
+            try:
+                diff = DiffReport.model_validate_json(diff_text)
+            except ValidationError as exc:
+                raise ReportFormatError(*_problems(exc, diff_path)) from None
+            if diff.current_total_cases != report.total_cases or diff.current_passed_cases != report.passed_cases:
+                raise RelayError(f"{diff_path}: does not match its report's case counts; {FIX}")
+        if budget < 0:
+            raise RelayError(f"{report_dir}: the reports are larger than the {TOTAL_BYTES:,} bytes allowed; {FIX}")
+        views.append(view(name, report, diff))
+    return views
+
+
+# --- trusted context -----------------------------------------------------------------------------------------------
+
+
+def _check_event(settings: Settings, record: PrRecord) -> int | None:
+    """The evaluating run's id from a workflow_run payload (trusted: GitHub wrote it), checking its head sha."""
+    if settings.event_name != "workflow_run" or settings.event_path is None:
+        return None
+    try:
+        payload: Any = json.loads(settings.event_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RelayError(f"{settings.event_path}: cannot read the event payload ({exc})") from None
+    workflow_run = payload.get("workflow_run") if isinstance(payload, dict) else None
+    if not isinstance(workflow_run, dict):
+        return None
+    head_sha = workflow_run.get("head_sha")
+    if isinstance(head_sha, str) and head_sha != record.head_sha:
+        raise RelayError(
+            f"the artifact is for {record.head_sha}, but the run that uploaded it ran on {head_sha}: a forged "
+            "artifact; nothing was posted"
+        )
+    run_id = workflow_run.get("id")
+    return run_id if isinstance(run_id, int) and not isinstance(run_id, bool) else None
+
+
+def _baseline(settings: Settings, record: PrRecord, compared: bool) -> BaselineInfo:
+    given = record.baseline
+    if given is None and not compared:
+        return BaselineInfo(source="none", missing_reason="the evaluating run had no baseline to compare against")
+    if given is None:
+        return BaselineInfo(source="file", label="the evaluating run's baseline")
+    return BaselineInfo(
+        source=given.source,
+        label=given.label,
+        branch=given.branch,
+        sha=given.sha,
+        run_id=given.run_id,
+        run_url=settings.run_link(given.run_id),
+        age_days=given.age_days,
+        exact=given.exact,
+        missing_reason=given.missing_reason or ("the evaluating run had none" if given.source == "none" else None),
+        warnings=given.warnings,
+    )
+
+
+def _short(problem: str, limit: int = 500) -> str:
+    return problem if len(problem) <= limit else problem[: limit - 1] + "…"
+
+
+def _bullets(lines: list[str]) -> str:
+    return "".join(f"- {md(line, 1000)}\n" for line in lines)
+
+
+def _append(path: Path | None, text: str) -> None:
+    if path is None or not text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")

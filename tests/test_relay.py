@@ -1,0 +1,235 @@
+"""`mode: comment`: relaying a fork PR's downloaded (untrusted) report folder, against the loopback GitHub server."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagbot import bot, relay
+from diagbot.diff import diff_trace
+from diagbot.github import make_client
+from diagbot.report import CaseResult, build_report, dump_model
+from diagbot.settings import Settings
+from tests.github_server import GitHubTestServer
+
+REPO = "octo/app"
+HEAD, OTHER = "a" * 40, "d" * 40
+TOKEN = "ghs_relaytoken0123456789"
+MARKER = "<!-- diagbot:diagnosis -->"
+HOSTILE = "@octocat <img src=x onerror=alert(1)> | fixes #12"
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubTestServer]:
+    with GitHubTestServer(token=TOKEN) as server:
+        server.add_repo(REPO, id=1001)
+        server.add_pull(REPO, 7, head_sha=HEAD, head_repo="fork/app", base_ref="main", base_sha="b" * 40)
+        yield server
+
+
+def result(case_id: str, passed: bool = True) -> CaseResult:
+    return CaseResult(
+        case_id=case_id,
+        title=case_id,
+        passed=passed,
+        failed_checks=[] if passed else [f"keyword_coverage: {case_id}"],
+        verdict="PASS",
+        tool_call_count=5,
+        duration_ms=900,
+    )
+
+
+def write_artifact(
+    ws: Path, record: dict[str, Any] | None = None, before: bool = True, after: bool = True, case: str = "case-1"
+) -> Path:
+    """What the evaluating run leaves in the report folder (and download-artifact puts back)."""
+    folder = ws / "diagbot-report"
+    (folder / "reports").mkdir(parents=True)
+    (folder / "diff").mkdir()
+    current = build_report([result(case, after), result("case-2")])
+    (folder / "reports" / "diagnosis.json").write_text(dump_model(current))
+    diff = diff_trace(build_report([result(case, before), result("case-2")]), current)
+    (folder / "diff" / "diagnosis.json").write_text(dump_model(diff))
+    (folder / "comment.md").write_text("@everyone forged comment.md, must never be posted\n")
+    pr = {"repository": REPO, "number": 7, "headSha": HEAD, "marker": MARKER, "commentMode": "update"}
+    pr.update(record or {})
+    (folder / "pr.json").write_text(json.dumps(pr))
+    return folder
+
+
+def settings(gh: GitHubTestServer, ws: Path, **inputs: str) -> Settings:
+    values = {
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        "INPUT_MODE": "comment",
+        "GITHUB_API_URL": gh.api_url,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_EVENT_NAME": "workflow_run",
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_OUTPUT": str(ws / "output"),
+        "GITHUB_STEP_SUMMARY": str(ws / "summary"),
+        **{f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()},
+    }
+    return Settings.from_env(values)
+
+
+def relay_run(gh: GitHubTestServer, ws: Path, **inputs: str) -> tuple[int, str]:
+    out = io.StringIO()
+    github = make_client(gh.api_url, TOKEN, max_wait_seconds=1)
+    try:
+        code = bot.run(settings(gh, ws, **inputs), github, out=out)  # through the dispatch, as entrypoint does
+    finally:
+        github.close()
+    return code, out.getvalue()
+
+
+def test_happy_path_posts_one_comment_and_a_check_run_then_updates_it(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path)
+    first, log = relay_run(gh, tmp_path)
+    assert first == 0, log
+    second, log = relay_run(gh, tmp_path)
+    assert second == 0, log
+    [comment] = gh.comments.values()
+    assert comment.body.startswith(MARKER) and "forged" not in comment.body
+    assert "no regressions" in comment.body and "the evaluating run" in comment.body
+    assert [(c.head_sha, c.conclusion, c.name) for c in gh.check_runs.values()] == [
+        (HEAD, "success", "diagbot (diagnosis)")
+    ] * 2
+    assert "has-regression<<" in (tmp_path / "output").read_text()
+    assert "::error::" not in log
+    gh.assert_no_violations()
+
+
+def test_regression_fails_the_check_run(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path, before=True, after=False)
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure"
+    [comment] = gh.comments.values()
+    assert "regression" in comment.body
+    gh.assert_no_violations()
+
+
+def test_no_reports_is_neutral(gh: GitHubTestServer, tmp_path: Path) -> None:
+    folder = tmp_path / "diagbot-report"
+    folder.mkdir()
+    (folder / "pr.json").write_text(json.dumps({"number": 7, "headSha": HEAD, "marker": MARKER}))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    assert [c.conclusion for c in gh.check_runs.values()] == ["neutral"]
+    assert "no baseline" in next(iter(gh.comments.values())).body
+    gh.assert_no_violations()
+
+
+def test_head_sha_mismatch_posts_nothing(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path, {"headSha": OTHER})
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2
+    assert "::error::" in log and "stale or forged" in log and OTHER in log
+    assert not gh.comments and not gh.check_runs
+    gh.assert_no_violations()
+
+
+def test_workflow_run_head_sha_must_match_the_artifact(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"workflow_run": {"id": 99, "head_sha": OTHER}}))
+    out = io.StringIO()
+    with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
+        code = relay.run(settings(gh, tmp_path).model_copy(update={"event_path": event}), github, out)
+    assert code == 2 and "forged" in out.getvalue()
+    assert not gh.comments and not gh.check_runs and not gh.api_requests()
+    gh.assert_no_violations()
+
+
+def test_closed_pull_request_gets_nothing(gh: GitHubTestServer, tmp_path: Path) -> None:
+    gh.add_pull(REPO, 8, head_sha=HEAD, state="closed")
+    write_artifact(tmp_path, {"number": 8})
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0 and "::notice::" in log
+    assert not gh.comments and not gh.check_runs
+    gh.assert_no_violations()
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({"marker": "<!-- diagbot:x --><img src=x>"}, "field 'marker'"),
+        ({"marker": "<!-- other:diagnosis -->"}, "field 'marker'"),
+        ({"number": "7"}, "field 'number'"),
+        ({"number": 0}, "field 'number'"),
+        ({"headSha": "HEAD"}, "field 'headSha'"),
+        ({"number": None}, "field 'number'"),
+        ({"repository": "evil/app"}, "names repository evil/app"),
+        ({"baseline": {"source": "artifact", "runId": "1"}}, "field 'baseline.runId'"),
+    ],
+)
+def test_forged_pr_json_is_refused_with_a_clear_message(
+    gh: GitHubTestServer, tmp_path: Path, record: dict[str, Any], expected: str
+) -> None:
+    write_artifact(tmp_path, record)
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and expected in log, log
+    assert "pr.json" in log and "Traceback" not in log
+    assert not gh.comments and not gh.check_runs and not gh.api_requests()
+    gh.assert_no_violations()
+
+
+def test_huge_or_odd_files_are_refused(gh: GitHubTestServer, tmp_path: Path) -> None:
+    folder = write_artifact(tmp_path)
+    (folder / "pr.json").write_bytes(b" " * (relay.PR_JSON_BYTES + 1))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "larger than the 1,048,576 bytes" in log
+    (folder / "pr.json").unlink()
+    (folder / "pr.json").symlink_to("/etc/hostname")
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "symbolic link" in log
+    (folder / "pr.json").unlink()
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "pr.json not found" in log
+    assert not gh.comments and not gh.check_runs
+    gh.assert_no_violations()
+
+
+def test_forged_report_is_refused(gh: GitHubTestServer, tmp_path: Path) -> None:
+    folder = write_artifact(tmp_path)
+    (folder / "reports" / "diagnosis.json").write_text(json.dumps({"kind": "x" * 100_000}))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "not a diagbot report" in log and len(log) < 5_000
+    (folder / "reports" / "diagnosis.json").write_text(json.dumps({"totalCases": "many", "results": []}))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "diagnosis.json" in log
+    assert not gh.comments and not gh.check_runs
+    gh.assert_no_violations()
+
+
+def test_hostile_case_text_is_escaped_in_the_comment(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(
+        tmp_path,
+        {"baseline": {"source": "artifact", "branch": "@octocat <b>", "runId": 5, "sha": "c" * 40}},
+        after=False,
+        case=HOSTILE,
+    )
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    [comment] = gh.comments.values()
+    assert "@octocat" not in comment.body and "<img" not in comment.body and "#12" not in comment.body
+    assert "<b>" not in comment.body and "\\|" in comment.body
+    assert f"https://github.com/{REPO}/actions/runs/5" in comment.body  # rebuilt from runId, never taken as a URL
+    gh.assert_no_violations()
+
+
+def test_403_on_comment_is_a_warning(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path)
+    gh.inject("POST", r"/issues/7/comments$", 403)
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    assert "::warning::" in log and "::error::" not in log
+    assert not gh.comments and [c.conclusion for c in gh.check_runs.values()] == ["success"]
+    assert "diagbot" in (tmp_path / "summary").read_text()  # the comment is in the job summary instead
+    gh.assert_no_violations()
