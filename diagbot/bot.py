@@ -91,7 +91,7 @@ def run(settings: Settings, github: Github, now: datetime | None = None, out: Te
     comment_url: str | None = None
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None:
-        _write(report_dir / "pr.json", json.dumps(_pr_record(settings, target, config), indent=2) + "\n")
+        _write(report_dir / "pr.json", json.dumps(_pr_record(settings, target, config, info, outcome), indent=2) + "\n")
         comment_url = _comment(settings, repo, target.pr_number, config, outcome, notes)
         if comment_url is None and settings.comment.value != "off":
             summary = outcome.comment + "\n\n" + summary
@@ -400,7 +400,10 @@ def _cap_bytes(text: str, limit: int) -> str:
     return data[: limit - len(note.encode())].decode("utf-8", errors="ignore") + note
 
 
-def _pr_record(settings: Settings, target: Target, config: Config) -> dict[str, Any]:
+def _pr_record(
+    settings: Settings, target: Target, config: Config, info: BaselineInfo, outcome: Outcome
+) -> dict[str, Any]:
+    """What the fork-mode relay needs to post this run's results (it re-renders from the reports, never this text)."""
     return {
         "repository": settings.repository,
         "number": target.pr_number,
@@ -409,6 +412,9 @@ def _pr_record(settings: Settings, target: Target, config: Config) -> dict[str, 
         "baseSha": target.base_sha,
         "marker": f"<!-- diagbot:{config.marker_id} -->",
         "commentMode": settings.comment.value,
+        "suites": [suite.name for suite in config.suites],
+        "baseline": info.model_dump(mode="json", exclude={"run_url"}),
+        "problems": outcome.problems[:50],
     }
 
 

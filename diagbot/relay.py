@@ -72,7 +72,7 @@ class PrRecord(_Strict):
     number: int = Field(gt=0)
     head_sha: str = Field(alias="headSha", pattern=SHA)
     marker: str = Field(pattern=MARKER)
-    # Optional: not written by bot.py yet.
+    # Optional, so an artifact from an older diagbot still relays.
     suites: list[SuiteName] | None = Field(default=None, max_length=MAX_SUITES)
     baseline: RelayBaseline | None = None
     problems: list[Short] = Field(default_factory=list, max_length=50)

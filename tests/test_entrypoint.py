@@ -279,3 +279,22 @@ def test_a_huge_suite_still_posts_one_comment_under_the_limit(gh: GitHubTestServ
     assert len(comment.body) <= 65_536
     assert "left out to fit" in comment.body or "not shown here" in comment.body
     assert len(result.summary.encode()) < 1024 * 1024
+
+
+def test_fork_pull_request_then_the_relay_posts_from_its_report_folder(gh: GitHubTestServer, workspace: Path) -> None:
+    run_id = make_baseline(gh, workspace)
+    denied = {"message": "Resource not accessible by integration"}
+    gh.inject("POST", r"/comments$", 403, denied)
+    gh.inject("POST", r"/check-runs$", 403, denied)
+    evaluated = run_action(gh, workspace, "pull_request")
+    assert evaluated.code == 0 and not gh.comments and not gh.check_runs
+    # The companion workflow: a fresh workspace holding only the downloaded artifact, never the PR's code.
+    relay_ws = workspace.parent / "relay"
+    shutil.copytree(workspace / "diagbot-report", relay_ws / "diagbot-report")
+    relayed = run_action(gh, relay_ws, "workflow_run", mode="comment")
+    assert relayed.code == 0, relayed.stdout
+    [comment] = gh.comments.values()
+    assert comment.body.startswith("<!-- diagbot:diagnosis -->") and f"actions/runs/{run_id}" in comment.body
+    assert [(c.head_sha, c.conclusion) for c in gh.check_runs.values()] == [(HEAD, "success")]
+    again = run_action(gh, relay_ws, "workflow_run", mode="comment")
+    assert again.code == 0 and len(gh.comments) == 1
