@@ -8,6 +8,7 @@ important sections first (all results, then changes, improvements, regressions) 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,11 @@ from diagbot import __version__
 from diagbot.diff import DiffItem, DiffReport, ItemType
 from diagbot.models import Output
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# In a checkout (and the action's image) the templates sit beside the package; a wheel installs them as data files.
+TEMPLATE_DIRS = [
+    Path(__file__).resolve().parent.parent / "templates",
+    Path(sys.prefix) / "share" / "diagbot" / "templates",
+]
 COMMENT_LIMIT = 65_536  # GitHub rejects longer issue-comment bodies
 CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
 SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
@@ -121,7 +126,7 @@ def plural(count: int, word: str) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader([str(d) for d in TEMPLATE_DIRS]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML: escaping is done by `md` on each untrusted value
         keep_trailing_newline=True,
