@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from diagbot.workspace import WorkspaceCase, judge_case
@@ -77,8 +78,7 @@ def generate(root: Path, count: int) -> tuple[list[WorkspaceCase], list[str]]:
     return cases, paths
 
 
-def best_of(repeat: int, work: object) -> float:
-    assert callable(work)
+def best_of(repeat: int, work: Callable[[], None]) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -134,14 +134,14 @@ class WorkspaceCase(StrictInput):
 
 
 @lru_cache(maxsize=64)
-def _mode_contract(summary_glob: str) -> list[CheckSpec]:
+def _mode_contract(summary_glob: str) -> tuple[CheckSpec, ...]:
     """The fixed evidence-only gate: hand-off artifacts are there and the diagnosis agent never ran."""
-    return [
+    return (
         CheckSpec(id="workspace_evidence_report_valid", json_valid="workspace_evidence_report.json"),
         CheckSpec(id="evidence_agent_artifact_present", json_valid="evidences/agent-runs/evidence-agent.json"),
         CheckSpec(id="summary_artifact_present", file_exists=summary_glob),
         CheckSpec(id=STAGE_BOUNDARY_CHECK, file_absent="evidences/agent-runs/diagnosis-analyst.json"),
-    ]
+    )
 
 
 # ---- loading -------------------------------------------------------------------------------------------
@@ -321,13 +321,19 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
 
 
 def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
-    """The run folder's real path, or why there is none; links may not lead out of the fixtures folder."""
+    """The run folder, or why there is none. The name cannot hold `..`, so only a link on the way can lead
+    out of the fixtures folder; the real paths are compared only then (realpath is slow on the hot path)."""
     name = case.workspace or case.id
-    base, target = os.path.realpath(fixtures_dir), os.path.realpath(fixtures_dir / name)
-    if target == base or os.path.commonpath([base, target]) != base:
-        return None, f"workspace {name!r} resolves outside the fixtures folder"
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    target = os.path.join(fixtures_dir, *parts)
     if not os.path.isdir(target):
         return None, f"workspace folder {name!r} not found in the fixtures folder"
+    if any(os.path.islink(os.path.join(fixtures_dir, *parts[: i + 1])) for i in range(len(parts))):
+        base, real = os.path.realpath(fixtures_dir), os.path.realpath(target)
+        if real == base or os.path.commonpath([base, real]) != base:
+            return None, f"workspace {name!r} resolves outside the fixtures folder"
+    if not parts:
+        return None, f"workspace {name!r} names the fixtures folder itself; name a folder inside it"
     if not os.access(target, os.R_OK | os.X_OK):
         return None, f"workspace folder {name!r} cannot be read (permission denied)"
     return target, ""

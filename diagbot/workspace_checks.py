@@ -28,6 +28,9 @@ from diagbot.text import matches
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
 
+_FIRST_READ = 64 * 1024
+# Non-blocking, no-follow: a file swapped for a FIFO or a link after listing fails rather than hang or escape.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 _MAGIC = frozenset("*?[")
 _SHOWN_FILES = 3
 
@@ -170,8 +173,8 @@ class Workspace:
     def _add(self, entry: os.DirEntry[str], rel: str, pending: list[tuple[str, str]]) -> None:
         """Folder links are not followed; a file link counts only when it resolves inside the root."""
         if entry.is_symlink():
-            target = os.path.realpath(entry.path)
-            if os.path.commonpath([os.path.realpath(self.root), target]) != os.path.realpath(self.root):
+            target, real_root = os.path.realpath(entry.path), os.path.realpath(self.root)
+            if os.path.commonpath([real_root, target]) != real_root:
                 self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
             elif os.path.isfile(target):
                 self.files[rel] = target
@@ -196,15 +199,21 @@ class Workspace:
         return found, [f"{rel} is {self.refused[rel]}" for rel in refused]
 
     def blob(self, rel: str) -> _Blob:
-        """At most READ_CAP bytes of the file, read once, with plain os calls: this is the hot path."""
+        """At most READ_CAP bytes of the file, read once with plain os calls (the hot path): one read covers
+        a small file, as a short read means end of file; a larger one is sized, then read up to the cap."""
         blob = self._blobs.get(rel)
         if blob is None:
-            fd = os.open(self.files[rel], os.O_RDONLY)
+            fd = os.open(self.files[rel], _OPEN_FLAGS)
             try:
-                size = os.fstat(fd).st_size
-                data = os.read(fd, min(size, READ_CAP))
-                while len(data) < min(size, READ_CAP) and (more := os.read(fd, min(size, READ_CAP) - len(data))):
-                    data += more
+                data = os.read(fd, _FIRST_READ)
+                size = len(data)
+                if size == _FIRST_READ:
+                    size = max(os.fstat(fd).st_size, size)
+                    chunks, have = [data], len(data)
+                    while have < min(size, READ_CAP) and (more := os.read(fd, min(size, READ_CAP) - have)):
+                        chunks.append(more)
+                        have += len(more)
+                    data = b"".join(chunks)
             finally:
                 os.close(fd)
             blob = self._blobs[rel] = _Blob(data, size)
@@ -385,7 +394,7 @@ def json_query(ws: Workspace, spec: JsonQuerySpec) -> Outcome:
             return Outcome(False, problem)
         try:
             result = _compiled(spec.expr).search(value)
-        except JMESPathError as exc:
+        except (JMESPathError, TypeError, ValueError) as exc:
             return Outcome(False, f"{spec.expr} failed: {exc}")
         shown = json.dumps(result, ensure_ascii=False, default=str)
         return Outcome(_jmespath_truthy(result), f"{spec.expr} -> {shown[:80]}")

@@ -1,0 +1,873 @@
+"""Tests of the workspace suite: check kinds, loading, verdict precedence, hostile workspaces, report, diff.
+
+Golden packets of the bundled suite live in tests/golden/workspace/<case-id>.json. After a deliberate change,
+regenerate them and read the diff before committing:
+
+    UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_workspace.py -q -k golden
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from diagbot.diff import ItemType, Scope
+from diagbot.workspace import (
+    Bucket,
+    CheckResult,
+    Reason,
+    Status,
+    Verdict,
+    WorkspaceCase,
+    WorkspaceReport,
+    WorkspaceResult,
+    _band,
+    _bucket,
+    build_workspace_report,
+    diff_workspace,
+    judge_case,
+    load_workspace_suite,
+)
+from diagbot.workspace_checks import CHECKS, READ_CAP, CheckKind, CheckSpec, Outcome, Workspace, run_check
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES, FIXTURES = ROOT / "cases" / "workspace", ROOT / "fixtures" / "workspace"
+GOLDEN = ROOT / "tests" / "golden" / "workspace"
+
+# ---- helpers -------------------------------------------------------------------------------------------
+
+
+def write(root: Path, files: dict[str, str | bytes | Any]) -> Path:
+    """Create files under root: str and bytes as given, anything else as JSON."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def outcome(root: Path, **kind: Any) -> Outcome:
+    return run_check(Workspace(str(root)), CheckSpec.model_validate({"id": "c", **kind}))
+
+
+CONTRACT = {
+    "workspace_evidence_report.json": {"stage": "evidence"},
+    "evidences/agent-runs/evidence-agent.json": {"agent": "evidence-agent"},
+    "evidences/evidence_summary.md": "# summary",
+}
+EVIDENCE = {
+    "evidences/metrics.json": {"series": [{"name": "jvm_gc_pause_seconds"}]},
+    "evidences/logs.json": {"entries": ["Pause Young (G1)"]},
+}
+DIAGNOSIS_RUN = {
+    "evidences/agent-runs/orchestrator.json": {},
+    "evidences/agent-runs/evidence-agent.json": {},
+    "evidences/agent-runs/diagnosis-analyst.json": {"evidence_refs": ["evidences/metrics.json", "evidences/logs.json"]},
+    "diagnosis/report.md": "Root cause: long GC pauses.",
+    **EVIDENCE,
+}
+
+
+def make_case(**overrides: Any) -> WorkspaceCase:
+    """An evidence-only case with two checks per bucket; override any top-level key."""
+    raw: dict[str, Any] = {
+        "id": "case-1",
+        "title": "GC pause",
+        "evaluation": {"mode": "evidence_only"},
+        "judge": {
+            "evidence_collection": [
+                {"id": "metrics_bundle", "file_exists": "evidences/metrics.json"},
+                {
+                    "id": "logs_observed",
+                    "json_query": {"file": "evidences/logs.json", "expr": "length(entries)"},
+                },
+            ],
+            "critical_evidence": [
+                {"id": "gc_pause", "contains": {"file": "evidences/metrics.json", "any": ["jvm_gc_pause"]}},
+                {"id": "pause_lines", "regex": {"file": "evidences/*.json", "pattern": "Pause Young"}},
+            ],
+        },
+    }
+    raw.update(overrides)
+    return WorkspaceCase.model_validate(raw)
+
+
+def diagnosis_judge() -> dict[str, list[dict[str, Any]]]:
+    return {
+        "workflow": [{"id": "analyst_ran", "json_valid": "evidences/agent-runs/diagnosis-analyst.json"}],
+        "evidence_collection": [
+            {"id": "metrics_bundle", "file_exists": "evidences/metrics.json"},
+            {"id": "logs_bundle", "file_exists": "evidences/logs.json"},
+        ],
+        "critical_evidence": [
+            {"id": "gc_pause", "contains": {"file": "evidences/metrics.json", "any": ["gc_pause"]}},
+            {"id": "g1", "contains": {"file": "evidences/logs.json", "any": ["G1"]}},
+        ],
+        "evidence_routing": [
+            {
+                "id": "metrics_cited",
+                "contains": {"file": "evidences/agent-runs/diagnosis-analyst.json", "any": ["metrics.json"]},
+            },
+            {
+                "id": "logs_cited",
+                "contains": {"file": "evidences/agent-runs/diagnosis-analyst.json", "any": ["logs"]},
+            },
+        ],
+        "diagnosis": [{"id": "names_gc", "contains": {"file": "diagnosis/report.md", "any": ["GC pause"]}}],
+    }
+
+
+def diagnosis_case(**overrides: Any) -> WorkspaceCase:
+    return make_case(**{"evaluation": {"mode": "diagnosis"}, "judge": diagnosis_judge(), **overrides})
+
+
+def judge_files(tmp_path: Path, files: dict[str, Any], case: WorkspaceCase | None = None) -> WorkspaceResult:
+    case = case or make_case()
+    write(tmp_path / "fixtures" / case.id, files)
+    return judge_case(case, tmp_path / "fixtures")
+
+
+def load(tmp_path: Path, yaml_by_case: dict[str, str]) -> tuple[list[WorkspaceCase], list[str]]:
+    for case_id, text in yaml_by_case.items():
+        write(tmp_path / "cases" / case_id, {"case.yaml": text})
+    (tmp_path / "fixtures").mkdir(exist_ok=True)
+    return load_workspace_suite(tmp_path / "cases", tmp_path / "fixtures")
+
+
+# ---- check kinds ---------------------------------------------------------------------------------------
+
+
+def test_registry_has_one_function_per_kind() -> None:
+    assert set(CHECKS) == set(CheckKind)
+
+
+FILES = {
+    "evidences/metrics.json": {"series": [{"name": "jvm_gc_pause_seconds", "max": 0}], "empty": []},
+    "evidences/broken.json": '{"a": ',
+    "evidences/logs/a.log": "INFO started\n",
+    "evidences/logs/b.log": "panic: ＮＩＬ map\n",
+    "notes.txt": "Heap_Used 91%",
+}
+
+KIND_CASES = [
+    ("exists", {"file_exists": "evidences/metrics.json"}, True, "found evidences/metrics.json"),
+    (
+        "exists-missing",
+        {"file_exists": "evidences/events.json"},
+        False,
+        "no file matches 'evidences/events.json'",
+    ),
+    ("exists-glob", {"file_exists": "evidences/logs/*.log"}, True, "found evidences/logs/a.log"),
+    ("star-stays-in-folder", {"file_exists": "*.log"}, False, "no file matches"),
+    ("double-star", {"file_exists": "**/b.log"}, True, "evidences/logs/b.log"),
+    ("char-class", {"file_exists": "evidences/logs/[b-c].log"}, True, "b.log"),
+    ("absent", {"file_absent": "evidences/agent-runs/diagnosis-analyst.json"}, True, "no file matches"),
+    ("absent-present", {"file_absent": "notes.txt"}, False, "present: notes.txt"),
+    ("json-valid", {"json_valid": "evidences/metrics.json"}, True, "valid JSON"),
+    ("json-invalid", {"json_valid": "evidences/broken.json"}, False, "not valid JSON"),
+    ("json-glob-any-passes", {"json_valid": "evidences/*.json"}, True, "evidences/metrics.json: valid JSON"),
+    ("json-not-json", {"json_valid": "notes.txt"}, False, "notes.txt: not valid JSON"),
+    (
+        "contains-any",
+        {"contains": {"file": "evidences/*.json", "any": ["nope", "JVM_GC"]}},
+        True,
+        "found JVM_GC",
+    ),
+    ("contains-nfkc", {"contains": {"file": "evidences/logs/*.log", "any": ["nil map"]}}, True, "b.log"),
+    (
+        "contains-all-missing",
+        {"contains": {"file": "notes.txt", "all": ["heap_used", "gc"]}},
+        False,
+        "notes.txt: found heap_used; missing gc",
+    ),
+    ("contains-all", {"contains": {"file": "notes.txt", "all": ["heap_used", "91%"]}}, True, "notes.txt"),
+    ("contains-no-file", {"contains": {"file": "x.txt", "any": ["a"]}}, False, "no file matches 'x.txt'"),
+    ("regex", {"regex": {"file": "evidences/logs/*.log", "pattern": "panic: "}}, True, "matched 'panic: '"),
+    ("regex-case-sensitive", {"regex": {"file": "notes.txt", "pattern": "heap_used"}}, False, "no match"),
+    ("regex-flags-inline", {"regex": {"file": "notes.txt", "pattern": "(?i)heap_used"}}, True, "Heap_Used"),
+    (
+        "query-true",
+        {"json_query": {"file": "evidences/metrics.json", "expr": "length(series) > `0`"}},
+        True,
+        "true",
+    ),
+    (
+        "query-zero-is-truthy",
+        {"json_query": {"file": "evidences/metrics.json", "expr": "series[0].max"}},
+        True,
+        "0",
+    ),
+    ("query-empty-list", {"json_query": {"file": "evidences/metrics.json", "expr": "empty"}}, False, "-> []"),
+    ("query-null", {"json_query": {"file": "evidences/metrics.json", "expr": "nothing"}}, False, "-> null"),
+    (
+        "query-type-error",
+        {"json_query": {"file": "evidences/metrics.json", "expr": "length(`1`)"}},
+        False,
+        "failed",
+    ),
+    (
+        "query-bad-json",
+        {"json_query": {"file": "evidences/broken.json", "expr": "a"}},
+        False,
+        "not valid JSON",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "passed", "detail"), [c[1:] for c in KIND_CASES], ids=[c[0] for c in KIND_CASES])
+def test_check_kind(tmp_path: Path, kind: dict[str, Any], passed: bool, detail: str) -> None:
+    result = outcome(write(tmp_path, FILES), **kind)
+    assert result.passed is passed
+    assert detail in result.detail
+
+
+def test_failing_glob_names_each_file_it_looked_at(tmp_path: Path) -> None:
+    result = outcome(write(tmp_path, FILES), regex={"file": "evidences/logs/*.log", "pattern": "OOM"})
+    assert result.detail == "evidences/logs/a.log: no match for /OOM/; evidences/logs/b.log: no match for /OOM/"
+
+
+def test_each_file_is_read_once_per_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace, opened = Workspace(str(write(tmp_path, FILES))), []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a: opened.append(path) or real_open(path, *a))
+    for expr in ("series", "empty", "series[0].name"):
+        run_check(
+            workspace,
+            CheckSpec.model_validate({"id": "q", "json_query": {"file": "evidences/*.json", "expr": expr}}),
+        )
+    assert sorted(opened) == sorted(str(tmp_path / rel) for rel in ("evidences/metrics.json", "evidences/broken.json"))
+
+
+# ---- hostile workspaces --------------------------------------------------------------------------------
+
+
+def test_link_outside_the_workspace_counts_as_absent(tmp_path: Path) -> None:
+    root = write(tmp_path / "ws", {"evidences/ok.json": "{}"})
+    (root / "evidences" / "passwd.json").symlink_to("/etc/passwd")
+    (tmp_path / "secret.txt").write_text("root:x:0:0")
+    (root / "evidences" / "secret.txt").symlink_to(tmp_path / "secret.txt")
+    exists = outcome(root, file_exists="evidences/passwd.json")
+    assert not exists.passed
+    assert "evidences/passwd.json is a link that resolves outside the workspace (treated as absent)" in exists.detail
+    leaked = outcome(root, contains={"file": "evidences/*", "any": ["root:"]})
+    assert not leaked.passed and "found" not in leaked.detail
+    assert outcome(root, file_absent="evidences/secret.txt").passed
+    assert outcome(root, json_valid="evidences/*.json").detail == "evidences/ok.json: valid JSON"
+
+
+def test_link_inside_the_workspace_is_followed_but_folder_links_are_not(tmp_path: Path) -> None:
+    root = write(tmp_path / "ws", {"real/metrics.json": '{"gc": 1}'})
+    (root / "alias.json").symlink_to(root / "real" / "metrics.json")
+    (root / "loop").symlink_to(root)
+    assert outcome(root, json_query={"file": "alias.json", "expr": "gc"}).passed
+    assert not outcome(root, file_exists="loop/real/metrics.json").passed
+
+
+def test_sparse_gigabyte_file_is_read_only_up_to_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write(tmp_path / "ws", {})
+    with open(root / "huge.log", "wb") as handle:
+        handle.write(b"needle at the start\n")
+        handle.truncate(1 << 30)
+    read_sizes: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read_sizes.append(n) or real_read(fd, n))
+    started = time.perf_counter()
+    workspace = Workspace(str(root))
+    found = run_check(
+        workspace, CheckSpec.model_validate({"id": "c", "contains": {"file": "huge.log", "any": ["needle"]}})
+    )
+    as_json = run_check(workspace, CheckSpec(id="j", json_valid="huge.log"))
+    assert found.passed and "read only the first 8 MiB of 1 GiB" in found.detail
+    assert not as_json.passed and "1 GiB is over the 8 MiB read cap; not parsed" in as_json.detail
+    assert sum(read_sizes) <= READ_CAP
+    assert time.perf_counter() - started < 5
+
+
+def test_invalid_utf8_fails_json_checks_and_is_replaced_for_text(tmp_path: Path) -> None:
+    root = write(tmp_path / "ws", {"a.json": b'{"k": "\xff\xfe"}', "b.log": b"\xffgc_pause seen"})
+    assert outcome(root, json_valid="a.json") == Outcome(False, "a.json: not valid UTF-8 (first bad byte at offset 7)")
+    text = outcome(root, contains={"file": "b.log", "any": ["gc_pause"]})
+    assert text.passed and "not valid UTF-8 (bad byte at offset 0; bad bytes replaced)" in text.detail
+
+
+def test_fifo_and_folders_are_not_files(tmp_path: Path) -> None:
+    root = write(tmp_path / "ws", {"evidences/x/keep.txt": ""})
+    os.mkfifo(root / "pipe.json")
+    result = outcome(root, json_valid="pipe.json")
+    assert result == Outcome(False, "no file matches 'pipe.json'; pipe.json is not a regular file (ignored)")
+    assert not outcome(root, file_exists="evidences/x").passed
+
+
+def test_hostile_workspace_is_judged_with_clear_failures(tmp_path: Path) -> None:
+    root = write(tmp_path / "fixtures" / "case-1", CONTRACT | {"workspace_evidence_report.json": b"\xff{}"})
+    (root / "evidences" / "metrics.json").symlink_to("/etc/passwd")
+    with open(root / "evidences" / "logs.json", "wb") as handle:
+        handle.truncate(1 << 30)
+    result = judge_case(make_case(), tmp_path / "fixtures")
+    assert (result.verdict, result.reason) == (Verdict.INVALID, Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING)
+    details = {check.id: check.detail for bucket in result.packet.buckets.values() for check in bucket.checks}
+    assert details["workspace_evidence_report_valid"].endswith("not valid UTF-8 (first bad byte at offset 0)")
+    outside = "evidences/metrics.json is a link that resolves outside the workspace (treated as absent)"
+    assert details["metrics_bundle"] == f"no file matches 'evidences/metrics.json'; {outside}"
+    assert details["gc_pause"] == f"no file matches 'evidences/metrics.json'; {outside}"
+    assert details["logs_observed"] == "evidences/logs.json: 1 GiB is over the 8 MiB read cap; not parsed"
+
+
+def test_escaping_globs_are_validation_errors(tmp_path: Path) -> None:
+    cases, problems = load(
+        tmp_path,
+        {
+            "hostile": """
+id: hostile
+title: hostile
+evaluation: {mode: evidence_only}
+workspace: ../elsewhere
+judge:
+  evidence_collection:
+    - {id: up, file_exists: ../../etc/passwd}
+    - {id: abs, contains: {file: /etc/passwd, any: [root]}}
+  critical_evidence:
+    - {id: sneaky, regex: {file: "evidences/../../x", pattern: a}}
+"""
+        },
+    )
+    assert cases == []
+    assert problems == [
+        f"{tmp_path}/cases/hostile/case.yaml: case hostile: field workspace: "
+        "path '../elsewhere' contains '..'; paths must stay inside the workspace",
+        f"{tmp_path}/cases/hostile/case.yaml: case hostile: bucket evidence_collection: check 'up': "
+        "field file_exists: path '../../etc/passwd' contains '..'; paths must stay inside the workspace",
+        f"{tmp_path}/cases/hostile/case.yaml: case hostile: bucket evidence_collection: check 'abs': "
+        "field contains.file: absolute path '/etc/passwd'; paths are relative to the workspace root",
+        f"{tmp_path}/cases/hostile/case.yaml: case hostile: bucket critical_evidence: check 'sneaky': "
+        "field regex.file: path 'evidences/../../x' contains '..'; paths must stay inside the workspace",
+    ]
+
+
+def test_workspace_folder_linked_outside_the_fixtures_is_invalid(tmp_path: Path) -> None:
+    write(tmp_path / "outside", CONTRACT | EVIDENCE)
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "case-1").symlink_to(tmp_path / "outside")
+    result = judge_case(make_case(), tmp_path / "fixtures")
+    assert (result.verdict, result.reason, result.score) == (
+        Verdict.INVALID,
+        Reason.ARTIFACT_RESOLUTION_FAILED,
+        0,
+    )
+    check = result.packet.buckets["mode_contract"].checks[0]
+    assert check.detail == "not run: workspace 'case-1' resolves outside the fixtures folder"
+
+
+def test_workspace_key_resolves_inside_the_fixtures(tmp_path: Path) -> None:
+    write(tmp_path / "fixtures" / "runs" / "r1", CONTRACT | EVIDENCE)
+    assert judge_case(make_case(workspace="runs/r1"), tmp_path / "fixtures").verdict is Verdict.PASS
+    missing = judge_case(make_case(workspace="runs/r2"), tmp_path / "fixtures")
+    assert missing.reason is Reason.ARTIFACT_RESOLUTION_FAILED
+    assert (
+        "workspace folder 'runs/r2' not found in the fixtures folder"
+        in missing.packet.buckets["mode_contract"].checks[0].detail
+    )
+
+
+# ---- loading -------------------------------------------------------------------------------------------
+
+
+def test_bad_checks_are_all_reported_with_case_bucket_check_and_field(tmp_path: Path) -> None:
+    _, problems = load(
+        tmp_path,
+        {
+            "c1": """
+id: c1
+title: t
+evaluation: {mode: evidence_only}
+judge:
+  evidence_collection:
+    - {id: two, file_exists: a, file_absent: b}
+    - {id: typo, fle_exists: a}
+    - {id: bad, regex: {file: a, pattern: "("}, weight: -1}
+  critical_evidence:
+    - {id: q, json_query: {file: a, expr: "length("}}
+    - {file_exists: a}
+"""
+        },
+    )
+    where = f"{tmp_path}/cases/c1/case.yaml: case c1: bucket"
+    assert problems[0] == (
+        f"{where} evidence_collection: check 'two': needs exactly one kind key of file_exists, file_absent, "
+        "json_valid, contains, regex, json_query; found file_exists, file_absent"
+    )
+    assert problems[1].startswith(f"{where} evidence_collection: check 'typo': field fle_exists: unknown key;")
+    assert (
+        f"{where} evidence_collection: check 'bad': field weight: Input should be greater than or equal to 0"
+        in problems[2]
+    )
+    assert problems[3].startswith(f"{where} evidence_collection: check 'bad': field regex.pattern: invalid regular")
+    assert problems[4].startswith(f"{where} critical_evidence: check 'q': field json_query.expr: invalid JMESPath")
+    assert problems[5] == f"{where} critical_evidence: check #2: field id: is required; add it"
+    assert len(problems) == 6
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "evaluation: {mode: evidence_only}\njudge: {evidence_collection: [{id: a, file_exists: a}]}",
+            "bucket critical_evidence: evidence_only mode needs at least one check here; add one",
+        ),
+        (
+            "evaluation: {mode: evidence_only, weights: {diagnosis: 40}}\njudge: {}",
+            "field evaluation: weights apply only in diagnosis mode",
+        ),
+        (
+            "evaluation: {weights: {diagnosis: 40}}\njudge: {}",
+            "field evaluation: bucket points total 110, not 100",
+        ),
+        (
+            "evaluation: {weights: {mode_contract: 0}}\njudge: {}",
+            "field evaluation: weights take points >= 0 for",
+        ),
+        (
+            "evaluation: {mode: diagnosis}\njudge: {workflow: [{id: a, file_exists: a}]}",
+            "bucket evidence_collection: diagnosis mode needs at least one check here; add one or give it 0",
+        ),
+        (
+            "judge: {workflow: [{id: a, file_exists: a}, {id: a, file_exists: b}]}",
+            "bucket workflow: check id 'a' is used twice",
+        ),
+        ("judge: {critical_evidences: []}", "bucket critical_evidences: unknown key"),
+        ("judge: {}\nowner: me", "field owner: unknown key"),
+        (
+            "evaluation: {mode: evidence_only, summary_glob: '../s'}\njudge: {}",
+            "field evaluation.summary_glob: path",
+        ),
+    ],
+    ids=[
+        "eo-bucket-empty",
+        "eo-weights",
+        "weights-total",
+        "weights-bucket",
+        "dx-bucket-empty",
+        "duplicate-id",
+        "unknown-bucket",
+        "unknown-top-key",
+        "summary-glob",
+    ],
+)
+def test_case_rules(tmp_path: Path, body: str, message: str) -> None:
+    cases, problems = load(tmp_path, {"c": f"id: c\ntitle: t\n{body}\n"})
+    assert cases == []
+    assert any(message in problem for problem in problems), problems
+
+
+def test_one_broken_case_does_not_stop_the_others(tmp_path: Path) -> None:
+    good = """
+id: good
+title: t
+evaluation: {mode: evidence_only}
+judge: {evidence_collection: [{id: a, file_exists: a}], critical_evidence: [{id: b, file_exists: b}]}
+"""
+    (tmp_path / "cases" / "empty").mkdir(parents=True)
+    cases, problems = load(tmp_path, {"a-broken": "id: a-broken\ntitle: [\n", "good": good, "wrong-id": good})
+    assert [case.id for case in cases] == ["good"]
+    assert problems == [
+        f"{tmp_path}/cases/a-broken/case.yaml: case a-broken: not valid YAML "
+        "(line 3: expected the node content, but found '<stream end>'); fix the syntax",
+        f"{tmp_path}/cases/empty/case.yaml: case empty: no case.yaml; add one or remove the folder",
+        f"{tmp_path}/cases/wrong-id/case.yaml: case good: field id: "
+        "'good' differs from its folder name 'wrong-id'; make them the same",
+    ]
+
+
+def test_missing_folders_are_reported(tmp_path: Path) -> None:
+    assert load_workspace_suite(tmp_path / "nope", tmp_path)[1] == [
+        f"{tmp_path}/nope: cases folder not found; pass the folder that holds <case-id>/case.yaml"
+    ]
+    (tmp_path / "cases").mkdir()
+    assert load_workspace_suite(tmp_path / "cases", tmp_path / "nofix")[1] == [
+        f"{tmp_path}/nofix: fixtures folder not found; every run is invalid"
+    ]
+
+
+# ---- buckets, precedence, bands ------------------------------------------------------------------------
+
+
+def test_bucket_status_and_weighted_score(tmp_path: Path) -> None:
+    checks = [
+        {"id": "a", "file_exists": "a"},
+        {"id": "b", "file_exists": "b"},
+        {"id": "opt", "required": False, "weight": 2, "file_exists": "c"},
+    ]
+    judge = {"evidence_collection": [{"id": "m", "file_exists": "m"}], "critical_evidence": checks}
+    case = make_case(judge=judge)
+    scores = {}
+    for present in ["a,b,c", "a,b", "a,c", "c", ""]:
+        files = CONTRACT | {"m": ""} | {name: "" for name in present.split(",") if name}
+        bucket = judge_files(tmp_path / present.replace(",", "") / "x", files, case).packet.buckets["critical_evidence"]
+        scores[present] = (bucket.status, bucket.score)
+    assert scores == {
+        "a,b,c": (Status.PASS, 60.0),
+        "a,b": (Status.PASS, 30.0),  # optional check missed: pass, but a lower score
+        "a,c": (Status.PARTIAL, 45.0),
+        "c": (Status.FAIL, 30.0),
+        "": (Status.FAIL, 0.0),
+    }
+
+
+def test_bucket_without_required_checks_passes(tmp_path: Path) -> None:
+    judge = {
+        "evidence_collection": [{"id": "m", "file_exists": "m"}],
+        "critical_evidence": [{"id": "opt", "required": False, "file_exists": "nope"}],
+    }
+    result = judge_files(tmp_path, CONTRACT | {"m": ""}, make_case(judge=judge))
+    assert result.packet.buckets["critical_evidence"].status is Status.PASS
+    assert (result.verdict, result.score, result.packet.scoring.raw) == (Verdict.PASS, 70.0, 40.0)
+
+
+EVIDENCE_ONLY_STEPS = [
+    ("pass", CONTRACT | EVIDENCE, Verdict.PASS, None, 100.0),
+    (
+        "boundary-beats-artifacts",
+        {"evidences/agent-runs/diagnosis-analyst.json": "{}", **EVIDENCE},
+        Verdict.INVALID,
+        Reason.EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED,
+        0.0,
+    ),
+    (
+        "artifacts-missing",
+        {k: v for k, v in CONTRACT.items() if "summary" not in k} | EVIDENCE,
+        Verdict.INVALID,
+        Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING,
+        0.0,
+    ),
+    (
+        "report-not-json",
+        CONTRACT | {"workspace_evidence_report.json": "{"} | EVIDENCE,
+        Verdict.INVALID,
+        Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING,
+        0.0,
+    ),
+    ("collection-incomplete", CONTRACT, Verdict.INVALID, Reason.EVIDENCE_COLLECTION_INCOMPLETE, 0.0),
+    (
+        "collection-partial",
+        CONTRACT | {"evidences/metrics.json": EVIDENCE["evidences/metrics.json"]},
+        Verdict.FAIL,
+        Reason.EVIDENCE_COLLECTION_PARTIAL,
+        55.0,
+    ),
+    (
+        "critical-missing",
+        CONTRACT | {"evidences/metrics.json": {}, "evidences/logs.json": {"entries": [1]}},
+        Verdict.FAIL,
+        Reason.CRITICAL_EVIDENCE_MISSING,
+        40.0,
+    ),
+    (
+        "critical-partial",
+        CONTRACT | EVIDENCE | {"evidences/logs.json": {"entries": ["x"]}},
+        Verdict.FAIL,
+        Reason.CRITICAL_EVIDENCE_PARTIAL,
+        69.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "verdict", "reason", "score"),
+    [s[1:] for s in EVIDENCE_ONLY_STEPS],
+    ids=[s[0] for s in EVIDENCE_ONLY_STEPS],
+)
+def test_evidence_only_precedence(
+    tmp_path: Path, files: dict[str, Any], verdict: Verdict, reason: Reason | None, score: float
+) -> None:
+    result = judge_files(tmp_path, files)
+    assert (result.verdict, result.reason, result.score) == (verdict, reason, score)
+    assert result.packet.scoring.verdict is verdict and result.packet.scoring.final == score
+    assert list(result.packet.buckets) == ["mode_contract", "evidence_collection", "critical_evidence"]
+
+
+def test_evidence_only_missing_workspace_is_invalid(tmp_path: Path) -> None:
+    (tmp_path / "fixtures").mkdir()
+    result = judge_case(make_case(), tmp_path / "fixtures")
+    assert (result.verdict, result.reason, result.score) == (
+        Verdict.INVALID,
+        Reason.ARTIFACT_RESOLUTION_FAILED,
+        0.0,
+    )
+    assert all(not check.passed for bucket in result.packet.buckets.values() for check in bucket.checks)
+
+
+def without(files: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {rel: content for rel, content in files.items() if rel not in names}
+
+
+DIAGNOSIS_STEPS = [
+    ("pass", DIAGNOSIS_RUN, Verdict.PASS, None, 100.0),
+    ("missing", None, Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED, 0.0),
+    (
+        "workflow",
+        without(DIAGNOSIS_RUN, "evidences/agent-runs/diagnosis-analyst.json"),
+        Verdict.INVALID,
+        Reason.WORKFLOW_INCOMPLETE,
+        0.0,
+    ),
+    (
+        "collection-incomplete",
+        without(DIAGNOSIS_RUN, "evidences/metrics.json", "evidences/logs.json"),
+        Verdict.INVALID,
+        Reason.EVIDENCE_COLLECTION_INCOMPLETE,
+        0.0,
+    ),
+    (
+        "collection-partial",
+        without(DIAGNOSIS_RUN, "evidences/logs.json"),
+        Verdict.FAIL,
+        Reason.EVIDENCE_COLLECTION_PARTIAL,
+        69.0,
+    ),
+    (
+        "critical-missing",
+        DIAGNOSIS_RUN | {"evidences/metrics.json": {}, "evidences/logs.json": {}},
+        Verdict.FAIL,
+        Reason.CRITICAL_EVIDENCE_MISSING,
+        69.0,
+    ),
+    (
+        "routing-partial",
+        DIAGNOSIS_RUN | {"evidences/agent-runs/diagnosis-analyst.json": ["metrics.json"]},
+        Verdict.FAIL,
+        Reason.EVIDENCE_ROUTING_PARTIAL,
+        69.0,
+    ),
+    (
+        "routing-missing",
+        DIAGNOSIS_RUN | {"evidences/agent-runs/diagnosis-analyst.json": {}},
+        Verdict.FAIL,
+        Reason.EVIDENCE_ROUTING_MISSING,
+        69.0,
+    ),
+    (
+        "diagnosis-missing",
+        without(DIAGNOSIS_RUN, "diagnosis/report.md"),
+        Verdict.FAIL,
+        Reason.DIAGNOSIS_MISSING,
+        69.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "verdict", "reason", "score"),
+    [s[1:] for s in DIAGNOSIS_STEPS],
+    ids=[s[0] for s in DIAGNOSIS_STEPS],
+)
+def test_diagnosis_precedence(
+    tmp_path: Path, files: dict[str, Any] | None, verdict: Verdict, reason: Reason | None, score: float
+) -> None:
+    case = diagnosis_case()
+    if files is None:
+        (tmp_path / "fixtures").mkdir()
+        result = judge_case(case, tmp_path / "fixtures")
+    else:
+        result = judge_files(tmp_path, files, case)
+    assert (result.verdict, result.reason, result.score) == (verdict, reason, score)
+    assert list(result.packet.buckets) == [b.value for b in Bucket if b is not Bucket.MODE_CONTRACT]
+
+
+def test_diagnosis_weights_override_points_and_partial_diagnosis(tmp_path: Path) -> None:
+    weights = {
+        "workflow": 0,
+        "evidence_collection": 10,
+        "critical_evidence": 10,
+        "evidence_routing": 10,
+        "diagnosis": 70,
+    }
+    judge = diagnosis_judge()
+    judge["diagnosis"].append({"id": "names_heap", "contains": {"file": "diagnosis/report.md", "any": ["heap"]}})
+    case = diagnosis_case(evaluation={"mode": "diagnosis", "weights": weights}, judge=judge)
+    result = judge_files(tmp_path, DIAGNOSIS_RUN, case)
+    points = {name: bucket.points for name, bucket in result.packet.buckets.items()}
+    assert points == {
+        "workflow": 0,
+        "evidence_collection": 10,
+        "critical_evidence": 10,
+        "evidence_routing": 10,
+        "diagnosis": 70,
+    }
+    assert (result.verdict, result.reason, result.packet.scoring.raw, result.score) == (
+        Verdict.FAIL,
+        Reason.DIAGNOSIS_PARTIAL,
+        65.0,
+        65.0,
+    )
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 5)), min_size=1, max_size=6))
+def test_bucket_score_stays_within_points(checks: list[tuple[bool, bool, int]]) -> None:
+    results = [CheckResult(id=str(i), passed=p, required=r, weight=w, detail="") for i, (p, r, w) in enumerate(checks)]
+    bucket = _bucket(30.0, results)
+    assert 0 <= bucket.score <= 30.0
+    if all(p for p, r, _ in checks if r):
+        assert bucket.status is Status.PASS
+
+
+@given(st.sampled_from(list(Verdict)), st.floats(0, 100))
+def test_score_bands(verdict: Verdict, raw: float) -> None:
+    final = _band(verdict, raw)
+    assert {Verdict.INVALID: final == 0, Verdict.PASS: 70 <= final <= 100, Verdict.FAIL: 1 <= final <= 69}[verdict]
+
+
+# ---- bundled suite and golden packets ------------------------------------------------------------------
+
+
+def bundled() -> list[WorkspaceResult]:
+    cases, problems = load_workspace_suite(CASES, FIXTURES)
+    assert problems == []
+    return [judge_case(case, FIXTURES) for case in cases]
+
+
+def test_bundled_suite_exercises_every_verdict_and_reason() -> None:
+    results = bundled()
+    assert len(results) >= 6
+    assert {result.reason for result in results} == set(Reason) | {None}
+    for mode in ("evidence_only", "diagnosis"):
+        assert {r.verdict for r in results if r.mode == mode} == set(Verdict)
+
+
+@pytest.mark.parametrize("result", bundled(), ids=lambda result: result.case_id)
+def test_golden_packet(result: WorkspaceResult) -> None:
+    path = GOLDEN / f"{result.case_id}.json"
+    produced = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(produced, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}; run with UPDATE_GOLDEN=1 and review it"
+    assert produced == path.read_text(encoding="utf-8")
+    assert WorkspaceResult.model_validate_json(produced) == result
+
+
+def test_golden_files_match_bundled_cases() -> None:
+    assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(r.case_id for r in bundled())
+
+
+# ---- report --------------------------------------------------------------------------------------------
+
+
+def test_report_aggregates_and_wire_shape() -> None:
+    report = build_workspace_report(bundled())
+    wire = report.model_dump(mode="json")
+    assert list(wire)[:2] == ["schemaVersion", "kind"] and (wire["schemaVersion"], wire["kind"]) == (
+        1,
+        "workspace",
+    )
+    assert wire["totalCases"] == 14 and wire["passedCases"] == 2 and wire["passRate"] == round(2 / 14, 4)
+    assert wire["verdictDistribution"] == {"pass": 2, "fail": 7, "invalid": 5}
+    assert wire["averageScore"] == round(sum(r.score for r in report.results) / 14, 2)
+    assert list(wire["averageBucketScores"]) == [b.value for b in Bucket]
+    packet = wire["results"][0]["packet"]
+    assert list(packet)[-1] == "scoring" and set(packet["scoring"]) == {"raw", "final", "verdict", "reason"}
+    assert set(packet["workflow"]) == {"status", "points", "score", "checks"}
+    assert WorkspaceReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_empty_report() -> None:
+    report = build_workspace_report([])
+    assert (report.total_cases, report.pass_rate, report.average_score, report.average_bucket_scores) == (
+        0,
+        0.0,
+        0.0,
+        {},
+    )
+    assert report.verdict_distribution == {Verdict.PASS: 0, Verdict.FAIL: 0, Verdict.INVALID: 0}
+
+
+# ---- diff ----------------------------------------------------------------------------------------------
+
+
+def run_suite(tmp_path: Path, runs: dict[str, dict[str, Any] | None]) -> WorkspaceReport:
+    results = []
+    for case_id, files in runs.items():
+        if files is not None:
+            write(tmp_path / case_id, files)
+        results.append(judge_case(make_case(id=case_id), tmp_path))
+    return build_workspace_report(results)
+
+
+def test_diff_rules_and_order(tmp_path: Path) -> None:
+    good = CONTRACT | EVIDENCE
+    partial = CONTRACT | EVIDENCE | {"evidences/logs.json": {"entries": ["x"]}}  # critical_evidence partial
+    baseline = run_suite(
+        tmp_path / "b", {"steady": good, "worse": good, "broken": partial, "gone": good, "fixed": partial}
+    )
+    current = run_suite(tmp_path / "c", {"new": good, "steady": good, "worse": partial, "broken": None, "fixed": good})
+    items = diff_workspace(baseline, current)
+    got = [(i.type.value, i.scope.value, i.case_id, i.metric) for i in items]
+    assert got == [
+        ("REGRESSION", "aggregate", None, "averageScore"),
+        ("REGRESSION", "case", "worse", "score"),
+        ("REGRESSION", "case", "worse", "passed"),
+        ("REGRESSION", "case", "worse", "bucket.critical_evidence"),
+        ("REGRESSION", "case", "worse", "check.critical_evidence.pause_lines"),
+        ("REGRESSION", "case", "broken", "score"),
+        *[
+            ("REGRESSION", "case", "broken", metric)
+            for metric in [
+                "bucket.mode_contract",
+                "check.mode_contract.workspace_evidence_report_valid",
+                "check.mode_contract.evidence_agent_artifact_present",
+                "check.mode_contract.summary_artifact_present",
+                "check.mode_contract.diagnosis_agent_not_invoked",
+                "bucket.evidence_collection",
+                "check.evidence_collection.metrics_bundle",
+                "check.evidence_collection.logs_observed",
+                "bucket.critical_evidence",
+                "check.critical_evidence.gc_pause",
+            ]
+        ],
+        ("IMPROVEMENT", "case", "fixed", "score"),
+        ("IMPROVEMENT", "case", "fixed", "passed"),
+        ("IMPROVEMENT", "case", "fixed", "bucket.critical_evidence"),
+        ("IMPROVEMENT", "case", "fixed", "check.critical_evidence.pause_lines"),
+        ("CHANGED", "case", "new", "case"),
+        ("CHANGED", "case", "broken", "verdict"),
+        ("CHANGED", "case", "gone", "case"),
+    ]
+    by_metric = {(i.case_id, i.metric): i for i in items}
+    assert by_metric["worse", "passed"].message == "verdict pass -> fail (critical_evidence_partial)"
+    assert (by_metric["worse", "passed"].baseline_value, by_metric["worse", "passed"].current_value) == (
+        True,
+        False,
+    )
+    assert by_metric["worse", "score"].delta == -31.0
+    assert (by_metric["new", "case"].message, by_metric["gone", "case"].message) == ("added", "removed")
+    assert (by_metric["broken", "verdict"].baseline_value, by_metric["broken", "verdict"].current_value) == (
+        "fail",
+        "invalid",
+    )
+    assert by_metric["worse", "check.critical_evidence.pause_lines"].message.startswith("evidences/")
+
+
+def test_diff_thresholds_and_pass_rate(tmp_path: Path) -> None:
+    baseline = build_workspace_report(bundled())
+    assert diff_workspace(baseline, baseline) == []
+    lower = baseline.model_copy(update={"pass_rate": 0.1, "average_score": baseline.average_score - 5})
+    assert [(i.type, i.metric) for i in diff_workspace(baseline, lower)] == [(ItemType.REGRESSION, "passRate")]
+    higher = baseline.model_copy(update={"average_score": baseline.average_score + 5.5})
+    item = diff_workspace(baseline, higher)[0]
+    assert (item.type, item.scope, item.metric, item.delta) == (
+        ItemType.IMPROVEMENT,
+        Scope.AGGREGATE,
+        "averageScore",
+        5.5,
+    )
+    assert diff_workspace(baseline, higher, score_threshold=6) == []
