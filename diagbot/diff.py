@@ -73,7 +73,7 @@ def _delta(baseline: Any, current: Any) -> float | None:
     return round(c - b, 6) if b is not None and c is not None else None
 
 
-def _item(kind: ItemType, case_id: str | None, metric: str, baseline: Any, current: Any, message: str) -> DiffItem:
+def item(kind: ItemType, case_id: str | None, metric: str, baseline: Any, current: Any, message: str) -> DiffItem:
     scope = Scope.AGGREGATE if case_id is None else Scope.CASE
     return DiffItem(
         type=kind,
@@ -95,15 +95,18 @@ def better_or_worse(
     higher_is_better: bool,
     label: str,
     show: Callable[[Any], str] | None = None,
+    threshold: float = 0.0,
 ) -> list[DiffItem]:
-    """An ordered metric (pass rate, keyword count, score): down is a regression when higher is better."""
+    """An ordered metric (pass rate, keyword count, score): down is a regression when higher is better.
+
+    A change counts only when it is larger than `threshold` (0: any change)."""
     show = show or _show
-    if baseline is None or current is None or baseline == current:
+    if baseline is None or current is None or baseline == current or abs(current - baseline) <= threshold:
         return []
     worse = (current < baseline) == higher_is_better
     kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
     return [
-        _item(
+        item(
             kind,
             case_id,
             metric,
@@ -128,7 +131,7 @@ def cost(
     kind = ItemType.REGRESSION if change > 0 else ItemType.IMPROVEMENT
     percent = f" ({change / b:+.0%})" if b > 0 else ""
     return [
-        _item(
+        item(
             kind,
             case_id,
             metric,
@@ -145,20 +148,20 @@ def flag(case_id: str, metric: str, baseline: bool | None, current: bool | None,
         return []
     if baseline is None or current is None:
         side = "only in current" if baseline is None else "only in baseline"
-        return [_item(ItemType.CHANGED, case_id, metric, baseline, current, f"{what} is {side}")]
+        return [item(ItemType.CHANGED, case_id, metric, baseline, current, f"{what} is {side}")]
     kind = ItemType.REGRESSION if baseline and not current else ItemType.IMPROVEMENT
-    return [_item(kind, case_id, metric, baseline, current, f"{what} {'lost' if baseline else 'gained'}")]
+    return [item(kind, case_id, metric, baseline, current, f"{what} {'lost' if baseline else 'gained'}")]
 
 
 def changed(case_id: str | None, metric: str, baseline: Any, current: Any, message: str) -> list[DiffItem]:
-    return [] if baseline == current else [_item(ItemType.CHANGED, case_id, metric, baseline, current, message)]
+    return [] if baseline == current else [item(ItemType.CHANGED, case_id, metric, baseline, current, message)]
 
 
 def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
     """A case on one side only: never a regression by itself (a removed failing case is not an improvement)."""
     message = "case removed (only in the baseline)" if in_baseline else "case added (only in the current run)"
     present = "present"
-    return _item(
+    return item(
         ItemType.CHANGED,
         case_id,
         "case",
@@ -168,7 +171,7 @@ def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
     )
 
 
-def _percent(value: Any) -> str:
+def percent(value: Any) -> str:
     return f"{value:.1%}"
 
 
@@ -209,7 +212,7 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
     """Compare two trace-suite reports by the rules of the documents' baseline diff."""
     t = thresholds or Thresholds()
     items = [
-        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", _percent),
+        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", percent),
         *cost(
             None,
             "averageToolCallCount",
@@ -258,7 +261,7 @@ def _diff_case(before: CaseResult, now: CaseResult, t: Thresholds) -> list[DiffI
         reason = f": {now.failed_checks[0]}" if now.failed_checks and not now.passed else ""
         message = f"case now fails{reason}" if before.passed else "case now passes"
         kind = ItemType.REGRESSION if before.passed else ItemType.IMPROVEMENT
-        items.append(_item(kind, case_id, "passed", before.passed, now.passed, message))
+        items.append(item(kind, case_id, "passed", before.passed, now.passed, message))
     for tool in sorted(set(before.evidence_coverage) | set(now.evidence_coverage)):
         items += flag(
             case_id,

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from diagbot.cases import load_case_file
 from diagbot.config import Config, SuiteConfig, SuiteKind
-from diagbot.diff import DiffReport, Thresholds, diff_trace, summarize
+from diagbot.diff import DiffReport, Thresholds, diff_trace
 from diagbot.errors import CaseFileError, ReportFormatError
 from diagbot.evaluate import evaluate_suite
 from diagbot.render import SuiteView, md
@@ -95,12 +95,7 @@ def _parse_workspace(text: str, where: str) -> Report:
 
 def _diff_workspace(baseline: Report, current: Report, thresholds: Thresholds) -> DiffReport:
     assert isinstance(baseline, WorkspaceReport) and isinstance(current, WorkspaceReport)
-    items = diff_workspace(baseline, current, thresholds.score_points)
-    return summarize(
-        items,
-        (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (baseline.pass_rate, current.pass_rate),
-    )
+    return diff_workspace(baseline, current, thresholds)
 
 
 def _view_workspace(name: str, report: Report, diff: DiffReport | None) -> SuiteView:

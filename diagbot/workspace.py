@@ -19,7 +19,19 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 
-from diagbot.diff import DiffItem, ItemType, Scope
+from diagbot.diff import (
+    DiffItem,
+    DiffReport,
+    ItemType,
+    Thresholds,
+    better_or_worse,
+    case_presence,
+    changed,
+    item,
+    order,
+    percent,
+    summarize,
+)
 from diagbot.models import Output, StrictInput
 from diagbot.workspace_checks import CheckKind, CheckSpec, SafeGlob, Workspace, run_check
 
@@ -423,87 +435,56 @@ def _mean(values: Iterable[float]) -> float:
     return round(sum(items) / len(items), 2) if items else 0.0
 
 
-_TYPE_ORDER = {ItemType.REGRESSION: 0, ItemType.IMPROVEMENT: 1, ItemType.CHANGED: 2}
-
-
-def diff_workspace(baseline: WorkspaceReport, current: WorkspaceReport, score_threshold: float = 5.0) -> list[DiffItem]:
-    """Regressions, then improvements, then changes; aggregate before cases; cases in current's order."""
-    found = [
-        (-1, _numeric(None, "passRate", baseline.pass_rate, current.pass_rate, 0.0)),
-        (-1, _numeric(None, "averageScore", baseline.average_score, current.average_score, score_threshold)),
+def diff_workspace(
+    baseline: WorkspaceReport, current: WorkspaceReport, thresholds: Thresholds | None = None
+) -> DiffReport:
+    """The workspace rules on the shared diff pipeline: score beyond the threshold, pass/fail, bucket scores and
+    check flips; fail <-> invalid and a mode switch are plain changes."""
+    points = (thresholds or Thresholds()).score_points
+    items = [
+        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", percent),
+        *better_or_worse(
+            None, "averageScore", baseline.average_score, current.average_score, True, "average score", None, points
+        ),
     ]
     before = {result.case_id: result for result in baseline.results}
-    for index, result in enumerate(current.results):
-        old = before.pop(result.case_id, None)
-        if old is None:
-            found.append((index, _item(ItemType.CHANGED, result.case_id, "case", None, None, "added")))
-        else:
-            found += [(index, item) for item in _case_diff(old, result, score_threshold)]
-    for offset, case_id in enumerate(before):  # baseline cases absent from current, in baseline order
-        found.append((len(current.results) + offset, _item(ItemType.CHANGED, case_id, "case", None, None, "removed")))
-    items = [(index, item) for index, item in found if item is not None]
-    items.sort(key=lambda pair: (_TYPE_ORDER[pair[1].type], pair[0]))
-    return [item for _, item in items]
-
-
-def _item(
-    kind: ItemType,
-    case_id: str | None,
-    metric: str,
-    before: Any,
-    after: Any,
-    message: str,
-    delta: float | None = None,
-) -> DiffItem:
-    scope = Scope.AGGREGATE if case_id is None else Scope.CASE
-    return DiffItem(
-        type=kind,
-        scope=scope,
-        case_id=case_id,
-        metric=metric,
-        baseline_value=before,
-        current_value=after,
-        delta=delta,
-        message=message,
+    current_ids = {result.case_id for result in current.results}
+    for result in current.results:
+        old = before.get(result.case_id)
+        items += [case_presence(result.case_id, in_baseline=False)] if old is None else _case_diff(old, result, points)
+    items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in current_ids]
+    return summarize(
+        order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
+        (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
+        (baseline.pass_rate, current.pass_rate),
     )
 
 
-def _numeric(case_id: str | None, metric: str, before: float, after: float, threshold: float) -> DiffItem | None:
-    """Lower by more than the threshold is a regression, higher by more is an improvement."""
-    delta = round(after - before, 4)
-    if delta == 0 or abs(delta) <= threshold:
-        return None
-    kind = ItemType.REGRESSION if delta < 0 else ItemType.IMPROVEMENT
-    return _item(kind, case_id, metric, before, after, f"{metric} {before:g} -> {after:g} ({delta:+g})", delta)
-
-
-def _flip(case_id: str, metric: str, before: bool, after: bool, message: str) -> DiffItem | None:
+def _flip(case_id: str, metric: str, before: bool, after: bool, message: str) -> list[DiffItem]:
     """True -> False is a regression, False -> True an improvement."""
     if before == after:
-        return None
-    return _item(ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message)
+        return []
+    return [item(ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message)]
 
 
-def _case_diff(old: WorkspaceResult, new: WorkspaceResult, threshold: float) -> list[DiffItem | None]:
+def _case_diff(old: WorkspaceResult, new: WorkspaceResult, points: float) -> list[DiffItem]:
     """Score, verdict, mode, then every bucket and check present on both sides."""
     case_id = new.case_id
-    verdicts = f"verdict {old.verdict} -> {new.verdict}" + (f" ({new.reason})" if new.reason else "")
+    verdicts = f"verdict {old.verdict} → {new.verdict}" + (f" ({new.reason})" if new.reason else "")
     items = [
-        _numeric(case_id, "score", old.score, new.score, threshold),
-        _flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
+        *better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points),
+        *_flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
     ]
-    if Verdict.PASS not in (old.verdict, new.verdict) and old.verdict != new.verdict:
-        items.append(_item(ItemType.CHANGED, case_id, "verdict", old.verdict, new.verdict, verdicts))
-    if old.mode != new.mode:
-        items.append(_item(ItemType.CHANGED, case_id, "mode", old.mode, new.mode, f"mode {old.mode} -> {new.mode}"))
+    if Verdict.PASS not in (old.verdict, new.verdict):
+        items += changed(case_id, "verdict", old.verdict.value, new.verdict.value, verdicts)
+    items += changed(case_id, "mode", old.mode.value, new.mode.value, f"mode {old.mode} → {new.mode}")
     for name, bucket in new.packet.buckets.items():
         previous = old.packet.buckets.get(name)
         if previous is None:
             continue
-        items.append(_numeric(case_id, f"bucket.{name}", previous.score, bucket.score, 0.0))
+        items += better_or_worse(case_id, f"bucket.{name}", previous.score, bucket.score, True, f"{name} score")
         passed_before = {check.id: check.passed for check in previous.checks}
         for check in bucket.checks:
             if check.id in passed_before:
-                metric = f"check.{name}.{check.id}"
-                items.append(_flip(case_id, metric, passed_before[check.id], check.passed, check.detail))
+                items += _flip(case_id, f"check.{name}.{check.id}", passed_before[check.id], check.passed, check.detail)
     return items

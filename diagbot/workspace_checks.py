@@ -250,11 +250,12 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
     if blob.size > len(blob.data):
         return False, None, f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
     try:
-        blob.data.decode()  # from_json's own message for bad UTF-8 is unclear
-        return True, from_json(blob.data), "valid JSON"
-    except UnicodeDecodeError as exc:
-        return False, None, f"not valid UTF-8 (first bad byte at offset {exc.start})"
+        return True, from_json(blob.data), "valid JSON"  # the parser checks UTF-8 itself
     except ValueError as exc:
+        try:
+            blob.data.decode()  # from_json's own message for bad UTF-8 is unclear: name the offset instead
+        except UnicodeDecodeError as bad:
+            return False, None, f"not valid UTF-8 (first bad byte at offset {bad.start})"
         return False, None, f"not valid JSON ({exc})"
 
 

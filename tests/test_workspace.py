@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagbot.diff import ItemType, Scope
+from diagbot.diff import ItemType, Scope, Thresholds
 from diagbot.workspace import (
     Bucket,
     CheckResult,
@@ -810,7 +810,7 @@ def test_diff_rules_and_order(tmp_path: Path) -> None:
         tmp_path / "b", {"steady": good, "worse": good, "broken": partial, "gone": good, "fixed": partial}
     )
     current = run_suite(tmp_path / "c", {"new": good, "steady": good, "worse": partial, "broken": None, "fixed": good})
-    items = diff_workspace(baseline, current)
+    items = diff_workspace(baseline, current).items
     got = [(i.type.value, i.scope.value, i.case_id, i.metric) for i in items]
     assert got == [
         ("REGRESSION", "aggregate", None, "averageScore"),
@@ -843,13 +843,16 @@ def test_diff_rules_and_order(tmp_path: Path) -> None:
         ("CHANGED", "case", "gone", "case"),
     ]
     by_metric = {(i.case_id, i.metric): i for i in items}
-    assert by_metric["worse", "passed"].message == "verdict pass -> fail (critical_evidence_partial)"
+    assert by_metric["worse", "passed"].message == "verdict pass → fail (critical_evidence_partial)"
     assert (by_metric["worse", "passed"].baseline_value, by_metric["worse", "passed"].current_value) == (
         True,
         False,
     )
     assert by_metric["worse", "score"].delta == -31.0
-    assert (by_metric["new", "case"].message, by_metric["gone", "case"].message) == ("added", "removed")
+    assert (by_metric["new", "case"].message, by_metric["gone", "case"].message) == (
+        "case added (only in the current run)",
+        "case removed (only in the baseline)",
+    )
     assert (by_metric["broken", "verdict"].baseline_value, by_metric["broken", "verdict"].current_value) == (
         "fail",
         "invalid",
@@ -859,15 +862,15 @@ def test_diff_rules_and_order(tmp_path: Path) -> None:
 
 def test_diff_thresholds_and_pass_rate(tmp_path: Path) -> None:
     baseline = build_workspace_report(bundled())
-    assert diff_workspace(baseline, baseline) == []
+    assert diff_workspace(baseline, baseline).items == []
     lower = baseline.model_copy(update={"pass_rate": 0.1, "average_score": baseline.average_score - 5})
-    assert [(i.type, i.metric) for i in diff_workspace(baseline, lower)] == [(ItemType.REGRESSION, "passRate")]
+    assert [(i.type, i.metric) for i in diff_workspace(baseline, lower).items] == [(ItemType.REGRESSION, "passRate")]
     higher = baseline.model_copy(update={"average_score": baseline.average_score + 5.5})
-    item = diff_workspace(baseline, higher)[0]
+    item = diff_workspace(baseline, higher).items[0]
     assert (item.type, item.scope, item.metric, item.delta) == (
         ItemType.IMPROVEMENT,
         Scope.AGGREGATE,
         "averageScore",
         5.5,
     )
-    assert diff_workspace(baseline, higher, score_threshold=6) == []
+    assert diff_workspace(baseline, higher, Thresholds(score_points=6)).items == []
