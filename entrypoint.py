@@ -10,9 +10,10 @@ import os
 import sys
 from pathlib import Path
 
-from diagbot.bot import escape, run
+from diagbot.bot import run
 from diagbot.errors import DiagbotError
 from diagbot.github import make_client
+from diagbot.runner import escape
 from diagbot.settings import Settings
 
 

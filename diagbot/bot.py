@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -21,7 +20,7 @@ from github import Github
 from github.Repository import Repository
 
 from diagbot import github as gh
-from diagbot import relay
+from diagbot import relay, runner
 from diagbot.cases import load_case_file
 from diagbot.config import Config, SuiteKind, ThresholdConfig, load_config
 from diagbot.errors import DiagbotError
@@ -31,7 +30,6 @@ from diagbot.report import RunInfo, TraceReport
 from diagbot.settings import Mode, Settings
 from diagbot.suites import Report
 
-SUMMARY_BYTES = 1024 * 1024 - 1024  # $GITHUB_STEP_SUMMARY refuses 1 MiB and more per step
 CHECK_SUMMARY_LIMIT = 65_535
 
 
@@ -97,14 +95,10 @@ def run(settings: Settings, github: Github, now: datetime | None = None, out: Te
             summary = outcome.comment + "\n\n" + summary
         _check_run(settings, repo, target, config, outcome, notes)
 
-    _append(settings.step_summary, _cap_bytes(summary, SUMMARY_BYTES))
-    write_github_output(settings.output, _outputs(outcome, info, comment_url, settings.report_dir))
-    for problem in outcome.problems:
-        notes.errors.append(problem)
-    for message in notes.warnings:
-        print(f"::warning::{escape(message)}", file=stream)
-    for message in notes.errors:
-        print(f"::error::{escape(message)}", file=stream)
+    runner.write_summary(settings.step_summary, summary)
+    runner.write_outputs(settings.output, _outputs(outcome, info, comment_url, settings.report_dir))
+    notes.errors.extend(outcome.problems)
+    runner.annotate(stream, notes.warnings, notes.errors)
     print(f"diagbot: {outcome.reason} ({outcome.conclusion.value}); report in {report_dir}", file=stream)
     # A GitHub failure other than a permission downgrade (comment/check not written) fails the step too.
     return max(outcome.exit_code, 2) if notes.errors else outcome.exit_code
@@ -374,32 +368,6 @@ def _outputs(outcome: Outcome, info: BaselineInfo, comment_url: str | None, repo
     }
 
 
-def write_github_output(path: Path | None, values: dict[str, str]) -> None:
-    """Append `name<<delimiter` blocks; the delimiter is random so no value can end the block early."""
-    if path is None:
-        return
-    lines = []
-    for name, value in values.items():
-        delimiter = f"ghadelimiter_{uuid.uuid4()}"
-        while delimiter in value:
-            delimiter = f"ghadelimiter_{uuid.uuid4()}"
-        lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-    _append(path, "".join(lines))
-
-
-def escape(message: str) -> str:
-    """A workflow command's message: `%`, CR and LF are escaped so one message stays one annotation."""
-    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _cap_bytes(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    note = "\n\n… (cut to fit the job summary's 1 MiB limit; the full report is in the report folder)\n"
-    return data[: limit - len(note.encode())].decode("utf-8", errors="ignore") + note
-
-
 def _pr_record(
     settings: Settings, target: Target, config: Config, info: BaselineInfo, outcome: Outcome
 ) -> dict[str, Any]:
@@ -416,14 +384,6 @@ def _pr_record(
         "baseline": info.model_dump(mode="json", exclude={"run_url"}),
         "problems": outcome.problems[:50],
     }
-
-
-def _append(path: Path | None, text: str) -> None:
-    if path is None or not text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
 
 
 def _write(path: Path, text: str) -> None:

@@ -83,19 +83,21 @@ def find_baselines(location: Path | None, config: Config) -> tuple[dict[str, Rep
     return found, problems
 
 
-def decide(suites: list[SuiteOutcome], config: Config, fail_on_regression: bool) -> tuple[Conclusion, int, str]:
-    """The gate: unusable input fails (2); a regression fails (1) when asked to; no baseline only when required."""
+def decide(suites: list[SuiteOutcome], require_baseline: bool, fail_on_regression: bool) -> tuple[Conclusion, int, str]:
+    """The gate: unusable input fails (2); a regression fails (1) when asked to; no baseline only when required.
+
+    Returns the check run's conclusion, the exit code and a one-line reason (the check run's title)."""
     if any(s.problems for s in suites):
         return Conclusion.FAILURE, 2, "some input could not be used"
     if all(s.report is None or s.report.total_cases == 0 for s in suites):
         return Conclusion.NEUTRAL, 0, "nothing was evaluated"
-    if any(s.diff is not None and s.diff.has_regression for s in suites):
+    regressions = sum(s.diff.regression_count for s in suites if s.diff is not None)
+    if regressions:
+        found = f"{regressions} regression{'' if regressions == 1 else 's'}"
         return (
-            (Conclusion.FAILURE, 1, "regression")
-            if fail_on_regression
-            else (Conclusion.SUCCESS, 0, "regression (not gating)")
+            (Conclusion.FAILURE, 1, found) if fail_on_regression else (Conclusion.SUCCESS, 0, f"{found} (not gating)")
         )
-    if config.gate.require_baseline and any(s.diff is None for s in suites):
+    if require_baseline and any(s.report is not None and s.diff is None for s in suites):
         return Conclusion.FAILURE, 1, "no baseline, and require-baseline is set"
     return Conclusion.SUCCESS, 0, "no regression"
 
@@ -122,7 +124,7 @@ def run_config(
         except DiagbotError as exc:
             outcome.problems = exc.problems
     views = [view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
-    conclusion, code, reason = decide(outcomes, config, fail_on_regression)
+    conclusion, code, reason = decide(outcomes, config.gate.require_baseline, fail_on_regression)
     if baseline_info.source != "none" and any(s.report is not None and s.diff is None for s in outcomes):
         missing = [s.name for s in outcomes if s.report is not None and s.diff is None]
         baseline_info = baseline_info.model_copy(

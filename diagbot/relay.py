@@ -23,9 +23,11 @@ from github import Github
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot import github as gh
+from diagbot import runner
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError, ReportFormatError
-from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, SuiteView, md, render_markdown
+from diagbot.pipeline import SuiteOutcome, decide
+from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 from diagbot.settings import Settings
 from diagbot.suites import parse_any_report, view
 
@@ -86,8 +88,6 @@ class PrRecord(_Strict):
 
 def run(settings: Settings, github: Github, out: TextIO) -> int:
     """Relay one evaluating run's results to its PR; 0 posted (or nothing to do), 2 refused or failed."""
-    from diagbot.bot import escape, write_github_output  # bot dispatches here, so import it only when running
-
     warnings: list[str] = []
     errors: list[str] = []
     try:
@@ -95,14 +95,11 @@ def run(settings: Settings, github: Github, out: TextIO) -> int:
     except DiagbotError as exc:
         errors.extend(exc.problems)
         posted = None
-    for message in warnings:
-        print(f"::warning::{escape(message)}", file=out)
-    for message in errors:
-        print(f"::error::{escape(message)}", file=out)
+    runner.annotate(out, warnings, errors)
     if posted is not None:
-        write_github_output(settings.output, posted)
+        runner.write_outputs(settings.output, posted)
     if errors:
-        _append(settings.step_summary, "### ⛔ diagbot could not post the results\n\n" + _bullets(errors))
+        runner.append(settings.step_summary, "### ⛔ diagbot could not post the results\n\n" + _bullets(errors))
         print("diagbot: nothing or not everything was posted; see the errors above", file=out)
         return 2
     return 0
@@ -119,7 +116,8 @@ def _relay(
             "the artifact comes from another repository's run"
         )
     evaluating_run = _check_event(settings, record)
-    views = load_views(report_dir, record.suites)
+    suites = load_suites(report_dir, record.suites)
+    views = [view(s.name, s.report, s.diff) for s in suites if s.report is not None]
 
     repo = github.get_repo(settings.repository)
     number = record.number
@@ -146,7 +144,9 @@ def _relay(
         COMMENT_LIMIT,
         problems=record.problems,
     )
-    conclusion, title = decide(views, record.problems, settings.fail_on_regression)
+    # The evaluating run's own input problems fail the check as they failed that run.
+    evaluating = [SuiteOutcome("evaluating run", problems=record.problems)] if record.problems else []
+    conclusion, _, title = decide([*suites, *evaluating], False, settings.fail_on_regression is not False)
 
     comment_url: str | None = None
     try:
@@ -161,7 +161,7 @@ def _relay(
             repo,
             record.head_sha,
             f"diagbot ({record.marker_id})",
-            conclusion,
+            conclusion.value,
             title,
             comment[:CHECK_SUMMARY_LIMIT],
             [],
@@ -171,28 +171,14 @@ def _relay(
     except gh.GitHubError as exc:
         errors.extend(exc.problems)
 
-    _append(settings.step_summary, comment)
-    print(f"diagbot: relayed to pull request #{number} ({title}; {conclusion})", file=out)
+    runner.write_summary(settings.step_summary, comment)
+    print(f"diagbot: relayed to pull request #{number} ({title}; {conclusion.value})", file=out)
     return {
         "has-regression": "true" if any(v.diff is not None and v.diff.has_regression for v in views) else "false",
         "comment-url": comment_url or "",
         "baseline-sha": baseline.sha or "",
         "report-dir": settings.report_dir,
     }
-
-
-def decide(views: list[SuiteView], problems: list[str], fail_on_regression: bool | None) -> tuple[str, str]:
-    """The check run's conclusion and title, from the validated reports and diffs."""
-    if problems:
-        return "failure", "some input could not be used"
-    if not views:
-        return "neutral", "nothing was evaluated"
-    regressions = sum(v.diff.regression_count for v in views if v.diff is not None)
-    if any(v.diff is not None and v.diff.has_regression for v in views):
-        if fail_on_regression is False:
-            return "success", "regression (not gating)"
-        return "failure", f"{regressions} regression{'' if regressions == 1 else 's'}"
-    return "success", "no regression"
 
 
 # --- untrusted files -----------------------------------------------------------------------------------------------
@@ -242,7 +228,7 @@ def _problems(exc: ValidationError, path: Path) -> list[str]:
     return shown + ([f"{path}: ... and {more} more problems"] if more > 0 else [])
 
 
-def load_views(report_dir: Path, order: list[str] | None) -> list[SuiteView]:
+def load_suites(report_dir: Path, order: list[str] | None) -> list[SuiteOutcome]:
     """Every `reports/<suite>.json` (in pr.json's order when it gives one) with its `diff/<suite>.json`, if any."""
     reports = report_dir / "reports"
     if order is None:
@@ -256,7 +242,7 @@ def load_views(report_dir: Path, order: list[str] | None) -> list[SuiteView]:
             raise RelayError(f"{reports}: {len(bad)} report file names are not suite names; {FIX}")
     else:
         names = list(dict.fromkeys(order))
-    views: list[SuiteView] = []
+    suites: list[SuiteOutcome] = []
     budget = TOTAL_BYTES
     for name in names:
         text = read_capped(reports / f"{name}.json", REPORT_BYTES, f"the report of suite {name}")
@@ -279,8 +265,8 @@ def load_views(report_dir: Path, order: list[str] | None) -> list[SuiteView]:
                 raise RelayError(f"{diff_path}: does not match its report's case counts; {FIX}")
         if budget < 0:
             raise RelayError(f"{report_dir}: the reports are larger than the {TOTAL_BYTES:,} bytes allowed; {FIX}")
-        views.append(view(name, report, diff))
-    return views
+        suites.append(SuiteOutcome(name, report=report, diff=diff))
+    return suites
 
 
 # --- trusted context -----------------------------------------------------------------------------------------------
@@ -333,11 +319,3 @@ def _short(problem: str, limit: int = 500) -> str:
 
 def _bullets(lines: list[str]) -> str:
     return "".join(f"- {md(line, 1000)}\n" for line in lines)
-
-
-def _append(path: Path | None, text: str) -> None:
-    if path is None or not text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")

@@ -184,7 +184,7 @@ def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTU
     except FileNotFoundError:
         return FixtureProblem(
             code="fixture_missing",
-            message=f"{where} not found in {fixtures_dir}; record the trace or fix traceFixture",
+            message=f"{where} not found in the fixtures folder; record the trace or fix traceFixture",
         )
     except OSError as exc:
         return FixtureProblem(code="fixture_invalid", message=f"{where} cannot be read ({exc.strerror})")

@@ -93,7 +93,8 @@ def test_action_defaults_validate() -> None:
 
 def test_outputs_are_the_ones_the_bot_writes() -> None:
     source = (ROOT / "diagbot" / "bot.py").read_text(encoding="utf-8")
-    body = source[source.index("def _outputs(") : source.index("def write_github_output(")]
+    start = source.index("def _outputs(")
+    body = source[start : source.index("\ndef ", start + 1)]
     assert set(re.findall(r'^\s+"([a-z-]+)":', body, re.M)) == set(OUTPUTS)
 
 

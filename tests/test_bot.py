@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from diagbot import bot
+from diagbot import bot, runner
 from diagbot.settings import CommentMode, Settings, SettingsError
 
 EVENTS = Path(__file__).resolve().parent / "events"
@@ -77,7 +77,7 @@ def test_unsupported_event() -> None:
 
 def test_outputs_are_heredoc_blocks_that_survive_multiline_values(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    bot.write_github_output(out, {"comment-url": "a\nb", "pass-rate": "0.5"})
+    runner.write_outputs(out, {"comment-url": "a\nb", "pass-rate": "0.5"})
     lines = out.read_text().splitlines()
     assert lines[0].startswith("comment-url<<ghadelimiter_") and lines[1:3] == ["a", "b"]
     assert lines[3] == lines[0].split("<<")[1]
@@ -85,4 +85,11 @@ def test_outputs_are_heredoc_blocks_that_survive_multiline_values(tmp_path: Path
 
 
 def test_annotation_messages_are_escaped() -> None:
-    assert bot.escape("50% done\r\nnext") == "50%25 done%0D%0Anext"
+    assert runner.escape("50% done\r\nnext") == "50%25 done%0D%0Anext"
+
+
+def test_job_summary_is_cut_under_one_mebibyte(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    runner.write_summary(summary, "é" * 700_000)  # 1.4 MB of UTF-8
+    text = summary.read_text(encoding="utf-8")
+    assert len(text.encode()) < 1024 * 1024 and "cut to fit the job summary's 1 MiB limit" in text

@@ -38,4 +38,4 @@ def outcome(before: bool | None, after: bool, problems: tuple[str, ...] = ()) ->
          "bad-input-beats-all", "only-bad-input", "nothing-evaluated"],
 )  # fmt: skip
 def test_gate(suites: list[SuiteOutcome], config: Config, fail: bool, expected: tuple[Conclusion, int]) -> None:
-    assert decide(suites, config, fail)[:2] == expected
+    assert decide(suites, config.gate.require_baseline, fail)[:2] == expected

@@ -47,7 +47,9 @@ def test_missing_fixture(tmp_path: Path) -> None:
     problem = load_trace(tmp_path, "nope.json")
     assert isinstance(problem, FixtureProblem)
     assert problem.code == "fixture_missing"
-    assert problem.message.startswith("fixture 'nope.json' not found in ")
+    assert (
+        problem.message == "fixture 'nope.json' not found in the fixtures folder; record the trace or fix traceFixture"
+    )
 
 
 def test_size_limit(tmp_path: Path) -> None:
