@@ -176,10 +176,15 @@ def _explain(exc: Exception, doing: str) -> GitHubError:
 
 
 @contextmanager
-def _mapped(doing: str) -> Iterator[None]:
+def _mapped(doing: str, forbidden: GitHubError | None = None) -> Iterator[None]:
+    """Map failures to our exceptions; a 403 becomes `forbidden` when given (a permission the bot can live without)."""
     try:
         yield
-    except (GithubException, requests.RequestException, OSError) as exc:
+    except GithubException as exc:
+        if exc.status == 403 and forbidden is not None:
+            raise forbidden from None
+        raise _explain(exc, doing) from None
+    except (requests.RequestException, OSError) as exc:
         raise _explain(exc, doing) from None
 
 
@@ -348,7 +353,11 @@ def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str 
     if mode == "off":
         return None
     doing = f"commenting on #{issue.number}"
-    try:
+    denied = CannotComment(
+        f"{doing}: GitHub answered 403; the token may not comment here (a fork's pull request, or the "
+        "workflow lacks `permissions: pull-requests: write`); the comment is in the job summary instead"
+    )
+    with _mapped(doing, denied):
         ours = []
         if mode == "update":
             ours = [c for c in issue.get_comments() if marker in (c.body or "") and c.user.login == author]
@@ -360,15 +369,6 @@ def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str 
         for older in ours[:-1]:
             older.delete()
         return str(newest.html_url)
-    except GithubException as exc:
-        if exc.status == 403:
-            raise CannotComment(
-                f"{doing}: GitHub answered 403; the token may not comment here (a fork's pull request, or the "
-                "workflow lacks `permissions: pull-requests: write`); the comment is in the job summary instead"
-            ) from None
-        raise _explain(exc, doing) from None
-    except (requests.RequestException, OSError) as exc:
-        raise _explain(exc, doing) from None
 
 
 # --- check runs ---------------------------------------------------------------------------------------------------
@@ -395,20 +395,15 @@ def create_check_run(
             out["annotations"] = chunk
         return out
 
-    try:
+    denied = CannotCheck(
+        f"{doing}: GitHub answered 403; the token may not create check runs (a fork's pull request, or "
+        "the workflow lacks `permissions: checks: write`); the exit code still gates the job"
+    )
+    with _mapped(doing, denied):
         check = repo.create_check_run(name=name, head_sha=head_sha, conclusion=conclusion, output=output(chunks[0]))
         for chunk in chunks[1:]:
             check.edit(output=output(chunk))
         return str(check.html_url)
-    except GithubException as exc:
-        if exc.status == 403:
-            raise CannotCheck(
-                f"{doing}: GitHub answered 403; the token may not create check runs (a fork's pull request, or "
-                "the workflow lacks `permissions: checks: write`); the exit code still gates the job"
-            ) from None
-        raise _explain(exc, doing) from None
-    except (requests.RequestException, OSError) as exc:
-        raise _explain(exc, doing) from None
 
 
 def call(doing: str, fn: Callable[[], T]) -> T:
