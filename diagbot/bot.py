@@ -30,8 +30,6 @@ from diagbot.report import RunInfo, TraceReport
 from diagbot.settings import Mode, Settings
 from diagbot.suites import Report
 
-CHECK_SUMMARY_LIMIT = 65_535
-
 
 class Role(StrEnum):
     PULL_REQUEST = "pull_request"  # comment + check run + gate
@@ -306,7 +304,7 @@ def _check_run(
             f"diagbot ({config.marker_id})",
             outcome.conclusion.value,
             title,
-            outcome.comment[:CHECK_SUMMARY_LIMIT],
+            outcome.check_summary,
             case_annotations(settings, config, outcome),
         )
     except gh.CannotCheck as exc:

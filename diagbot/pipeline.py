@@ -13,6 +13,7 @@ from diagbot.config import Config
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError
 from diagbot.render import (
+    CHECK_SUMMARY_LIMIT,
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
     BaselineInfo,
@@ -44,6 +45,7 @@ class Outcome:
     suites: list[SuiteOutcome]
     comment: str
     summary: str
+    check_summary: str
     conclusion: Conclusion
     exit_code: int
     reason: str
@@ -143,7 +145,8 @@ def run_config(
         Caps(None, None, None, None),
         problems,
     )
-    return Outcome(outcomes, comment, summary, conclusion, code, reason)
+    check = render_markdown("summary.md.j2", views, baseline_info, current, marker, CHECK_SUMMARY_LIMIT, None, problems)
+    return Outcome(outcomes, comment, summary, check, conclusion, code, reason)
 
 
 def write_outputs(outcome: Outcome, out: Path) -> None:

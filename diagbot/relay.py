@@ -27,7 +27,7 @@ from diagbot import runner
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError, ReportFormatError
 from diagbot.pipeline import SuiteOutcome, decide
-from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
+from diagbot.render import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 from diagbot.settings import Settings
 from diagbot.suites import parse_any_report, view
 
@@ -35,7 +35,6 @@ PR_JSON_BYTES = 1024 * 1024
 REPORT_BYTES = 64 * 1024 * 1024  # per report or diff file
 TOTAL_BYTES = 256 * 1024 * 1024  # all reports and diffs together
 MAX_SUITES = 50
-CHECK_SUMMARY_LIMIT = 65_535
 MARKER = r"^<!-- diagbot:([A-Za-z0-9._+-]{1,100}) -->$"
 SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # config.SuiteConfig's pattern, bounded
 SHA = r"^[0-9a-f]{40}$"
@@ -163,7 +162,15 @@ def _relay(
             f"diagbot ({record.marker_id})",
             conclusion.value,
             title,
-            comment[:CHECK_SUMMARY_LIMIT],
+            render_markdown(
+                "summary.md.j2",
+                views,
+                baseline,
+                current,
+                f"diagbot:{record.marker_id}",
+                CHECK_SUMMARY_LIMIT,
+                problems=record.problems,
+            ),
             [],
         )
     except gh.CannotCheck as exc:

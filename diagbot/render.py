@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from tabulate import tabulate
 
 from diagbot import __version__
 from diagbot.diff import DiffItem, DiffReport, ItemType
+from diagbot.diff import percent as rate
 from diagbot.models import Output
 
 # In a checkout (and the action's image) the templates sit beside the package; a wheel installs them as data files.
@@ -68,7 +69,6 @@ class SuiteView:
     result_headers: list[str]
     result_rows: list[list[str]]
     failing: int
-    extra_sections: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,17 @@ def md(value: Any, limit: int = CELL_LIMIT) -> str:
 
 
 def percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
+    return "n/a" if value is None else rate(value)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/+-]{1,100}")
+RATE_METRICS = {"passRate"}
+
+
+def code(value: str) -> str:
+    """A metric or check name as inline code when it is plainly a name; anything else is escaped text, since a
+    code span would pass a backtick or pipe from an untrusted report straight through."""
+    return f"`{value}`" if _PLAIN_NAME.fullmatch(value) else md(value, 100)
 
 
 def delta_pp(before: float | None, after: float | None) -> str:
@@ -143,11 +153,13 @@ _ENV = _environment()
 # --- views ---------------------------------------------------------------------------------------------------
 
 
-def _value(value: Any) -> str:
+def _value(value: Any, metric: str = "") -> str:
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if metric in RATE_METRICS and isinstance(value, int | float):
+        return percent(value)
     if isinstance(value, float):
         return f"{value:.4g}"
     return md(value, 80)
@@ -155,8 +167,8 @@ def _value(value: Any) -> str:
 
 def item_rows(items: list[DiffItem]) -> list[list[str]]:
     return [
-        [md(i.case_id) if i.case_id else "*(all cases)*", f"`{i.metric}`", _value(i.baseline_value),
-         _value(i.current_value), md(i.message)]
+        [md(i.case_id) if i.case_id else "*(all cases)*", code(i.metric), _value(i.baseline_value, i.metric),
+         _value(i.current_value, i.metric), md(i.message)]
         for i in items
     ]  # fmt: skip
 

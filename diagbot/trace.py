@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from diagbot.codes import Code
+
 DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
 
 
@@ -110,7 +112,7 @@ class FixtureProblem(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    code: str
+    code: Code
     message: str
 
 
@@ -148,17 +150,19 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
                 data.decode("utf-8")
             except UnicodeDecodeError as bad:
                 return FixtureProblem(
-                    code="fixture_invalid",
+                    code=Code.FIXTURE_INVALID,
                     message=f"{where}: not UTF-8 (bad byte at offset {bad.start}); re-save as UTF-8",
                 )
             detail = first["msg"].removeprefix("Invalid JSON: ")
-            return FixtureProblem(code="fixture_invalid", message=f"{where}: not valid JSON ({detail})")
+            return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where}: not valid JSON ({detail})")
         if not first["loc"]:
-            return FixtureProblem(code="fixture_invalid", message=f"{where}: expected a JSON object at the top level")
+            return FixtureProblem(
+                code=Code.FIXTURE_INVALID, message=f"{where}: expected a JSON object at the top level"
+            )
         expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return FixtureProblem(
-            code="fixture_invalid",
+            code=Code.FIXTURE_INVALID,
             message=f"{where}: {_json_path(first['loc'])} should be {expected}, "
             f"found {_type_name(first['input'])}{more}",
         )
@@ -170,22 +174,22 @@ def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTU
     root = fixtures_dir.resolve()
     path = (fixtures_dir / name).resolve()
     if not path.is_relative_to(root):
-        return FixtureProblem(code="fixture_invalid", message=f"{where} resolves outside the fixtures folder")
+        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} resolves outside the fixtures folder")
     try:
         size = os.stat(path).st_size
         if not path.is_file():
-            return FixtureProblem(code="fixture_invalid", message=f"{where} is not a regular file")
+            return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} is not a regular file")
         if size > max_bytes:
             return FixtureProblem(
-                code="fixture_invalid",
+                code=Code.FIXTURE_INVALID,
                 message=f"{where} is {size} bytes, over the {max_bytes}-byte limit (raise max-fixture-bytes)",
             )
         data = path.read_bytes()
     except FileNotFoundError:
         return FixtureProblem(
-            code="fixture_missing",
+            code=Code.FIXTURE_MISSING,
             message=f"{where} not found in the fixtures folder; record the trace or fix traceFixture",
         )
     except OSError as exc:
-        return FixtureProblem(code="fixture_invalid", message=f"{where} cannot be read ({exc.strerror})")
+        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} cannot be read ({exc.strerror})")
     return parse_trace(data, where)

@@ -96,8 +96,13 @@ def test_golden_no_baseline() -> None:
 
 def test_golden_hostile_titles() -> None:
     hostile = "x | y\n<img src=x onerror=alert(1)> `rm -rf` @octocat fixes #12 [click](https://evil)"
-    body = comment([result(hostile)], [result(hostile, passed=False, failed_checks=[f"keyword_coverage: {hostile}"])])
+    tool = "x` @octocat <img src=x> | y"
+    body = comment(
+        [result(hostile, evidence_coverage={tool: True})],
+        [result(hostile, passed=False, failed_checks=[f"keyword_coverage: {hostile}"], evidence_coverage={tool: False})],
+    )
     assert "@octocat" not in body and "#12" not in body and "<img" not in body
+    assert "evidenceCoverage.x\\` @&#8203;octocat &lt;img src=x&gt; \\| y" in body  # a hostile metric name too
     assert "[click](https://evil)" not in body
     assert_tables_well_formed(body, 2)
     check_golden("comment-hostile.md", body)
