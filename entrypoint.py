@@ -53,6 +53,13 @@ def main() -> int:
             hand_back(settings.workspace, settings.workspace / settings.report_dir)
     except DiagbotError as exc:
         return fail(exc)
+    except Exception as exc:  # a bug of ours: say so plainly, still no traceback in the log, still a verdict
+        return fail(
+            DiagbotError(
+                f"diagbot failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug in diagbot, please "
+                "report it with this message; the job fails so that nothing passes unchecked"
+            )
+        )
 
 
 if __name__ == "__main__":

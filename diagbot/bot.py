@@ -217,8 +217,8 @@ def resolve_baseline(
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(gh.download_artifact(github.requester, candidate), where)
-            baselines = _read_baselines(files, config)
-        except (gh.ArtifactGone, gh.UnsafeArtifact, gh.GitHubUnavailable) as exc:
+            baselines = _read_baselines(files, config, where)
+        except gh.GitHubError as exc:  # gone, unsafe, deleted, forbidden, unavailable: the next one may do
             tried.extend(exc.problems)
             continue
         if not baselines:
@@ -235,13 +235,16 @@ def resolve_baseline(
     return {}, BaselineInfo(source="none", branch=target.base_branch, missing_reason=reason)
 
 
-def _read_baselines(files: dict[str, bytes], config: Config) -> dict[str, Report]:
+def _read_baselines(files: dict[str, bytes], config: Config, where: str) -> dict[str, Report]:
     with tempfile.TemporaryDirectory(prefix="diagbot-baseline-") as tmp:
         root = Path(tmp)
-        for relative, content in files.items():
-            path = root / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
+        try:
+            for relative, content in files.items():
+                path = root / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content)
+        except OSError as exc:  # e.g. both `reports` and `reports/x.json` in one archive
+            raise gh.UnsafeArtifact(f"{where}: cannot lay out its files ({exc.strerror}); re-upload it") from None
         location = root / "report.json" if list(files) == ["report.json"] else root
         baselines, problems = find_baselines(location, config)
         if problems and not baselines:
@@ -377,10 +380,9 @@ def _pr_record(
         "baseRef": target.base_branch,
         "baseSha": target.base_sha,
         "marker": f"<!-- diagbot:{config.marker_id} -->",
-        "commentMode": settings.comment.value,
-        "suites": [suite.name for suite in config.suites],
+        "suites": [suite.name for suite in outcome.suites if suite.report is not None],
         "baseline": info.model_dump(mode="json", exclude={"run_url"}),
-        "problems": outcome.problems[:50],
+        "problems": [problem[:500] for problem in outcome.problems[:50]],
     }
 
 

@@ -96,6 +96,30 @@ def _case_lines(text: str) -> dict[str, int]:
     return lines
 
 
+def _check_defaults(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The usable defaults and the problems with the rest, each reported once (not again for every case)."""
+    problems = []
+    usable = {}
+    for key, value in raw.items():
+        if key == "id":
+            problems.append("'id' cannot have a default; give each case its own id")
+        elif key not in FIELD_NAMES:
+            problems.append(f"unknown field '{key}'{_suggest(key)}")
+        else:
+            usable[key] = value
+    path_problem = _fixture_path_problem(usable.get("traceFixture"))
+    if path_problem:
+        problems.append(path_problem)
+        usable.pop("traceFixture")
+    try:  # a stand-in case carries the defaults through the same validation as a real one
+        TraceCase.model_validate({"id": "defaults", "traceFixture": "defaults.json", **usable})
+    except ValidationError as exc:
+        for error in exc.errors():
+            problems.append(_describe(dict(error)))
+            usable.pop(str(error["loc"][0]), None)
+    return usable, problems
+
+
 def parse_case_file(text: str, path: str) -> CaseSuite:
     """Validate a case file's text. Raises CaseFileError listing every problem, each naming file, case, field."""
     try:
@@ -104,6 +128,8 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         raise CaseFileError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the syntax and run again"
         ) from None
+    except RecursionError:
+        raise CaseFileError(f"{path}: nested too deeply to be a case file") from None
     defaults: dict[str, Any] = {}
     problems: list[str] = []
     if isinstance(data, dict):
@@ -115,12 +141,8 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         if not isinstance(raw_defaults, dict):
             problems.append(f"{path}: 'defaults' must be an object of case fields")
         else:
-            defaults = raw_defaults
-            for key in defaults:
-                if key == "id":
-                    problems.append(f"{path}: defaults: 'id' cannot have a default; give each case its own id")
-                elif key not in FIELD_NAMES:
-                    problems.append(f"{path}: defaults: unknown field '{key}'{_suggest(key)}")
+            defaults, found = _check_defaults(raw_defaults)
+            problems += [f"{path}: defaults: {problem}" for problem in found]
     else:
         raw_cases = data
     if not isinstance(raw_cases, list):
@@ -135,22 +157,25 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         if not isinstance(raw, dict):
             problems.append(f"{path}: {label}: expected an object, found {type(raw).__name__}")
             continue
-        if isinstance(raw.get("id"), str) and raw["id"]:
-            label = f"case '{raw['id']}' (#{index + 1})"
-        merged = {**{k: v for k, v in defaults.items() if k != "id"}, **raw}
-        path_problem = _fixture_path_problem(merged.get("traceFixture"))
+        raw_id = raw.get("id")
+        duplicate = False
+        if isinstance(raw_id, str) and raw_id:
+            label = f"case '{raw_id}' (#{index + 1})"
+            duplicate = raw_id in seen
+            if duplicate:
+                problems.append(f"{path}: {label}: duplicate id '{raw_id}' (first used by case #{seen[raw_id]})")
+            else:
+                seen[raw_id] = index + 1
+        path_problem = _fixture_path_problem(raw.get("traceFixture"))
         if path_problem:
             problems.append(f"{path}: {label}: {path_problem}")
         try:
-            case = TraceCase.model_validate(merged)
+            case = TraceCase.model_validate({**defaults, **raw})
         except ValidationError as exc:
             problems.extend(f"{path}: {label}: {_describe(dict(e))}" for e in exc.errors())
             continue
-        if case.id in seen:
-            problems.append(f"{path}: {label}: duplicate id '{case.id}' (first used by case #{seen[case.id]})")
-            continue
-        seen[case.id] = index + 1
-        cases.append(case)
+        if not duplicate:
+            cases.append(case)
     if problems:
         raise CaseFileError(*problems)
     return CaseSuite(path=path, cases=cases, lines={case.id: lines.get(case.id, 1) for case in cases})

@@ -147,8 +147,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = config.model_copy(update={"thresholds": _thresholds(args, config.thresholds)})
     location = Path(args.baseline) if args.baseline else None
     baselines, problems = find_baselines(location, config)
-    for problem in problems:
-        print(f"warning: {problem} (continuing without that baseline)", file=sys.stderr)
     if baselines:
         first = next(iter(baselines.values()))
         sha = first.run.git_sha if isinstance(first, TraceReport) and first.run else None
@@ -157,7 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         info = BaselineInfo(source="none", missing_reason="no --baseline was given")
     else:
         info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
-    outcome = run_config(config, baselines, info, _current_info(), run_info(), fail_on_regression=not args.no_fail)
+    fail = config.gate.fail_on_regression and not args.no_fail
+    outcome = run_config(config, baselines, info, _current_info(), run_info(), fail, baseline_problems=problems)
     out = Path(args.out)
     write_outputs(outcome, out)
     print(outcome.comment)
@@ -222,4 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # a bug of ours, not bad input: one clear line and exit 2, never a silent pass
+        print(f"error: diagbot failed unexpectedly ({type(exc).__name__}: {exc}); please report it", file=sys.stderr)
+        return 2
     return code

@@ -108,6 +108,8 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     """Validate diagbot.yml's text; every problem is listed with its location and, for typos, a suggestion."""
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to be a diagbot config") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""

@@ -183,7 +183,9 @@ def _show(value: Any) -> str:
 
 def order(items: list[DiffItem], case_order: list[str]) -> list[DiffItem]:
     """Regressions, then improvements, then changes; aggregate before case; then the cases' report order."""
-    position = {case_id: i for i, case_id in enumerate(case_order)}
+    position: dict[str, int] = {}
+    for i, case_id in enumerate(case_order):
+        position.setdefault(case_id, i)  # the first listing wins: current order, then removed cases
     return sorted(
         items,
         key=lambda it: (_TYPE_ORDER[it.type], _SCOPE_ORDER[it.scope], position.get(it.case_id or "", -1)),

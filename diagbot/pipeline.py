@@ -5,6 +5,7 @@ Shared by `diagbot run` and the GitHub bot, so what a developer sees locally is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -112,8 +113,12 @@ def run_config(
     run: RunInfo | None,
     fail_on_regression: bool,
     comment_limit: int = COMMENT_LIMIT,
+    baseline_problems: Sequence[str] = (),
 ) -> Outcome:
-    """Evaluate and diff every suite; one suite's bad input never stops the others."""
+    """Evaluate and diff every suite; one suite's bad input never stops the others.
+
+    `baseline_problems` are baseline files the user named that could not be read: the suites still run and the
+    reports are still written, but the gate fails (exit 2) instead of passing for want of a baseline."""
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
     for suite in config.suites:
@@ -125,6 +130,8 @@ def run_config(
                 outcome.diff = diff_reports(outcome.baseline, outcome.report, thresholds, f"baseline for {suite.name}")
         except DiagbotError as exc:
             outcome.problems = exc.problems
+    if baseline_problems:
+        outcomes.append(SuiteOutcome("baseline", problems=list(baseline_problems)))
     views = [view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     conclusion, code, reason = decide(outcomes, config.gate.require_baseline, fail_on_regression)
     if baseline_info.source != "none" and any(s.report is not None and s.diff is None for s in outcomes):

@@ -145,7 +145,9 @@ def _relay(
     )
     # The evaluating run's own input problems fail the check as they failed that run.
     evaluating = [SuiteOutcome("evaluating run", problems=record.problems)] if record.problems else []
-    conclusion, _, title = decide([*suites, *evaluating], False, settings.fail_on_regression is not False)
+    conclusion, _, title = decide(
+        [*suites, *evaluating], settings.require_baseline is True, settings.fail_on_regression is not False
+    )
 
     comment_url: str | None = None
     try:

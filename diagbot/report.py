@@ -31,7 +31,7 @@ class CaseResult(Output):
     """One case's outcome (the documents' DiagnosisEvalResult)."""
 
     case_id: str
-    title: str = ""
+    title: str | None = ""  # the Java evaluator writes null for an untitled case
     passed: bool
     failed_checks: list[str] = Field(default_factory=list)
     verdict: str | None = None
@@ -106,15 +106,26 @@ def _problems(exc: ValidationError, where: str) -> list[str]:
     return shown + ([f"{where}: ... and {more} more problems"] if more > 0 else [])
 
 
-def parse_report(text: str, where: str) -> TraceReport:
-    """Read a report written by diagbot (any schema version) or by the Java evaluator."""
+def load_json_object(text: str, where: str) -> dict[str, Any]:
+    """A report file's JSON object, or a ReportFormatError that says where it went wrong."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
+    except RecursionError:
+        raise ReportFormatError(f"{where}: nested too deeply to be a diagbot report") from None
     if not isinstance(data, dict):
         raise ReportFormatError(f"{where}: not a diagbot report (expected a JSON object)")
-    if data.get("schemaVersion", 0) > SCHEMA_VERSION:
+    return data
+
+
+def parse_report(text: str, where: str) -> TraceReport:
+    """Read a report written by diagbot (any schema version) or by the Java evaluator."""
+    data = load_json_object(text, where)
+    version = data.get("schemaVersion", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ReportFormatError(f"{where}: schemaVersion must be a whole number, found {json.dumps(version)[:40]}")
+    if version > SCHEMA_VERSION:
         raise ReportFormatError(
             f"{where}: report schemaVersion {data['schemaVersion']} is newer than this diagbot understands "
             f"({SCHEMA_VERSION}); upgrade diagbot"

@@ -18,8 +18,9 @@ from diagbot.diff import DiffReport, Thresholds, diff_trace
 from diagbot.errors import CaseFileError, ReportFormatError
 from diagbot.evaluate import evaluate_suite
 from diagbot.render import SuiteView, md
-from diagbot.report import RunInfo, TraceReport, parse_report
+from diagbot.report import RunInfo, TraceReport, load_json_object, parse_report
 from diagbot.workspace import (
+    WORKSPACE_SCHEMA_VERSION,
     Bucket,
     WorkspaceReport,
     build_workspace_report,
@@ -87,6 +88,9 @@ def _evaluate_workspace(suite: SuiteConfig, config: Config, run: RunInfo | None)
 
 
 def _parse_workspace(text: str, where: str) -> Report:
+    version = load_json_object(text, where).get("schemaVersion")
+    if isinstance(version, int) and version > WORKSPACE_SCHEMA_VERSION:
+        raise ReportFormatError(f"{where}: workspace report schemaVersion {version} is newer than diagbot; upgrade")
     try:
         return WorkspaceReport.model_validate_json(text)
     except ValidationError as exc:
@@ -131,13 +135,9 @@ KINDS: dict[SuiteKind, Kind] = {
 
 def report_kind(text: str, where: str) -> SuiteKind:
     """Which kind of report a file holds; reports without `kind` (old or Java) are trace reports."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
-    kind = data.get("kind", "trace") if isinstance(data, dict) else None
-    if kind not in set(SuiteKind):
-        raise ReportFormatError(f"{where}: not a diagbot report (kind {kind!r})")
+    kind = load_json_object(text, where).get("kind", "trace")
+    if not isinstance(kind, str) or kind not in set(SuiteKind):
+        raise ReportFormatError(f"{where}: not a diagbot report (kind {json.dumps(kind)[:40]})")
     return SuiteKind(kind)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
@@ -91,12 +91,13 @@ DIAGNOSIS_POINTS = {
 }
 STAGE_BOUNDARY_CHECK = "diagnosis_agent_not_invoked"
 PASS_FLOOR, FAIL_CEILING = 70.0, 69.0
+WORKSPACE_SCHEMA_VERSION = 1
 
 
 class Evaluation(StrictInput):
     mode: Mode = Mode.DIAGNOSIS
     summary_glob: SafeGlob = "evidences/*summary*"
-    weights: dict[Bucket, float] = Field(default_factory=dict)
+    weights: dict[Bucket, Annotated[float, Field(allow_inf_nan=False)]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _weights_total_100(self) -> Evaluation:
@@ -401,7 +402,7 @@ def _band(verdict: Verdict, raw: float) -> float:
 
 
 class WorkspaceReport(Output):
-    schema_version: int = 1
+    schema_version: int = WORKSPACE_SCHEMA_VERSION
     kind: Literal["workspace"] = "workspace"
     total_cases: int
     passed_cases: int

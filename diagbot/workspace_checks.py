@@ -116,7 +116,7 @@ class CheckSpec(StrictInput):
 
     id: str = Field(min_length=1)
     required: bool = True
-    weight: float = Field(1.0, ge=0)
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False)
     description: str | None = None
     file_exists: SafeGlob | None = None
     file_absent: SafeGlob | None = None
@@ -250,7 +250,7 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
     if blob.size > len(blob.data):
         return False, None, f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
     try:
-        return True, from_json(blob.data), "valid JSON"  # the parser checks UTF-8 itself
+        return True, from_json(blob.data, allow_inf_nan=False), "valid JSON"  # the parser checks UTF-8 itself
     except ValueError as exc:
         try:
             blob.data.decode()  # from_json's own message for bad UTF-8 is unclear: name the offset instead

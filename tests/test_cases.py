@@ -59,8 +59,23 @@ def test_all_problems_reported_in_one_run() -> None:
         "cases.json: case #1: missing required field 'id'",
         "cases.json: case 'b' (#2): missing required field 'traceFixture'",
         "cases.json: case 'c' (#3): field 'minKeywordMatches': input should be a valid integer (found \"2\")",
-        "cases.json: case 'c' (#5): duplicate id 'c' (first used by case #4)",
+        "cases.json: case 'c' (#4): duplicate id 'c' (first used by case #3)",
+        "cases.json: case 'c' (#5): duplicate id 'c' (first used by case #3)",
     ]
+
+
+def test_a_bad_default_is_reported_once_not_per_case() -> None:
+    data = {"defaults": {"allowedVerdicts": "PASS"}, "cases": [case_dict(id="a"), case_dict(id="b")]}
+    for case in data["cases"]:
+        del case["allowedVerdicts"]
+    assert problems(data) == [
+        "cases.json: defaults: field 'allowedVerdicts': input should be a valid list (found \"PASS\")"
+    ]
+
+
+def test_deeply_nested_case_file_is_an_error_not_a_crash() -> None:
+    with pytest.raises(CaseFileError, match="nested too deeply"):
+        parse_case_file("[" * 100_000, "cases.json")
 
 
 @pytest.mark.parametrize("fixture", ["../secrets.json", "/etc/passwd", "a/../../b.json", "..", "C:\\x.json"])

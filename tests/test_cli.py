@@ -56,6 +56,7 @@ def test_unusable_case_file_exits_2_listing_every_problem(tmp_path: Path, capsys
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"error: {cases}: case 'a' (#1): unknown field 'alowedVerdicts' (did you mean allowedVerdicts?)",
+        f"error: {cases}: case 'a' (#2): duplicate id 'a' (first used by case #1)",
         f"error: {cases}: case 'a' (#2): missing required field 'traceFixture'",
     ]
     assert not (tmp_path / "r.json").exists()
@@ -118,3 +119,50 @@ def test_render_command(tmp_path: Path) -> None:
     assert main(["render", "--current", str(report), "--output", str(tmp_path / "c.md")]) == 0
     body = (tmp_path / "c.md").read_text()
     assert body.startswith("<!-- diagbot:diagnosis -->") and "No baseline" in body
+
+
+def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    (baseline / "diagnosis.json").write_text('{"schemaVersion": "2"}')
+    (baseline / "workspace.json").write_text("[]")
+    out = tmp_path / "out"
+    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--baseline", str(baseline), "--out", str(out)]) == 2
+    assert (out / "reports/diagnosis.json").is_file() and (out / "reports/workspace.json").is_file()
+    comment = (out / "comment.md").read_text()
+    assert "schemaVersion must be a whole number" in comment and "expected a JSON object" in comment
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"schemaVersion": null}', "schemaVersion must be a whole number"),
+        ('{"schemaVersion": 99}', "newer than this diagbot understands"),
+        ('{"kind": ["trace"]}', "not a diagbot report (kind"),
+        ("[1, 2]", "expected a JSON object"),
+        ("[" * 100_000, "nested too deeply"),
+    ],
+    ids=["null-version", "future-version", "list-kind", "array", "deep"],
+)
+def test_hostile_reports_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+                                           message: str) -> None:  # fmt: skip
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    good = ROOT / "examples/baseline/diagnosis.json"
+    assert main(["diff", "--baseline", str(bad), "--current", str(good), "--output", str(tmp_path / "d.json")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    config = tmp_path / "diagbot.yml"
+    config.write_text(
+        f"suites:\n  - {{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}\n"
+        "gate: {fail-on-regression: false}\n"
+    )
+    code = main(["run", "--config", str(config), "--baseline", "examples/baseline", "--out", str(tmp_path / "o")])
+    assert code == 0
+    assert "Regressions (" in (tmp_path / "o/comment.md").read_text()

@@ -217,3 +217,9 @@ def test_swapping_sides_swaps_regressions_and_improvements(a: TraceReport, b: Tr
 
 
 COST_METRICS = {"toolCallCount", "durationMs", "averageToolCallCount", "averageDurationMs"}
+
+
+def test_case_items_follow_the_current_reports_order() -> None:
+    before = [result("a"), result("b"), result("c")]
+    after = [result("c", passed=False), result("new"), result("b", passed=False), result("a", passed=False)]
+    assert [c for kind, metric, c in items(before, after) if metric in ("passed", "case")] == ["c", "b", "a", "new"]

@@ -99,7 +99,11 @@ def test_golden_hostile_titles() -> None:
     tool = "x` @octocat <img src=x> | y"
     body = comment(
         [result(hostile, evidence_coverage={tool: True})],
-        [result(hostile, passed=False, failed_checks=[f"keyword_coverage: {hostile}"], evidence_coverage={tool: False})],
+        [
+            result(
+                hostile, passed=False, failed_checks=[f"keyword_coverage: {hostile}"], evidence_coverage={tool: False}
+            )
+        ],
     )
     assert "@octocat" not in body and "#12" not in body and "<img" not in body
     assert "evidenceCoverage.x\\` @&#8203;octocat &lt;img src=x&gt; \\| y" in body  # a hostile metric name too
