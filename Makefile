@@ -16,8 +16,8 @@ run: $(STAMP)
 	$(BIN)/diagbot run --baseline examples/baseline --out build/example --no-fail
 
 test: $(STAMP)
-	$(BIN)/ruff check diagbot tests bench entrypoint.py
-	$(BIN)/ruff format --check diagbot entrypoint.py
+	$(BIN)/ruff check diagbot tests bench scripts entrypoint.py
+	$(BIN)/ruff format --check diagbot tests bench scripts entrypoint.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 

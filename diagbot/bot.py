@@ -22,7 +22,7 @@ from github.Repository import Repository
 from diagbot import github as gh
 from diagbot import relay, runner
 from diagbot.cases import load_case_file
-from diagbot.config import Config, SuiteKind, ThresholdConfig, load_config
+from diagbot.config import Config, ThresholdConfig, load_config
 from diagbot.errors import DiagbotError
 from diagbot.pipeline import Outcome, find_baselines, run_config, write_outputs
 from diagbot.render import BaselineInfo, CurrentInfo
@@ -317,36 +317,45 @@ def _check_run(
 
 
 def case_annotations(settings: Settings, config: Config, outcome: Outcome) -> list[dict[str, Any]]:
-    """A failure annotation on the case-file line of every failing case of every trace suite."""
-    result: list[dict[str, Any]] = []
+    """A failure annotation on every failing case: its line in a trace case file, or its workspace case.yaml."""
+    found: list[tuple[Path, int, str, str]] = []  # file, line, title, message
     by_name = {s.name: s for s in config.suites}
     for suite in outcome.suites:
         spec = by_name.get(suite.name)
-        if spec is None or spec.kind is not SuiteKind.TRACE or not isinstance(suite.report, TraceReport):
+        if spec is None or suite.report is None:
             continue
-        failing = [r for r in suite.report.results if not r.passed]
-        if not failing:
-            continue
-        case_path = config.path(spec.cases)
-        try:
-            lines = load_case_file(case_path).lines
-        except DiagbotError:
-            lines = {}
-        relative = os.path.relpath(case_path, settings.workspace).replace(os.sep, "/")
-        for r in failing:
-            line = lines.get(r.case_id, 1)
-            message = "; ".join(r.failed_checks) or "the case failed"
-            result.append(
-                {
-                    "path": relative,
-                    "start_line": line,
-                    "end_line": line,
-                    "annotation_level": "failure",
-                    "title": f"{suite.name}: {r.case_id}"[:255],
-                    "message": message[:60_000],
-                }
-            )
-    return result
+        cases = config.path(spec.cases)
+        if isinstance(suite.report, TraceReport):
+            failing = [r for r in suite.report.results if not r.passed]
+            try:
+                lines = load_case_file(cases).lines if failing else {}
+            except DiagbotError:
+                lines = {}
+            for r in failing:
+                message = "; ".join(r.failed_checks) or "the case failed"
+                found.append((cases, lines.get(r.case_id, 1), f"{suite.name}: {r.case_id}", message))
+        else:
+            for w in suite.report.results:
+                if w.verdict != "pass":
+                    missed = [
+                        f"{name}.{c.id}: {c.detail}"
+                        for name, bucket in w.packet.buckets.items()
+                        for c in bucket.checks
+                        if c.required and not c.passed
+                    ]
+                    message = f"{w.verdict} ({w.reason}), score {w.score:g}" + "".join(f"\n{m}" for m in missed)
+                    found.append((cases / w.case_id / "case.yaml", 1, f"{suite.name}: {w.case_id}", message))
+    return [
+        {
+            "path": os.path.relpath(path, settings.workspace).replace(os.sep, "/"),
+            "start_line": line,
+            "end_line": line,
+            "annotation_level": "failure",
+            "title": title[:255],
+            "message": message[:60_000],
+        }
+        for path, line, title, message in found
+    ]
 
 
 # --- runner files ----------------------------------------------------------------------------------------------------
