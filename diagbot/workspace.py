@@ -186,6 +186,8 @@ def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]
         return None, [f"{path}: case {folder}: not valid YAML ({where}{exc.problem}); fix the syntax"]
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return None, [f"{path}: case {folder}: cannot be read ({exc}); fix the file"]
+    except RecursionError:
+        return None, [f"{path}: case {folder}: nested too deeply to be a case; fix the file"]
     if not isinstance(raw, dict):
         return None, [f"{path}: case {folder}: top level must be a mapping with id, title, evaluation, judge"]
     case_id = raw["id"] if isinstance(raw.get("id"), str) else folder
