@@ -96,6 +96,10 @@ class RegexSpec(StrictInput):
     file: SafeGlob
     pattern: Annotated[str, AfterValidator(_valid_regex)]
 
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
 
 class JsonQuerySpec(StrictInput):
     file: SafeGlob
@@ -374,7 +378,7 @@ def contains(ws: Workspace, spec: ContainsSpec) -> Outcome:
 def regex(ws: Workspace, spec: RegexSpec) -> Outcome:
     def judge(rel: str) -> Outcome:
         text, note = ws.text(rel)
-        hit = re.search(spec.pattern, text)
+        hit = spec.compiled.search(text)
         said = f"matched {hit.group(0)[:80]!r}" if hit else f"no match for /{spec.pattern}/"
         return Outcome(hit is not None, said + (f" ({note})" if note else ""))
 
