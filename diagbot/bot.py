@@ -22,11 +22,11 @@ from github.Repository import Repository
 from diagbot import github as gh
 from diagbot import relay, runner
 from diagbot.cases import load_case_file
-from diagbot.config import Config, ThresholdConfig, load_config
+from diagbot.config import Config, load_config
 from diagbot.errors import DiagbotError
 from diagbot.pipeline import Outcome, find_baselines, run_config, write_outputs
-from diagbot.render import BaselineInfo, CurrentInfo
-from diagbot.report import RunInfo, TraceReport
+from diagbot.render import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
+from diagbot.report import RunInfo, TraceReport, write_file
 from diagbot.settings import Mode, Settings
 from diagbot.suites import Report
 
@@ -87,7 +87,9 @@ def run(settings: Settings, github: Github, now: datetime | None = None, out: Te
     comment_url: str | None = None
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None:
-        _write(report_dir / "pr.json", json.dumps(_pr_record(settings, target, config, info, outcome), indent=2) + "\n")
+        write_file(
+            report_dir / "pr.json", json.dumps(_pr_record(settings, target, config, info, outcome), indent=2) + "\n"
+        )
         comment_url = _comment(settings, repo, target.pr_number, config, outcome, notes)
         if comment_url is None and settings.comment.value != "off":
             summary = outcome.comment + "\n\n" + summary
@@ -183,7 +185,7 @@ def _push_target(settings: Settings, payload: dict[str, Any]) -> Target:
 def _config(settings: Settings, target: Target) -> Config:
     path = settings.workspace / (settings.config or "diagbot.yml")
     config = load_config(path, required=settings.config is not None)
-    thresholds = ThresholdConfig.model_validate({**config.thresholds.model_dump(by_alias=True), **settings.thresholds})
+    thresholds = config.thresholds.override(settings.thresholds)
     gate: dict[str, Any] = {}
     if settings.require_baseline is not None:
         gate["require_baseline"] = settings.require_baseline
@@ -307,7 +309,7 @@ def _check_run(
             f"diagbot ({config.marker_id})",
             outcome.conclusion.value,
             title,
-            outcome.check_summary,
+            outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT),
             case_annotations(settings, config, outcome),
         )
     except gh.CannotCheck as exc:
@@ -393,8 +395,3 @@ def _pr_record(
         "baseline": info.model_dump(mode="json", exclude={"run_url"}),
         "problems": [problem[:500] for problem in outcome.problems[:50]],
     }
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagbot.cases import load_case_file
-from diagbot.config import ThresholdConfig, load_config
+from diagbot.config import ThresholdConfig, given_thresholds, load_config
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError, ReportFormatError
 from diagbot.evaluate import evaluate_suite
-from diagbot.report import RunInfo, TraceReport, dump_model
+from diagbot.report import RunInfo, TraceReport, dump_model, write_file
 from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES
 
 if TYPE_CHECKING:
@@ -58,36 +58,15 @@ def console_summary(report: TraceReport, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     suite = load_case_file(Path(args.cases))
     report = evaluate_suite(
         suite, Path(args.fixtures), name=args.suite, run=run_info(), max_fixture_bytes=args.max_fixture_bytes
     )
-    write_text(Path(args.output), dump_model(report))
+    write_file(Path(args.output), dump_model(report))
     print(console_summary(report))
     print(f"report written to {args.output}")
     return 0
-
-
-def _thresholds(args: argparse.Namespace, base: ThresholdConfig | None = None) -> ThresholdConfig:
-    """CLI flags override the config file's thresholds, which override the defaults."""
-    given = {
-        "tool-calls-pct": args.tool_calls_pct,
-        "tool-calls-min": args.tool_calls_min,
-        "duration-pct": args.duration_pct,
-        "duration-min-ms": args.duration_min_ms,
-        "score-points": args.score_points,
-    }
-    merged = {
-        **(base or ThresholdConfig()).model_dump(by_alias=True),
-        **{k: v for k, v in given.items() if v is not None},
-    }
-    return ThresholdConfig.model_validate(merged)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -95,8 +74,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     baseline = load_report_file(Path(args.baseline))
     current = load_report_file(Path(args.current))
-    diff = diff_reports(baseline, current, _thresholds(args).to_thresholds(), args.baseline)
-    write_text(Path(args.output), dump_model(diff))
+    thresholds = ThresholdConfig().override(given_thresholds(args)).to_thresholds()
+    diff = diff_reports(baseline, current, thresholds, args.baseline)
+    write_file(Path(args.output), dump_model(diff))
     print(
         f"{diff.regression_count} regressions, {diff.improvement_count} improvements, {diff.changed_count} changes; "
         f"diff written to {args.output}"
@@ -127,7 +107,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     body = render_markdown(
         "comment.md.j2", [view(name, current, diff)], info, _current_info(), f"diagbot:{name}", COMMENT_LIMIT
     )
-    write_text(Path(args.output), body)
+    write_file(Path(args.output), body)
     print(f"comment written to {args.output} ({len(body)} characters)")
     return 0
 
@@ -144,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from diagbot.render import BaselineInfo
 
     config = load_config(Path(args.config) if args.config else None, required=args.config is not None)
-    config = config.model_copy(update={"thresholds": _thresholds(args, config.thresholds)})
+    config = config.model_copy(update={"thresholds": config.thresholds.override(given_thresholds(args))})
     location = Path(args.baseline) if args.baseline else None
     baselines, problems = find_baselines(location, config)
     if baselines:

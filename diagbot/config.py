@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,10 @@ class ThresholdConfig(StrictInput):
     duration_min_ms: float = Field(default=500.0, ge=0, alias="duration-min-ms")
     score_points: float = Field(default=5.0, ge=0, alias="score-points")
 
+    def override(self, given: Mapping[str, float]) -> ThresholdConfig:
+        """These thresholds with some replaced (kebab-case keys, as in diagbot.yml), validated again."""
+        return ThresholdConfig.model_validate({**self.model_dump(by_alias=True), **given})
+
     def to_thresholds(self) -> Thresholds:
         return Thresholds(
             tool_call_pct=self.tool_calls_pct,
@@ -47,6 +52,13 @@ class ThresholdConfig(StrictInput):
             duration_abs_ms=self.duration_min_ms,
             score_points=self.score_points,
         )
+
+
+def given_thresholds(source: object) -> dict[str, float]:
+    """The thresholds `source` sets, keyed like diagbot.yml. CLI flags and action inputs use ThresholdConfig's
+    field names, so one function reads both; an unset value (None) is left out."""
+    values = {field.alias: getattr(source, name, None) for name, field in ThresholdConfig.model_fields.items()}
+    return {str(key): value for key, value in values.items() if value is not None}
 
 
 class GateConfig(StrictInput):

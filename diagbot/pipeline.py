@@ -8,21 +8,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 
 from diagbot.config import Config
 from diagbot.diff import DiffReport
 from diagbot.errors import DiagbotError
 from diagbot.render import (
-    CHECK_SUMMARY_LIMIT,
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
     BaselineInfo,
     Caps,
     CurrentInfo,
+    SuiteView,
     render_markdown,
 )
-from diagbot.report import RunInfo, dump_model
+from diagbot.report import RunInfo, dump_model, write_file
 from diagbot.suites import KINDS, Report, diff_reports, load_report_file, view
 
 
@@ -43,13 +44,30 @@ class SuiteOutcome:
 
 @dataclass
 class Outcome:
+    """A run's suites and gate, plus what rendering needs; each Markdown output is rendered when first asked for."""
+
     suites: list[SuiteOutcome]
-    comment: str
-    summary: str
-    check_summary: str
     conclusion: Conclusion
     exit_code: int
     reason: str
+    views: list[SuiteView]
+    baseline_info: BaselineInfo
+    current: CurrentInfo
+    marker: str
+    comment_limit: int = COMMENT_LIMIT
+
+    def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
+        return render_markdown(
+            template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems
+        )
+
+    @cached_property
+    def comment(self) -> str:
+        return self.render("comment.md.j2", self.comment_limit)
+
+    @cached_property
+    def summary(self) -> str:
+        return self.render("summary.md.j2", SUMMARY_LIMIT, Caps(None, None, None, None))
 
     @property
     def has_regression(self) -> bool:
@@ -140,33 +158,15 @@ def run_config(
             update={"warnings": [*baseline_info.warnings, f"the baseline has no report for: {', '.join(missing)}"]}
         )
     marker = f"diagbot:{config.marker_id}"
-    problems = [p for s in outcomes for p in s.problems]
-    comment = render_markdown("comment.md.j2", views, baseline_info, current, marker, comment_limit, problems=problems)
-    summary = render_markdown(
-        "summary.md.j2",
-        views,
-        baseline_info,
-        current,
-        marker,
-        SUMMARY_LIMIT,
-        Caps(None, None, None, None),
-        problems,
-    )
-    check = render_markdown("summary.md.j2", views, baseline_info, current, marker, CHECK_SUMMARY_LIMIT, None, problems)
-    return Outcome(outcomes, comment, summary, check, conclusion, code, reason)
+    return Outcome(outcomes, conclusion, code, reason, views, baseline_info, current, marker, comment_limit)
 
 
 def write_outputs(outcome: Outcome, out: Path) -> None:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline)."""
     for suite in outcome.suites:
         if suite.report is not None:
-            _write(out / "reports" / f"{suite.name}.json", dump_model(suite.report))
+            write_file(out / "reports" / f"{suite.name}.json", dump_model(suite.report))
         if suite.diff is not None:
-            _write(out / "diff" / f"{suite.name}.json", dump_model(suite.diff))
-    _write(out / "comment.md", outcome.comment)
-    _write(out / "summary.md", outcome.summary)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+            write_file(out / "diff" / f"{suite.name}.json", dump_model(suite.diff))
+    write_file(out / "comment.md", outcome.comment)
+    write_file(out / "summary.md", outcome.summary)

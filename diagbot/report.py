@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -96,6 +97,12 @@ def build_report(results: list[CaseResult], suite: str | None = None, run: RunIn
 def dump_model(model: Output) -> str:
     """The JSON text diagbot writes: camelCase, stable key order, UTF-8 kept readable, trailing newline."""
     return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write one output file as UTF-8, making its folder first (every file diagbot writes goes through here)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def _problems(exc: ValidationError, where: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from diagbot.config import given_thresholds
 from diagbot.errors import ConfigError
 
 
@@ -89,14 +90,7 @@ class Settings(BaseModel):
     @property
     def thresholds(self) -> dict[str, float]:
         """The threshold inputs that were given, keyed like diagbot.yml's `thresholds:`."""
-        given = {
-            "tool-calls-pct": self.tool_calls_pct,
-            "tool-calls-min": self.tool_calls_min,
-            "duration-pct": self.duration_pct,
-            "duration-min-ms": self.duration_min_ms,
-            "score-points": self.score_points,
-        }
-        return {k: v for k, v in given.items() if v is not None}
+        return given_thresholds(self)
 
 
 def _problem(error: Any) -> str:
