@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from diagbot.workspace import WorkspaceCase, judge_case
+from diagbot.workspace import WorkspaceCase, judge_suite
 
 LOG_FILES = 12  # with the 8 fixed files below: 20 files per workspace
 
@@ -111,8 +111,8 @@ def main() -> None:
                             handle.read()
 
         def judge_all() -> None:
-            results = [judge_case(case, root) for case in cases]
-            assert all(result.verdict == "pass" for result in results), "bench workspaces should all pass"
+            report = judge_suite(cases, root)
+            assert report.passed_cases == len(cases), "bench workspaces should all pass"
 
         read_all()  # warm the page cache for both timings
         read = best_of(args.repeat, read_all)

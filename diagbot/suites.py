@@ -23,9 +23,8 @@ from diagbot.workspace import (
     WORKSPACE_SCHEMA_VERSION,
     Bucket,
     WorkspaceReport,
-    build_workspace_report,
     diff_workspace,
-    judge_case,
+    judge_suite,
     load_workspace_suite,
 )
 
@@ -84,7 +83,7 @@ def _evaluate_workspace(suite: SuiteConfig, config: Config, run: RunInfo | None)
     if problems:
         raise CaseFileError(*problems)
     fixtures = config.path(suite.fixtures)
-    return build_workspace_report([judge_case(case, fixtures) for case in cases])
+    return judge_suite(cases, fixtures)
 
 
 def _parse_workspace(text: str, where: str) -> Report:

@@ -9,7 +9,8 @@ precedence, and the score band keeps `invalid` at 0, `fail` in 1..69 and `pass` 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +20,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 
+from diagbot.batch import paused_gc
 from diagbot.diff import (
     DiffItem,
     DiffReport,
@@ -33,7 +35,7 @@ from diagbot.diff import (
     summarize,
 )
 from diagbot.models import Output, StrictInput
-from diagbot.workspace_checks import CheckKind, CheckSpec, SafeGlob, Workspace, run_check
+from diagbot.workspace_checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
 
 
 class Mode(StrEnum):
@@ -306,9 +308,15 @@ class WorkspaceResult(Output):
 
 
 def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
-    """Judge one run folder; whatever the folder holds becomes check results, never an exception."""
+    """Judge one run folder; whatever the folder holds becomes check results, never an exception. The packet is
+    assembled as plain data and validated once, in one pass through pydantic-core rather than one per check."""
     root, problem = _resolve(case, fixtures_dir)
-    workspace = Workspace(root) if root is not None else None
+    workspace = None
+    if root is not None:
+        try:
+            workspace = Workspace(root)
+        except OSError as exc:
+            root, problem = None, f"workspace folder {case.workspace or case.id!r} cannot be read ({exc.strerror})"
     buckets = {}
     for bucket, points in case.evaluation.points().items():
         if bucket is Bucket.MODE_CONTRACT:
@@ -316,64 +324,82 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
         else:
             checks = getattr(case.judge, bucket.value)
         if workspace is None:
-            results = [_result(check, False, f"not run: {problem}") for check in checks]
+            outcomes = [Outcome(False, f"not run: {problem}")] * len(checks)
         else:
-            results = [_result(check, *run_check(workspace, check)) for check in checks]
-        buckets[bucket.value] = _bucket(points, results)
+            outcomes = [run_check(workspace, check) for check in checks]
+        buckets[bucket.value] = _bucket(points, checks, outcomes)
     verdict, reason = (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED) if root is None else _decide(case, buckets)
-    raw = round(sum(bucket.score for bucket in buckets.values()), 2)
+    raw = round(sum(bucket["score"] for bucket in buckets.values()), 2)
     final = _band(verdict, raw)
-    scoring = Scoring(raw=raw, final=final, verdict=verdict, reason=reason)
-    return WorkspaceResult(
-        case_id=case.id,
-        title=case.title,
-        mode=case.evaluation.mode,
-        verdict=verdict,
-        reason=reason,
-        score=final,
-        packet=Packet(buckets=buckets, scoring=scoring),
+    scoring = {"raw": raw, "final": final, "verdict": verdict, "reason": reason}
+    return WorkspaceResult.model_validate(
+        {
+            "case_id": case.id,
+            "title": case.title,
+            "mode": case.evaluation.mode,
+            "verdict": verdict,
+            "reason": reason,
+            "score": final,
+            "packet": {"buckets": buckets, "scoring": scoring},
+        }
     )
+
+
+def judge_suite(cases: list[WorkspaceCase], fixtures_dir: Path) -> WorkspaceReport:
+    """Judge every case and aggregate the report."""
+    with paused_gc():
+        results = [judge_case(case, fixtures_dir) for case in cases]
+    return build_workspace_report(results)
 
 
 def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
     """The run folder, or why there is none. The name cannot hold `..`, so only a link on the way can lead
-    out of the fixtures folder; the real paths are compared only then (realpath is slow on the hot path)."""
+    out of the fixtures folder; real paths are compared only then (realpath is slow on the hot path)."""
     name = case.workspace or case.id
     parts = [part for part in name.split("/") if part not in ("", ".")]
-    target = os.path.join(fixtures_dir, *parts)
-    if not os.path.isdir(target):
-        return None, f"workspace folder {name!r} not found in the fixtures folder"
-    if any(os.path.islink(os.path.join(fixtures_dir, *parts[: i + 1])) for i in range(len(parts))):
-        base, real = os.path.realpath(fixtures_dir), os.path.realpath(target)
-        if real == base or os.path.commonpath([base, real]) != base:
-            return None, f"workspace {name!r} resolves outside the fixtures folder"
     if not parts:
         return None, f"workspace {name!r} names the fixtures folder itself; name a folder inside it"
-    if not os.access(target, os.R_OK | os.X_OK):
-        return None, f"workspace folder {name!r} cannot be read (permission denied)"
+    base = target = os.fspath(fixtures_dir)
+    linked = False
+    try:
+        for part in parts:
+            target = os.path.join(target, part)
+            mode = os.lstat(target).st_mode
+            linked = linked or stat.S_ISLNK(mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, f"workspace folder {name!r} not found in the fixtures folder"
+    except OSError as exc:
+        return None, f"workspace folder {name!r} cannot be read ({exc.strerror})"
+    if linked:
+        real_base, real = os.path.realpath(base), os.path.realpath(target)
+        if real == real_base or os.path.commonpath([real_base, real]) != real_base:
+            return None, f"workspace {name!r} resolves outside the fixtures folder"
+        mode = os.stat(target).st_mode if os.path.exists(target) else 0
+    if not stat.S_ISDIR(mode):
+        return None, f"workspace folder {name!r} not found in the fixtures folder"
     return target, ""
 
 
-def _result(check: CheckSpec, passed: bool, detail: str) -> CheckResult:
-    return CheckResult(id=check.id, passed=passed, required=check.required, weight=check.weight, detail=detail)
-
-
-def _bucket(points: float, checks: list[CheckResult]) -> BucketResult:
+def _bucket(points: float, checks: Sequence[CheckSpec], outcomes: list[Outcome]) -> dict[str, Any]:
     """pass: every required check passed; fail: none did; score: points times the passed share of weight."""
-    required = [check.passed for check in checks if check.required]
+    rows = [
+        {"id": check.id, "passed": passed, "required": check.required, "weight": check.weight, "detail": detail}
+        for check, (passed, detail) in zip(checks, outcomes, strict=True)
+    ]
+    required = [outcome.passed for check, outcome in zip(checks, outcomes, strict=True) if check.required]
     status = Status.PASS if all(required) else Status.FAIL if not any(required) else Status.PARTIAL
     total = sum(check.weight for check in checks)
-    passed = sum(check.weight for check in checks if check.passed)
+    passed = sum(check.weight for check, outcome in zip(checks, outcomes, strict=True) if outcome.passed)
     share = passed / total if total else float(status is Status.PASS)
-    return BucketResult(status=status, points=points, score=round(points * share, 2), checks=checks)
+    return {"status": status, "points": points, "score": round(points * share, 2), "checks": rows}
 
 
-def _decide(case: WorkspaceCase, buckets: dict[str, BucketResult]) -> tuple[Verdict, Reason | None]:
+def _decide(case: WorkspaceCase, buckets: dict[str, dict[str, Any]]) -> tuple[Verdict, Reason | None]:
     """The hard gates make a run invalid (not comparable); after them the first short bucket makes it fail."""
-    status = {name: bucket.status for name, bucket in buckets.items()}
+    status: dict[str, Status] = {name: bucket["status"] for name, bucket in buckets.items()}
     if case.evaluation.mode is Mode.EVIDENCE_ONLY:
-        contract = buckets[Bucket.MODE_CONTRACT].checks
-        if not all(check.passed for check in contract if check.id == STAGE_BOUNDARY_CHECK):
+        contract = buckets[Bucket.MODE_CONTRACT]["checks"]
+        if not all(row["passed"] for row in contract if row["id"] == STAGE_BOUNDARY_CHECK):
             return Verdict.INVALID, Reason.EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED
         if status[Bucket.MODE_CONTRACT] is not Status.PASS:
             return Verdict.INVALID, Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING

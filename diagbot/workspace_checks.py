@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -141,13 +141,22 @@ class CheckSpec(StrictInput):
     def kind(self) -> CheckKind:
         return next(kind for kind in CheckKind if getattr(self, kind.value) is not None)
 
+    @cached_property
+    def payload(self) -> Any:
+        """What the kind key holds: a glob, or the kind's spec."""
+        return getattr(self, self.kind.value)
+
 
 class Outcome(NamedTuple):
     passed: bool
     detail: str
 
 
-@dataclass
+S = TypeVar("S")
+FileJudge = Callable[["Workspace", str, S], tuple[bool, str]]
+
+
+@dataclass(slots=True)
 class _Blob:
     data: bytes
     size: int
@@ -160,47 +169,60 @@ class Workspace:
     """A read-only view of one run folder: listed once on creation, each file read at most once."""
 
     def __init__(self, root: str) -> None:
+        """Raises OSError when the root itself cannot be listed; an unreadable subfolder just lists nothing."""
         self.root = root
         self.files: dict[str, str] = {}  # relative path -> path to open, regular files inside the root only
         self.refused: dict[str, str] = {}  # relative path -> why it is not treated as a file
+        self.folders: dict[str, list[str]] = {}  # "evidences/" -> the files and refused entries directly in it
         self._blobs: dict[str, _Blob] = {}
         pending = [(root, "")]
         while pending:
             folder, prefix = pending.pop()
             try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        self._add(entry, prefix + entry.name, pending)
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
             except OSError:
+                if folder is root:
+                    raise
                 continue
+            names = self.folders[prefix] = []
+            for entry in entries:  # the common cases first, without a method call per entry
+                rel = prefix + entry.name
+                if entry.is_file(follow_symlinks=False):
+                    self.files[rel] = entry.path
+                    names.append(rel)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, rel + "/"))
+                else:
+                    self._other(entry, rel)
+                    names.append(rel)
 
-    def _add(self, entry: os.DirEntry[str], rel: str, pending: list[tuple[str, str]]) -> None:
+    def _other(self, entry: os.DirEntry[str], rel: str) -> None:
         """Folder links are not followed; a file link counts only when it resolves inside the root."""
-        if entry.is_symlink():
-            target, real_root = os.path.realpath(entry.path), os.path.realpath(self.root)
-            if os.path.commonpath([real_root, target]) != real_root:
-                self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
-            elif os.path.isfile(target):
-                self.files[rel] = target
-            else:
-                self.refused[rel] = "a link to something other than a regular file (ignored)"
-        elif entry.is_dir(follow_symlinks=False):
-            pending.append((entry.path, rel + "/"))
-        elif entry.is_file(follow_symlinks=False):
-            self.files[rel] = entry.path
-        else:
+        if not entry.is_symlink():
             self.refused[rel] = "not a regular file (ignored)"
+            return
+        target, real_root = os.path.realpath(entry.path), os.path.realpath(self.root)
+        if os.path.commonpath([real_root, target]) != real_root:
+            self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
+        elif os.path.isfile(target):
+            self.files[rel] = target
+        else:
+            self.refused[rel] = "a link to something other than a regular file (ignored)"
 
     def match(self, pattern: str) -> tuple[list[str], list[str]]:
-        """Files matching the glob, sorted, and notes about matching entries that were refused."""
-        literal, regex = _glob(pattern)
+        """Files matching the glob, sorted, and notes about matching entries that were refused. Like a shell,
+        a glob whose wildcards are all in its last part looks only inside that one folder."""
+        literal, folder, regex = _glob(pattern)
         if literal is not None:
-            found = [literal] if literal in self.files else []
-            refused = [literal] if literal in self.refused else []
+            if literal in self.files:
+                return [literal], []
+            hits = [literal]
         else:
-            found = sorted(filter(regex.fullmatch, self.files))
-            refused = sorted(filter(regex.fullmatch, self.refused))
-        return found, [f"{rel} is {self.refused[rel]}" for rel in refused]
+            names = self.folders.get(folder, []) if folder is not None else [*self.files, *self.refused]
+            hits = sorted(filter(regex.fullmatch, names))
+        found = [rel for rel in hits if rel in self.files]
+        return found, [f"{rel} is {self.refused[rel]}" for rel in hits if rel in self.refused]
 
     def blob(self, rel: str) -> _Blob:
         """At most READ_CAP bytes of the file, read once with plain os calls (the hot path): one read covers
@@ -264,10 +286,17 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
 
 
 @lru_cache(maxsize=1024)
-def _glob(pattern: str) -> tuple[str | None, re.Pattern[str]]:
-    """A glob without wildcards is looked up directly (normalised); others match as a regex."""
-    literal = None if not _MAGIC.isdisjoint(pattern) else "/".join(_segments(pattern))
-    return literal, _glob_regex(pattern)
+def _glob(pattern: str) -> tuple[str | None, str | None, re.Pattern[str]]:
+    """(literal, folder, regex): a glob without wildcards is looked up directly (normalised); one with
+    wildcards only in its last part names the one folder to look in; any other is matched against every path."""
+    segments = _segments(pattern)
+    if _MAGIC.isdisjoint(pattern):
+        return "/".join(segments), None, _glob_regex(pattern)
+    head = segments[:-1]
+    folder = (
+        "".join(f"{part}/" for part in head) if segments[-1] != "**" and all(map(_MAGIC.isdisjoint, head)) else None
+    )
+    return None, folder, _glob_regex(pattern)
 
 
 def _segments(pattern: str) -> list[str]:
@@ -322,22 +351,24 @@ def _joined(notes: list[str]) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def _any_file(ws: Workspace, pattern: str, judge: Callable[[str], Outcome]) -> Outcome:
-    """A glob passes when any matching file passes; the detail names the passing file or why each failed."""
+def _any_file(ws: Workspace, pattern: str, judge: FileJudge[S], spec: S) -> Outcome:
+    """A glob passes when any matching file passes; the detail names the passing file or why the first few
+    failed (and how many more did)."""
     files, refused = ws.match(pattern)
-    failures = []
-    for rel in files:
-        try:
-            outcome = judge(rel)
-        except OSError as exc:
-            outcome = Outcome(False, f"could not read ({exc.strerror})")
-        if outcome.passed:
-            return Outcome(True, f"{rel}: {outcome.detail}")
-        failures.append(f"{rel}: {outcome.detail}")
     if not files:
         return Outcome(False, f"no file matches {pattern!r}{_joined(refused)}")
-    more = f"; ...and {len(failures) - _SHOWN_FILES} more" if len(failures) > _SHOWN_FILES else ""
-    return Outcome(False, "; ".join(failures[:_SHOWN_FILES]) + more + _joined(refused))
+    shown: list[str] = []
+    for rel in files:
+        try:
+            passed, detail = judge(ws, rel, spec)
+        except OSError as exc:
+            passed, detail = False, f"could not read ({exc.strerror})"
+        if passed:
+            return Outcome(True, f"{rel}: {detail}")
+        if len(shown) < _SHOWN_FILES:
+            shown.append(f"{rel}: {detail}")
+    more = f"; ...and {len(files) - _SHOWN_FILES} more" if len(files) > _SHOWN_FILES else ""
+    return Outcome(False, "; ".join(shown) + more + _joined(refused))
 
 
 def file_exists(ws: Workspace, pattern: str) -> Outcome:
@@ -354,35 +385,29 @@ def file_absent(ws: Workspace, pattern: str) -> Outcome:
     return Outcome(True, f"no file matches {pattern!r}{_joined(refused)}")
 
 
-def json_valid(ws: Workspace, pattern: str) -> Outcome:
-    def judge(rel: str) -> Outcome:
-        ok, _, problem = ws.json(rel)
-        return Outcome(ok, problem)
-
-    return _any_file(ws, pattern, judge)
+# Each content kind is a glob plus a test of one file, returning (passed, detail).
 
 
-def contains(ws: Workspace, spec: ContainsSpec) -> Outcome:
-    def judge(rel: str) -> Outcome:
-        text, note = ws.text(rel)
-        found = matches(text, spec.needles)
-        missing = [needle for needle in spec.needles if needle not in found]
-        passed = bool(found) if spec.any_of is not None else not missing
-        said = [f"found {', '.join(found)}"] if found else []
-        said += [f"missing {', '.join(missing)}"] if missing else []
-        return Outcome(passed, "; ".join(said) + (f" ({note})" if note else ""))
-
-    return _any_file(ws, spec.file, judge)
+def _valid_json_file(ws: Workspace, rel: str, _: None) -> tuple[bool, str]:
+    ok, _value, problem = ws.json(rel)
+    return ok, problem
 
 
-def regex(ws: Workspace, spec: RegexSpec) -> Outcome:
-    def judge(rel: str) -> Outcome:
-        text, note = ws.text(rel)
-        hit = spec.compiled.search(text)
-        said = f"matched {hit.group(0)[:80]!r}" if hit else f"no match for /{spec.pattern}/"
-        return Outcome(hit is not None, said + (f" ({note})" if note else ""))
+def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, str]:
+    text, note = ws.text(rel)
+    found = matches(text, spec.needles)
+    missing = [needle for needle in spec.needles if needle not in found]
+    passed = bool(found) if spec.any_of is not None else not missing
+    said = [f"found {', '.join(found)}"] if found else []
+    said += [f"missing {', '.join(missing)}"] if missing else []
+    return passed, "; ".join(said) + (f" ({note})" if note else "")
 
-    return _any_file(ws, spec.file, judge)
+
+def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:
+    text, note = ws.text(rel)
+    hit = spec.compiled.search(text)
+    said = f"matched {hit.group(0)[:80]!r}" if hit else f"no match for /{spec.pattern}/"
+    return hit is not None, said + (f" ({note})" if note else "")
 
 
 def _jmespath_truthy(value: Any) -> bool:
@@ -392,19 +417,32 @@ def _jmespath_truthy(value: Any) -> bool:
     return not (isinstance(value, str | list | dict) and len(value) == 0)
 
 
-def json_query(ws: Workspace, spec: JsonQuerySpec) -> Outcome:
-    def judge(rel: str) -> Outcome:
-        ok, value, problem = ws.json(rel)
-        if not ok:
-            return Outcome(False, problem)
-        try:
-            result = _compiled(spec.expr).search(value)
-        except (JMESPathError, TypeError, ValueError) as exc:
-            return Outcome(False, f"{spec.expr} failed: {exc}")
-        shown = json.dumps(result, ensure_ascii=False, default=str)
-        return Outcome(_jmespath_truthy(result), f"{spec.expr} -> {shown[:80]}")
+def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool, str]:
+    ok, value, problem = ws.json(rel)
+    if not ok:
+        return False, problem
+    try:
+        result = _compiled(spec.expr).search(value)
+    except (JMESPathError, TypeError, ValueError) as exc:
+        return False, f"{spec.expr} failed: {exc}"
+    shown = json.dumps(result, ensure_ascii=False, default=str)
+    return _jmespath_truthy(result), f"{spec.expr} -> {shown[:80]}"
 
-    return _any_file(ws, spec.file, judge)
+
+def json_valid(ws: Workspace, pattern: str) -> Outcome:
+    return _any_file(ws, pattern, _valid_json_file, None)
+
+
+def contains(ws: Workspace, spec: ContainsSpec) -> Outcome:
+    return _any_file(ws, spec.file, _contains_file, spec)
+
+
+def regex(ws: Workspace, spec: RegexSpec) -> Outcome:
+    return _any_file(ws, spec.file, _regex_file, spec)
+
+
+def json_query(ws: Workspace, spec: JsonQuerySpec) -> Outcome:
+    return _any_file(ws, spec.file, _json_query_file, spec)
 
 
 CHECKS: dict[CheckKind, Callable[[Workspace, Any], Outcome]] = {
@@ -420,6 +458,6 @@ CHECKS: dict[CheckKind, Callable[[Workspace, Any], Outcome]] = {
 def run_check(ws: Workspace, check: CheckSpec) -> Outcome:
     """Dispatch through the registry; a listing or read error becomes a failed check, never an exception."""
     try:
-        return CHECKS[check.kind](ws, getattr(check, check.kind.value))
+        return CHECKS[check.kind](ws, check.payload)
     except OSError as exc:
         return Outcome(False, f"could not read the workspace ({exc.strerror})")
