@@ -715,7 +715,7 @@ def test_diagnosis_weights_override_points_and_partial_diagnosis(tmp_path: Path)
 @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 5)), min_size=1, max_size=6))
 def test_bucket_score_stays_within_points(checks: list[tuple[bool, bool, int]]) -> None:
     specs = tuple(CheckSpec(id=str(i), required=r, weight=w, file_exists="x") for i, (_, r, w) in enumerate(checks))
-    bucket = BucketResult.model_validate(_bucket(30.0, specs, [Outcome(p, "") for p, _, _ in checks]))
+    bucket = BucketResult(**_bucket(30.0, specs, [Outcome(p, "") for p, _, _ in checks]))
     assert 0 <= bucket.score <= 30.0
     if all(p for p, r, _ in checks if r):
         assert bucket.status is Status.PASS
