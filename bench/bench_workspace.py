@@ -3,7 +3,7 @@
 Generates 1,000 evidence-only workspaces of 20 files each in a temporary folder, then times (best of
 three, page cache warm) reading every file once against judging every case. Target: ratio below 2x.
 
-    .venv/bin/python bench/bench_workspace.py [--workspaces 1000] [--repeat 3]
+    .venv/bin/python bench/bench_workspace.py [--workspaces 1000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def best_of(repeat: int, work: Callable[[], None]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--workspaces", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

@@ -391,15 +391,17 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
 
 def _bucket(points: float, checks: Sequence[CheckSpec], outcomes: list[Outcome]) -> dict[str, Any]:
     """pass: every required check passed; fail: none did; score: points times the passed share of weight."""
-    rows = [
-        {"id": check.id, "passed": passed, "required": check.required, "weight": check.weight, "detail": detail}
-        for check, (passed, detail) in zip(checks, outcomes, strict=True)
-    ]
-    required = [outcome.passed for check, outcome in zip(checks, outcomes, strict=True) if check.required]
+    rows, required, total, gained = [], [], 0.0, 0.0
+    for check, (passed, detail) in zip(checks, outcomes, strict=True):
+        rows.append(
+            {"id": check.id, "passed": passed, "required": check.required, "weight": check.weight, "detail": detail}
+        )
+        total += check.weight
+        gained += check.weight if passed else 0.0
+        if check.required:
+            required.append(passed)
     status = Status.PASS if all(required) else Status.FAIL if not any(required) else Status.PARTIAL
-    total = sum(check.weight for check in checks)
-    passed = sum(check.weight for check, outcome in zip(checks, outcomes, strict=True) if outcome.passed)
-    share = passed / total if total else float(status is Status.PASS)
+    share = gained / total if total else float(status is Status.PASS)
     return {"status": status, "points": points, "score": round(points * share, 2), "checks": rows}
 
 
