@@ -8,6 +8,7 @@ precedence, and the score band keeps `invalid` at 0, `fail` in 1..69 and `pass` 
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -21,7 +22,6 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 from pydantic.dataclasses import dataclass
 
-from diagbot.batch import paused_gc
 from diagbot.diff import (
     DiffItem,
     DiffReport,
@@ -355,9 +355,15 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
 
 
 def judge_suite(cases: list[WorkspaceCase], fixtures_dir: Path) -> WorkspaceReport:
-    """Judge every case and aggregate the report."""
-    with paused_gc():
+    """Judge every case and aggregate the report. The cycle collector is paused meanwhile: judging makes no
+    reference cycles, and sparing it repeated passes over the growing results saves about 3% on the bench."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         results = [judge_case(case, fixtures_dir) for case in cases]
+    finally:
+        if collecting:
+            gc.enable()
     return build_workspace_report(results)
 
 

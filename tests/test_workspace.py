@@ -8,6 +8,7 @@ regenerate them and read the diff before committing:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -32,6 +33,7 @@ from diagbot.workspace import (
     build_workspace_report,
     diff_workspace,
     judge_case,
+    judge_suite,
     load_workspace_suite,
 )
 from diagbot.workspace_checks import (
@@ -392,6 +394,47 @@ def test_workspace_folder_linked_outside_the_fixtures_is_invalid(tmp_path: Path)
     )
     check = result.packet.buckets["mode_contract"].checks[0]
     assert check.detail == "not run: workspace 'case-1' resolves outside the fixtures folder"
+
+
+def test_workspace_link_inside_the_fixtures_is_followed_and_a_file_is_not_a_workspace(tmp_path: Path) -> None:
+    write(tmp_path / "fixtures" / "runs" / "r1", CONTRACT | EVIDENCE)
+    (tmp_path / "fixtures" / "alias").symlink_to(tmp_path / "fixtures" / "runs" / "r1")
+    (tmp_path / "fixtures" / "plain").write_text("not a folder")
+    assert judge_case(make_case(workspace="alias"), tmp_path / "fixtures").verdict is Verdict.PASS
+    as_file = judge_case(make_case(workspace="plain"), tmp_path / "fixtures")
+    detail = as_file.packet.buckets["mode_contract"].checks[0].detail
+    assert (as_file.reason, detail) == (
+        Reason.ARTIFACT_RESOLUTION_FAILED,
+        "not run: workspace folder 'plain' not found in the fixtures folder",
+    )
+
+
+def test_unlistable_workspace_folder_is_invalid_not_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run as root here, so a permission error is raised by hand where listing the run folder starts."""
+    root = write(tmp_path / "fixtures" / "case-1", CONTRACT | EVIDENCE)
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> Any:
+        if path == str(root):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = judge_case(make_case(), tmp_path / "fixtures")
+    assert (result.verdict, result.reason) == (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED)
+    detail = result.packet.buckets["critical_evidence"].checks[0].detail
+    assert detail == "not run: workspace folder 'case-1' cannot be read (Permission denied)"
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_judge_suite_restores_the_cycle_collector(tmp_path: Path, collecting: bool) -> None:
+    write(tmp_path / "case-1", CONTRACT | EVIDENCE)
+    (gc.enable if collecting else gc.disable)()
+    try:
+        report = judge_suite([make_case()], tmp_path)
+        assert (report.passed_cases, gc.isenabled()) == (1, collecting)
+    finally:
+        gc.enable()
 
 
 def test_workspace_key_resolves_inside_the_fixtures(tmp_path: Path) -> None:
