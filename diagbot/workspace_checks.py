@@ -152,8 +152,8 @@ class Outcome(NamedTuple):
     detail: str
 
 
-S = TypeVar("S")
-FileJudge = Callable[["Workspace", str, S], tuple[bool, str]]
+SpecT = TypeVar("SpecT")
+FileJudge = Callable[["Workspace", str, SpecT], tuple[bool, str]]
 
 
 @dataclass(slots=True)
@@ -375,7 +375,7 @@ def _joined(notes: list[str]) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def _any_file(ws: Workspace, pattern: str, judge: FileJudge[S], spec: S) -> Outcome:
+def _any_file(ws: Workspace, pattern: str, judge: FileJudge[SpecT], spec: SpecT) -> Outcome:
     """A glob passes when any matching file passes; the detail names the passing file or why the first few
     failed (and how many more did)."""
     files, refused = ws.match(pattern)
