@@ -27,7 +27,7 @@ from diagbot.errors import DiagbotError
 from diagbot.pipeline import Outcome, find_baselines, run_config, write_outputs
 from diagbot.render import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
 from diagbot.report import RunInfo, TraceReport, write_file
-from diagbot.settings import Mode, Settings
+from diagbot.settings import RunMode, Settings
 from diagbot.suites import Report
 
 
@@ -70,7 +70,7 @@ def run(settings: Settings, github: Github, now: datetime | None = None, out: Te
     now = now or datetime.now(UTC)
     token = settings.github_token.get_secret_value()
     print(f"::add-mask::{token}", file=stream)
-    if settings.mode is Mode.COMMENT:
+    if settings.mode is RunMode.COMMENT:
         return relay.run(settings, github, out=stream)
     notes = Notes()
     repo = github.get_repo(settings.repository)
@@ -121,13 +121,13 @@ def resolve_target(settings: Settings, repo: Repository) -> Target:
     """The PR (head, base) or pushed branch this run is about, from the event payload or the pr-number input."""
     event = settings.event_name
     pull_events = ("pull_request", "pull_request_target")
-    if event not in (*pull_events, "push", "workflow_dispatch") and settings.mode is Mode.AUTO:
+    if event not in (*pull_events, "push", "workflow_dispatch") and settings.mode is RunMode.AUTO:
         raise UnsupportedEvent(
             f"diagbot does not handle the '{event}' event; run it on pull_request, push or workflow_dispatch "
             "(or set the mode input with pr-number)"
         )
     payload = load_event(settings.event_path)
-    if settings.mode is Mode.PUSH or (event == "push" and settings.mode is Mode.AUTO):
+    if settings.mode is RunMode.PUSH or (event == "push" and settings.mode is RunMode.AUTO):
         return _push_target(settings, payload)
     if event in pull_events and settings.pr_number is None:
         pull = payload.get("pull_request")
@@ -145,7 +145,7 @@ def resolve_target(settings: Settings, repo: Repository) -> Target:
         except (KeyError, TypeError, ValueError) as exc:
             raise EventError(f"{settings.event_path}: the pull_request payload lacks {exc}") from None
     if settings.pr_number is not None and (
-        event in (*pull_events, "workflow_dispatch") or settings.mode is Mode.PULL_REQUEST
+        event in (*pull_events, "workflow_dispatch") or settings.mode is RunMode.PULL_REQUEST
     ):
         number = settings.pr_number
         pull = gh.call(f"reading pull request #{number}", lambda: repo.get_pull(number))
@@ -160,7 +160,7 @@ def resolve_target(settings: Settings, repo: Repository) -> Target:
                 pr_number=number,
             ),
         )
-    if settings.mode is Mode.PULL_REQUEST:
+    if settings.mode is RunMode.PULL_REQUEST:
         raise EventError("mode is pull-request but no pull request is known; set the pr-number input")
     if event == "workflow_dispatch":
         return _push_target(settings, payload)

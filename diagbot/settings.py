@@ -23,7 +23,7 @@ class CommentMode(StrEnum):
     OFF = "off"
 
 
-class Mode(StrEnum):
+class RunMode(StrEnum):
     """What the run is for: `auto` decides by event; `pull-request` / `push` force a role; `comment` relays a fork
     PR's downloaded report folder to the PR (see `diagbot.relay`)."""
 
@@ -49,7 +49,7 @@ class Settings(BaseModel):
     comment: CommentMode = Field(default=CommentMode.UPDATE, alias="INPUT_COMMENT")
     comment_author: str = Field(default="github-actions[bot]", alias="INPUT_COMMENT-AUTHOR", min_length=1)
     pr_number: int | None = Field(default=None, gt=0, alias="INPUT_PR-NUMBER")
-    mode: Mode = Field(default=Mode.AUTO, alias="INPUT_MODE")
+    mode: RunMode = Field(default=RunMode.AUTO, alias="INPUT_MODE")
     report_dir: str = Field(default="diagbot-report", alias="INPUT_REPORT-DIR", min_length=1)
     max_wait_seconds: float = Field(default=120.0, ge=0, alias="INPUT_MAX-WAIT-SECONDS")
     tool_calls_pct: float | None = Field(default=None, ge=0, alias="INPUT_TOOL-CALLS-PCT")
