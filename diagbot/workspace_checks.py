@@ -19,6 +19,7 @@ from typing import Annotated, Any, NamedTuple, TypeVar
 import jmespath
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
+from jmespath.visitor import TreeInterpreter
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
@@ -72,6 +73,11 @@ def _valid_jmespath(expr: str) -> str:
 @lru_cache(maxsize=1024)
 def _compiled(expr: str) -> ParsedResult:
     return jmespath.compile(expr)
+
+
+# One interpreter serves every query: `ParsedResult.search` builds a new one per call, and each is a reference
+# cycle (it caches its own bound methods) that only the cycle collector frees, which `judge_suite` pauses.
+_INTERPRETER = TreeInterpreter()
 
 
 class ContainsSpec(StrictInput):
@@ -188,14 +194,17 @@ class Workspace:
             names = self.folders[prefix] = []
             for entry in entries:  # the common cases first, without a method call per entry
                 rel = prefix + entry.name
-                if entry.is_file(follow_symlinks=False):
-                    self.files[rel] = entry.path
-                    names.append(rel)
-                elif entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, rel + "/"))
-                else:
-                    self._other(entry, rel)
-                    names.append(rel)
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        self.files[rel] = entry.path
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, rel + "/"))
+                        continue
+                    else:
+                        self._other(entry, rel)
+                except OSError as exc:  # the type was not in the listing and the entry cannot be looked at
+                    self.refused[rel] = f"an entry that cannot be inspected ({exc.strerror})"
+                names.append(rel)
 
     def _other(self, entry: os.DirEntry[str], rel: str) -> None:
         """Folder links are not followed; a file link counts only when it resolves inside the root."""
@@ -270,7 +279,7 @@ class Workspace:
 
 def _decode(blob: _Blob) -> tuple[str, str]:
     truncated = blob.size > len(blob.data)
-    cut = f"read only the first {_size(READ_CAP)} of {_size(blob.size)}" if truncated else ""
+    cut = f"read only the first {_size(READ_CAP)} of {_bytes(blob.size)}" if truncated else ""
     try:
         return blob.data.decode(), cut
     except UnicodeDecodeError as exc:
@@ -298,7 +307,7 @@ def _plainly_valid(blob: _Blob) -> bool:
 
 def _parse(blob: _Blob) -> tuple[bool, Any, str]:
     if blob.size > len(blob.data):
-        return False, None, f"{_size(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
+        return False, None, f"{_bytes(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
     try:
         return True, from_json(blob.data, allow_inf_nan=False), "valid JSON"  # the parser checks UTF-8 itself
     except ValueError as exc:
@@ -353,7 +362,7 @@ def _segment_regex(segment: str) -> str:
             out.append("[^/]")
         elif end != -1:
             body = re.sub(r"([\\^\[&~|])", r"\\\1", segment[start:end])
-            out.append(f"[^/{body}]" if start > i else f"[{body}]")
+            out.append(f"[^/{body}]" if start > i else f"(?!/)[{body}]")  # a range like [+-0] holds `/`
             i = end + 1
         else:
             out.append(re.escape(char))
@@ -369,6 +378,11 @@ def _size(n: int) -> str:
             break
         value, unit = value / 1024, bigger
     return f"{round(value, 1):g} {unit}"
+
+
+def _bytes(n: int) -> str:
+    """A file's size rounded, then exact: just over the cap must not read as the cap itself."""
+    return f"{_size(n)} ({n:,} bytes)"
 
 
 def _joined(notes: list[str]) -> str:
@@ -445,7 +459,7 @@ def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool
     if not ok:
         return False, problem
     try:
-        result = _compiled(spec.expr).search(value)
+        result = _INTERPRETER.visit(_compiled(spec.expr).parsed, value)
     except (JMESPathError, TypeError, ValueError) as exc:
         return False, f"{spec.expr} failed: {exc}"
     shown = json.dumps(result, ensure_ascii=False, default=str)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +185,8 @@ KIND_CASES = [
     ("star-stays-in-folder", {"file_exists": "*.log"}, False, "no file matches"),
     ("double-star", {"file_exists": "**/b.log"}, True, "evidences/logs/b.log"),
     ("char-class", {"file_exists": "evidences/logs/[b-c].log"}, True, "b.log"),
+    ("char-range-holding-slash-stays-in-folder", {"file_exists": "evidences[.-0]logs/a.log"}, False, "no file"),
+    ("trailing-double-star-reaches-down", {"file_exists": "evidences/**"}, True, "evidences/logs/a.log"),
     ("absent", {"file_absent": "evidences/agent-runs/diagnosis-analyst.json"}, True, "no file matches"),
     ("absent-present", {"file_absent": "notes.txt"}, False, "present: notes.txt"),
     ("json-valid", {"json_valid": "evidences/metrics.json"}, True, "valid JSON"),
@@ -273,6 +277,11 @@ def test_link_outside_the_workspace_counts_as_absent(tmp_path: Path) -> None:
     assert "evidences/passwd.json is a link that resolves outside the workspace (treated as absent)" in exists.detail
     leaked = outcome(root, contains={"file": "evidences/*", "any": ["root:"]})
     assert not leaked.passed and "found" not in leaked.detail
+    assert outcome(root, file_exists="evidences/p*.json") == Outcome(
+        False,
+        "no file matches 'evidences/p*.json'; "
+        "evidences/passwd.json is a link that resolves outside the workspace (treated as absent)",
+    )
     assert outcome(root, file_absent="evidences/secret.txt").passed
     assert outcome(root, json_valid="evidences/*.json").detail == "evidences/ok.json: valid JSON"
 
@@ -298,8 +307,8 @@ def test_sparse_gigabyte_file_is_read_only_up_to_the_cap(tmp_path: Path, monkeyp
         workspace, CheckSpec.model_validate({"id": "c", "contains": {"file": "huge.log", "any": ["needle"]}})
     )
     as_json = run_check(workspace, CheckSpec(id="j", json_valid="huge.log"))
-    assert found.passed and "read only the first 8 MiB of 1 GiB" in found.detail
-    assert not as_json.passed and "1 GiB is over the 8 MiB read cap; not parsed" in as_json.detail
+    assert found.passed and "read only the first 8 MiB of 1 GiB (1,073,741,824 bytes)" in found.detail
+    assert not as_json.passed and "1 GiB (1,073,741,824 bytes) is over the 8 MiB read cap; not parsed" in as_json.detail
     assert sum(read_sizes) <= READ_CAP
 
 
@@ -319,6 +328,13 @@ def test_json_validity_shortcut_never_disagrees_with_the_full_parse(value: Any, 
         ws._blobs = {"f.json": _Blob(data, len(data))}
         full = _parse(ws._blobs["f.json"])
         assert ws.json_ok("f.json") == (full[0], full[2]), data
+
+
+def test_json_over_the_read_cap_is_not_valid_even_when_it_would_parse(tmp_path: Path) -> None:
+    root = write(tmp_path / "ws", {"padded.json": b"{}" + b" " * READ_CAP})
+    assert outcome(root, json_valid="padded.json") == Outcome(
+        False, "padded.json: 8 MiB (8,388,610 bytes) is over the 8 MiB read cap; not parsed"
+    )
 
 
 def test_invalid_utf8_fails_json_checks_and_is_replaced_for_text(tmp_path: Path) -> None:
@@ -348,7 +364,10 @@ def test_hostile_workspace_is_judged_with_clear_failures(tmp_path: Path) -> None
     outside = "evidences/metrics.json is a link that resolves outside the workspace (treated as absent)"
     assert details["metrics_bundle"] == f"no file matches 'evidences/metrics.json'; {outside}"
     assert details["gc_pause"] == f"no file matches 'evidences/metrics.json'; {outside}"
-    assert details["logs_observed"] == "evidences/logs.json: 1 GiB is over the 8 MiB read cap; not parsed"
+    assert (
+        details["logs_observed"]
+        == "evidences/logs.json: 1 GiB (1,073,741,824 bytes) is over the 8 MiB read cap; not parsed"
+    )
 
 
 def test_escaping_globs_are_validation_errors(tmp_path: Path) -> None:
@@ -409,6 +428,61 @@ def test_workspace_link_inside_the_fixtures_is_followed_and_a_file_is_not_a_work
     )
 
 
+NOBODY = 65534
+
+
+def judged_as_nobody(case: WorkspaceCase, fixtures: Path) -> WorkspaceResult:
+    """Permissions do not stop root, so when the tests run as root the judge runs in a forked child as nobody
+    (forked, not executed: nobody may not be allowed to run this interpreter)."""
+    if os.geteuid() != 0:
+        return judge_case(case, fixtures)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgid(NOBODY)
+            os.setgroups([])
+            os.setuid(NOBODY)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(judge_case(case, fixtures).model_dump_json().encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    assert os.waitpid(pid, 0)[1] == 0, "the unprivileged judge failed"
+    return WorkspaceResult.model_validate_json(data)
+
+
+def test_permissions_are_honoured_for_the_run_folder_and_its_subfolders() -> None:
+    fixtures = Path(tempfile.mkdtemp())  # not under pytest's tmp_path, which nobody cannot enter
+    try:
+        fixtures.chmod(0o755)
+        for name in ("listable-only", "private-subfolder"):
+            write(fixtures / name, CONTRACT | EVIDENCE | {"evidences/private/key.json": "{}"})
+        (fixtures / "listable-only").chmod(0o444)
+        (fixtures / "private-subfolder" / "evidences" / "private").chmod(0o000)
+        shut_out = judged_as_nobody(make_case(id="listable-only"), fixtures)
+        assert (shut_out.verdict, shut_out.reason) == (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED)
+        detail = shut_out.packet.buckets["mode_contract"].checks[0].detail
+        assert detail == "not run: workspace folder 'listable-only' cannot be read (permission denied)"
+        judge = {
+            "evidence_collection": [{"id": "m", "file_exists": "evidences/metrics.json"}],
+            "critical_evidence": [{"id": "k", "file_exists": "evidences/private/*.json"}],
+        }
+        partly = judged_as_nobody(make_case(id="private-subfolder", judge=judge), fixtures)
+        assert (partly.verdict, partly.reason) == (Verdict.FAIL, Reason.CRITICAL_EVIDENCE_MISSING)
+        checks = partly.packet.buckets["critical_evidence"].checks
+        assert checks[0].detail == "no file matches 'evidences/private/*.json'"
+    finally:
+        for folder, _, _ in os.walk(fixtures):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(fixtures)
+
+
 def test_unlistable_workspace_folder_is_invalid_not_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests run as root here, so a permission error is raised by hand where listing the run folder starts."""
     root = write(tmp_path / "fixtures" / "case-1", CONTRACT | EVIDENCE)
@@ -424,6 +498,20 @@ def test_unlistable_workspace_folder_is_invalid_not_empty(tmp_path: Path, monkey
     assert (result.verdict, result.reason) == (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED)
     detail = result.packet.buckets["critical_evidence"].checks[0].detail
     assert detail == "not run: workspace folder 'case-1' cannot be read (Permission denied)"
+
+
+def test_judging_leaves_no_reference_cycles() -> None:
+    """judge_suite pauses the cycle collector, which is only safe while judging makes no cycles."""
+    cases, problems = load_workspace_suite(CASES, FIXTURES)
+    assert problems == []
+    judge_suite(cases, FIXTURES)  # warm caches and lazily built schemas first
+    gc.collect()
+    gc.disable()
+    try:
+        judge_suite(cases, FIXTURES)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("collecting", [True, False])
