@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -437,7 +438,9 @@ def judged_as_nobody(case: WorkspaceCase, fixtures: Path) -> WorkspaceResult:
     if os.geteuid() != 0:
         return judge_case(case, fixtures)
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # Python 3.12+ warns on a fork while threads run; the child only judges
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         status = 1
         try:
