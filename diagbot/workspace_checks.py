@@ -7,6 +7,7 @@ are read (a 1 GiB sparse file costs 8 MiB, and the check says so in its detail).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -28,6 +29,8 @@ from diagbot.text import matches
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
+MAX_ENTRIES = 100_000
+"""Entries listed in one workspace; past this the listing stops, and a check that finds nothing fails."""
 
 _FIRST_READ = 64 * 1024
 # Non-blocking, no-follow: a file swapped for a FIFO or a link after listing fails rather than hang or escape.
@@ -181,16 +184,21 @@ class Workspace:
         self.refused: dict[str, str] = {}  # relative path -> why it is not treated as a file
         self.folders: dict[str, list[str]] = {}  # "evidences/" -> the files and refused entries directly in it
         self._blobs: dict[str, _Blob] = {}
-        pending = [(root, "")]
+        self.cut_short = ""  # why the listing is incomplete, if it is
+        pending, listed = [(root, "")], 0
         while pending:
             folder, prefix = pending.pop()
             try:
                 with os.scandir(folder) as listing:
-                    entries = list(listing)
+                    entries = list(itertools.islice(listing, MAX_ENTRIES - listed + 1))
             except OSError:
                 if folder is root:
                     raise
                 continue
+            listed += len(entries)
+            if listed > MAX_ENTRIES:
+                self.cut_short = f"the listing stopped after {MAX_ENTRIES:,} entries, so an unlisted file may match"
+                entries, pending = entries[: len(entries) - (listed - MAX_ENTRIES)], []
             names = self.folders[prefix] = []
             for entry in entries:  # the common cases first, without a method call per entry
                 rel = prefix + entry.name
@@ -231,7 +239,8 @@ class Workspace:
             names = self.folders.get(folder, []) if folder is not None else [*self.files, *self.refused]
             hits = sorted(filter(regex.fullmatch, names))
         found = [rel for rel in hits if rel in self.files]
-        return found, [f"{rel} is {self.refused[rel]}" for rel in hits if rel in self.refused]
+        notes = [f"{rel} is {self.refused[rel]}" for rel in hits if rel in self.refused]
+        return found, [*notes, self.cut_short] if self.cut_short and not found else notes
 
     def blob(self, rel: str) -> _Blob:
         """At most READ_CAP bytes of the file, read once with plain os calls (the hot path): one read covers
@@ -420,7 +429,7 @@ def file_absent(ws: Workspace, pattern: str) -> Outcome:
     files, refused = ws.match(pattern)
     if files:
         return Outcome(False, f"present: {', '.join(files[:_SHOWN_FILES])}")
-    return Outcome(True, f"no file matches {pattern!r}{_joined(refused)}")
+    return Outcome(not ws.cut_short, f"no file matches {pattern!r}{_joined(refused)}")  # unsure is not a pass
 
 
 # Each content kind is a glob plus a test of one file, returning (passed, detail).

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from diagbot import workspace_checks
 from diagbot.diff import ItemType, Scope, Thresholds
 from diagbot.workspace import (
     Bucket,
@@ -335,6 +336,24 @@ def test_json_over_the_read_cap_is_not_valid_even_when_it_would_parse(tmp_path: 
     root = write(tmp_path / "ws", {"padded.json": b"{}" + b" " * READ_CAP})
     assert outcome(root, json_valid="padded.json") == Outcome(
         False, "padded.json: 8 MiB (8,388,610 bytes) is over the 8 MiB read cap; not parsed"
+    )
+
+
+def test_listing_stops_at_the_entry_cap_and_nothing_unlisted_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workspace_checks, "MAX_ENTRIES", 5)
+    root = write(tmp_path / "ws", {f"many/{n:02d}.log": "x" for n in range(20)})
+    workspace = Workspace(str(root))
+    assert len(workspace.files) == 4  # the folder `many` is the first of the five entries
+    cut = "the listing stopped after 5 entries, so an unlisted file may match"
+    listed = next(iter(workspace.files))
+    assert run_check(workspace, CheckSpec(id="a", file_exists=listed)).passed
+    assert run_check(workspace, CheckSpec(id="b", file_exists="many/99.log")) == Outcome(
+        False, f"no file matches 'many/99.log'; {cut}"
+    )
+    assert run_check(workspace, CheckSpec(id="c", file_absent="many/*.txt")) == Outcome(
+        False, f"no file matches 'many/*.txt'; {cut}"
     )
 
 
