@@ -390,7 +390,10 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
         real_base, real = os.path.realpath(base), os.path.realpath(target)
         if real == real_base or os.path.commonpath([real_base, real]) != real_base:
             return None, f"workspace {name!r} resolves outside the fixtures folder"
-        mode = os.stat(target).st_mode if os.path.exists(target) else 0
+        try:
+            mode = os.stat(target).st_mode
+        except OSError:  # a dangling link, or a loop
+            mode = 0
     if not stat.S_ISDIR(mode):
         return None, f"workspace folder {name!r} not found in the fixtures folder"
     if not os.access(target, os.R_OK | os.X_OK):  # listable but not enterable would pass file_exists checks
