@@ -20,11 +20,10 @@ RUN python3 -m venv /opt/diagbot \
  && rm /tmp/requirements.lock \
  && find /opt/diagbot -name '__pycache__' -prune -exec rm -rf {} +
 
-# The code. entrypoint.py sits next to diagbot/ and templates/, so `import diagbot` from /action/entrypoint.py
-# resolves to /action/diagbot and render.py finds /action/templates.
+# The code. entrypoint.py sits next to diagbot/, so `import diagbot` from /action/entrypoint.py resolves to
+# /action/diagbot; the Markdown templates are package data inside it (diagbot/render/templates/).
 COPY pyproject.toml README.md entrypoint.py /action/
 COPY diagbot/ /action/diagbot/
-COPY templates/ /action/templates/
 RUN /opt/diagbot/bin/pip install --no-cache-dir --no-deps /action \
  && /opt/diagbot/bin/pip uninstall -y pip setuptools \
  && rm -rf /action/build /action/*.egg-info \

@@ -10,11 +10,11 @@ import os
 import sys
 from pathlib import Path
 
-from diagbot.bot import run
-from diagbot.errors import DiagbotError
-from diagbot.github import make_client
-from diagbot.runner import escape
-from diagbot.settings import Settings
+from diagbot.action.bot import run
+from diagbot.action.runner import escape
+from diagbot.action.settings import Settings
+from diagbot.core.errors import DiagbotError
+from diagbot.github.client import PyGithubPort, make_client
 
 
 def fail(exc: DiagbotError) -> int:
@@ -47,7 +47,7 @@ def main() -> int:
         settings = Settings.from_env(os.environ)
         github = make_client(settings.api_url, settings.github_token.get_secret_value(), settings.max_wait_seconds)
         try:
-            return run(settings, github)
+            return run(settings, PyGithubPort(github, settings.repository))
         finally:
             github.close()
             hand_back(settings.workspace, settings.workspace / settings.report_dir)

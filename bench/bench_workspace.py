@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from diagbot.workspace import WorkspaceCase, judge_suite
+from diagbot.kinds.workspace.judge import WorkspaceCase, judge_suite
 
 LOG_FILES = 12  # with the 8 fixed files below: 20 files per workspace
 

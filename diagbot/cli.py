@@ -16,24 +16,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from diagbot.cases import load_case_file
-from diagbot.config import ThresholdConfig, given_thresholds, load_config
-from diagbot.diff import DiffReport
-from diagbot.errors import DiagbotError, ReportFormatError
-from diagbot.evaluate import evaluate_suite
-from diagbot.report import RunInfo, TraceReport, dump_model, write_file
-from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES
+from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot.core.gate import GateSettings
+from diagbot.core.rates import timestamp
+from diagbot.core.report import RunInfo, dump_model
+from diagbot.io.config import DEFAULT_CONFIG, Config, given_thresholds, load_config
+from diagbot.io.files import write_file
+from diagbot.kinds.base import SuiteInput
+from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES
 
 if TYPE_CHECKING:
-    from diagbot.render import CurrentInfo
+    from diagbot.render.markdown import CurrentInfo
 
 
 def run_info() -> RunInfo:
     """The commit, ref and time of this run, from the runner's variables or the local git checkout."""
     sha = os.environ.get("GITHUB_SHA") or _git("rev-parse", "HEAD")
     ref = os.environ.get("GITHUB_REF") or _git("rev-parse", "--abbrev-ref", "HEAD")
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    return RunInfo(git_sha=sha, ref=ref, time=now)
+    return RunInfo(git_sha=sha, ref=ref, time=timestamp(dt.datetime.now(dt.UTC)))
 
 
 def _git(*args: str) -> str | None:
@@ -44,51 +44,80 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def console_summary(report: TraceReport, limit: int = 20) -> str:
-    """One screen: the pass rate, then each failing case with its first failed check."""
-    name = report.suite or "suite"
-    lines = [f"{name}: {report.passed_cases}/{report.total_cases} cases passed ({report.pass_rate:.1%})"]
-    failing = [r for r in report.results if not r.passed]
-    for result in failing[:limit]:
-        first = result.failed_checks[0] if result.failed_checks else "failed"
-        more = f" (+{len(result.failed_checks) - 1} more)" if len(result.failed_checks) > 1 else ""
-        lines.append(f"  FAIL {result.case_id}: {first}{more}")
-    if len(failing) > limit:
-        lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
-    return "\n".join(lines)
+def say(text: str) -> None:
+    """Print to stdout; a reader that left early (`diagbot run | head`) must not change the exit code (the gate),
+    so a closed pipe silences stdout for the rest of the run instead of raising."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """diagbot.yml (or --config), with the threshold flags applied and checked as diagbot.yml's values are."""
+    given = getattr(args, "config", None)
+    config = load_config(Path(given) if given else None, required=given is not None)
+    thresholds = config.thresholds.override(given_thresholds(args), "--{name}")
+    return config.model_copy(update={"thresholds": thresholds})
+
+
+def _gate(config: Config, args: argparse.Namespace) -> GateSettings:
+    return GateSettings(
+        fail_on_regression=config.gate.fail_on_regression and not args.no_fail,
+        require_baseline=config.gate.require_baseline,
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    suite = load_case_file(Path(args.cases))
-    report = evaluate_suite(
-        suite, Path(args.fixtures), name=args.suite, run=run_info(), max_fixture_bytes=args.max_fixture_bytes
+    from diagbot.kinds.trace import TraceKind
+
+    kind = TraceKind()
+    suite = SuiteInput(
+        name=args.suite,
+        cases=Path(args.cases),
+        fixtures=Path(args.fixtures),
+        cases_label=args.cases,
+        fixtures_label=args.fixtures,
+        max_fixture_bytes=args.max_fixture_bytes,
+        run=run_info(),
     )
+    report = kind.evaluate(suite)
     write_file(Path(args.output), dump_model(report))
-    print(console_summary(report))
-    print(f"report written to {args.output}")
+    say(kind.console(report))
+    say(f"report written to {args.output}")
     return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from diagbot.suites import diff_reports, load_report_file
+    from diagbot.core.gate import SuiteFacts, decide
+    from diagbot.io.baselines import read_report_file
+    from diagbot.kinds.registry import diff_reports
 
-    baseline = load_report_file(Path(args.baseline))
-    current = load_report_file(Path(args.current))
-    thresholds = ThresholdConfig().override(given_thresholds(args)).to_thresholds()
-    diff = diff_reports(baseline, current, thresholds, args.baseline)
+    config = _config(args)
+    baseline = read_report_file(Path(args.baseline))
+    current = read_report_file(Path(args.current))
+    diff = diff_reports(baseline, current, config.thresholds.to_thresholds(), args.baseline)
     write_file(Path(args.output), dump_model(diff))
-    print(
+    say(
         f"{diff.regression_count} regressions, {diff.improvement_count} improvements, {diff.changed_count} changes; "
         f"diff written to {args.output}"
     )
-    return 1 if diff.has_regression and not args.no_fail else 0
+    facts = SuiteFacts(
+        name=current.suite or "suite", evaluated=True, cases=current.total_cases, compared=True,
+        regressions=diff.gating_regressions,
+    )  # fmt: skip
+    return decide([facts], _gate(config, args)).exit_code
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from diagbot.render import COMMENT_LIMIT, BaselineInfo, render_markdown
-    from diagbot.suites import load_report_file, view
+    from diagbot.core.diff import DiffReport
+    from diagbot.io.baselines import read_report_file
+    from diagbot.kinds.registry import view
+    from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, render_markdown
 
-    current = load_report_file(Path(args.current))
+    current = read_report_file(Path(args.current))
     diff = None
     if args.diff:
         try:
@@ -103,43 +132,43 @@ def cmd_render(args: argparse.Namespace) -> int:
             raise ReportFormatError(
                 f"{args.baseline_info}: not readable baseline info ({str(exc).splitlines()[0]})"
             ) from None
-    name = args.suite or getattr(current, "suite", None) or "diagnosis"
+    name = args.suite or current.suite or "diagnosis"
     body = render_markdown(
         "comment.md.j2", [view(name, current, diff)], info, _current_info(), f"diagbot:{name}", COMMENT_LIMIT
     )
     write_file(Path(args.output), body)
-    print(f"comment written to {args.output} ({len(body)} characters)")
+    say(f"comment written to {args.output} ({len(body)} characters)")
     return 0
 
 
 def _current_info() -> CurrentInfo:
-    from diagbot.render import CurrentInfo
+    from diagbot.render.markdown import CurrentInfo
 
     run = run_info()
     return CurrentInfo(sha=run.git_sha, ref=run.ref)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from diagbot.pipeline import find_baselines, run_config, write_outputs
-    from diagbot.render import BaselineInfo
+    from diagbot.io.baselines import find_baselines
+    from diagbot.pipeline import run_config, write_outputs
+    from diagbot.render.markdown import BaselineInfo
 
-    config = load_config(Path(args.config) if args.config else None, required=args.config is not None)
-    config = config.model_copy(update={"thresholds": config.thresholds.override(given_thresholds(args))})
+    config = _config(args)
     location = Path(args.baseline) if args.baseline else None
-    baselines, problems = find_baselines(location, config)
-    if baselines:
-        first = next(iter(baselines.values()))
-        sha = first.run.git_sha if isinstance(first, TraceReport) and first.run else None
-        info = BaselineInfo(source="file", label=str(location), sha=sha)
+    baselines = find_baselines(location, [s.name for s in config.suites])
+    if baselines.reports:
+        first = next(iter(baselines.reports.values()))
+        info = BaselineInfo(source="file", label=str(location), sha=first.run.git_sha if first.run else None)
     elif location is None:
         info = BaselineInfo(source="none", missing_reason="no --baseline was given")
     else:
         info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
-    fail = config.gate.fail_on_regression and not args.no_fail
-    outcome = run_config(config, baselines, info, _current_info(), run_info(), fail, baseline_problems=problems)
+    outcome = run_config(config, baselines, info, _current_info(), run_info(), _gate(config, args))
     out = Path(args.out)
     write_outputs(outcome, out)
-    print(outcome.comment)
+    say(outcome.comment)
+    for warning in outcome.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for problem in outcome.problems:
         print(f"error: {problem}", file=sys.stderr)
     print(f"diagbot: {outcome.reason}; report folder {out}", file=sys.stderr)
@@ -172,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("--current", required=True)
     df.add_argument("--output", required=True)
     df.add_argument("--no-fail", action="store_true", help="exit 0 even when there is a regression")
+    df.add_argument("--config", help=f"the config whose thresholds and gate apply (default ./{DEFAULT_CONFIG})")
     _add_threshold_flags(df)
     df.set_defaults(handler=cmd_diff)
 

@@ -1,20 +1,25 @@
-"""One run of diagbot over a config: evaluate each suite, diff it against its baseline, render, decide the gate.
+"""One run of diagbot over a config: evaluate each suite, diff it against its baseline, decide the gate, render.
 
-Shared by `diagbot run` and the GitHub bot, so what a developer sees locally is what the PR gets.
+Shared by `diagbot run`, `diagbot diff` and the GitHub action, so what a developer sees locally is what the PR
+gets. Pure but for reading the suites' own files; writing the report folder is `write_outputs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
-from diagbot.config import Config
-from diagbot.diff import DiffReport
-from diagbot.errors import DiagbotError
-from diagbot.render import (
+from diagbot.core.diff import DiffReport
+from diagbot.core.errors import DiagbotError
+from diagbot.core.gate import Decision, GateSettings, SuiteFacts, decide
+from diagbot.core.report import RunInfo, SuiteReport, dump_model
+from diagbot.io.baselines import Baselines
+from diagbot.io.config import Config
+from diagbot.io.files import write_file
+from diagbot.kinds import registry
+from diagbot.kinds.base import SuiteInput
+from diagbot.render.markdown import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
     BaselineInfo,
@@ -23,23 +28,29 @@ from diagbot.render import (
     SuiteView,
     render_markdown,
 )
-from diagbot.report import RunInfo, dump_model, write_file
-from diagbot.suites import KINDS, Report, diff_reports, load_report_file, view
 
-
-class Conclusion(StrEnum):
-    SUCCESS = "success"
-    FAILURE = "failure"
-    NEUTRAL = "neutral"
+BASELINE = "(baseline)"  # the outcome that holds the baseline's own problems; no suite can have this name
 
 
 @dataclass
 class SuiteOutcome:
     name: str
-    report: Report | None = None
-    baseline: Report | None = None
+    report: SuiteReport | None = None
+    baseline: SuiteReport | None = None
     diff: DiffReport | None = None
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    input: SuiteInput | None = None
+
+    def facts(self) -> SuiteFacts:
+        return SuiteFacts(
+            name=self.name,
+            problems=len(self.problems),
+            evaluated=self.report is not None,
+            cases=self.report.total_cases if self.report is not None else 0,
+            compared=self.diff is not None,
+            regressions=self.diff.gating_regressions if self.diff is not None else 0,
+        )
 
 
 @dataclass
@@ -47,9 +58,7 @@ class Outcome:
     """A run's suites and gate, plus what rendering needs; each Markdown output is rendered when first asked for."""
 
     suites: list[SuiteOutcome]
-    conclusion: Conclusion
-    exit_code: int
-    reason: str
+    decision: Decision
     views: list[SuiteView]
     baseline_info: BaselineInfo
     current: CurrentInfo
@@ -70,6 +79,14 @@ class Outcome:
         return self.render("summary.md.j2", SUMMARY_LIMIT, Caps(None, None, None, None))
 
     @property
+    def exit_code(self) -> int:
+        return self.decision.exit_code
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason
+
+    @property
     def has_regression(self) -> bool:
         return any(s.diff is not None and s.diff.has_regression for s in self.suites)
 
@@ -77,88 +94,79 @@ class Outcome:
     def problems(self) -> list[str]:
         return [p for s in self.suites for p in s.problems]
 
-
-def find_baselines(location: Path | None, config: Config) -> tuple[dict[str, Report], list[str]]:
-    """Baseline reports by suite from a folder (`<suite>.json` or `reports/<suite>.json`) or one report file."""
-    if location is None:
-        return {}, []
-    if location.is_file():
-        if len(config.suites) != 1:
-            return {}, [f"{location}: a single baseline file fits a single suite; give a folder of <suite>.json"]
-        try:
-            return {config.suites[0].name: load_report_file(location)}, []
-        except DiagbotError as exc:
-            return {}, exc.problems
-    if not location.is_dir():
-        return {}, [f"{location}: baseline not found (expected a report file or a folder of reports)"]
-    found: dict[str, Report] = {}
-    problems: list[str] = []
-    for suite in config.suites:
-        for candidate in (location / f"{suite.name}.json", location / "reports" / f"{suite.name}.json"):
-            if candidate.is_file():
-                try:
-                    found[suite.name] = load_report_file(candidate)
-                except DiagbotError as exc:
-                    problems += exc.problems
-                break
-    return found, problems
+    @property
+    def warnings(self) -> list[str]:
+        return [w for s in self.suites for w in s.warnings]
 
 
-def decide(suites: list[SuiteOutcome], require_baseline: bool, fail_on_regression: bool) -> tuple[Conclusion, int, str]:
-    """The gate: unusable input fails (2); a regression fails (1) when asked to; no baseline only when required.
-
-    Returns the check run's conclusion, the exit code and a one-line reason (the check run's title)."""
-    if any(s.problems for s in suites):
-        return Conclusion.FAILURE, 2, "some input could not be used"
-    if all(s.report is None or s.report.total_cases == 0 for s in suites):
-        return Conclusion.NEUTRAL, 0, "nothing was evaluated"
-    regressions = sum(s.diff.regression_count for s in suites if s.diff is not None)
-    if regressions:
-        found = f"{regressions} regression{'' if regressions == 1 else 's'}"
-        return (
-            (Conclusion.FAILURE, 1, found) if fail_on_regression else (Conclusion.SUCCESS, 0, f"{found} (not gating)")
-        )
-    if require_baseline and any(s.report is not None and s.diff is None for s in suites):
-        return Conclusion.FAILURE, 1, "no baseline, and require-baseline is set"
-    return Conclusion.SUCCESS, 0, "no regression"
+def gate_outcome(suites: list[SuiteOutcome], gate: GateSettings) -> Decision:
+    return decide([s.facts() for s in suites], gate)
 
 
 def run_config(
     config: Config,
-    baselines: dict[str, Report],
+    baselines: Baselines,
     baseline_info: BaselineInfo,
     current: CurrentInfo,
     run: RunInfo | None,
-    fail_on_regression: bool,
+    gate: GateSettings,
     comment_limit: int = COMMENT_LIMIT,
-    baseline_problems: Sequence[str] = (),
 ) -> Outcome:
     """Evaluate and diff every suite; one suite's bad input never stops the others.
 
-    `baseline_problems` are baseline files the user named that could not be read: the suites still run and the
-    reports are still written, but the gate fails (exit 2) instead of passing for want of a baseline."""
+    A baseline problem (a report the user pointed at that cannot be read, a suite the baseline has that this
+    config lost) fails the gate with exit 2 rather than letting a suite pass for want of a baseline."""
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
     for suite in config.suites:
-        outcome = SuiteOutcome(suite.name, baseline=baselines.get(suite.name))
+        spec = config.suite_input(suite, run)
+        outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), input=spec)
         outcomes.append(outcome)
         try:
-            outcome.report = KINDS[suite.kind].evaluate(suite, config, run)
+            outcome.report = registry.evaluate(suite.kind, spec)
             if outcome.baseline is not None:
-                outcome.diff = diff_reports(outcome.baseline, outcome.report, thresholds, f"baseline for {suite.name}")
+                outcome.diff = registry.diff_reports(
+                    outcome.baseline, outcome.report, thresholds, f"baseline for {suite.name}"
+                )
         except DiagbotError as exc:
             outcome.problems = exc.problems
-    if baseline_problems:
-        outcomes.append(SuiteOutcome("baseline", problems=list(baseline_problems)))
-    views = [view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
-    conclusion, code, reason = decide(outcomes, config.gate.require_baseline, fail_on_regression)
-    if baseline_info.source != "none" and any(s.report is not None and s.diff is None for s in outcomes):
-        missing = [s.name for s in outcomes if s.report is not None and s.diff is None]
-        baseline_info = baseline_info.model_copy(
-            update={"warnings": [*baseline_info.warnings, f"the baseline has no report for: {', '.join(missing)}"]}
-        )
+        if outcome.report is not None and outcome.report.total_cases == 0:
+            outcome.warnings.append(
+                f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {spec.cases_label}"
+            )
+    outcomes += _baseline_outcomes(config, baselines)
+    info = _with_warnings(baseline_info, outcomes)
+    views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
-    return Outcome(outcomes, conclusion, code, reason, views, baseline_info, current, marker, comment_limit)
+    return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit)
+
+
+def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcome]:
+    """Problems of the baseline itself: unreadable reports, and suites it has that this config no longer runs."""
+    configured = {s.name for s in config.suites}
+    retired = set(config.gate.retired_suites)
+    vanished = [n for n in baselines.names if n not in configured and n not in retired]
+    problems = list(baselines.problems) + [
+        f"suite {name} is in the baseline but not in this run's config: a suite (or shard) that vanished cannot "
+        "pass; restore it, or list it under gate.retired-suites in diagbot.yml to retire it on purpose"
+        for name in vanished
+    ]
+    notes = [f"suite {n} is retired (gate.retired-suites): its baseline is not compared" for n in baselines.names
+             if n in retired and n not in configured]  # fmt: skip
+    return [SuiteOutcome(BASELINE, problems=problems, warnings=notes)] if problems or notes else []
+
+
+def _with_warnings(info: BaselineInfo, outcomes: list[SuiteOutcome]) -> BaselineInfo:
+    warnings = [w for s in outcomes for w in s.warnings]
+    missing = [s.name for s in outcomes if s.report is not None and s.diff is None and s.baseline is None]
+    unreadable = any(s.name == BASELINE and s.problems for s in outcomes)
+    if info.source != "none" and missing and not unreadable:
+        warnings.append(f"the baseline has no report for: {', '.join(missing)}")
+    elif info.source != "none" and missing:
+        warnings.append(f"no usable baseline report for: {', '.join(missing)} (see the problems above)")
+    if not warnings:
+        return info
+    return info.model_copy(update={"warnings": [*info.warnings, *warnings]})
 
 
 def write_outputs(outcome: Outcome, out: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from diagbot.settings import Settings
+from diagbot.action.settings import Settings
 from tests.conftest import ROOT
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -92,7 +92,7 @@ def test_action_defaults_validate() -> None:
 
 
 def test_outputs_are_the_ones_the_bot_writes() -> None:
-    source = (ROOT / "diagbot" / "bot.py").read_text(encoding="utf-8")
+    source = (ROOT / "diagbot" / "action" / "bot.py").read_text(encoding="utf-8")
     start = source.index("def _outputs(")
     body = source[start : source.index("\ndef ", start + 1)]
     assert set(re.findall(r'^\s+"([a-z-]+)":', body, re.M)) == set(OUTPUTS)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diagbot import bot, runner
-from diagbot.settings import CommentMode, Settings, SettingsError
+from diagbot.action import bot, events, runner
+from diagbot.action.settings import CommentMode, Settings, SettingsError
 
 EVENTS = Path(__file__).resolve().parent / "events"
 
@@ -54,16 +54,16 @@ def test_thresholds_inputs() -> None:
 
 
 def test_pull_request_target_is_the_head_not_the_merge_commit() -> None:
-    target = bot.resolve_target(Settings.from_env(env(GITHUB_SHA="c" * 40)), repo=None)  # type: ignore[arg-type]
-    assert (target.role, target.pr_number, target.head_sha) == (bot.Role.PULL_REQUEST, 7, "a" * 40)
+    target = events.resolve_target(Settings.from_env(env(GITHUB_SHA="c" * 40)), port=None)  # type: ignore[arg-type]
+    assert (target.role, target.pr_number, target.head_sha) == (events.Role.PULL_REQUEST, 7, "a" * 40)
     assert (target.base_branch, target.base_sha) == ("main", "b" * 40)
 
 
 def test_push_target_compares_with_the_previous_baseline_of_its_branch() -> None:
     settings = Settings.from_env(env(GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(EVENTS / "push.json")))
-    target = bot.resolve_target(settings, repo=None)  # type: ignore[arg-type]
+    target = events.resolve_target(settings, port=None)  # type: ignore[arg-type]
     assert (target.role, target.base_branch, target.base_sha, target.head_sha) == (
-        bot.Role.PUSH,
+        events.Role.PUSH,
         "main",
         "9" * 40,
         "b" * 40,
@@ -71,8 +71,8 @@ def test_push_target_compares_with_the_previous_baseline_of_its_branch() -> None
 
 
 def test_unsupported_event() -> None:
-    with pytest.raises(bot.UnsupportedEvent, match="'schedule'"):
-        bot.resolve_target(Settings.from_env(env(GITHUB_EVENT_NAME="schedule")), repo=None)  # type: ignore[arg-type]
+    with pytest.raises(events.UnsupportedEvent, match="'schedule'"):
+        events.resolve_target(Settings.from_env(env(GITHUB_EVENT_NAME="schedule")), port=None)  # type: ignore[arg-type]
 
 
 def test_outputs_are_heredoc_blocks_that_survive_multiline_values(tmp_path: Path) -> None:
@@ -93,3 +93,18 @@ def test_job_summary_is_cut_under_one_mebibyte(tmp_path: Path) -> None:
     runner.write_summary(summary, "é" * 700_000)  # 1.4 MB of UTF-8
     text = summary.read_text(encoding="utf-8")
     assert len(text.encode()) < 1024 * 1024 and "cut to fit the job summary's 1 MiB limit" in text
+
+
+def test_checked_out_commit_reads_git_without_git(tmp_path: Path) -> None:
+    git = tmp_path / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    assert events.checked_out_commit(tmp_path) is None  # no HEAD
+    (git / "HEAD").write_text("b" * 40 + "\n")
+    assert events.checked_out_commit(tmp_path) == "b" * 40
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "packed-refs").write_text(f"# pack-refs with: peeled\n{'d' * 40} refs/heads/main\n")
+    assert events.checked_out_commit(tmp_path) == "d" * 40
+    (git / "refs" / "heads" / "main").write_text("e" * 40)
+    assert events.checked_out_commit(tmp_path) == "e" * 40
+    (git / "HEAD").write_text("ref: ../../etc/passwd\n")
+    assert events.checked_out_commit(tmp_path) is None

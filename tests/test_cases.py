@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from diagbot.cases import parse_case_file
-from diagbot.errors import CaseFileError
+from diagbot.core.errors import CaseFileError
+from diagbot.kinds.trace.cases import parse_case_file
 from tests.conftest import case_dict
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from diagbot.cases import TraceCase
-from diagbot.checks import REGISTRY, Code
-from diagbot.evaluate import evaluate_case
-from diagbot.trace import Trace, parse_trace
+from diagbot.kinds.trace.cases import TraceCase
+from diagbot.kinds.trace.checks import REGISTRY, Code
+from diagbot.kinds.trace.evaluate import evaluate_case
+from diagbot.kinds.trace.fixture import Trace, parse_trace
 from tests.conftest import DELETE, VERIFIER, case_dict, trace_dict
 
 V2 = {"requireV2AuditClosure": True}

@@ -39,7 +39,7 @@ def test_eval_is_byte_identical_apart_from_run(tmp_path: Path) -> None:
 
 
 def test_every_check_code_occurs_in_the_bundled_suite() -> None:
-    from diagbot.checks import Code
+    from diagbot.kinds.trace.checks import Code
 
     report = json.loads((ROOT / "tests/golden/report-diagnosis.json").read_text(encoding="utf-8"))
     seen = {entry.split(":")[0] for r in report["results"] for entry in r["failedChecks"]}
@@ -101,7 +101,7 @@ def test_run_one_broken_suite_keeps_the_other(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_diff_command_and_bad_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = ROOT / "examples/baseline/diagnosis.json"
+    report = ROOT / "examples/baseline/reports/diagnosis.json"
     assert (
         main(["diff", "--baseline", str(report), "--current", str(report), "--output", str(tmp_path / "d.json")]) == 0
     )
@@ -115,7 +115,7 @@ def test_diff_command_and_bad_report(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_render_command(tmp_path: Path) -> None:
-    report = ROOT / "examples/baseline/diagnosis.json"
+    report = ROOT / "examples/baseline/reports/diagnosis.json"
     assert main(["render", "--current", str(report), "--output", str(tmp_path / "c.md")]) == 0
     body = (tmp_path / "c.md").read_text()
     assert body.startswith("<!-- diagbot:diagnosis -->") and "No baseline" in body
@@ -126,9 +126,9 @@ def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
 ) -> None:
     monkeypatch.chdir(ROOT)
     baseline = tmp_path / "baseline"
-    baseline.mkdir()
-    (baseline / "diagnosis.json").write_text('{"schemaVersion": "2"}')
-    (baseline / "workspace.json").write_text("[]")
+    (baseline / "reports").mkdir(parents=True)
+    (baseline / "reports" / "diagnosis.json").write_text('{"schemaVersion": "2"}')
+    (baseline / "reports" / "workspace.json").write_text("[]")
     out = tmp_path / "out"
     assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--baseline", str(baseline), "--out", str(out)]) == 2
     assert (out / "reports/diagnosis.json").is_file() and (out / "reports/workspace.json").is_file()
@@ -151,7 +151,7 @@ def test_hostile_reports_are_clear_errors(tmp_path: Path, capsys: pytest.Capture
                                            message: str) -> None:  # fmt: skip
     bad = tmp_path / "bad.json"
     bad.write_text(text)
-    good = ROOT / "examples/baseline/diagnosis.json"
+    good = ROOT / "examples/baseline/reports/diagnosis.json"
     assert main(["diff", "--baseline", str(bad), "--current", str(good), "--output", str(tmp_path / "d.json")]) == 2
     assert message in capsys.readouterr().err
 
@@ -163,6 +163,7 @@ def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.Monkey
         f"suites:\n  - {{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}\n"
         "gate: {fail-on-regression: false}\n"
     )
-    code = main(["run", "--config", str(config), "--baseline", "examples/baseline", "--out", str(tmp_path / "o")])
+    baseline = "examples/baseline/reports/diagnosis.json"
+    code = main(["run", "--config", str(config), "--baseline", baseline, "--out", str(tmp_path / "o")])
     assert code == 0
     assert "Regressions (" in (tmp_path / "o/comment.md").read_text()

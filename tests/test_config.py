@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diagbot.config import SuiteKind, load_config, parse_config
-from diagbot.errors import ConfigError
+from diagbot.core.errors import ConfigError
+from diagbot.io.config import load_config, parse_config
 
 
 def problems(text: str) -> list[str]:
@@ -19,7 +19,7 @@ def problems(text: str) -> list[str]:
 def test_no_config_means_the_default_trace_suite(tmp_path: Path) -> None:
     config = load_config(tmp_path / "diagbot.yml")
     assert [(s.name, s.kind, s.cases, s.fixtures) for s in config.suites] == [
-        ("diagnosis", SuiteKind.TRACE, "cases/diagnosis-cases.json", "fixtures")
+        ("diagnosis", "trace", "cases/diagnosis-cases.json", "fixtures")
     ]
     assert config.marker_id == "diagnosis"
 
@@ -42,7 +42,7 @@ def test_typos_and_bad_values_are_all_listed() -> None:
         "suites:\n - name: x\n   kind: trac\n   cases: a\n   fixture: b\nthresholds:\n  duration-pc: 3\n"
         "gate:\n  fail-on-regression: maybe\n"
     ) == [
-        "diagbot.yml: suites.0.kind: Input should be 'trace' or 'workspace'",
+        "diagbot.yml: suites.0.kind: Value error, unknown suite kind 'trac'; use one of trace, workspace",
         "diagbot.yml: suites.0.fixtures: Field required",
         "diagbot.yml: unknown key 'suites.0.fixture' (did you mean fixtures?)",
         "diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)",

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagbot.diff import ItemType, Thresholds, diff_trace
-from diagbot.report import CaseResult, TraceReport, build_report
+from diagbot.core.diff import ItemType, Thresholds
+from diagbot.kinds.trace.diff import diff_trace
+from diagbot.kinds.trace.report import CaseResult, TraceReport, build_report
 
 
 def result(case_id: str = "a", **overrides: Any) -> CaseResult:

@@ -1,4 +1,4 @@
-"""diagbot.github against the loopback GitHub test server: baseline selection, safe download, comments, checks."""
+"""The GitHub client against the loopback test server: baseline selection, safe download, comments, checks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from github import Github
 
-from diagbot import github as dg
+from diagbot.github import client as dg
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"

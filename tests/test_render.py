@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from diagbot.diff import diff_trace
-from diagbot.render import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
-from diagbot.report import CaseResult, build_report
-from diagbot.suites import view
+from diagbot.kinds.trace.diff import diff_trace
+from diagbot.kinds.registry import view
+from diagbot.kinds.trace.report import CaseResult, build_report
+from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 from tests.conftest import check_golden
 
 ARTIFACT = BaselineInfo(
@@ -144,7 +144,12 @@ def test_small_limit_drops_results_before_regressions() -> None:
         ("@team-lead", "@&#8203;team-lead"),
         ("see #42", "see #&#8203;42"),
         ("a@b.c", "a@&#8203;b.c"),
-        ("[x](http://y)", "\\[x\\](http://y)"),
+        ("[x](http://y)", "\\[x\\](http&#8203;://y)"),
+        ("see https://evil.example/login", "see https&#8203;://evil.example/login"),
+        ("HTTP://x ftp://y", "HTTP&#8203;://x ftp&#8203;://y"),
+        ("mailto:a javascript:alert(1)", "mailto&#8203;:a javascript&#8203;:alert(1)"),
+        ("www.evil.example", "www&#8203;.evil.example"),
+        ("keyword_coverage: fine", "keyword\\_coverage: fine"),
         ("*_~", "\\*\\_\\~"),
         ("& already &amp;", "&amp; already &amp;amp;"),
         ("C# and #hashtag", "C# and #hashtag"),

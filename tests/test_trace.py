@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from diagbot.cases import parse_case_file
-from diagbot.evaluate import evaluate_suite
-from diagbot.trace import FixtureProblem, load_trace, parse_trace
+from diagbot.kinds.trace.cases import parse_case_file
+from diagbot.kinds.trace.evaluate import evaluate_suite
+from diagbot.kinds.trace.fixture import FixtureProblem, load_trace, parse_trace
 from tests.conftest import case_dict, trace_dict, write_json
 
 

@@ -21,9 +21,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagbot import workspace_checks
-from diagbot.diff import ItemType, Scope, Thresholds
-from diagbot.workspace import (
+from diagbot.core.diff import ItemType, Scope, Thresholds
+from diagbot.kinds.workspace import checks as workspace_checks
+from diagbot.kinds.workspace.checks import (
+    CHECKS,
+    READ_CAP,
+    CheckKind,
+    CheckSpec,
+    Outcome,
+    Workspace,
+    _Blob,
+    _parse,
+    _plainly_valid,
+    run_check,
+)
+from diagbot.kinds.workspace.diff import diff_workspace
+from diagbot.kinds.workspace.judge import (
     Bucket,
     BucketResult,
     Reason,
@@ -35,22 +48,9 @@ from diagbot.workspace import (
     _band,
     _bucket,
     build_workspace_report,
-    diff_workspace,
     judge_case,
     judge_suite,
     load_workspace_suite,
-)
-from diagbot.workspace_checks import (
-    CHECKS,
-    READ_CAP,
-    CheckKind,
-    CheckSpec,
-    Outcome,
-    Workspace,
-    _Blob,
-    _parse,
-    _plainly_valid,
-    run_check,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -950,7 +950,7 @@ def test_report_aggregates_and_wire_shape() -> None:
         1,
         "workspace",
     )
-    assert wire["totalCases"] == 14 and wire["passedCases"] == 2 and wire["passRate"] == round(2 / 14, 4)
+    assert wire["totalCases"] == 14 and wire["passedCases"] == 2 and wire["passRate"] == round(2 / 14, 6)
     assert wire["verdictDistribution"] == {"pass": 2, "fail": 7, "invalid": 5}
     assert wire["averageScore"] == round(sum(r.score for r in report.results) / 14, 2)
     assert list(wire["averageBucketScores"]) == [b.value for b in Bucket]
@@ -1043,9 +1043,13 @@ def test_diff_rules_and_order(tmp_path: Path) -> None:
 def test_diff_thresholds_and_pass_rate(tmp_path: Path) -> None:
     baseline = build_workspace_report(bundled())
     assert diff_workspace(baseline, baseline).items == []
-    lower = baseline.model_copy(update={"pass_rate": 0.1, "average_score": baseline.average_score - 5})
-    assert [(i.type, i.metric) for i in diff_workspace(baseline, lower).items] == [(ItemType.REGRESSION, "passRate")]
-    higher = baseline.model_copy(update={"average_score": baseline.average_score + 5.5})
+    first_pass = next(i for i, r in enumerate(baseline.results) if r.verdict == "pass")
+    results = list(baseline.results)
+    results[first_pass] = results[first_pass].model_copy(update={"verdict": "fail"})
+    lower = build_workspace_report(results)
+    aggregate = [(i.type, i.metric) for i in diff_workspace(baseline, lower).items if i.case_id is None]
+    assert aggregate == [(ItemType.REGRESSION, "passRate")]
+    higher = build_workspace_report([r.model_copy(update={"score": r.score + 5.5}) for r in baseline.results])
     item = diff_workspace(baseline, higher).items[0]
     assert (item.type, item.scope, item.metric, item.delta) == (
         ItemType.IMPROVEMENT,

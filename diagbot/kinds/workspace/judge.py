@@ -22,21 +22,10 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 from pydantic.dataclasses import dataclass
 
-from diagbot.diff import (
-    DiffItem,
-    DiffReport,
-    ItemType,
-    Thresholds,
-    better_or_worse,
-    case_presence,
-    changed,
-    item,
-    order,
-    percent,
-    summarize,
-)
-from diagbot.models import Output, StrictInput
-from diagbot.workspace_checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
+from diagbot.core.models import Output, StrictInput
+from diagbot.core.rates import rate
+from diagbot.core.report import RunInfo, with_rate
+from diagbot.kinds.workspace.checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
 
 
 class Mode(StrEnum):
@@ -354,7 +343,9 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
     )
 
 
-def judge_suite(cases: list[WorkspaceCase], fixtures_dir: Path) -> WorkspaceReport:
+def judge_suite(
+    cases: list[WorkspaceCase], fixtures_dir: Path, suite: str | None = None, run: RunInfo | None = None
+) -> WorkspaceReport:
     """Judge every case and aggregate the report. The cycle collector is paused meanwhile: judging makes no
     reference cycles (a test holds it to that), and sparing the collector repeated passes over the growing
     results saves about 3% on the bench."""
@@ -365,7 +356,7 @@ def judge_suite(cases: list[WorkspaceCase], fixtures_dir: Path) -> WorkspaceRepo
     finally:
         if collecting:
             gc.enable()
-    return build_workspace_report(results)
+    return build_workspace_report(results, suite, run)
 
 
 def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
@@ -455,6 +446,7 @@ def _band(verdict: Verdict, raw: float) -> float:
 class WorkspaceReport(Output):
     schema_version: int = WORKSPACE_SCHEMA_VERSION
     kind: Literal["workspace"] = "workspace"
+    suite: str | None = None
     total_cases: int
     passed_cases: int
     pass_rate: float
@@ -462,9 +454,17 @@ class WorkspaceReport(Output):
     average_score: float
     average_bucket_scores: dict[str, float]
     results: list[WorkspaceResult]
+    run: RunInfo | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rate(cls, data: Any) -> Any:
+        return with_rate(data)
 
 
-def build_workspace_report(results: list[WorkspaceResult]) -> WorkspaceReport:
+def build_workspace_report(
+    results: list[WorkspaceResult], suite: str | None = None, run: RunInfo | None = None
+) -> WorkspaceReport:
     """Aggregate results; a bucket's average counts only the cases whose mode has that bucket."""
     passed = sum(result.verdict is Verdict.PASS for result in results)
     scores: dict[str, list[float]] = {bucket.value: [] for bucket in Bucket}
@@ -472,71 +472,18 @@ def build_workspace_report(results: list[WorkspaceResult]) -> WorkspaceReport:
         for name, bucket in result.packet.buckets.items():
             scores.setdefault(name, []).append(bucket.score)
     return WorkspaceReport(
+        suite=suite,
         total_cases=len(results),
         passed_cases=passed,
-        pass_rate=round(passed / len(results), 4) if results else 0.0,
+        pass_rate=rate(passed, len(results)),
         verdict_distribution={v: sum(result.verdict is v for result in results) for v in Verdict},
         average_score=_mean(result.score for result in results),
         average_bucket_scores={name: _mean(values) for name, values in scores.items() if values},
         results=results,
+        run=run,
     )
 
 
 def _mean(values: Iterable[float]) -> float:
     items = list(values)
     return round(sum(items) / len(items), 2) if items else 0.0
-
-
-def diff_workspace(
-    baseline: WorkspaceReport, current: WorkspaceReport, thresholds: Thresholds | None = None
-) -> DiffReport:
-    """The workspace rules on the shared diff pipeline: score beyond the threshold, pass/fail, bucket scores and
-    check flips; fail <-> invalid and a mode switch are plain changes."""
-    points = (thresholds or Thresholds()).score_points
-    items = [
-        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", percent),
-        *better_or_worse(
-            None, "averageScore", baseline.average_score, current.average_score, True, "average score", None, points
-        ),
-    ]
-    before = {result.case_id: result for result in baseline.results}
-    current_ids = {result.case_id for result in current.results}
-    for result in current.results:
-        old = before.get(result.case_id)
-        items += [case_presence(result.case_id, in_baseline=False)] if old is None else _case_diff(old, result, points)
-    items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in current_ids]
-    return summarize(
-        order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
-        (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (baseline.pass_rate, current.pass_rate),
-    )
-
-
-def _flip(case_id: str, metric: str, before: bool, after: bool, message: str) -> list[DiffItem]:
-    """True -> False is a regression, False -> True an improvement."""
-    if before == after:
-        return []
-    return [item(ItemType.REGRESSION if before else ItemType.IMPROVEMENT, case_id, metric, before, after, message)]
-
-
-def _case_diff(old: WorkspaceResult, new: WorkspaceResult, points: float) -> list[DiffItem]:
-    """Score, verdict, mode, then every bucket and check present on both sides."""
-    case_id = new.case_id
-    verdicts = f"verdict {old.verdict} → {new.verdict}" + (f" ({new.reason})" if new.reason else "")
-    items = [
-        *better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points),
-        *_flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
-    ]
-    if Verdict.PASS not in (old.verdict, new.verdict):
-        items += changed(case_id, "verdict", old.verdict.value, new.verdict.value, verdicts)
-    items += changed(case_id, "mode", old.mode.value, new.mode.value, f"mode {old.mode} → {new.mode}")
-    for name, bucket in new.packet.buckets.items():
-        previous = old.packet.buckets.get(name)
-        if previous is None:
-            continue
-        items += better_or_worse(case_id, f"bucket.{name}", previous.score, bucket.score, True, f"{name} score")
-        passed_before = {check.id: check.passed for check in previous.checks}
-        for check in bucket.checks:
-            if check.id in passed_before:
-                items += _flip(case_id, f"check.{name}.{check.id}", passed_before[check.id], check.passed, check.detail)
-    return items

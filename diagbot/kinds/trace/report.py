@@ -6,26 +6,18 @@ from older diagbot versions and from the original Java evaluator (same field nam
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from diagbot.errors import ReportFormatError
-from diagbot.models import Output
+from diagbot.core.errors import ReportFormatError
+from diagbot.core.models import Output
+from diagbot.core.rates import rate
+from diagbot.core.report import RunInfo, check_version, load_json_object, with_rate
 
 SCHEMA_VERSION = 1
 NO_VERDICT = "NONE"
-
-
-class RunInfo(Output):
-    """Where and when a report was made: the only part of a report that is not a function of its inputs."""
-
-    git_sha: str | None = None
-    ref: str | None = None
-    time: str | None = None
 
 
 class CaseResult(Output):
@@ -68,7 +60,7 @@ class TraceReport(Output):
         # Version 0 is the Java evaluator's format: same fields, no schemaVersion or kind.
         if isinstance(data, dict) and "schemaVersion" not in data and "schema_version" not in data:
             data = {**data, "schemaVersion": 0}
-        return data
+        return with_rate(data)
 
 
 def _average(values: list[int | float | None]) -> float:
@@ -85,24 +77,13 @@ def build_report(results: list[CaseResult], suite: str | None = None, run: RunIn
         suite=suite,
         total_cases=len(results),
         passed_cases=passed,
-        pass_rate=round(passed / len(results), 6) if results else 0.0,
+        pass_rate=rate(passed, len(results)),
         verdict_distribution=dict(sorted(verdicts.items())),
         average_tool_call_count=_average([r.tool_call_count for r in results]),
         average_duration_ms=_average([r.duration_ms for r in results]),
         results=results,
         run=run,
     )
-
-
-def dump_model(model: Output) -> str:
-    """The JSON text diagbot writes: camelCase, stable key order, UTF-8 kept readable, trailing newline."""
-    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def write_file(path: Path, text: str) -> None:
-    """Write one output file as UTF-8, making its folder first (every file diagbot writes goes through here)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _problems(exc: ValidationError, where: str) -> list[str]:
@@ -113,30 +94,10 @@ def _problems(exc: ValidationError, where: str) -> list[str]:
     return shown + ([f"{where}: ... and {more} more problems"] if more > 0 else [])
 
 
-def load_json_object(text: str, where: str) -> dict[str, Any]:
-    """A report file's JSON object, or a ReportFormatError that says where it went wrong."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
-    except RecursionError:
-        raise ReportFormatError(f"{where}: nested too deeply to be a diagbot report") from None
-    if not isinstance(data, dict):
-        raise ReportFormatError(f"{where}: not a diagbot report (expected a JSON object)")
-    return data
-
-
 def parse_report(text: str, where: str) -> TraceReport:
     """Read a report written by diagbot (any schema version) or by the Java evaluator."""
     data = load_json_object(text, where)
-    version = data.get("schemaVersion", 0)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise ReportFormatError(f"{where}: schemaVersion must be a whole number, found {json.dumps(version)[:40]}")
-    if version > SCHEMA_VERSION:
-        raise ReportFormatError(
-            f"{where}: report schemaVersion {data['schemaVersion']} is newer than this diagbot understands "
-            f"({SCHEMA_VERSION}); upgrade diagbot"
-        )
+    check_version(data, where, SCHEMA_VERSION)
     try:
         return TraceReport.model_validate(data)
     except ValidationError as exc:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from diagbot.cases import TraceCase
-from diagbot.codes import Code
-from diagbot.text import matches
-from diagbot.trace import Trace
+from diagbot.core.text import matches
+from diagbot.kinds.trace.cases import TraceCase
+from diagbot.kinds.trace.codes import Code
+from diagbot.kinds.trace.fixture import Trace
 
 REJECT = "REJECT"
 PASS = "PASS"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from diagbot.codes import Code
+from diagbot.kinds.trace.codes import Code
 
 DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
 

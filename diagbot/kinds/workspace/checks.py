@@ -24,8 +24,8 @@ from jmespath.visitor import TreeInterpreter
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
-from diagbot.models import StrictInput
-from diagbot.text import matches
+from diagbot.core.models import StrictInput
+from diagbot.core.text import matches
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""

@@ -14,7 +14,6 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
@@ -28,7 +27,18 @@ from urllib3.exceptions import ProtocolError, ReadTimeoutError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from diagbot.errors import DiagbotError
+from diagbot.core.errors import DiagbotError
+from diagbot.github.port import (
+    ArtifactCandidate,
+    ArtifactGone,
+    BaselineSearch,
+    CannotCheck,
+    CannotComment,
+    GitHubError,
+    GitHubUnavailable,
+    PullInfo,
+    UnsafeArtifact,
+)
 
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 MAX_ANNOTATIONS = 50
@@ -40,30 +50,6 @@ ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP = b"PK\x05\x06"
 
 T = TypeVar("T")
-
-
-class GitHubError(DiagbotError):
-    """A GitHub request failed in a way the run cannot work around."""
-
-
-class GitHubUnavailable(GitHubError):
-    """GitHub answered 5xx, timed out, or kept rate-limiting us beyond the allowed wait."""
-
-
-class CannotComment(GitHubError):
-    """The token may not comment on the pull request (fork PR, or no `pull-requests: write`)."""
-
-
-class CannotCheck(GitHubError):
-    """The token may not create check runs (fork PR, or no `checks: write`)."""
-
-
-class ArtifactGone(GitHubError):
-    """The artifact expired or was deleted between listing and download (410)."""
-
-
-class UnsafeArtifact(GitHubError):
-    """The artifact archive is too big, malformed, or holds paths that would escape its folder."""
 
 
 class DiagbotRetry(GithubRetry):
@@ -189,21 +175,6 @@ def _mapped(doing: str, forbidden: GitHubError | None = None) -> Iterator[None]:
 
 
 # --- baseline artifacts ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ArtifactCandidate:
-    """A baseline artifact worth trying, with where it came from."""
-
-    id: int
-    name: str
-    archive_download_url: str
-    created_at: datetime
-    size: int
-    run_id: int
-    head_branch: str
-    head_sha: str
-    exact: bool  # made from the base commit itself
 
 
 def find_baseline_artifact(
@@ -410,3 +381,36 @@ def call(doing: str, fn: Callable[[], T]) -> T:
     """Run one PyGithub call with our error mapping (for reads the bot makes directly, e.g. a pull request)."""
     with _mapped(doing):
         return fn()
+
+
+class PyGithubPort:
+    """The GitHub port over a PyGithub client, for one repository. Objects are lazy: no request until needed."""
+
+    def __init__(self, github: Github, repository: str) -> None:
+        self.github = github
+        self.repository = repository
+        self._repo = github.get_repo(repository)
+
+    def pull(self, number: int) -> PullInfo:
+        doing = f"reading pull request #{number}"
+        with _mapped(doing):
+            pull = self._repo.get_pull(number)
+            return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state)
+
+    def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch:
+        found = find_baseline_artifact(self._repo, name, base_branch, base_sha)
+        return BaselineSearch(found, runs_scanned=0)
+
+    def download(self, candidate: ArtifactCandidate) -> bytes:
+        return download_artifact(self.github.requester, candidate)
+
+    def upsert_comment(self, number: int, marker: str, body: str, mode: str, author: str) -> str | None:
+        if mode == "off":
+            return None
+        issue = call(f"reading issue #{number}", lambda: self._repo.get_issue(number))
+        return upsert_comment(issue, marker, body, mode, author)
+
+    def create_check_run(
+        self, head_sha: str, name: str, conclusion: str, title: str, summary: str, annotations: list[dict[str, Any]]
+    ) -> str:
+        return create_check_run(self._repo, head_sha, name, conclusion, title, summary, annotations)

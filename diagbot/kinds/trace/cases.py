@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from diagbot.errors import CaseFileError
-from diagbot.models import StrictInput
+from diagbot.core.errors import CaseFileError
+from diagbot.core.models import StrictInput
 
 
 class TraceCase(StrictInput):

@@ -4,45 +4,61 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from diagbot.diff import Thresholds
-from diagbot.errors import ConfigError
-from diagbot.models import StrictInput
+from diagbot.core.diff import Thresholds
+from diagbot.core.errors import ConfigError
+from diagbot.core.models import StrictInput
+from diagbot.core.report import RunInfo
+from diagbot.kinds.base import SuiteInput
+from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 
 DEFAULT_CONFIG = "diagbot.yml"
 
 
-class SuiteKind(StrEnum):
-    TRACE = "trace"
-    WORKSPACE = "workspace"
-
-
 class SuiteConfig(StrictInput):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    kind: SuiteKind = SuiteKind.TRACE
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    kind: str = DEFAULT_KIND
     cases: str
     fixtures: str
     max_fixture_bytes: int = Field(default=64 * 1024 * 1024, gt=0, alias="max-fixture-bytes")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"unknown suite kind {kind!r}; use one of {', '.join(sorted(KINDS))}")
+        return kind
 
 
 class ThresholdConfig(StrictInput):
     """Kebab-case like the action's inputs; see diff.Thresholds for the meaning."""
 
-    tool_calls_pct: float = Field(default=20.0, ge=0, alias="tool-calls-pct")
-    tool_calls_min: float = Field(default=1.0, ge=0, alias="tool-calls-min")
-    duration_pct: float = Field(default=20.0, ge=0, alias="duration-pct")
-    duration_min_ms: float = Field(default=500.0, ge=0, alias="duration-min-ms")
-    score_points: float = Field(default=5.0, ge=0, alias="score-points")
+    tool_calls_pct: float = Field(default=20.0, ge=0, allow_inf_nan=False, alias="tool-calls-pct")
+    tool_calls_min: float = Field(default=1.0, ge=0, allow_inf_nan=False, alias="tool-calls-min")
+    duration_pct: float = Field(default=20.0, ge=0, allow_inf_nan=False, alias="duration-pct")
+    duration_min_ms: float = Field(default=500.0, ge=0, allow_inf_nan=False, alias="duration-min-ms")
+    score_points: float = Field(default=5.0, ge=0, allow_inf_nan=False, alias="score-points")
 
-    def override(self, given: Mapping[str, float]) -> ThresholdConfig:
-        """These thresholds with some replaced (kebab-case keys, as in diagbot.yml), validated again."""
-        return ThresholdConfig.model_validate({**self.model_dump(by_alias=True), **given})
+    def override(self, given: Mapping[str, float], where: str = "--{name}") -> ThresholdConfig:
+        """These thresholds with some replaced (kebab-case keys, as in diagbot.yml), validated again; a bad or
+        unknown value is a ConfigError naming it as `where` does (`--{name}` for a flag)."""
+        try:
+            return ThresholdConfig.model_validate({**self.model_dump(by_alias=True), **given})
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error["loc"] else "thresholds"
+                if error["type"] == "extra_forbidden":
+                    known = ", ".join(f.alias or n for n, f in ThresholdConfig.model_fields.items())
+                    problems.append(f"{where.format(name=name)}: unknown threshold; use one of {known}")
+                else:
+                    problems.append(f"{where.format(name=name)}: {error['msg']} (got {error.get('input')!r:.40})")
+            raise ConfigError(*problems) from None
 
     def to_thresholds(self) -> Thresholds:
         return Thresholds(
@@ -64,7 +80,9 @@ def given_thresholds(source: object) -> dict[str, float]:
 class GateConfig(StrictInput):
     fail_on_regression: bool = Field(default=True, alias="fail-on-regression")
     require_baseline: bool = Field(default=False, alias="require-baseline")
-    baseline_max_age_days: float = Field(default=30.0, gt=0, alias="baseline-max-age-days")
+    baseline_max_age_days: float = Field(default=30.0, gt=0, allow_inf_nan=False, alias="baseline-max-age-days")
+    # Suites deliberately removed: a baseline report for one of them is a notice, not a vanished suite.
+    retired_suites: list[str] = Field(default_factory=list, alias="retired-suites", max_length=100)
 
 
 class Config(StrictInput):
@@ -92,6 +110,17 @@ class Config(StrictInput):
 
     def path(self, relative: str) -> Path:
         return self.root / relative
+
+    def suite_input(self, suite: SuiteConfig, run: RunInfo | None = None) -> SuiteInput:
+        return SuiteInput(
+            name=suite.name,
+            cases=self.path(suite.cases),
+            fixtures=self.path(suite.fixtures),
+            cases_label=str(self.path(suite.cases)),
+            fixtures_label=str(self.path(suite.fixtures)),
+            max_fixture_bytes=suite.max_fixture_bytes,
+            run=run,
+        )
 
 
 def default_config(root: Path) -> Config:

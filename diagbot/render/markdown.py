@@ -8,9 +8,7 @@ important sections first (all results, then changes, improvements, regressions) 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -18,15 +16,10 @@ from pydantic import Field
 from tabulate import tabulate
 
 from diagbot import __version__
-from diagbot.diff import DiffItem, DiffReport, ItemType
-from diagbot.diff import percent as rate
-from diagbot.models import Output
+from diagbot.core.diff import DiffItem, DiffReport, ItemType
+from diagbot.core.models import Output
+from diagbot.core.rates import percent as rate
 
-# In a checkout (and the action's image) the templates sit beside the package; a wheel installs them as data files.
-TEMPLATE_DIRS = [
-    Path(__file__).resolve().parent.parent / "templates",
-    Path(sys.prefix) / "share" / "diagbot" / "templates",
-]
 COMMENT_LIMIT = 65_536  # GitHub rejects longer issue-comment bodies
 CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
 SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
@@ -85,6 +78,10 @@ class Caps:
 
 _MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
 _PING = re.compile(r"(@(?=[A-Za-z0-9])|#(?=\d))")
+# Anything GitHub would turn into a link by itself: a URI scheme's colon, and the `www.` of a bare host.
+_AUTOLINK = re.compile(
+    r"(?i)(\b(?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file)(?=:)|\b[a-z][a-z0-9+.-]{0,30}(?=://)|\bwww(?=\.))"
+)
 
 
 def md(value: Any, limit: int = CELL_LIMIT) -> str:
@@ -94,7 +91,8 @@ def md(value: Any, limit: int = CELL_LIMIT) -> str:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_INLINE.sub(r"\\\1", text)
-    return _PING.sub(r"\1&#8203;", text)  # a zero-width space after @ or # stops pings and issue links
+    text = _PING.sub(r"\1&#8203;", text)  # a zero-width space after @ or # stops pings and issue links
+    return _AUTOLINK.sub(r"\1&#8203;", text)  # `https&#8203;://x`, `www&#8203;.x`: shown alike, never a link
 
 
 def percent(value: float | None) -> str:
@@ -136,7 +134,7 @@ def plural(count: int, word: str) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in TEMPLATE_DIRS]),
+        loader=jinja2.PackageLoader("diagbot.render", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML: escaping is done by `md` on each untrusted value
         keep_trailing_newline=True,
@@ -210,7 +208,17 @@ def _sections(view: SuiteView, rows: dict[str, list[list[str]]], caps: Caps) -> 
         **{name: kept for name, (kept, _) in shown.items()},
         "cut": {name: cut for name, (_, cut) in shown.items()},
         "headers": ITEM_HEADERS,
+        "common": _common_note(view.diff),
     }
+
+
+def _common_note(diff: DiffReport | None) -> str:
+    """Said when cases were added or removed: the aggregates then cover only the cases both sides have."""
+    if diff is None or diff.common_cases is None:
+        return ""
+    if diff.common_cases == diff.baseline_total_cases == diff.current_total_cases:
+        return ""
+    return f" · aggregates compared over {plural(diff.common_cases, 'common case')}"
 
 
 def _row_width(rows: list[list[str]]) -> int:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
-from diagbot.models import Output
-from diagbot.report import CaseResult, TraceReport
+from diagbot.core.models import Output
 
 
 class ItemType(StrEnum):
@@ -32,6 +31,10 @@ class DiffItem(Output):
     current_value: Any = None
     delta: float | None = None
     message: str
+    # What the gate needs to know of the case behind the item; kinds that know no such thing keep the defaults.
+    gating: bool = True
+    severity: str | None = None
+    case_version: str | None = None
 
 
 class Thresholds(Output):
@@ -58,6 +61,12 @@ class DiffReport(Output):
     changed_count: int
     has_regression: bool
     items: list[DiffItem]
+    common_cases: int | None = None  # the cases present on both sides, over which aggregates are compared
+
+    @property
+    def gating_regressions(self) -> int:
+        """Regressions the gate counts: those of cases that gate (all of them, for kinds without the notion)."""
+        return sum(1 for i in self.items if i.type is ItemType.REGRESSION and i.gating)
 
 
 _TYPE_ORDER = {ItemType.REGRESSION: 0, ItemType.IMPROVEMENT: 1, ItemType.CHANGED: 2}
@@ -171,10 +180,6 @@ def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
     )
 
 
-def percent(value: Any) -> str:
-    return f"{value:.1%}"
-
-
 def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if not value.is_integer() else str(int(value))
@@ -192,7 +197,18 @@ def order(items: list[DiffItem], case_order: list[str]) -> list[DiffItem]:
     )
 
 
-def summarize(items: list[DiffItem], totals: tuple[int, int, int, int], rates: tuple[float, float]) -> DiffReport:
+def common_ids(baseline: Iterable[str], current: Iterable[str]) -> set[str]:
+    """The case ids on both sides: aggregates are compared over these only, so adding a failing case (or
+    removing a passing one) is a visible change, never a regression of the pass rate."""
+    return set(baseline) & set(current)
+
+
+def summarize(
+    items: list[DiffItem],
+    totals: tuple[int, int, int, int],
+    rates: tuple[float, float],
+    common_cases: int | None = None,
+) -> DiffReport:
     """Wrap ordered items with the counts the documents' diff report carries."""
     count = {kind: sum(1 for it in items if it.type is kind) for kind in ItemType}
     return DiffReport(
@@ -207,94 +223,5 @@ def summarize(items: list[DiffItem], totals: tuple[int, int, int, int], rates: t
         changed_count=count[ItemType.CHANGED],
         has_regression=count[ItemType.REGRESSION] > 0,
         items=items,
+        common_cases=common_cases,
     )
-
-
-def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Thresholds | None = None) -> DiffReport:
-    """Compare two trace-suite reports by the rules of the documents' baseline diff."""
-    t = thresholds or Thresholds()
-    items = [
-        *better_or_worse(None, "passRate", baseline.pass_rate, current.pass_rate, True, "pass rate", percent),
-        *cost(
-            None,
-            "averageToolCallCount",
-            baseline.average_tool_call_count,
-            current.average_tool_call_count,
-            t.tool_call_pct,
-            t.tool_call_abs,
-            "",
-        ),
-        *cost(
-            None,
-            "averageDurationMs",
-            baseline.average_duration_ms,
-            current.average_duration_ms,
-            t.duration_pct,
-            t.duration_abs_ms,
-            " ms",
-        ),
-    ]
-    for verdict in sorted(set(baseline.verdict_distribution) | set(current.verdict_distribution)):
-        b, c = baseline.verdict_distribution.get(verdict, 0), current.verdict_distribution.get(verdict, 0)
-        items += changed(None, f"verdictDistribution.{verdict}", b, c, f"{verdict} verdicts: {b} → {c}")
-
-    base_cases = {r.case_id: r for r in baseline.results}
-    current_ids = {r.case_id for r in current.results}
-    for now in current.results:
-        before = base_cases.get(now.case_id)
-        if before is None:
-            items.append(case_presence(now.case_id, in_baseline=False))
-            continue
-        items += _diff_case(before, now, t)
-    items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in current_ids]
-
-    case_order = [r.case_id for r in current.results] + [r.case_id for r in baseline.results]
-    return summarize(
-        order(items, case_order),
-        (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (baseline.pass_rate, current.pass_rate),
-    )
-
-
-def _diff_case(before: CaseResult, now: CaseResult, t: Thresholds) -> list[DiffItem]:
-    case_id = now.case_id
-    items: list[DiffItem] = []
-    if before.passed != now.passed:
-        reason = f": {now.failed_checks[0]}" if now.failed_checks and not now.passed else ""
-        message = f"case now fails{reason}" if before.passed else "case now passes"
-        kind = ItemType.REGRESSION if before.passed else ItemType.IMPROVEMENT
-        items.append(item(kind, case_id, "passed", before.passed, now.passed, message))
-    for tool in sorted(set(before.evidence_coverage) | set(now.evidence_coverage)):
-        items += flag(
-            case_id,
-            f"evidenceCoverage.{tool}",
-            before.evidence_coverage.get(tool),
-            now.evidence_coverage.get(tool),
-            f"evidence from {tool}",
-        )
-    items += better_or_worse(
-        case_id,
-        "matchedKeywordCount",
-        before.matched_keyword_count,
-        now.matched_keyword_count,
-        True,
-        "matched root-cause keywords",
-    )
-    items += cost(
-        case_id,
-        "toolCallCount",
-        before.tool_call_count,
-        now.tool_call_count,
-        t.tool_call_pct,
-        t.tool_call_abs,
-        "",
-    )
-    items += cost(case_id, "durationMs", before.duration_ms, now.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
-    items += changed(
-        case_id,
-        "verdict",
-        before.verdict,
-        now.verdict,
-        f"verdict changed from {before.verdict or 'none'} to {now.verdict or 'none'}",
-    )
-    return items

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagbot.cases import CaseSuite, TraceCase
-from diagbot.checks import run_checks
-from diagbot.report import CaseResult, RunInfo, TraceReport, build_report
-from diagbot.text import matches
-from diagbot.trace import DEFAULT_MAX_FIXTURE_BYTES, FixtureProblem, Trace, load_trace
+from diagbot.core.report import RunInfo
+from diagbot.core.text import matches
+from diagbot.kinds.trace.cases import CaseSuite, TraceCase
+from diagbot.kinds.trace.checks import run_checks
+from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES, FixtureProblem, Trace, load_trace
+from diagbot.kinds.trace.report import CaseResult, TraceReport, build_report
 
 
 def evaluate_case(case: TraceCase, trace: Trace | FixtureProblem) -> CaseResult:

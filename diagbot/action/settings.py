@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from diagbot.config import given_thresholds
-from diagbot.errors import ConfigError
+from diagbot.core.errors import ConfigError
+from diagbot.io.config import given_thresholds
 
 
 class CommentMode(StrEnum):
@@ -25,7 +25,7 @@ class CommentMode(StrEnum):
 
 class RunMode(StrEnum):
     """What the run is for: `auto` decides by event; `pull-request` / `push` force a role; `comment` relays a fork
-    PR's downloaded report folder to the PR (see `diagbot.relay`)."""
+    PR's downloaded report folder to the PR (see `diagbot.action.relay`)."""
 
     AUTO = "auto"
     PULL_REQUEST = "pull-request"

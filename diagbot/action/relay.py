@@ -17,80 +17,38 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, TextIO
+from typing import Any, TextIO
 
-from github import Github
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from diagbot import github as gh
-from diagbot import runner
-from diagbot.diff import DiffReport
-from diagbot.errors import DiagbotError, ReportFormatError
-from diagbot.pipeline import SuiteOutcome, decide
-from diagbot.render import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
-from diagbot.settings import Settings
-from diagbot.suites import parse_any_report, view
+from diagbot.action import runner
+from diagbot.action.publish import Notes, Post, publish
+from diagbot.action.record import MAX_SUITES, SUITE_NAME, PrRecord, short
+from diagbot.action.settings import Settings
+from diagbot.core.diff import DiffReport
+from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot.core.gate import GateSettings
+from diagbot.github.port import GitHubPort
+from diagbot.kinds.registry import parse_any_report, view
+from diagbot.pipeline import SuiteOutcome, gate_outcome
+from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 
 PR_JSON_BYTES = 1024 * 1024
 REPORT_BYTES = 64 * 1024 * 1024  # per report or diff file
 TOTAL_BYTES = 256 * 1024 * 1024  # all reports and diffs together
-MAX_SUITES = 50
-MARKER = r"^<!-- diagbot:([A-Za-z0-9._+-]{1,100}) -->$"
-SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # config.SuiteConfig's pattern, bounded
-SHA = r"^[0-9a-f]{40}$"
 FIX = "the evaluating run's artifact is not what diagbot writes; rerun that run, or check what uploads the artifact"
-
-SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
-Short = Annotated[str, Field(max_length=500)]
 
 
 class RelayError(DiagbotError):
     """The report artifact cannot be trusted or used: nothing is posted."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=True)
-
-
-class RelayBaseline(_Strict):
-    """Optional baseline provenance in pr.json; rendered escaped, and its run link rebuilt from `runId`."""
-
-    source: Literal["artifact", "file", "none"]
-    label: str | None = Field(default=None, max_length=200)
-    branch: str | None = Field(default=None, max_length=255)
-    sha: str | None = Field(default=None, pattern=SHA)
-    run_id: int | None = Field(default=None, alias="runId", gt=0)
-    age_days: float | None = Field(default=None, alias="ageDays", ge=0)
-    exact: bool | None = None
-    missing_reason: str | None = Field(default=None, alias="missingReason", max_length=500)
-    warnings: list[Short] = Field(default_factory=list, max_length=20)
-
-
-class PrRecord(_Strict):
-    """`<report-dir>/pr.json` as the pull_request role writes it; unknown keys are ignored, known ones typed."""
-
-    repository: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$", max_length=200)
-    number: int = Field(gt=0)
-    head_sha: str = Field(alias="headSha", pattern=SHA)
-    marker: str = Field(pattern=MARKER)
-    # Optional, so an artifact from an older diagbot still relays.
-    suites: list[SuiteName] | None = Field(default=None, max_length=MAX_SUITES)
-    baseline: RelayBaseline | None = None
-    problems: list[Short] = Field(default_factory=list, max_length=50)
-
-    @property
-    def marker_id(self) -> str:
-        match = re.match(MARKER, self.marker)
-        assert match is not None  # validated by the field pattern
-        return match[1]
-
-
-def run(settings: Settings, github: Github, out: TextIO) -> int:
+def run(settings: Settings, port: GitHubPort, out: TextIO) -> int:
     """Relay one evaluating run's results to its PR; 0 posted (or nothing to do), 2 refused or failed."""
     warnings: list[str] = []
     errors: list[str] = []
     try:
-        posted = _relay(settings, github, out, warnings, errors)
+        posted = _relay(settings, port, out, warnings, errors)
     except DiagbotError as exc:
         errors.extend(exc.problems)
         posted = None
@@ -105,7 +63,7 @@ def run(settings: Settings, github: Github, out: TextIO) -> int:
 
 
 def _relay(
-    settings: Settings, github: Github, out: TextIO, warnings: list[str], errors: list[str]
+    settings: Settings, port: GitHubPort, out: TextIO, warnings: list[str], errors: list[str]
 ) -> dict[str, str] | None:
     report_dir = settings.workspace / settings.report_dir
     record = load_record(report_dir / "pr.json")
@@ -118,76 +76,61 @@ def _relay(
     suites = load_suites(report_dir, record.suites)
     views = [view(s.name, s.report, s.diff) for s in suites if s.report is not None]
 
-    repo = github.get_repo(settings.repository)
     number = record.number
-    doing = f"reading pull request #{number}"
-    pull = gh.call(doing, lambda: repo.get_pull(number))
-    head_sha, state = gh.call(doing, lambda: (pull.head.sha, pull.state))
-    if head_sha != record.head_sha:
+    pull = port.pull(number)
+    if pull.head_sha != record.head_sha:
         raise RelayError(
-            f"pull request #{number} is at {head_sha}, but the artifact is for {record.head_sha}: a stale or forged "
-            "artifact; nothing was posted (a newer run for the current head posts its own results)"
+            f"pull request #{number} is at {pull.head_sha}, but the artifact is for {record.head_sha}: a stale or "
+            "forged artifact; nothing was posted (a newer run for the current head posts its own results)"
         )
-    if state != "open":
-        print(f"::notice::pull request #{number} is {state}; nothing posted", file=out)
+    if pull.state != "open":
+        print(f"::notice::pull request #{number} is {pull.state}; nothing posted", file=out)
         return None
 
     baseline = _baseline(settings, record, any(v.diff is not None for v in views))
     current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating_run))
+    marker = f"diagbot:{record.marker_id}"
     comment = render_markdown(
-        "comment.md.j2",
-        views,
-        baseline,
-        current,
-        f"diagbot:{record.marker_id}",
-        COMMENT_LIMIT,
-        problems=record.problems,
+        "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems
     )
     # The evaluating run's own input problems fail the check as they failed that run.
-    evaluating = [SuiteOutcome("evaluating run", problems=record.problems)] if record.problems else []
-    conclusion, _, title = decide(
-        [*suites, *evaluating], settings.require_baseline is True, settings.fail_on_regression is not False
+    evaluating = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
+    decision = gate_outcome([*suites, *evaluating], _gate(settings, record))
+    notes = Notes(warnings, errors)
+    post = Post(
+        number=number,
+        head_sha=record.head_sha,
+        marker_id=record.marker_id,
+        comment=comment,
+        comment_mode=settings.comment.value,
+        comment_author=settings.comment_author,
+        conclusion=decision.conclusion.value,
+        title=decision.reason,
+        summary=render_markdown(
+            "summary.md.j2", views, baseline, current, marker, CHECK_SUMMARY_LIMIT, problems=record.problems
+        ),
+        annotations=[],
     )
-
-    comment_url: str | None = None
-    try:
-        issue = gh.call(f"reading issue #{number}", lambda: repo.get_issue(number))
-        comment_url = gh.upsert_comment(issue, record.marker, comment, settings.comment.value, settings.comment_author)
-    except gh.CannotComment as exc:
-        warnings.extend(exc.problems)
-    except gh.GitHubError as exc:
-        errors.extend(exc.problems)
-    try:
-        gh.create_check_run(
-            repo,
-            record.head_sha,
-            f"diagbot ({record.marker_id})",
-            conclusion.value,
-            title,
-            render_markdown(
-                "summary.md.j2",
-                views,
-                baseline,
-                current,
-                f"diagbot:{record.marker_id}",
-                CHECK_SUMMARY_LIMIT,
-                problems=record.problems,
-            ),
-            [],
-        )
-    except gh.CannotCheck as exc:
-        warnings.extend(exc.problems)
-    except gh.GitHubError as exc:
-        errors.extend(exc.problems)
-
+    comment_url = publish(port, post, notes)
     runner.write_summary(settings.step_summary, comment)
-    print(f"diagbot: relayed to pull request #{number} ({title}; {conclusion.value})", file=out)
+    print(f"diagbot: relayed to pull request #{number} ({decision.reason}; {decision.conclusion.value})", file=out)
     return {
         "has-regression": "true" if any(v.diff is not None and v.diff.has_regression for v in views) else "false",
         "comment-url": comment_url or "",
         "baseline-sha": baseline.sha or "",
         "report-dir": settings.report_dir,
     }
+
+
+def _gate(settings: Settings, record: PrRecord) -> GateSettings:
+    """The settings the evaluating run decided with (from pr.json), unless this workflow's inputs say otherwise."""
+    given = record.gate
+    fail = settings.fail_on_regression
+    require = settings.require_baseline
+    return GateSettings(
+        fail_on_regression=(given.fail_on_regression if given else True) if fail is None else fail,
+        require_baseline=(given.require_baseline if given else False) if require is None else require,
+    )
 
 
 # --- untrusted files -----------------------------------------------------------------------------------------------
@@ -220,8 +163,7 @@ def read_capped(path: Path, cap: int, what: str, required: bool = True) -> str |
 
 
 def load_record(path: Path) -> PrRecord:
-    text = read_capped(path, PR_JSON_BYTES, "pr.json")
-    assert text is not None
+    text = read_capped(path, PR_JSON_BYTES, "pr.json") or ""
     try:
         return PrRecord.model_validate_json(text)
     except ValidationError as exc:
@@ -254,13 +196,12 @@ def load_suites(report_dir: Path, order: list[str] | None) -> list[SuiteOutcome]
     suites: list[SuiteOutcome] = []
     budget = TOTAL_BYTES
     for name in names:
-        text = read_capped(reports / f"{name}.json", REPORT_BYTES, f"the report of suite {name}")
-        assert text is not None
+        text = read_capped(reports / f"{name}.json", REPORT_BYTES, f"the report of suite {name}") or ""
         budget -= len(text.encode())
         try:
             report = parse_any_report(text, str(reports / f"{name}.json"))
         except DiagbotError as exc:  # its messages may quote the untrusted file: keep them short
-            raise RelayError(*[_short(p) for p in exc.problems[:10]]) from None
+            raise RelayError(*[short(p) for p in exc.problems[:10]]) from None
         diff_path = report_dir / "diff" / f"{name}.json"
         diff_text = read_capped(diff_path, REPORT_BYTES, f"the diff of suite {name}", required=False)
         diff = None
@@ -320,10 +261,6 @@ def _baseline(settings: Settings, record: PrRecord, compared: bool) -> BaselineI
         missing_reason=given.missing_reason or ("the evaluating run had none" if given.source == "none" else None),
         warnings=given.warnings,
     )
-
-
-def _short(problem: str, limit: int = 500) -> str:
-    return problem if len(problem) <= limit else problem[: limit - 1] + "…"
 
 
 def _bullets(lines: list[str]) -> str:

@@ -1,0 +1,1 @@
+"""The GitHub Action: settings from the runner, events, evaluate, publish; the fork relay publishes after checks."""

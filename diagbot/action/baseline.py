@@ -1,0 +1,103 @@
+"""The baseline of a pull request: the newest usable report artifact of its base branch, with its provenance."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from diagbot.action.settings import Settings
+from diagbot.github import client as gh
+from diagbot.github.port import ArtifactCandidate, GitHubError, GitHubPort, UnsafeArtifact
+from diagbot.io.baselines import Baselines, find_baselines
+from diagbot.io.config import Config
+from diagbot.render.markdown import BaselineInfo
+
+
+def resolve_baseline(
+    settings: Settings,
+    port: GitHubPort,
+    config: Config,
+    base_branch: str | None,
+    base_sha: str | None,
+    now: datetime,
+    warnings: list[str],
+) -> tuple[Baselines, BaselineInfo]:
+    """Try the candidates newest first (the base commit's own first); the first with a report for any of these
+    suites is the baseline, and every problem of its files is kept (they fail the gate, named)."""
+    name = settings.baseline_artifact
+    if base_branch is None:
+        return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
+    try:
+        search = port.find_baselines(name, base_branch, base_sha)
+    except GitHubError as exc:
+        warnings.extend(exc.problems)
+        return Baselines(), BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
+    tried: list[str] = []
+    for candidate in search.candidates:
+        where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
+        try:
+            files = gh.unpack_artifact(port.download(candidate), where)
+            found = _read(files, config, where)
+        except GitHubError as exc:  # gone, unsafe, deleted, forbidden, unavailable: the next one may do
+            tried.extend(exc.problems)
+            continue
+        if not found.reports and not found.problems and not found.names:
+            tried.append(f"{where}: holds no report for these suites")
+            continue
+        warnings.extend(tried)
+        found.problems = [f"{where}: {problem}" for problem in found.problems]
+        return found, _provenance(settings, candidate, config, now)
+    warnings.extend(tried)
+    looked = f" (looked at {search.runs_scanned} runs of {base_branch}" + (
+        f"; stopped: {search.stopped_because})" if search.stopped_because else ")"
+    )
+    reason = (
+        f"no unexpired '{name}' artifact from {base_branch} in this repository{looked}"
+        if not search.candidates
+        else f"none of the {len(search.candidates)} '{name}' artifacts from {base_branch} was usable{looked}"
+    )
+    return Baselines(), BaselineInfo(source="none", branch=base_branch, missing_reason=reason)
+
+
+def _read(files: dict[str, bytes], config: Config, where: str) -> Baselines:
+    with tempfile.TemporaryDirectory(prefix="diagbot-baseline-") as tmp:
+        root = Path(tmp)
+        try:
+            for relative, content in files.items():
+                path = root / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content)
+        except OSError as exc:  # e.g. both `reports` and `reports/x.json` in one archive
+            raise UnsafeArtifact(f"{where}: cannot lay out its files ({exc.strerror}); re-upload it") from None
+        location = root / "report.json" if list(files) == ["report.json"] else root
+        found = find_baselines(location, [s.name for s in config.suites])
+        if found.problems and not found.reports:  # nothing readable: try an older one, and say why
+            raise UnsafeArtifact(*[f"{where}: {p.replace(tmp, '.')}" for p in found.problems])
+        found.problems = [p.replace(tmp, ".") for p in found.problems]
+        return found
+
+
+def _provenance(settings: Settings, candidate: ArtifactCandidate, config: Config, now: datetime) -> BaselineInfo:
+    age = max(0.0, (now - candidate.created_at).total_seconds() / 86400)
+    warnings = []
+    if age > config.gate.baseline_max_age_days:
+        warnings.append(
+            f"the baseline is {age:.0f} days old (limit {config.gate.baseline_max_age_days:g}); "
+            f"merge or rerun on {candidate.head_branch} to refresh it"
+        )
+    if not candidate.exact:
+        warnings.append(
+            f"no baseline from the base commit itself; compared with the newest from {candidate.head_branch}"
+        )
+    return BaselineInfo(
+        source="artifact",
+        label=f"{candidate.name} #{candidate.id}",
+        branch=candidate.head_branch,
+        sha=candidate.head_sha,
+        run_id=candidate.run_id,
+        run_url=settings.run_link(candidate.run_id),
+        age_days=round(age, 2),
+        exact=candidate.exact,
+        warnings=warnings,
+    )

@@ -1,0 +1,165 @@
+"""The GitHub bot: one action run, by event. Resolve the target and its baseline, evaluate, then report back.
+
+`run(settings, port)` is the shell around `pipeline.run_config`: it reads the event payload and the runner's
+files, talks to GitHub only through the port, and returns the exit code, which is always the gate's verdict
+(0 pass, 1 regression, 2 unusable input or environment).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from diagbot.action import relay, runner
+from diagbot.action.baseline import resolve_baseline
+from diagbot.action.events import Role, Target, resolve_target
+from diagbot.action.publish import Notes, Post, publish
+from diagbot.action.record import PrRecord, RecordBaseline, RecordGate, short
+from diagbot.action.settings import RunMode, Settings
+from diagbot.core.gate import GateSettings
+from diagbot.core.rates import timestamp
+from diagbot.core.report import RunInfo
+from diagbot.github.port import GitHubPort
+from diagbot.io.config import Config, load_config
+from diagbot.io.files import write_file
+from diagbot.kinds import registry
+from diagbot.pipeline import Outcome, run_config, write_outputs
+from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
+
+
+def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: TextIO | None = None) -> int:
+    """One action run; returns the gate's exit code."""
+    stream = out or sys.stdout
+    now = now or datetime.now(UTC)
+    print(f"::add-mask::{settings.github_token.get_secret_value()}", file=stream)
+    if settings.mode is RunMode.COMMENT:
+        return relay.run(settings, port, out=stream)
+    notes = Notes()
+    target = resolve_target(settings, port)
+    config = _config(settings, target)
+    gate = _gate(settings, config, target)
+    baselines, info = resolve_baseline(settings, port, config, target.base_branch, target.base_sha, now, notes.warnings)
+    run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=timestamp(now))
+    current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
+    outcome = run_config(config, baselines, info, current, run_info, gate)
+    report_dir = settings.workspace / settings.report_dir
+    write_outputs(outcome, report_dir)
+
+    comment_url: str | None = None
+    summary = outcome.summary
+    if target.role is Role.PULL_REQUEST and target.pr_number is not None and target.head_sha is not None:
+        write_file(report_dir / "pr.json", _pr_record(settings, target, config, info, outcome, gate).dump())
+        post = Post(
+            number=target.pr_number,
+            head_sha=target.head_sha,
+            marker_id=config.marker_id,
+            comment=outcome.comment,
+            comment_mode=settings.comment.value,
+            comment_author=settings.comment_author,
+            conclusion=outcome.decision.conclusion.value,
+            title=outcome.reason,
+            summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT),
+            annotations=case_annotations(settings, outcome),
+        )
+        comment_url = publish(port, post, notes)
+        if comment_url is None and settings.comment.value != "off":
+            summary = outcome.comment + "\n\n" + summary
+
+    runner.write_summary(settings.step_summary, summary)
+    runner.write_outputs(settings.output, _outputs(outcome, info, comment_url, settings.report_dir))
+    notes.warnings.extend(outcome.warnings)
+    notes.errors.extend(outcome.problems)
+    runner.annotate(stream, notes.warnings, notes.errors)
+    print(f"diagbot: {outcome.reason} ({outcome.decision.conclusion.value}); report in {report_dir}", file=stream)
+    return outcome.exit_code
+
+
+def _config(settings: Settings, target: Target) -> Config:
+    path = settings.workspace / (settings.config or "diagbot.yml")
+    config = load_config(path, required=settings.config is not None)
+    thresholds = config.thresholds.override(settings.thresholds, "input '{name}'")
+    update: dict[str, Any] = {}
+    if settings.baseline_max_age_days is not None:
+        update["baseline_max_age_days"] = settings.baseline_max_age_days
+    return config.model_copy(update={"thresholds": thresholds, "gate": config.gate.model_copy(update=update)})
+
+
+def _gate(settings: Settings, config: Config, target: Target) -> GateSettings:
+    """The inputs win over diagbot.yml; a push never gates (it makes the next baseline, and a first push has none)."""
+    if target.role is Role.PUSH:
+        return GateSettings(fail_on_regression=False, require_baseline=False)
+    fail = settings.fail_on_regression
+    require = settings.require_baseline
+    return GateSettings(
+        fail_on_regression=config.gate.fail_on_regression if fail is None else fail,
+        require_baseline=config.gate.require_baseline if require is None else require,
+    )
+
+
+def case_annotations(settings: Settings, outcome: Outcome) -> list[dict[str, Any]]:
+    """A failure annotation on every failing case: its line in a trace case file, or its workspace case.yaml."""
+    found = [
+        annotation
+        for suite in outcome.suites
+        if suite.report is not None and suite.input is not None
+        for annotation in registry.annotate(suite.input, suite.report)
+    ]
+    return [
+        {
+            "path": _relative(a.path, settings.workspace),
+            "start_line": a.line,
+            "end_line": a.line,
+            "annotation_level": "failure",
+            "title": a.title[:255],
+            "message": a.message[:60_000],
+        }
+        for a in found
+    ]
+
+
+def _relative(path: Path, workspace: Path) -> str:
+    return os.path.relpath(path, workspace).replace(os.sep, "/")
+
+
+def _outputs(outcome: Outcome, info: BaselineInfo, comment_url: str | None, report_dir: str) -> dict[str, str]:
+    reports = [s.report for s in outcome.suites if s.report is not None]
+    diffs = [s.diff for s in outcome.suites if s.diff is not None]
+    total = sum(r.total_cases for r in reports)
+    passed = sum(r.passed_cases for r in reports)
+    return {
+        "has-regression": "true" if outcome.has_regression else "false",
+        "pass-rate": f"{passed / total:.4f}" if total else "",
+        "regression-count": str(sum(d.regression_count for d in diffs)),
+        "improvement-count": str(sum(d.improvement_count for d in diffs)),
+        "changed-count": str(sum(d.changed_count for d in diffs)),
+        "baseline-sha": info.sha or "",
+        "comment-url": comment_url or "",
+        "report-dir": report_dir,
+    }
+
+
+def _pr_record(
+    settings: Settings, target: Target, config: Config, info: BaselineInfo, outcome: Outcome, gate: GateSettings
+) -> PrRecord:
+    """What the fork relay needs to post this run's results (it re-renders from the reports, never this text)."""
+    baseline = info.model_dump(mode="json", exclude={"run_url"})
+    baseline["label"] = short(baseline["label"], 200) if baseline.get("label") else None
+    baseline["missingReason"] = short(baseline["missingReason"]) if baseline.get("missingReason") else None
+    baseline["warnings"] = [short(w) for w in baseline.get("warnings", [])][:20]
+    return PrRecord.model_validate(
+        {
+            "repository": settings.repository,
+            "number": target.pr_number,
+            "headSha": target.head_sha,
+            "baseRef": target.base_branch,
+            "baseSha": target.base_sha,
+            "marker": f"<!-- diagbot:{config.marker_id} -->",
+            "suites": [suite.name for suite in outcome.suites if suite.report is not None],
+            "baseline": RecordBaseline.model_validate(baseline),
+            "problems": [short(problem) for problem in outcome.problems[:50]],
+            "gate": RecordGate(failOnRegression=gate.fail_on_regression, requireBaseline=gate.require_baseline),
+        }
+    )

@@ -1,0 +1,150 @@
+"""Which commit and pull request a run is about, from the event payload, the inputs and the checked-out tree."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from diagbot.action.settings import RunMode, Settings
+from diagbot.core.errors import DiagbotError
+from diagbot.github.port import GitHubPort
+
+EVENT_BYTES = 16 * 1024 * 1024
+_SHA = re.compile(r"[0-9a-f]{40}")
+PULL_EVENTS = ("pull_request", "pull_request_target")
+
+
+class Role(StrEnum):
+    PULL_REQUEST = "pull_request"  # comment + check run + gate
+    PUSH = "push"  # report folder as the next baseline; never gates on a regression
+
+
+class UnsupportedEvent(DiagbotError):
+    """diagbot was triggered by an event it has no meaning for."""
+
+
+class EventError(DiagbotError):
+    """The event payload is missing or lacks a field diagbot needs, or the checkout is not the commit to judge."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What this run evaluates and against which branch's baseline."""
+
+    role: Role
+    head_sha: str | None
+    ref: str | None
+    base_branch: str | None
+    base_sha: str | None
+    pr_number: int | None = None
+
+
+def load_event(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        with path.open("rb") as handle:
+            data = json.loads(handle.read(EVENT_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise EventError(f"{path}: cannot read the event payload ({exc}); is GITHUB_EVENT_PATH right?") from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_target(settings: Settings, port: GitHubPort) -> Target:
+    """The PR (head, base) or pushed branch this run is about, from the event payload or the pr-number input."""
+    event = settings.event_name
+    if event not in (*PULL_EVENTS, "push", "workflow_dispatch") and settings.mode is RunMode.AUTO:
+        raise UnsupportedEvent(
+            f"diagbot does not handle the '{event}' event; run it on pull_request, push or workflow_dispatch "
+            "(or set the mode input with pr-number)"
+        )
+    payload = load_event(settings.event_path)
+    if settings.mode is RunMode.PUSH or (event == "push" and settings.mode is RunMode.AUTO):
+        return _push_target(settings, payload)
+    if event in PULL_EVENTS and settings.pr_number is None:
+        return _pull_request_target(settings, payload)
+    if settings.pr_number is not None and (
+        event in (*PULL_EVENTS, "workflow_dispatch") or settings.mode is RunMode.PULL_REQUEST
+    ):
+        pull = port.pull(settings.pr_number)
+        if event not in PULL_EVENTS:  # a pull_request run checks out the PR's merge commit, by design
+            _require_checkout_of(settings, pull.number, pull.head_sha)
+        return Target(Role.PULL_REQUEST, pull.head_sha, pull.head_ref, pull.base_ref, pull.base_sha, pull.number)
+    if settings.mode is RunMode.PULL_REQUEST:
+        raise EventError("mode is pull-request but no pull request is known; set the pr-number input")
+    if event == "workflow_dispatch":
+        return _push_target(settings, payload)
+    raise UnsupportedEvent(
+        f"diagbot does not handle the '{event}' event; run it on pull_request, push or workflow_dispatch "
+        "(see the README's workflow example)"
+    )
+
+
+def _pull_request_target(settings: Settings, payload: dict[str, Any]) -> Target:
+    pull = payload.get("pull_request")
+    if not isinstance(pull, dict):
+        raise EventError(f"{settings.event_path}: a {settings.event_name} payload without 'pull_request'")
+    try:
+        return Target(
+            Role.PULL_REQUEST,
+            head_sha=str(pull["head"]["sha"]),
+            ref=str(pull["head"]["ref"]),
+            base_branch=str(pull["base"]["ref"]),
+            base_sha=str(pull["base"]["sha"]),
+            pr_number=int(pull["number"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EventError(f"{settings.event_path}: the pull_request payload lacks {exc}") from None
+
+
+def _push_target(settings: Settings, payload: dict[str, Any]) -> Target:
+    ref = str(payload.get("ref") or settings.ref or "")
+    branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+    before = payload.get("before")
+    base_sha = str(before) if isinstance(before, str) and before.strip("0") else None
+    head = payload.get("after")
+    return Target(Role.PUSH, str(head) if head else settings.sha, ref or None, branch, base_sha)
+
+
+def _require_checkout_of(settings: Settings, number: int, head_sha: str) -> None:
+    """A run for a pull request named by `pr-number` posts on the PR's head: it must have evaluated that commit."""
+    checked_out = checked_out_commit(settings.workspace) or settings.sha
+    if checked_out == head_sha:
+        return
+    raise EventError(
+        f"pull request #{number} is at {head_sha[:12]}, but the workspace holds "
+        f"{(checked_out or 'an unknown commit')[:12]}: diagbot posts only results of the commit it evaluated; "
+        "check out the pull request's head first, e.g. `- uses: actions/checkout@v4` with "
+        f"`ref: refs/pull/{number}/head` (`ref: refs/pull/${{{{ inputs.pr-number }}}}/head`)"
+    )
+
+
+def checked_out_commit(workspace: Path, limit: int = 4096) -> str | None:
+    """The commit the workspace's git checkout is at, read from `.git` without running git (None if unknown)."""
+    git = workspace / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: `gitdir: <path>`
+            pointer = git.read_bytes()[:limit].decode("utf-8", "replace").strip()
+            git = (workspace / pointer.removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_bytes()[:limit].decode("utf-8", "replace").strip()
+        if _SHA.fullmatch(head):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        if not ref.startswith("refs/") or ".." in ref:
+            return None
+        loose = git / ref
+        if loose.is_file():
+            value = loose.read_bytes()[:limit].decode("utf-8", "replace").strip()
+            return value if _SHA.fullmatch(value) else None
+        packed = (git / "packed-refs").read_bytes()[: 16 * 1024 * 1024].decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _SHA.fullmatch(sha):
+            return sha
+    return None

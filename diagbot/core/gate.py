@@ -1,0 +1,65 @@
+"""The gate: one pure decision from per-suite facts and the gate settings, used by every command and the relay.
+
+Order matters and is fixed: unusable input first, then a missing required baseline, so that no other suite's
+outcome (a regression that does not gate, an empty suite) can let a required-but-missing baseline pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Conclusion(StrEnum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    NEUTRAL = "neutral"
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    fail_on_regression: bool = True
+    require_baseline: bool = False
+
+
+@dataclass(frozen=True)
+class SuiteFacts:
+    """What the gate needs to know of one suite (or of the run, for problems that belong to no suite)."""
+
+    name: str
+    problems: int = 0
+    evaluated: bool = False  # a report was made
+    cases: int = 0
+    compared: bool = False  # a diff against a baseline was made
+    regressions: int = 0  # regressions of gating cases
+
+
+@dataclass(frozen=True)
+class Decision:
+    conclusion: Conclusion
+    exit_code: int  # 0 pass, 1 regression or missing required baseline, 2 unusable input
+    reason: str  # one line: the check run's title
+
+
+def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
+    """Unusable input fails (2); a missing required baseline fails (1); a regression fails (1) when it gates."""
+    broken = [s.name for s in suites if s.problems]
+    if broken:
+        return Decision(Conclusion.FAILURE, 2, f"input could not be used: {_names(broken)}")
+    uncompared = [s.name for s in suites if s.evaluated and not s.compared]
+    if gate.require_baseline and uncompared:
+        return Decision(Conclusion.FAILURE, 1, f"no baseline for {_names(uncompared)}, and require-baseline is set")
+    if all(s.cases == 0 for s in suites):
+        return Decision(Conclusion.NEUTRAL, 0, "nothing was evaluated")
+    regressions = sum(s.regressions for s in suites)
+    if regressions:
+        found = f"{regressions} regression{'' if regressions == 1 else 's'}"
+        if gate.fail_on_regression:
+            return Decision(Conclusion.FAILURE, 1, found)
+        return Decision(Conclusion.SUCCESS, 0, f"{found} (not gating)")
+    return Decision(Conclusion.SUCCESS, 0, "no regression")
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

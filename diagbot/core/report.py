@@ -1,0 +1,79 @@
+"""What every suite kind's report shares: where it was made, how it is written, and how its JSON is read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from diagbot.core.errors import ReportFormatError
+from diagbot.core.models import Output
+from diagbot.core.rates import rate
+
+
+class RunInfo(Output):
+    """Where and when a report was made: the only part of a report that is not a function of its inputs."""
+
+    git_sha: str | None = None
+    ref: str | None = None
+    time: str | None = None
+
+
+class SuiteReport(Protocol):
+    """The envelope every kind's report carries (as fields of its own model, so each keeps its JSON order)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def suite(self) -> str | None: ...
+    @property
+    def total_cases(self) -> int: ...
+    @property
+    def passed_cases(self) -> int: ...
+    @property
+    def pass_rate(self) -> float: ...
+    @property
+    def run(self) -> RunInfo | None: ...
+
+
+def with_rate(data: Any) -> Any:
+    """A report's raw data with `passRate` recomputed from its counts, so a stored rate can never disagree."""
+    if isinstance(data, dict):
+        total, passed = data.get("totalCases"), data.get("passedCases")
+        if isinstance(total, int) and isinstance(passed, int) and not isinstance(total, bool) and passed >= 0:
+            data = {**data, "passRate": rate(passed, total)}
+    return data
+
+
+def dump_model(model: Output | SuiteReport) -> str:
+    """The JSON text diagbot writes: camelCase, stable key order, UTF-8 kept readable, trailing newline."""
+    if not isinstance(model, BaseModel):
+        raise TypeError(f"not a model: {type(model).__name__}")
+    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def load_json_object(text: str, where: str) -> dict[str, Any]:
+    """A report file's JSON object, or a ReportFormatError that says where it went wrong."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
+    except (RecursionError, ValueError):
+        raise ReportFormatError(f"{where}: nested too deeply or too large to be a diagbot report") from None
+    if not isinstance(data, dict):
+        raise ReportFormatError(f"{where}: not a diagbot report (expected a JSON object)")
+    return data
+
+
+def check_version(data: dict[str, Any], where: str, newest: int, what: str = "report") -> int:
+    """The report's schemaVersion (0 when absent); a newer one than this diagbot knows is refused."""
+    version = data.get("schemaVersion", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ReportFormatError(f"{where}: schemaVersion must be a whole number, found {json.dumps(version)[:40]}")
+    if version > newest:
+        raise ReportFormatError(
+            f"{where}: {what} schemaVersion {version} is newer than this diagbot understands ({newest}); "
+            "upgrade diagbot"
+        )
+    return version

@@ -1,0 +1,89 @@
+"""What diagbot asks of GitHub, as one narrow protocol over plain values, and the errors it may answer with.
+
+The action talks to GitHub only through a `GitHubPort`; `diagbot.github.client.PyGithubPort` is the real one.
+Every GitHub or network failure arrives as one of the exceptions below, saying what happened and what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from diagbot.core.errors import DiagbotError
+
+
+class GitHubError(DiagbotError):
+    """A GitHub request failed in a way the run cannot work around."""
+
+
+class GitHubUnavailable(GitHubError):
+    """GitHub answered 5xx, timed out, or kept rate-limiting us beyond the allowed wait."""
+
+
+class CannotComment(GitHubError):
+    """The token may not comment on the pull request (fork PR, or no `pull-requests: write`)."""
+
+
+class CannotCheck(GitHubError):
+    """The token may not create check runs (fork PR, or no `checks: write`)."""
+
+
+class ArtifactGone(GitHubError):
+    """The artifact expired or was deleted between listing and download (410)."""
+
+
+class UnsafeArtifact(GitHubError):
+    """The artifact archive is too big, malformed, or holds paths that would escape its folder."""
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    base_sha: str
+    state: str
+
+
+@dataclass(frozen=True)
+class ArtifactCandidate:
+    """A baseline artifact worth trying, with where it came from."""
+
+    id: int
+    name: str
+    archive_download_url: str
+    created_at: datetime
+    size: int
+    run_id: int
+    head_branch: str
+    head_sha: str
+    exact: bool  # made from the base commit itself
+
+
+@dataclass(frozen=True)
+class BaselineSearch:
+    """The candidates found, newest first (the base commit's own first), and how far the search looked."""
+
+    candidates: list[ArtifactCandidate]
+    runs_scanned: int
+    stopped_because: str | None = None  # why the search ended before running out of runs, if it did
+
+
+class GitHubPort(Protocol):
+    """The GitHub calls the action makes, for one repository."""
+
+    repository: str
+
+    def pull(self, number: int) -> PullInfo: ...
+
+    def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch: ...
+
+    def download(self, candidate: ArtifactCandidate) -> bytes: ...
+
+    def upsert_comment(self, number: int, marker: str, body: str, mode: str, author: str) -> str | None: ...
+
+    def create_check_run(
+        self, head_sha: str, name: str, conclusion: str, title: str, summary: str, annotations: list[dict[str, Any]]
+    ) -> str: ...

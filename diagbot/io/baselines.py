@@ -1,0 +1,84 @@
+"""Baseline reports: one report file for one suite, or a report folder's `reports/<suite>.json`, read capped."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot.core.report import SuiteReport
+from diagbot.kinds.registry import parse_any_report
+
+REPORT_BYTES = 64 * 1024 * 1024
+MAX_REPORTS = 1000
+_SUITE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.json")
+
+
+@dataclass
+class Baselines:
+    """What a baseline location holds: the readable reports, every problem met, and every suite it names."""
+
+    reports: dict[str, SuiteReport] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
+    """One report file: a regular file of at most `cap` bytes, UTF-8, of a kind diagbot knows."""
+    try:
+        if not path.is_file():
+            raise ReportFormatError(f"{path}: report not found (or not a regular file)")
+        with path.open("rb") as handle:
+            data = handle.read(cap + 1)
+    except OSError as exc:
+        raise ReportFormatError(f"{path}: cannot read the report ({exc.strerror or exc})") from None
+    if len(data) > cap:
+        raise ReportFormatError(f"{path}: larger than the {cap:,} bytes a report may have")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReportFormatError(f"{path}: not UTF-8 text, so not a diagbot report") from None
+    return parse_any_report(text, str(path))
+
+
+def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
+    """Baseline reports by suite name from `location`: a report folder (only its `reports/` is read, so no other
+    file can pose as a report) or, for a single suite, one report file."""
+    found = Baselines()
+    if location is None:
+        return found
+    if location.is_file():
+        if len(suites) != 1:
+            found.problems.append(f"{location}: a single baseline file fits a single suite; give a report folder")
+            return found
+        found.names = list(suites)
+        _read(found, suites[0], location)
+        return found
+    reports = location / "reports"
+    if not location.is_dir():
+        found.problems.append(f"{location}: baseline not found (expected a report file or a report folder)")
+        return found
+    if reports.is_symlink() or not reports.is_dir():
+        found.problems.append(f"{location}: holds no reports/ folder; give the report folder a diagbot run wrote")
+        return found
+    try:
+        listed = sorted(entry.name for entry in reports.iterdir() if _SUITE_FILE.fullmatch(entry.name))
+    except OSError as exc:
+        found.problems.append(f"{reports}: cannot be listed ({exc.strerror or exc})")
+        return found
+    if len(listed) > MAX_REPORTS:
+        found.problems.append(f"{reports}: {len(listed)} reports, more than the {MAX_REPORTS} diagbot reads")
+        return found
+    found.names = [name.removesuffix(".json") for name in listed]
+    for name in suites:
+        if name in found.names:
+            _read(found, name, reports / f"{name}.json")
+    return found
+
+
+def _read(found: Baselines, name: str, path: Path) -> None:
+    try:
+        found.reports[name] = read_report_file(path)
+    except DiagbotError as exc:
+        found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]

@@ -1,0 +1,1 @@
+"""Suite kinds: each a package behind the protocol of `base`, listed once in `registry`."""

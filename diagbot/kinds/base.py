@@ -1,0 +1,70 @@
+"""The protocol every suite kind implements, and the plain values that cross it.
+
+A kind owns its case format, its report model and its diff rules. The layers above it (config, pipeline,
+action, CLI) only ever call these methods, looked up by the kind's name in `diagbot.kinds.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.report import RunInfo, SuiteReport
+from diagbot.render.markdown import SuiteView
+
+R = TypeVar("R", bound=SuiteReport)
+
+
+@dataclass(frozen=True)
+class SuiteInput:
+    """One suite to evaluate, its paths already resolved; the labels are the paths as the user wrote them."""
+
+    name: str
+    cases: Path
+    fixtures: Path
+    cases_label: str
+    fixtures_label: str
+    max_fixture_bytes: int
+    run: RunInfo | None = None
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A failing case, pinned to the file (and line) a reviewer would open to fix it."""
+
+    path: Path
+    line: int
+    title: str
+    message: str
+
+
+class Kind(Protocol[R]):
+    """What a suite kind does: load and evaluate its cases, read its reports back, diff, present, annotate."""
+
+    name: str
+
+    def evaluate(self, suite: SuiteInput) -> R:
+        """Load the cases and judge every run; bad cases raise CaseFileError, bad runs fail only their case."""
+        ...
+
+    def parse(self, text: str, where: str) -> R:
+        """A report of this kind from its JSON text (any schema version it still reads), or ReportFormatError."""
+        ...
+
+    def diff(self, baseline: R, current: R, thresholds: Thresholds) -> DiffReport:
+        """The structured comparison; aggregates are compared over the cases both sides have."""
+        ...
+
+    def view(self, name: str, report: R, diff: DiffReport | None) -> SuiteView:
+        """The suite's rows for the comment, every cell already escaped."""
+        ...
+
+    def annotations(self, suite: SuiteInput, report: R) -> list[Annotation]:
+        """One annotation per failing case."""
+        ...
+
+    def console(self, report: R) -> str:
+        """A one-screen summary for the terminal."""
+        ...

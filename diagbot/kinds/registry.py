@@ -1,0 +1,63 @@
+"""The suite kinds diagbot knows, by name: adding a kind is one package and one line in `KINDS`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.errors import ReportFormatError
+from diagbot.core.report import SuiteReport, load_json_object
+from diagbot.kinds.base import Annotation, Kind, SuiteInput
+from diagbot.kinds.trace import TraceKind
+from diagbot.kinds.workspace import WorkspaceKind
+from diagbot.render.markdown import SuiteView
+
+KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (TraceKind(), WorkspaceKind())}
+DEFAULT_KIND = "trace"
+
+
+def kind_of(report: SuiteReport) -> Kind[Any]:
+    return KINDS[report.kind]
+
+
+def report_kind(text: str, where: str) -> str:
+    """Which kind of report a file holds; reports without `kind` (old or Java) are trace reports."""
+    kind = load_json_object(text, where).get("kind", DEFAULT_KIND)
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ReportFormatError(f"{where}: not a diagbot report (kind {json.dumps(kind)[:40]})")
+    return kind
+
+
+def parse_any_report(text: str, where: str) -> SuiteReport:
+    report: SuiteReport = KINDS[report_kind(text, where)].parse(text, where)
+    return report
+
+
+def diff_reports(
+    baseline: SuiteReport, current: SuiteReport, thresholds: Thresholds, where: str = "baseline"
+) -> DiffReport:
+    """Diff two reports of the same kind; a kind mismatch is bad input (a baseline from another suite)."""
+    if baseline.kind != current.kind:
+        raise ReportFormatError(
+            f"{where}: is a {baseline.kind} report but the current suite is {current.kind}; "
+            "check which file or artifact the baseline comes from"
+        )
+    return kind_of(current).diff(baseline, current, thresholds)
+
+
+def view(name: str, report: SuiteReport, diff: DiffReport | None) -> SuiteView:
+    return kind_of(report).view(name, report, diff)
+
+
+def evaluate(kind: str, suite: SuiteInput) -> SuiteReport:
+    report: SuiteReport = KINDS[kind].evaluate(suite)
+    return report
+
+
+def annotate(suite: SuiteInput, report: SuiteReport) -> list[Annotation]:
+    return kind_of(report).annotations(suite, report)
+
+
+def console(report: SuiteReport) -> str:
+    return str(kind_of(report).console(report))

@@ -1,0 +1,78 @@
+"""The trace suite behind the kind protocol: one incident-diagnosis agent's own trace JSON (seeds 000/002)."""
+
+from __future__ import annotations
+
+from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.errors import CaseFileError, DiagbotError
+from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.kinds.trace.cases import load_case_file
+from diagbot.kinds.trace.diff import diff_trace
+from diagbot.kinds.trace.evaluate import evaluate_suite
+from diagbot.kinds.trace.report import TraceReport, parse_report
+from diagbot.render.markdown import SuiteView, md
+
+
+class TraceKind:
+    name = "trace"
+
+    def evaluate(self, suite: SuiteInput) -> TraceReport:
+        cases = load_case_file(suite.cases, suite.cases_label)
+        if not suite.fixtures.is_dir():
+            raise CaseFileError(
+                f"{suite.fixtures_label}: fixtures folder not found, so no case could be judged; "
+                "fix the suite's `fixtures` path (it is relative to the config file)"
+            )
+        return evaluate_suite(cases, suite.fixtures, suite.name, suite.run, suite.max_fixture_bytes)
+
+    def parse(self, text: str, where: str) -> TraceReport:
+        return parse_report(text, where)
+
+    def diff(self, baseline: TraceReport, current: TraceReport, thresholds: Thresholds) -> DiffReport:
+        return diff_trace(baseline, current, thresholds)
+
+    def view(self, name: str, report: TraceReport, diff: DiffReport | None) -> SuiteView:
+        ordered = sorted(report.results, key=lambda r: r.passed)  # stable: failing first, then file order
+        rows = [
+            [
+                "✅" if r.passed else "❌",
+                md(r.case_id, 80),
+                md(r.verdict or "none", 20),
+                md(
+                    "; ".join(r.failed_checks[:3])
+                    + (f" (+{len(r.failed_checks) - 3} more)" if len(r.failed_checks) > 3 else "")
+                ),
+            ]
+            for r in ordered
+        ]
+        return SuiteView(
+            name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
+            pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
+            result_headers=["", "Case", "Verdict", "Failed checks"], result_rows=rows,
+            failing=report.total_cases - report.passed_cases,
+        )  # fmt: skip
+
+    def annotations(self, suite: SuiteInput, report: TraceReport) -> list[Annotation]:
+        failing = [r for r in report.results if not r.passed]
+        try:
+            lines = load_case_file(suite.cases).lines if failing else {}
+        except DiagbotError:
+            lines = {}
+        return [
+            Annotation(
+                suite.cases, lines.get(r.case_id, 1), f"{suite.name}: {r.case_id}",
+                "; ".join(r.failed_checks) or "the case failed",
+            )
+            for r in failing
+        ]  # fmt: skip
+
+    def console(self, report: TraceReport, limit: int = 20) -> str:
+        name = report.suite or "suite"
+        lines = [f"{name}: {report.passed_cases}/{report.total_cases} cases passed ({report.pass_rate:.1%})"]
+        failing = [r for r in report.results if not r.passed]
+        for result in failing[:limit]:
+            first = result.failed_checks[0] if result.failed_checks else "failed"
+            more = f" (+{len(result.failed_checks) - 1} more)" if len(result.failed_checks) > 1 else ""
+            lines.append(f"  FAIL {result.case_id}: {first}{more}")
+        if len(failing) > limit:
+            lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
+        return "\n".join(lines)

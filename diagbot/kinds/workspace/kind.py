@@ -1,0 +1,91 @@
+"""The workspace suite behind the kind protocol (seed 004)."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.errors import CaseFileError, ReportFormatError
+from diagbot.core.report import check_version, load_json_object
+from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.kinds.workspace.diff import diff_workspace
+from diagbot.kinds.workspace.judge import (
+    WORKSPACE_SCHEMA_VERSION,
+    Bucket,
+    Verdict,
+    WorkspaceReport,
+    judge_suite,
+    load_workspace_suite,
+)
+from diagbot.render.markdown import SuiteView, md
+
+_ICONS = {Verdict.PASS: "✅", Verdict.FAIL: "❌", Verdict.INVALID: "⛔"}
+
+
+class WorkspaceKind:
+    name = "workspace"
+
+    def evaluate(self, suite: SuiteInput) -> WorkspaceReport:
+        cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
+        if problems:
+            raise CaseFileError(*problems)
+        return judge_suite(cases, suite.fixtures, suite.name, suite.run)
+
+    def parse(self, text: str, where: str) -> WorkspaceReport:
+        check_version(load_json_object(text, where), where, WORKSPACE_SCHEMA_VERSION, "workspace report")
+        try:
+            return WorkspaceReport.model_validate_json(text)
+        except ValidationError as exc:
+            raise ReportFormatError(
+                f"{where}: not a readable workspace report ({exc.error_count()} problems)"
+            ) from None
+
+    def diff(self, baseline: WorkspaceReport, current: WorkspaceReport, thresholds: Thresholds) -> DiffReport:
+        return diff_workspace(baseline, current, thresholds)
+
+    def view(self, name: str, report: WorkspaceReport, diff: DiffReport | None) -> SuiteView:
+        changed = {i.case_id for i in diff.items} if diff else set()
+        ordered = sorted(report.results, key=lambda r: (r.verdict == "pass", r.case_id not in changed))
+        present = {b for r in report.results for b in r.packet.buckets}
+        buckets = [b.value for b in Bucket if b.value in present]  # mode_contract first, then the judging order
+        rows = [
+            [
+                _ICONS[r.verdict],
+                md(r.case_id, 80),
+                f"{r.score:g}",
+                md(r.reason or ""),
+                *[f"{r.packet.buckets[b].score:g}/{r.packet.buckets[b].points:g}" if b in r.packet.buckets else "—"
+                  for b in buckets],
+            ]
+            for r in ordered
+        ]  # fmt: skip
+        return SuiteView(
+            name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
+            pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
+            result_headers=["", "Case", "Score", "Reason", *buckets], result_rows=rows,
+            failing=report.total_cases - report.passed_cases,
+        )  # fmt: skip
+
+    def annotations(self, suite: SuiteInput, report: WorkspaceReport) -> list[Annotation]:
+        found = []
+        for w in report.results:
+            if w.verdict is Verdict.PASS:
+                continue
+            missed = [
+                f"{name}.{c.id}: {c.detail}"
+                for name, bucket in w.packet.buckets.items()
+                for c in bucket.checks
+                if c.required and not c.passed
+            ]
+            message = f"{w.verdict} ({w.reason}), score {w.score:g}" + "".join(f"\n{m}" for m in missed)
+            found.append(Annotation(suite.cases / w.case_id / "case.yaml", 1, f"{suite.name}: {w.case_id}", message))
+        return found
+
+    def console(self, report: WorkspaceReport, limit: int = 20) -> str:
+        name = report.suite or "suite"
+        lines = [f"{name}: {report.passed_cases}/{report.total_cases} cases passed ({report.pass_rate:.1%})"]
+        failing = [r for r in report.results if r.verdict is not Verdict.PASS]
+        lines += [f"  {r.verdict.value.upper()} {r.case_id}: {r.reason}, score {r.score:g}" for r in failing[:limit]]
+        if len(failing) > limit:
+            lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
+        return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""The gate decision, pure: what fails the check and with which exit code, whatever other suites exist."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from diagbot.core.gate import Conclusion, GateSettings, SuiteFacts, decide
+from diagbot.kinds.trace.diff import diff_trace
+from diagbot.kinds.trace.report import CaseResult, build_report
+from diagbot.pipeline import SuiteOutcome, gate_outcome
+
+GATE = GateSettings()
+REQUIRED = GateSettings(require_baseline=True)
+NOT_GATING = GateSettings(fail_on_regression=False)
+
+
+def outcome(before: bool | None, after: bool, problems: tuple[str, ...] = (), name: str = "s") -> SuiteOutcome:
+    current = build_report([CaseResult(case_id="a", passed=after)])
+    baseline = build_report([CaseResult(case_id="a", passed=before)]) if before is not None else None
+    diff = diff_trace(baseline, current) if baseline else None
+    return SuiteOutcome(name, report=current, baseline=baseline, diff=diff, problems=list(problems))
+
+
+@pytest.mark.parametrize(
+    ("suites", "gate", "expected"),
+    [
+        ([outcome(True, True)], GATE, (Conclusion.SUCCESS, 0)),
+        ([outcome(True, False)], GATE, (Conclusion.FAILURE, 1)),
+        ([outcome(True, False)], NOT_GATING, (Conclusion.SUCCESS, 0)),
+        ([outcome(None, False)], GATE, (Conclusion.SUCCESS, 0)),
+        ([outcome(None, True)], REQUIRED, (Conclusion.FAILURE, 1)),
+        ([outcome(True, True), outcome(True, True, ("bad case file",))], GATE, (Conclusion.FAILURE, 2)),
+        ([SuiteOutcome("s", problems=["x"])], GATE, (Conclusion.FAILURE, 2)),
+        ([SuiteOutcome("s", report=build_report([]))], GATE, (Conclusion.NEUTRAL, 0)),
+        ([SuiteOutcome("s", report=build_report([]))], REQUIRED, (Conclusion.FAILURE, 1)),
+    ],
+    ids=["no-regression", "regression", "regression-not-gating", "no-baseline", "baseline-required",
+         "bad-input-beats-all", "only-bad-input", "nothing-evaluated", "empty-suite-still-needs-its-baseline"],
+)  # fmt: skip
+def test_gate(suites: list[SuiteOutcome], gate: GateSettings, expected: tuple[Conclusion, int]) -> None:
+    decision = gate_outcome(suites, gate)
+    assert (decision.conclusion, decision.exit_code) == expected
+
+
+def test_missing_required_baseline_fails_whatever_else_regressed() -> None:
+    """Fault 1: suite A regressing (not gating) and suite B without a baseline used to pass; B alone failed."""
+    a, b = outcome(True, False, name="a"), outcome(None, True, name="b")
+    gate = GateSettings(fail_on_regression=False, require_baseline=True)
+    alone = gate_outcome([b], gate)
+    together = gate_outcome([a, b], gate)
+    assert (alone.exit_code, together.exit_code) == (1, 1)
+    assert together.reason == "no baseline for b, and require-baseline is set"
+
+
+def test_the_verdict_does_not_depend_on_suite_order_or_company() -> None:
+    """For every mix of suite situations and settings, the gate fails when any one suite alone would fail."""
+    kinds = [outcome(True, True), outcome(True, False), outcome(None, True), outcome(True, True, ("bad",))]
+    for gate in itertools.starmap(GateSettings, itertools.product([True, False], repeat=2)):
+        for pair in itertools.permutations(kinds, 2):
+            worst = max(gate_outcome([s], gate).exit_code for s in pair)
+            assert gate_outcome(list(pair), gate).exit_code == worst, (gate, [s.facts() for s in pair])
+
+
+def test_only_gating_regressions_count() -> None:
+    facts = SuiteFacts("s", evaluated=True, cases=3, compared=True, regressions=0)
+    assert decide([facts], GATE).exit_code == 0
+    assert decide([SuiteFacts("s", evaluated=True, cases=3, compared=True, regressions=2)], GATE).reason == (
+        "2 regressions"
+    )
