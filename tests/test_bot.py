@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from diagbot.action import bot, events, runner
+from diagbot.action import events, runner
 from diagbot.action.settings import CommentMode, Settings, SettingsError
 
 EVENTS = Path(__file__).resolve().parent / "events"

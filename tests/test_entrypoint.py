@@ -206,7 +206,9 @@ def test_workflow_dispatch_with_pr_number_updates_that_pull_request(gh: GitHubTe
     # The dispatch checked out the default branch (GITHUB_SHA), not the PR: refuse, say how, post nothing.
     refused = run_action(gh, workspace, "workflow_dispatch", pr_number="7")
     assert refused.code == 2, refused.stdout
-    assert "ref: refs/pull/7/head" in refused.stdout and "posts only results of the commit it evaluated" in refused.stdout
+    assert (
+        "ref: refs/pull/7/head" in refused.stdout and "posts only results of the commit it evaluated" in refused.stdout
+    )
     assert len(gh.comments) == 1 and len(gh.check_runs) == 1
     (workspace / ".git").mkdir()
     (workspace / ".git" / "HEAD").write_text(HEAD + "\n")  # actions/checkout of the PR's head: a detached HEAD

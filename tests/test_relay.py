@@ -12,9 +12,9 @@ import pytest
 
 from diagbot.action import bot, relay
 from diagbot.action.settings import Settings
-from diagbot.kinds.trace.diff import diff_trace
-from diagbot.github.client import PyGithubPort, make_client
 from diagbot.core.report import dump_model
+from diagbot.github.client import PyGithubPort, make_client
+from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, build_report
 from tests.github_server import GitHubTestServer
 
@@ -82,7 +82,9 @@ def relay_run(gh: GitHubTestServer, ws: Path, **inputs: str) -> tuple[int, str]:
     out = io.StringIO()
     github = make_client(gh.api_url, TOKEN, max_wait_seconds=1)
     try:
-        code = bot.run(settings(gh, ws, **inputs), PyGithubPort(github, REPO), out=out)  # through the dispatch, as entrypoint does
+        code = bot.run(
+            settings(gh, ws, **inputs), PyGithubPort(github, REPO), out=out
+        )  # through the dispatch, as entrypoint does
     finally:
         github.close()
     return code, out.getvalue()
@@ -142,7 +144,9 @@ def test_workflow_run_head_sha_must_match_the_artifact(gh: GitHubTestServer, tmp
     event.write_text(json.dumps({"workflow_run": {"id": 99, "head_sha": OTHER}}))
     out = io.StringIO()
     with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
-        code = relay.run(settings(gh, tmp_path).model_copy(update={"event_path": event}), PyGithubPort(github, REPO), out)
+        code = relay.run(
+            settings(gh, tmp_path).model_copy(update={"event_path": event}), PyGithubPort(github, REPO), out
+        )
     assert code == 2 and "forged" in out.getvalue()
     assert not gh.comments and not gh.check_runs and not gh.api_requests()
     gh.assert_no_violations()

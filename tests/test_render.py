@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.registry import view
+from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, build_report
 from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 from tests.conftest import check_golden
