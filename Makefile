@@ -19,7 +19,9 @@ test: $(STAMP)
 	$(BIN)/ruff check diagbot tests bench scripts entrypoint.py
 	$(BIN)/ruff format --check diagbot tests bench scripts entrypoint.py
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/coverage run -m pytest
+	@echo "branch coverage of diagbot/ in process (subprocess tests are not counted):"
+	@$(BIN)/coverage report
 
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests -k golden
