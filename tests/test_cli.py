@@ -167,3 +167,95 @@ def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.Monkey
     code = main(["run", "--config", str(config), "--baseline", baseline, "--out", str(tmp_path / "o")])
     assert code == 0
     assert "Regressions (" in (tmp_path / "o/comment.md").read_text()
+
+
+def _two_reports(tmp_path: Path, before_calls: int, after_calls: int) -> tuple[Path, Path]:
+    from diagbot.core.report import dump_model
+    from diagbot.kinds.trace.report import CaseResult, build_report
+
+    def report(calls: int) -> str:
+        return dump_model(build_report([CaseResult(case_id="a", passed=True, tool_call_count=calls)], suite="s"))
+
+    (tmp_path / "b.json").write_text(report(before_calls))
+    (tmp_path / "c.json").write_text(report(after_calls))
+    return tmp_path / "b.json", tmp_path / "c.json"
+
+
+def test_diff_uses_the_thresholds_and_gate_of_diagbot_yml(tmp_path: Path) -> None:
+    """Fault 6: `diagbot diff` ignored diagbot.yml's thresholds."""
+    baseline, current = _two_reports(tmp_path, 10, 13)  # +30%, +3 calls
+    lenient = tmp_path / "lenient.yml"
+    lenient.write_text("suites: [{name: s, cases: c.json, fixtures: f}]\nthresholds: {tool-calls-pct: 50}\n")
+    args = ["diff", "--baseline", str(baseline), "--current", str(current), "--output", str(tmp_path / "d.json")]
+    assert main(args) == 1  # the built-in 20% counts it
+    assert main([*args, "--config", str(lenient)]) == 0
+    assert main([*args, "--config", str(lenient), "--tool-calls-pct", "10"]) == 1  # a flag still wins
+    off = tmp_path / "off.yml"
+    off.write_text("suites: [{name: s, cases: c.json, fixtures: f}]\ngate: {fail-on-regression: false}\n")
+    assert main([*args, "--config", str(off)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--tool-calls-pct", "-5", "--tool-calls-pct: Input should be greater than or equal to 0"),
+        ("--duration-min-ms", "nan", "--duration-min-ms: Input should be a finite number"),
+        ("--score-points", "inf", "--score-points: Input should be a finite number"),
+    ],
+    ids=["negative", "nan", "inf"],
+)
+def test_bad_threshold_flags_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str,
+                                              value: str, message: str) -> None:  # fmt: skip
+    """Fault 11: a negative --tool-calls-pct reached "failed unexpectedly ... please report it"."""
+    baseline, current = _two_reports(tmp_path, 1, 1)
+    code = main(["diff", "--baseline", str(baseline), "--current", str(current), "--output", str(tmp_path / "d"),
+                 flag, value])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "unexpectedly" not in err
+
+
+def test_an_unknown_threshold_name_is_an_error() -> None:
+    from diagbot.core.errors import ConfigError
+    from diagbot.io.config import ThresholdConfig
+
+    with pytest.raises(ConfigError, match="input 'tool-call-pct': unknown threshold; use one of tool-calls-pct"):
+        ThresholdConfig().override({"tool-call-pct": 5.0}, "input '{name}'")
+
+
+def test_a_closed_stdout_keeps_the_gates_exit_code(tmp_path: Path) -> None:
+    """Fault 11: `diagbot run | head` turned a regression (1) into "failed unexpectedly" (2)."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "diagbot", "run", "--config", str(ROOT / "diagbot.yml"),
+               "--baseline", str(ROOT / "examples/baseline"), "--out", str(tmp_path / "o")]  # fmt: skip
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.read(10)
+        child.stdout.close()  # the reader leaves early, as `head` does
+        err = child.stderr.read().decode()
+        code = child.wait(timeout=120)
+    assert code == 1, err
+    assert "unexpectedly" not in err and "Traceback" not in err
+
+
+def test_an_empty_case_list_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.json").write_text("[]")
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "diagbot.yml").write_text("suites: [{name: empty, cases: cases.json, fixtures: fixtures}]\n")
+    code = main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 0 and "warning: suite empty has no cases, so nothing was evaluated" in err
+    assert "suite empty has no cases" in (tmp_path / "o" / "comment.md").read_text()
+
+
+def test_reports_of_every_kind_carry_run_and_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import re
+
+    monkeypatch.chdir(ROOT)
+    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(tmp_path)]) == 0
+    for name in ("diagnosis", "workspace"):
+        report = json.loads((tmp_path / "reports" / f"{name}.json").read_text())
+        assert report["suite"] == name
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["run"]["time"])

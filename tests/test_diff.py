@@ -224,3 +224,38 @@ def test_case_items_follow_the_current_reports_order() -> None:
     before = [result("a"), result("b"), result("c")]
     after = [result("c", passed=False), result("new"), result("b", passed=False), result("a", passed=False)]
     assert [c for kind, metric, c in items(before, after) if metric in ("passed", "case")] == ["c", "b", "a", "new"]
+
+
+def test_a_new_failing_case_is_a_change_not_a_regression() -> None:
+    """Fault 2: adding a failing case used to lower the aggregate pass rate and count as a REGRESSION."""
+    before = [result("a"), result("b")]
+    after = [result("a"), result("b"), result("new", passed=False, tool_call_count=50, duration_ms=90_000)]
+    diff = diff_trace(build_report(before), build_report(after))
+    assert [(i.type.value, i.metric, i.case_id) for i in diff.items] == [("CHANGED", "case", "new")]
+    assert (diff.regression_count, diff.common_cases, diff.current_pass_rate) == (0, 2, round(2 / 3, 6))
+
+
+def test_a_removed_passing_case_stays_visible_and_is_no_improvement() -> None:
+    before = [result("a", passed=False), result("b"), result("gone")]
+    after = [result("a", passed=False), result("b")]
+    diff = diff_trace(build_report(before), build_report(after))
+    assert [(i.type.value, i.metric, i.case_id) for i in diff.items] == [("CHANGED", "case", "gone")]
+    assert diff.items[0].message == "case removed (only in the baseline)"
+
+
+def test_aggregates_compare_only_the_common_cases() -> None:
+    before = [result("a", tool_call_count=5), result("gone", tool_call_count=100)]
+    after = [result("a", tool_call_count=9), result("new", tool_call_count=1)]
+    got = items(before, after)
+    assert ("REGRESSION", "averageToolCallCount", None) in got  # 5 -> 9 over the one common case
+    diff = diff_trace(build_report(before), build_report(after))
+    assert next(i for i in diff.items if i.metric == "averageToolCallCount").message.startswith(
+        "averageToolCallCount rose from 5 to 9"
+    )
+
+
+def test_the_common_pass_rate_is_labelled_as_such() -> None:
+    before = [result("a"), result("b"), result("gone")]
+    after = [result("a"), result("b", passed=False), result("new")]
+    rate = next(i for i in diff_trace(build_report(before), build_report(after)).items if i.metric == "passRate")
+    assert (rate.type.value, rate.message) == ("REGRESSION", "common-case pass rate fell from 100.0% to 50.0%")

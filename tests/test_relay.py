@@ -238,3 +238,34 @@ def test_403_on_comment_is_a_warning(gh: GitHubTestServer, tmp_path: Path) -> No
     assert not gh.comments and [c.conclusion for c in gh.check_runs.values()] == ["success"]
     assert "diagbot" in (tmp_path / "summary").read_text()  # the comment is in the job summary instead
     gh.assert_no_violations()
+
+
+def test_the_relay_gates_with_the_evaluating_runs_settings(gh: GitHubTestServer, tmp_path: Path) -> None:
+    """Fault 6: a fork PR whose diagbot.yml says fail-on-regression: false got a failing check from the relay."""
+    write_artifact(tmp_path, {"gate": {"failOnRegression": False, "requireBaseline": False}}, before=True, after=False)
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert (check.conclusion, check.output_title) == ("success", "2 regressions (not gating)")
+    gh.assert_no_violations()
+
+
+def test_the_relay_inputs_override_the_recorded_gate(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path, {"gate": {"failOnRegression": False}}, before=True, after=False)
+    code, log = relay_run(gh, tmp_path, fail_on_regression="true")
+    assert code == 0, log
+    assert [c.conclusion for c in gh.check_runs.values()] == ["failure"]
+    gh.assert_no_violations()
+
+
+def test_the_relay_fails_a_missing_required_baseline(gh: GitHubTestServer, tmp_path: Path) -> None:
+    folder = write_artifact(tmp_path, {"gate": {"requireBaseline": True}})
+    (folder / "diff" / "diagnosis.json").unlink()
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert (check.conclusion, check.output_title) == (
+        "failure",
+        "no baseline for diagnosis, and require-baseline is set",
+    )
+    gh.assert_no_violations()

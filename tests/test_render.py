@@ -161,3 +161,49 @@ def test_md_escaping(raw: str, escaped: str) -> None:
 
 def test_md_bounds_length() -> None:
     assert md("x" * 1000, limit=10) == "x" * 9 + "…"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.9996, "99.9%"), (1.0, "100.0%"), (0.0004, "0.1%"), (0.0, "0.0%"), (0.4839, "48.4%"), (2 / 3, "66.7%")],
+)
+def test_a_rate_is_never_shown_as_more_or_less_than_it_is(value: float, shown: str) -> None:
+    """Fault 11: 99.96% was shown as 100.0%."""
+    from diagbot.core.rates import percent
+
+    assert percent(value) == shown
+
+
+def test_rates_are_computed_from_counts_in_one_place() -> None:
+    from diagbot.core.rates import rate
+    from diagbot.kinds.trace.report import TraceReport
+
+    assert rate(2, 3) == 0.666667 and rate(0, 0) == 0.0
+    stored = TraceReport.model_validate({"totalCases": 3, "passedCases": 2, "passRate": 0.99, "results": []})
+    assert stored.pass_rate == 0.666667  # a stored rate that disagrees with the counts is not believed
+
+
+def test_templates_load_from_an_install_outside_the_checkout(tmp_path: Path) -> None:
+    """Fault 10: templates were looked up under sys.prefix/share; `pip install --target` gave TemplateNotFound."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "--target", str(target), str(ROOT)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert (target / "diagbot" / "render" / "templates" / "comment.md.j2").is_file()
+    probe = (
+        "import diagbot.render.markdown as m, sys; "
+        "assert m.__file__.startswith(sys.argv[1]), m.__file__; "
+        "print(m.render('comment.md.j2', suites=[], baseline=m.BaselineInfo(source='none', missing_reason='x'), "
+        "current=m.CurrentInfo(), marker='diagbot:t', problems=[], has_regression=False)[:22])"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(target)], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=120, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("<!-- diagbot:t -->")

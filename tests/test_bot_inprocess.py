@@ -1,0 +1,199 @@
+"""The bot's decisions in process, through the GitHub port (PyGithub against the loopback server): baseline
+choice and its problems, vanished suites, the gate settings, what is posted. Subprocess runs are test_entrypoint."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from diagbot.action import bot
+from diagbot.action.record import PrRecord
+from diagbot.action.settings import Settings
+from diagbot.github.client import PyGithubPort, make_client
+from tests.conftest import ROOT
+from tests.github_server import GitHubTestServer
+
+REPO = "octo/app"
+EVENTS = Path(__file__).resolve().parent / "events"
+HEAD, BASE = "a" * 40, "b" * 40
+TOKEN = "ghs_inprocesstoken0123456789"
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubTestServer]:
+    with GitHubTestServer(token=TOKEN) as server:
+        server.add_repo(REPO, id=1001)
+        server.add_pull(REPO, 7, head_sha=HEAD, head_ref="feature", base_ref="main", base_sha=BASE)
+        yield server
+        server.assert_no_violations()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    shutil.copytree(ROOT / "cases", folder / "cases")
+    shutil.copytree(ROOT / "fixtures", folder / "fixtures")
+    shutil.copy(ROOT / "diagbot.yml", folder / "diagbot.yml")
+    return folder
+
+
+def settings(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inputs: str) -> Settings:
+    return Settings.from_env(
+        {
+            "INPUT_GITHUB-TOKEN": TOKEN,
+            "INPUT_MAX-WAIT-SECONDS": "1",
+            "GITHUB_API_URL": gh.api_url,
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(EVENTS / f"{event}.json"),
+            "GITHUB_SHA": BASE if event == "push" else "c" * 40,
+            "GITHUB_REF": "refs/heads/main" if event == "push" else "refs/pull/7/merge",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_WORKSPACE": str(ws),
+            "GITHUB_OUTPUT": str(ws.parent / "output"),
+            "GITHUB_STEP_SUMMARY": str(ws.parent / "summary"),
+            **{f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()},
+        }
+    )
+
+
+def run(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inputs: str) -> tuple[int, str]:
+    out = io.StringIO()
+    client = make_client(gh.api_url, TOKEN, max_wait_seconds=1)
+    try:
+        code = bot.run(settings(gh, ws, event, **inputs), PyGithubPort(client, REPO), now=NOW, out=out)
+    finally:
+        client.close()
+    return code, out.getvalue()
+
+
+def upload(gh: GitHubTestServer, files: dict[str, bytes], sha: str = BASE) -> int:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event="push", created_at=NOW)
+    return gh.add_artifact(pushed.id, "diagbot-report", buffer.getvalue(), created_at=NOW).id
+
+
+def baseline_files(gh: GitHubTestServer, ws: Path) -> dict[str, bytes]:
+    """The report folder a push run of this workspace leaves behind."""
+    code, log = run(gh, ws, "push")
+    assert code == 0, log
+    folder = ws / "diagbot-report"
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    shutil.rmtree(folder)
+    return files
+
+
+def comment_body(gh: GitHubTestServer) -> str:
+    [comment] = gh.comments.values()
+    return comment.body
+
+
+def break_a_case(ws: Path) -> None:
+    """Make the first passing trace case fail: its fixture loses the answer's keywords."""
+    cases = json.loads((ws / "cases" / "diagnosis-cases.json").read_text())
+    for case in cases if isinstance(cases, list) else cases["cases"]:
+        fixture = ws / "fixtures" / case["traceFixture"]
+        data = json.loads(fixture.read_text())
+        data["session"]["answer"] = "no idea"
+        fixture.write_text(json.dumps(data))
+        return
+
+
+def test_a_regression_fails_with_one_comment_and_a_failing_check_run(gh: GitHubTestServer, ws: Path) -> None:
+    upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 1, log
+    assert "regression" in comment_body(gh)
+    [check] = gh.check_runs.values()
+    assert (check.head_sha, check.conclusion) == (HEAD, "failure")
+    record = PrRecord.model_validate_json((ws / "diagbot-report" / "pr.json").read_text())
+    assert record.gate is not None and record.gate.fail_on_regression and record.suites == ["diagnosis", "workspace"]
+
+
+def test_fail_on_regression_false_with_require_baseline_still_fails_a_suite_without_baseline(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """Fault 1 through the whole bot: the diagnosis suite regresses (not gating), workspace has no baseline."""
+    files = baseline_files(gh, ws)
+    upload(gh, {k: v for k, v in files.items() if k != "reports/workspace.json"})
+    break_a_case(ws)
+    code, log = run(gh, ws, fail_on_regression="false", require_baseline="true")
+    assert code == 1, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure" and "no baseline for workspace" in (check.output_title or "")
+
+
+def test_a_partly_unreadable_baseline_names_its_problem(gh: GitHubTestServer, ws: Path) -> None:
+    """Fault 7: one report of the artifact is corrupt; the comment says so instead of "the baseline has none"."""
+    files = baseline_files(gh, ws)
+    files["reports/workspace.json"] = b'{"kind": "workspace", "schemaVersion": "one"}'
+    upload(gh, files)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    body = comment_body(gh)
+    assert "reports/workspace.json" in body and "schemaVersion must be a whole number" in body
+    assert "the baseline has no report for" not in body
+    assert "::error::" in log and "reports/workspace.json" in log
+
+
+def test_a_suite_named_pr_never_reads_pr_json_as_its_report(gh: GitHubTestServer, ws: Path) -> None:
+    (ws / "diagbot.yml").write_text(
+        "suites:\n  - {name: pr, kind: trace, cases: cases/diagnosis-cases.json, fixtures: fixtures}\n"
+    )
+    files = baseline_files(gh, ws)
+    files["pr.json"] = files.pop("reports/pr.json")  # a report where only pr.json would be found
+    upload(gh, files)
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "No baseline" in comment_body(gh) or "no report" in comment_body(gh).lower()
+
+
+def test_a_suite_that_vanished_from_the_config_is_unusable_input(gh: GitHubTestServer, ws: Path) -> None:
+    """Fault 3: the PR drops (or renames) the workspace suite; its baseline report is still there."""
+    upload(gh, baseline_files(gh, ws))
+    config = ws / "diagbot.yml"
+    config.write_text(config.read_text().replace("  - name: workspace\n", "  - name: workspace-renamed\n"))
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert "suite workspace is in the baseline but not in this run's config" in comment_body(gh)
+    config.write_text(config.read_text().replace("gate:\n", "gate:\n  retired-suites: [workspace]\n"))
+    gh.comments.clear()
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "retired" in log
+
+
+def test_a_missing_fixtures_folder_is_unusable_input_for_a_trace_suite(gh: GitHubTestServer, ws: Path) -> None:
+    upload(gh, baseline_files(gh, ws))
+    config = ws / "diagbot.yml"
+    config.write_text(config.read_text().replace("    fixtures: fixtures\n", "    fixtures: fixtures-moved\n"))
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert "fixtures folder not found" in comment_body(gh)
+
+
+def test_no_baseline_says_how_far_it_looked(gh: GitHubTestServer, ws: Path) -> None:
+    code, log = run(gh, ws)
+    assert code == 0, log
+    body = comment_body(gh)
+    assert "No baseline" in body and "looked at" in body
+
+
+def test_push_never_gates_and_posts_nothing(gh: GitHubTestServer, ws: Path) -> None:
+    break_a_case(ws)
+    code, _ = run(gh, ws, "push", require_baseline="true")
+    assert code == 0
+    assert not gh.comments and not gh.check_runs
