@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -203,7 +204,8 @@ def test_templates_load_from_an_install_outside_the_checkout(tmp_path: Path) -> 
         "print(m.render('comment.md.j2', suites=[], baseline=m.BaselineInfo(source='none', missing_reason='x'), "
         "current=m.CurrentInfo(), marker='diagbot:t', problems=[], has_regression=False)[:22])"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(target)], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=120, check=False)  # fmt: skip
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-c", probe, str(target)]
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("<!-- diagbot:t -->")
