@@ -45,6 +45,9 @@ def hand_back(workspace: Path, folder: Path) -> None:
 def main() -> int:
     try:
         settings = Settings.from_env(os.environ)
+        # The token lives on in `settings` only: nothing started later (git, a hook) inherits it.
+        for name in ("INPUT_GITHUB-TOKEN", "GITHUB_TOKEN"):
+            os.environ.pop(name, None)
         github = make_client(settings.api_url, settings.github_token.get_secret_value(), settings.max_wait_seconds)
         try:
             return run(settings, PyGithubPort(github, settings.repository))

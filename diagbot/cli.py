@@ -112,8 +112,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from diagbot.core.diff import DiffReport
-    from diagbot.io.baselines import read_report_file
+    from diagbot.core.diff import parse_diff
+    from diagbot.core.fs import FileProblem, read_text_bounded
+    from diagbot.io.baselines import REPORT_BYTES, read_report_file
     from diagbot.kinds.registry import view
     from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, render_markdown
 
@@ -121,14 +122,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     diff = None
     if args.diff:
         try:
-            diff = DiffReport.model_validate_json(Path(args.diff).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ReportFormatError(f"{args.diff}: not a readable diff ({str(exc).splitlines()[0]})") from None
+            diff = parse_diff(read_text_bounded(Path(args.diff), REPORT_BYTES), args.diff)
+        except FileProblem as problem:
+            raise ReportFormatError(f"{args.diff}: the diff {problem.message}") from None
     info = BaselineInfo(source="none", missing_reason="no baseline was given") if diff is None else BaselineInfo()
     if args.baseline_info:
         try:
-            info = BaselineInfo.model_validate_json(Path(args.baseline_info).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            info = BaselineInfo.model_validate_json(read_text_bounded(Path(args.baseline_info), 1024 * 1024))
+        except FileProblem as problem:
+            raise ReportFormatError(f"{args.baseline_info}: the baseline info {problem.message}") from None
+        except ValueError as exc:
             raise ReportFormatError(
                 f"{args.baseline_info}: not readable baseline info ({str(exc).splitlines()[0]})"
             ) from None

@@ -119,10 +119,10 @@ def run_config(
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
     for suite in config.suites:
-        spec = config.suite_input(suite, run)
-        outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), input=spec)
+        outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name))
         outcomes.append(outcome)
         try:
+            spec = outcome.input = config.suite_input(suite, run)
             outcome.report = registry.evaluate(suite.kind, spec)
             if outcome.baseline is not None:
                 outcome.diff = registry.diff_reports(
@@ -132,7 +132,7 @@ def run_config(
             outcome.problems = exc.problems
         if outcome.report is not None and outcome.report.total_cases == 0:
             outcome.warnings.append(
-                f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {spec.cases_label}"
+                f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {suite.cases}"
             )
     outcomes += _baseline_outcomes(config, baselines)
     info = _with_warnings(baseline_info, outcomes)

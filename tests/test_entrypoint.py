@@ -130,7 +130,12 @@ def test_push_writes_the_next_baseline_and_never_comments(gh: GitHubTestServer, 
     assert not gh.comments and not gh.check_runs
     assert result.outputs["has-regression"] == "false" and result.outputs["baseline-sha"] == ""
     assert "diagbot" in result.summary
-    assert [r.path for r in gh.api_requests()] == [f"/repos/{REPO}/actions/artifacts"]
+    # the previous baseline: the pushed-from commit's runs of main, then main's push and workflow_dispatch runs
+    assert [(r.path, r.query.get("head_sha") or r.query["event"]) for r in gh.api_requests()] == [
+        (f"/repos/{REPO}/actions/runs", "9" * 40),
+        (f"/repos/{REPO}/actions/runs", "push"),
+        (f"/repos/{REPO}/actions/runs", "workflow_dispatch"),
+    ]
 
 
 def test_pull_request_twice_leaves_one_comment_and_a_check_run(gh: GitHubTestServer, workspace: Path) -> None:
@@ -260,9 +265,10 @@ def test_hostile_and_broken_baseline_artifacts_are_skipped_with_reasons(gh: GitH
     for data in hostile.values():
         run = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="push")
         gh.add_artifact(run.id, "diagbot-report", data)
-    gh.inject("GET", r"/actions/artifacts$", 502)  # a flaky listing is retried
+    flaky = gh.inject("GET", r"/actions/runs$", 502)  # a flaky listing is retried
     result = run_action(gh, workspace, "pull_request")
     assert result.code == 0, result.stdout
+    assert flaky.hits == 1
     assert result.outputs["baseline-sha"] == "c" * 40
     warnings = [line for line in result.stdout.splitlines() if line.startswith("::warning::")]
     assert any("outside the report folder" in w for w in warnings)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import io
+import itertools
 import stat
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from github import Github
 
 from diagbot.github import client as dg
+from diagbot.github.port import BaselineSearch
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -58,8 +61,12 @@ def artifact(gh: GitHubTestServer, data: bytes = REPORT, age_days: float = 1, **
     return gh.add_artifact(r.id, "diagbot-report", data, created_at=created, expired=expired).id
 
 
-def candidates(g: Github) -> list[int]:
-    return [c.id for c in dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)]
+def search(g: Github, **limits: Any) -> BaselineSearch:
+    return dg.PyGithubPort(g, REPO).find_baselines("diagbot-report", "main", BASE, **limits)
+
+
+def candidates(g: Github, **limits: Any) -> list[int]:
+    return [c.id for c in search(g, **limits).candidates]
 
 
 def test_selection_skips_forks_other_branches_and_expired_and_prefers_the_base_sha(
@@ -74,12 +81,75 @@ def test_selection_skips_forks_other_branches_and_expired_and_prefers_the_base_s
     assert candidates(g) == [older_exact, newest]  # exact first, the newest as a fallback
     gh.artifacts[older_exact].expired = True
     assert candidates(g) == [newest]
-    assert len(gh.api_requests("GET", r"/actions/artifacts$")) == 2
+    assert not gh.api_requests("GET", r"/actions/artifacts$")  # never the repository-wide list
+    assert all(r.query["name"] == "diagbot-report" for r in gh.api_requests("GET", r"/runs/\d+/artifacts$"))
+
+
+@pytest.mark.parametrize("from_main", [False, True], ids=["feature-branches", "pull-requests-from-main"])
+def test_a_baseline_behind_hundreds_of_newer_pull_request_artifacts_is_found(
+    g: Github, gh: GitHubTestServer, from_main: bool
+) -> None:
+    baseline = artifact(gh, age_days=3)  # the last push to main; not the base commit's own run
+    for i in range(350):  # every pull request run uploads one, newer than the baseline
+        artifact(gh, age_days=2 - i / 1000, head_branch="main" if from_main else f"feature-{i}", event="pull_request")
+    found = search(g)
+    assert [c.id for c in found.candidates] == [baseline] and not found.candidates[0].exact
+    assert (found.runs_scanned, found.stopped_because) == (1, None)
+    assert len(gh.api_requests("GET", r"/artifacts$")) == 1  # only the push run's own artifacts were listed
+
+
+def test_a_forks_runs_on_a_branch_named_main_are_never_used(g: Github, gh: GitHubTestServer) -> None:
+    ours = artifact(gh, age_days=3)
+    forks = [
+        artifact(gh, age_days=1, head_repo="evil/app", head_sha=BASE, event=e) for e in ("push", "workflow_dispatch")
+    ]
+    for i in range(320):  # a fork pushing to its own "main" again and again
+        artifact(gh, age_days=2 - i / 1000, head_repo="evil/app", event="pull_request")
+    assert candidates(g) == [ours]
+    fork_runs = {gh.artifacts[a].run_id for a in forks}
+    listed = {int(r.path.split("/")[-2]) for r in gh.api_requests("GET", r"/runs/\d+/artifacts$")}
+    assert listed and not listed & fork_runs
+
+
+def test_the_run_limit_and_the_time_limit_stop_the_search_and_say_which(g: Github, gh: GitHubTestServer) -> None:
+    for i in range(150):  # push runs of other workflows, without the artifact: two pages of runs
+        gh.add_run(REPO, created_at=NOW - timedelta(hours=i), workflow="lint.yml")
+    baseline = artifact(gh, age_days=10)
+    by_count = search(g, max_runs=12)
+    assert (by_count.candidates, by_count.runs_scanned) == ([], 12)
+    assert by_count.stopped_because == "the 12-run limit was reached, older runs were not searched"
+    assert len(gh.api_requests("GET", r"/runs/\d+/artifacts$")) == 12
+    ticks = itertools.count(0.0, 10.0)  # every look at the clock is 10 s later
+    by_time = search(g, max_seconds=45, clock=lambda: next(ticks))
+    assert (by_time.candidates, by_time.runs_scanned) == ([], 4)
+    assert by_time.stopped_because == "the 45 s time limit was reached, older runs were not searched"
+    unbounded = search(g)
+    assert [c.id for c in unbounded.candidates] == [baseline]
+    assert (unbounded.runs_scanned, unbounded.stopped_because) == (151, None)
+
+
+def test_the_base_commits_own_run_comes_first_even_behind_the_candidate_limit(g: Github, gh: GitHubTestServer) -> None:
+    exact = artifact(gh, age_days=20, head_sha=BASE)  # an old base commit: the branch moved on since
+    newer = [artifact(gh, age_days=10 - i / 10) for i in range(15)]
+    found = search(g)
+    assert [c.id for c in found.candidates] == [exact, *newer[::-1][:9]]
+    assert [c.exact for c in found.candidates] == [True] + [False] * 9
+    assert (found.runs_scanned, found.stopped_because) == (10, "10 candidates found")
+
+
+def test_workflow_dispatch_runs_of_the_base_branch_are_baselines_too(g: Github, gh: GitHubTestServer) -> None:
+    pushed_old = artifact(gh, age_days=3)
+    dispatched = artifact(gh, age_days=1, event="workflow_dispatch")
+    pushed = artifact(gh, age_days=2)
+    artifact(gh, age_days=0.5, event="pull_request")  # a pull request from main into another branch
+    artifact(gh, age_days=0.4, event="schedule")
+    assert candidates(g) == [dispatched, pushed, pushed_old]  # both lists, merged newest first
+    assert candidates(g, max_candidates=1) == [dispatched]
 
 
 def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: GitHubTestServer) -> None:
     artifact(gh, head_sha=BASE)
-    [candidate] = dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)
+    [candidate] = search(g).candidates
     data = dg.download_artifact(g.requester, candidate)
     assert dg.unpack_artifact(data, "a") == {"reports/diagnosis.json": b'{"kind": "trace"}'}
     blob = [r for r in gh.requests if r.server == "blob"]
@@ -88,7 +158,7 @@ def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: Git
 
 def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestServer) -> None:
     aid = artifact(gh, head_sha=BASE)
-    [candidate] = dg.find_baseline_artifact(g.get_repo(REPO), "diagbot-report", "main", BASE)
+    [candidate] = search(g).candidates
     gh.artifacts[aid].expired = True
     with pytest.raises(dg.ArtifactGone):
         dg.download_artifact(g.requester, candidate)
@@ -143,11 +213,12 @@ def test_403_on_comment_is_cannot_comment(g: Github, gh: GitHubTestServer) -> No
         dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "new")
 
 
-def test_5xx_on_posting_a_comment_is_not_retried(g: Github, gh: GitHubTestServer) -> None:
-    gh.inject("POST", r"/comments$", 502)
+def test_5xx_on_posting_a_comment_is_not_retried_blindly(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("POST", r"/comments$", 502, times=2)
     with pytest.raises(dg.GitHubUnavailable, match="502"):
         dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "new")
-    assert len(gh.api_requests("POST")) == 1
+    # read back (not there), posted once more, never a third time (tests/test_github_writes.py has the rest)
+    assert [r.method for r in gh.api_requests()] == ["POST", "GET", "POST"]
 
 
 def test_5xx_on_a_read_is_retried(g: Github, gh: GitHubTestServer) -> None:

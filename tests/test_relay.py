@@ -189,7 +189,7 @@ def test_huge_or_odd_files_are_refused(gh: GitHubTestServer, tmp_path: Path) -> 
     folder = write_artifact(tmp_path)
     (folder / "pr.json").write_bytes(b" " * (relay.PR_JSON_BYTES + 1))
     code, log = relay_run(gh, tmp_path)
-    assert code == 2 and "larger than the 1,048,576 bytes" in log
+    assert code == 2 and "over the 1,048,576-byte limit" in log
     (folder / "pr.json").unlink()
     (folder / "pr.json").symlink_to("/etc/hostname")
     code, log = relay_run(gh, tmp_path)

@@ -49,7 +49,8 @@ def resolve_baseline(
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         return found, _provenance(settings, candidate, config, now)
     warnings.extend(tried)
-    looked = f" (looked at {search.runs_scanned} runs of {base_branch}" + (
+    runs = f"{search.runs_scanned} run" + ("" if search.runs_scanned == 1 else "s")
+    looked = f" (looked at {runs} of {base_branch}" + (
         f"; stopped: {search.stopped_because})" if search.stopped_because else ")"
     )
     reason = (

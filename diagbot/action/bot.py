@@ -19,12 +19,13 @@ from diagbot.action.events import Role, Target, resolve_target
 from diagbot.action.publish import Notes, Post, publish
 from diagbot.action.record import PrRecord, RecordBaseline, RecordGate, short
 from diagbot.action.settings import RunMode, Settings
+from diagbot.core.errors import ConfigError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
 from diagbot.core.report import RunInfo
 from diagbot.github.port import GitHubPort
 from diagbot.io.config import Config, load_config
-from diagbot.io.files import write_file
+from diagbot.io.files import register_secret, write_file
 from diagbot.kinds import registry
 from diagbot.pipeline import Outcome, run_config, write_outputs
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
@@ -34,7 +35,9 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     """One action run; returns the gate's exit code."""
     stream = out or sys.stdout
     now = now or datetime.now(UTC)
-    print(f"::add-mask::{settings.github_token.get_secret_value()}", file=stream)
+    token = settings.github_token.get_secret_value()
+    print(f"::add-mask::{token}", file=stream)
+    register_secret(token)  # masked in every file and annotation diagbot writes from here on
     if settings.mode is RunMode.COMMENT:
         return relay.run(settings, port, out=stream)
     notes = Notes()
@@ -63,6 +66,7 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
             title=outcome.reason,
             summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT),
             annotations=case_annotations(settings, outcome),
+            run_id=settings.run_id,
         )
         comment_url = publish(port, post, notes)
         if comment_url is None and settings.comment.value != "off":
@@ -79,12 +83,15 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
 
 def _config(settings: Settings, target: Target) -> Config:
     path = settings.workspace / (settings.config or "diagbot.yml")
+    if not path.resolve().is_relative_to(settings.workspace.resolve()):
+        raise ConfigError(f"input 'config' ({settings.config}) is outside the workspace; give a path inside it")
     config = load_config(path, required=settings.config is not None)
     thresholds = config.thresholds.override(settings.thresholds, "input '{name}'")
     update: dict[str, Any] = {}
     if settings.baseline_max_age_days is not None:
         update["baseline_max_age_days"] = settings.baseline_max_age_days
-    return config.model_copy(update={"thresholds": thresholds, "gate": config.gate.model_copy(update=update)})
+    gate = config.gate.model_copy(update=update)
+    return config.model_copy(update={"thresholds": thresholds, "gate": gate, "boundary": settings.workspace})
 
 
 def _gate(settings: Settings, config: Config, target: Target) -> GateSettings:

@@ -11,6 +11,7 @@ from typing import Any
 
 from diagbot.action.settings import RunMode, Settings
 from diagbot.core.errors import DiagbotError
+from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.github.port import GitHubPort
 
 EVENT_BYTES = 16 * 1024 * 1024
@@ -47,10 +48,11 @@ def load_event(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        with path.open("rb") as handle:
-            data = json.loads(handle.read(EVENT_BYTES))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise EventError(f"{path}: cannot read the event payload ({exc}); is GITHUB_EVENT_PATH right?") from None
+        data = json.loads(read_bounded(path, EVENT_BYTES))
+    except FileProblem as problem:
+        raise EventError(f"{path}: the event payload {problem.message}; is GITHUB_EVENT_PATH right?") from None
+    except (ValueError, RecursionError) as exc:
+        raise EventError(f"{path}: the event payload is not JSON ({exc}); is GITHUB_EVENT_PATH right?") from None
     return data if isinstance(data, dict) else {}
 
 
@@ -128,9 +130,9 @@ def checked_out_commit(workspace: Path, limit: int = 4096) -> str | None:
     git = workspace / ".git"
     try:
         if git.is_file():  # a worktree or submodule: `gitdir: <path>`
-            pointer = git.read_bytes()[:limit].decode("utf-8", "replace").strip()
+            pointer = read_bounded(git, limit).decode("utf-8", "replace").strip()
             git = (workspace / pointer.removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_bytes()[:limit].decode("utf-8", "replace").strip()
+        head = read_bounded(git / "HEAD", limit).decode("utf-8", "replace").strip()
         if _SHA.fullmatch(head):
             return head
         ref = head.removeprefix("ref:").strip()
@@ -138,10 +140,10 @@ def checked_out_commit(workspace: Path, limit: int = 4096) -> str | None:
             return None
         loose = git / ref
         if loose.is_file():
-            value = loose.read_bytes()[:limit].decode("utf-8", "replace").strip()
+            value = read_bounded(loose, limit).decode("utf-8", "replace").strip()
             return value if _SHA.fullmatch(value) else None
-        packed = (git / "packed-refs").read_bytes()[: 16 * 1024 * 1024].decode("utf-8", "replace")
-    except OSError:
+        packed = read_bounded(git / "packed-refs", 16 * 1024 * 1024).decode("utf-8", "replace")
+    except (OSError, FileProblem):
         return None
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")

@@ -14,7 +14,7 @@ It only reads JSON files: no PR code is checked out or run.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,11 +22,13 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from diagbot.action import runner
+from diagbot.action.events import load_event
 from diagbot.action.publish import Notes, Post, publish
 from diagbot.action.record import MAX_SUITES, SUITE_NAME, PrRecord, short
 from diagbot.action.settings import Settings
-from diagbot.core.diff import DiffReport
-from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot.core.diff import parse_diff
+from diagbot.core.errors import DiagbotError
+from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.gate import GateSettings
 from diagbot.github.port import GitHubPort
 from diagbot.kinds.registry import parse_any_report, view
@@ -66,14 +68,14 @@ def _relay(
     settings: Settings, port: GitHubPort, out: TextIO, warnings: list[str], errors: list[str]
 ) -> dict[str, str] | None:
     report_dir = settings.workspace / settings.report_dir
-    record = load_record(report_dir / "pr.json")
+    record = load_record(report_dir / "pr.json", settings.workspace)
     if record.repository is not None and record.repository.lower() != settings.repository.lower():
         raise RelayError(
             f"{report_dir / 'pr.json'}: names repository {record.repository}, but this is {settings.repository}; "
             "the artifact comes from another repository's run"
         )
     evaluating_run = _check_event(settings, record)
-    suites = load_suites(report_dir, record.suites)
+    suites = load_suites(report_dir, record.suites, settings.workspace)
     views = [view(s.name, s.report, s.diff) for s in suites if s.report is not None]
 
     number = record.number
@@ -110,6 +112,7 @@ def _relay(
             "summary.md.j2", views, baseline, current, marker, CHECK_SUMMARY_LIMIT, problems=record.problems
         ),
         annotations=[],
+        run_id=settings.run_id,
     )
     comment_url = publish(port, post, notes)
     runner.write_summary(settings.step_summary, comment)
@@ -136,34 +139,38 @@ def _gate(settings: Settings, record: PrRecord) -> GateSettings:
 # --- untrusted files -----------------------------------------------------------------------------------------------
 
 
-def read_capped(path: Path, cap: int, what: str, required: bool = True) -> str | None:
-    """A regular file (not a symlink) of at most `cap` bytes, as UTF-8 text."""
-    if path.is_symlink():
-        raise RelayError(f"{path}: {what} is a symbolic link; {FIX}")
-    if not path.exists():
-        if not required:
-            return None
-        raise RelayError(
-            f"{path}: {what} not found; the evaluating run did not get as far as writing it (see its log), or "
-            "the download step put the artifact elsewhere (the step's path must be the report-dir input)"
-        )
-    if not path.is_file():
-        raise RelayError(f"{path}: {what} is not a regular file; {FIX}")
+def read_capped(path: Path, cap: int, what: str, root: Path, required: bool = True) -> str | None:
+    """A regular file of at most `cap` bytes, as UTF-8 text, reached from `root` through no symbolic link."""
+    _no_links(path, root, what)
+    if not os.path.lexists(path) and not required:
+        return None
     try:
-        with path.open("rb") as handle:
-            data = handle.read(cap + 1)
-    except OSError as exc:
-        raise RelayError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
-    if len(data) > cap:
-        raise RelayError(f"{path}: {what} is larger than the {cap:,} bytes allowed; {FIX}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RelayError(f"{path}: {what} is not UTF-8 text; {FIX}") from None
+        return read_text_bounded(path, cap)
+    except FileProblem as problem:
+        if problem.missing:
+            raise RelayError(
+                f"{path}: {what} not found; the evaluating run did not get as far as writing it (see its log), or "
+                "the download step put the artifact elsewhere (the step's path must be the report-dir input)"
+            ) from None
+        raise RelayError(f"{path}: {what} {problem.message}; {FIX}") from None
 
 
-def load_record(path: Path) -> PrRecord:
-    text = read_capped(path, PR_JSON_BYTES, "pr.json") or ""
+def _no_links(path: Path, root: Path, what: str) -> None:
+    """Refuse a path any of whose parts below `root` (the workspace) is a symbolic link: a downloaded artifact
+    could otherwise point a report, or the folder holding it, anywhere on the runner."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise RelayError(f"{path}: {what} is outside the workspace {root}; set report-dir inside it") from None
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            raise RelayError(f"{current}: a symbolic link on the way to {what}; {FIX}")
+
+
+def load_record(path: Path, root: Path) -> PrRecord:
+    text = read_capped(path, PR_JSON_BYTES, "pr.json", root) or ""
     try:
         return PrRecord.model_validate_json(text)
     except ValidationError as exc:
@@ -179,44 +186,56 @@ def _problems(exc: ValidationError, path: Path) -> list[str]:
     return shown + ([f"{path}: ... and {more} more problems"] if more > 0 else [])
 
 
-def load_suites(report_dir: Path, order: list[str] | None) -> list[SuiteOutcome]:
+def load_suites(report_dir: Path, order: list[str] | None, root: Path) -> list[SuiteOutcome]:
     """Every `reports/<suite>.json` (in pr.json's order when it gives one) with its `diff/<suite>.json`, if any."""
     reports = report_dir / "reports"
-    if order is None:
-        if reports.is_symlink() or (reports.exists() and not reports.is_dir()):
-            raise RelayError(f"{reports}: not a folder; {FIX}")
-        names = sorted(p.name.removesuffix(".json") for p in reports.glob("*.json")) if reports.is_dir() else []
-        if len(names) > MAX_SUITES:
-            raise RelayError(f"{reports}: {len(names)} reports, more than the {MAX_SUITES} allowed; {FIX}")
-        bad = [n for n in names if not re.match(SUITE_NAME, n)]
-        if bad:
-            raise RelayError(f"{reports}: {len(bad)} report file names are not suite names; {FIX}")
-    else:
-        names = list(dict.fromkeys(order))
+    names = _listed(reports, root) if order is None else list(dict.fromkeys(order))
     suites: list[SuiteOutcome] = []
     budget = TOTAL_BYTES
     for name in names:
-        text = read_capped(reports / f"{name}.json", REPORT_BYTES, f"the report of suite {name}") or ""
+        where = reports / f"{name}.json"
+        text = read_capped(where, REPORT_BYTES, f"the report of suite {name}", root) or ""
         budget -= len(text.encode())
         try:
-            report = parse_any_report(text, str(reports / f"{name}.json"))
+            report = parse_any_report(text, str(where))
         except DiagbotError as exc:  # its messages may quote the untrusted file: keep them short
             raise RelayError(*[short(p) for p in exc.problems[:10]]) from None
         diff_path = report_dir / "diff" / f"{name}.json"
-        diff_text = read_capped(diff_path, REPORT_BYTES, f"the diff of suite {name}", required=False)
+        diff_text = read_capped(diff_path, REPORT_BYTES, f"the diff of suite {name}", root, required=False)
         diff = None
         if diff_text is not None:
             budget -= len(diff_text.encode())
             try:
-                diff = DiffReport.model_validate_json(diff_text)
-            except ValidationError as exc:
-                raise ReportFormatError(*_problems(exc, diff_path)) from None
+                diff = parse_diff(diff_text, str(diff_path))
+            except DiagbotError as exc:
+                raise RelayError(*[short(p) for p in exc.problems[:10]]) from None
             if diff.current_total_cases != report.total_cases or diff.current_passed_cases != report.passed_cases:
                 raise RelayError(f"{diff_path}: does not match its report's case counts; {FIX}")
         if budget < 0:
             raise RelayError(f"{report_dir}: the reports are larger than the {TOTAL_BYTES:,} bytes allowed; {FIX}")
         suites.append(SuiteOutcome(name, report=report, diff=diff))
     return suites
+
+
+def _listed(reports: Path, root: Path) -> list[str]:
+    """The suite names of `reports/*.json`, listing at most a few more entries than a valid folder can hold."""
+    _no_links(reports, root, "the reports folder")
+    if not os.path.lexists(reports):
+        return []
+    if not reports.is_dir():
+        raise RelayError(f"{reports}: not a folder; {FIX}")
+    names: list[str] = []
+    with os.scandir(reports) as entries:
+        for count, entry in enumerate(entries):
+            if count > 4 * MAX_SUITES:
+                raise RelayError(f"{reports}: more than {4 * MAX_SUITES} entries; {FIX}")
+            if entry.name.endswith(".json"):
+                names.append(entry.name.removesuffix(".json"))
+    if len(names) > MAX_SUITES:
+        raise RelayError(f"{reports}: {len(names)} reports, more than the {MAX_SUITES} allowed; {FIX}")
+    if any(not re.match(SUITE_NAME, n) for n in names):
+        raise RelayError(f"{reports}: some report file names are not suite names; {FIX}")
+    return sorted(names)
 
 
 # --- trusted context -----------------------------------------------------------------------------------------------
@@ -227,9 +246,9 @@ def _check_event(settings: Settings, record: PrRecord) -> int | None:
     if settings.event_name != "workflow_run" or settings.event_path is None:
         return None
     try:
-        payload: Any = json.loads(settings.event_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RelayError(f"{settings.event_path}: cannot read the event payload ({exc})") from None
+        payload: Any = load_event(settings.event_path)
+    except DiagbotError as exc:
+        raise RelayError(*exc.problems) from None
     workflow_run = payload.get("workflow_run") if isinstance(payload, dict) else None
     if not isinstance(workflow_run, dict):
         return None

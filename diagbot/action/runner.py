@@ -6,12 +6,14 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+from diagbot.io.files import scrub
+
 SUMMARY_BYTES = 1024 * 1024 - 1024  # $GITHUB_STEP_SUMMARY refuses 1 MiB and more per step
 
 
 def escape(message: str) -> str:
     """A workflow command's message: `%`, CR and LF are escaped so one message stays one annotation."""
-    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return scrub(message).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def annotate(out: TextIO, warnings: list[str], errors: list[str]) -> None:
@@ -48,5 +50,6 @@ def append(path: Path | None, text: str) -> None:
     if path is None or not text:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
+    text = scrub(text)
+    with path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write(text if text.endswith("\n") else text + "\n")

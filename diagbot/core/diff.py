@@ -6,7 +6,11 @@ from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
+from pydantic import ValidationError
+
+from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
+from diagbot.core.report import load_json_object
 
 
 class ItemType(StrEnum):
@@ -225,3 +229,12 @@ def summarize(
         items=items,
         common_cases=common_cases,
     )
+
+
+def parse_diff(text: str, where: str) -> DiffReport:
+    """A diff file diagbot wrote, read with the same caps as a report (it may come from a fork's artifact)."""
+    data = load_json_object(text, where)
+    try:
+        return DiffReport.model_validate(data)
+    except ValidationError as exc:
+        raise ReportFormatError(f"{where}: not a readable diff ({exc.error_count()} problems)") from None

@@ -7,9 +7,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import rate
+
+MAX_CONTAINERS = 2_000_000
 
 
 class RunInfo(Output):
@@ -54,15 +57,26 @@ def dump_model(model: Output | SuiteReport) -> str:
 
 
 def load_json_object(text: str, where: str) -> dict[str, Any]:
-    """A report file's JSON object, or a ReportFormatError that says where it went wrong."""
+    """A report file's JSON object, or a ReportFormatError that says where it went wrong. Reports may come from
+    an artifact a fork wrote, so the count of arrays and objects is capped before anything is built."""
+    containers = text.count("[") + text.count("{")
+    if containers > MAX_CONTAINERS:
+        raise ReportFormatError(
+            f"{where}: {containers:,} arrays and objects, more than the {MAX_CONTAINERS:,} a report may have"
+        )
     try:
-        data = json.loads(text)
+        data = values.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
+    except values.BadNumber as exc:
+        raise ReportFormatError(f"{where}: holds {exc}, which no diagbot report has") from None
     except (RecursionError, ValueError):
         raise ReportFormatError(f"{where}: nested too deeply or too large to be a diagbot report") from None
     if not isinstance(data, dict):
         raise ReportFormatError(f"{where}: not a diagbot report (expected a JSON object)")
+    bad_text = values.surrogate_paths(data, limit=3) if values.may_hold_surrogates(text) else []
+    if bad_text:
+        raise ReportFormatError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
     return data
 
 

@@ -1,28 +1,38 @@
 """The one module that talks to GitHub: small functions over a PyGithub client and plain values.
 
 Every GitHub or network failure leaves this module as one of our own exceptions, with what happened, the likely
-cause and what to do. Writes (POST/PATCH/DELETE) are never repeated after a 5xx, so a flaky API cannot
-duplicate a comment; reads are retried with backoff and jitter, honouring Retry-After and rate-limit resets.
+cause and what to do. Writes (POST/PATCH/DELETE) are never blindly repeated after a 5xx or a broken connection,
+so a flaky API cannot duplicate a comment: what they would have made is read back, and the write is made once
+more only if it is absent. Reads are retried with backoff and jitter, honouring Retry-After and rate-limit resets.
 """
 
 from __future__ import annotations
 
+import heapq
 import io
+import itertools
 import json
+import re
+import secrets
 import stat
+import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Github, GithubException, GithubRetry, UnknownObjectException
 from github.Artifact import Artifact
+from github.CheckRun import CheckRun
 from github.Issue import Issue
+from github.IssueComment import IssueComment
+from github.PaginatedList import PaginatedList
 from github.Repository import Repository
 from github.Requester import Requester
+from github.WorkflowRun import WorkflowRun
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
@@ -47,6 +57,10 @@ MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MAX_MEMBERS = 10_000
 DEFAULT_AUTHOR = "github-actions[bot]"  # the login behind the workflow's GITHUB_TOKEN
 ZIP_MAGIC = b"PK\x03\x04"
+MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer issue-comment bodies
+HEAD_LINE = "<!-- diagbot-head: {sha} -->"  # the second line of our comment: the commit its results are for
+_HEAD_RE = re.compile(r"<!-- diagbot-head: ([0-9a-fA-F]{7,64}) -->")
+TRUNCATED = "\n\n*(comment truncated)*\n"
 EMPTY_ZIP = b"PK\x05\x06"
 
 T = TypeVar("T")
@@ -177,50 +191,100 @@ def _mapped(doing: str, forbidden: GitHubError | None = None) -> Iterator[None]:
 # --- baseline artifacts ------------------------------------------------------------------------------------
 
 
-def find_baseline_artifact(
+BASELINE_EVENTS = ("push", "workflow_dispatch")  # the base branch's own runs; a pull request's run never is one
+MAX_CANDIDATES = 10
+MAX_RUNS_SCANNED = 200  # two pages of each runs list; each run costs one more request for its artifacts
+MAX_SEARCH_SECONDS = 30.0
+
+
+def search_baselines(
     repo: Repository,
     name: str,
     base_branch: str,
     base_sha: str | None,
-    max_candidates: int = 10,
-    max_scanned: int = 300,
-) -> list[ArtifactCandidate]:
-    """Unexpired `name` artifacts from this repository's own runs on `base_branch`: exact base sha first, then newest.
+    *,
+    max_candidates: int = MAX_CANDIDATES,
+    max_runs: int = MAX_RUNS_SCANNED,
+    max_seconds: float = MAX_SEARCH_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> BaselineSearch:
+    """Unexpired `name` artifacts of this repository's own push and workflow_dispatch runs of `base_branch`: the
+    base commit's runs first, then the branch's runs newest first.
 
-    A fork's run can have the same branch name; it is never trusted (head repository must be this repository).
+    Only the branch's runs are listed, never the repository-wide artifact list (where every pull request run's
+    upload crowds the baselines out). The search looks at no more than `max_runs` runs and `max_seconds` of
+    `clock`, and ends once it has `max_candidates`. A fork's run can have the same branch name; it is never trusted
+    (its head repository must be this repository).
     """
     found: list[ArtifactCandidate] = []
-    with _mapped(f"listing the '{name}' artifacts of {repo.full_name}"):
-        for scanned, artifact in enumerate(repo.get_artifacts(name=name)):
-            if scanned >= max_scanned:
+    scanned = 0
+    stopped: str | None = None
+    started = clock()
+    with _mapped(f"listing the runs of {base_branch} for their '{name}' artifacts"):
+        runs = _baseline_runs(repo, base_branch, base_sha)
+        while True:
+            if scanned >= max_runs:
+                stopped = f"the {max_runs}-run limit was reached, older runs were not searched"
                 break
-            candidate = _candidate(artifact, base_branch, base_sha)
-            if candidate is None:
-                continue
-            found.append(candidate)
-            if len(found) >= max_candidates:  # keep fallbacks even after an exact match: it may be unusable
+            if clock() - started >= max_seconds:
+                stopped = f"the {max_seconds:g} s time limit was reached, older runs were not searched"
+                break
+            run = next(runs, None)
+            if run is None:
+                break
+            scanned += 1
+            found.extend(_run_candidates(run, name, base_branch, base_sha))
+            if len(found) >= max_candidates:  # fallbacks are kept even after an exact match: it may be unusable
+                stopped = f"{len(found)} candidates found"
                 break
     found.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
-    return found[:max_candidates]
+    return BaselineSearch(found[:max_candidates], scanned, stopped)
 
 
-def _candidate(artifact: Artifact, base_branch: str, base_sha: str | None) -> ArtifactCandidate | None:
-    run = artifact.workflow_run
-    if artifact.expired or run is None:
-        return None
-    if run.head_repository_id != run.repository_id or run.head_branch != base_branch:
-        return None
-    return ArtifactCandidate(
-        id=artifact.id,
-        name=artifact.name,
-        archive_download_url=artifact.archive_download_url,
-        created_at=artifact.created_at,
-        size=artifact.size_in_bytes,
-        run_id=run.id,
-        head_branch=run.head_branch,
-        head_sha=run.head_sha,
-        exact=base_sha is not None and run.head_sha == base_sha,
-    )
+def _baseline_runs(repo: Repository, base_branch: str, base_sha: str | None) -> Iterator[WorkflowRun]:
+    """Each run once, lazily (a page at a time): the base commit's runs of the branch, then its push and
+    workflow_dispatch runs, the two lists merged newest first."""
+    exact: Iterable[WorkflowRun] = _list_runs(repo, branch=base_branch, head_sha=base_sha) if base_sha else ()
+    lists = [_list_runs(repo, branch=base_branch, event=event) for event in BASELINE_EVENTS]
+    newest = heapq.merge(*lists, key=lambda run: (run.created_at, run.id), reverse=True)
+    seen: set[int] = set()
+    for run in itertools.chain(exact, newest):
+        if run.id not in seen:
+            seen.add(run.id)
+            yield run
+
+
+def _list_runs(repo: Repository, **query: str) -> PaginatedList[WorkflowRun]:
+    """`GET /repos/{owner}/{repo}/actions/runs?...`, newest first: Repository.get_workflow_runs, whose `branch`
+    is typed as a Branch object although a name is what the endpoint takes."""
+    url = f"{repo.url}/actions/runs"
+    return PaginatedList(WorkflowRun, repo.requester, url, dict(query), list_item="workflow_runs")
+
+
+def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str | None) -> list[ArtifactCandidate]:
+    """The unexpired `name` artifacts of `run`, if it is a baseline run of this repository's own `base_branch`."""
+    head = run.head_repository
+    if run.event not in BASELINE_EVENTS or run.head_branch != base_branch or head is None:
+        return []
+    if head.id != run.repository.id:  # a fork's run
+        return []
+    # PyGithub's WorkflowRun.get_artifacts() has no `name` filter; the endpoint has.
+    listed = PaginatedList(Artifact, run.requester, run.artifacts_url, {"name": name}, list_item="artifacts")
+    return [
+        ArtifactCandidate(
+            id=artifact.id,
+            name=artifact.name,
+            archive_download_url=artifact.archive_download_url,
+            created_at=artifact.created_at,
+            size=artifact.size_in_bytes,
+            run_id=run.id,
+            head_branch=run.head_branch,
+            head_sha=run.head_sha,
+            exact=base_sha is not None and run.head_sha == base_sha,
+        )
+        for artifact in listed
+        if artifact.name == name and not artifact.expired
+    ]
 
 
 def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_bytes: int = MAX_ARCHIVE_BYTES) -> bytes:
@@ -312,14 +376,76 @@ def _safe_member_path(member: zipfile.ZipInfo, where: str) -> str | None:
     return str(path)
 
 
+# --- writes -------------------------------------------------------------------------------------------------------
+
+
+def _effect_unknown(exc: Exception) -> bool:
+    """Whether a failed write may have been applied all the same: GitHub answered 5xx, or the connection broke or
+    timed out once the request was out. A 4xx is a refusal: nothing happened."""
+    if isinstance(exc, GithubException):
+        return exc.status >= 500
+    return isinstance(exc, requests.RequestException | OSError)
+
+
+def _write_once(write: Callable[[], T], written: Callable[[], T | None]) -> T:
+    """`write()`; if it fails with an unknown effect, `written()` reads back what it would have made. Found, that is
+    the result; absent, the write is made once more, and never a third time. When the read-back fails too, the
+    write's own error stands: nothing is sent that could duplicate what may already be there."""
+    try:
+        return write()
+    except (GithubException, requests.RequestException, OSError) as exc:
+        if not _effect_unknown(exc):
+            raise
+        failure = exc
+    try:
+        found = written()
+    except (GithubException, requests.RequestException, OSError):
+        raise failure from None
+    return write() if found is None else found
+
+
 # --- comments -------------------------------------------------------------------------------------------------
 
 
-def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str = DEFAULT_AUTHOR) -> str | None:
-    """Post or update the one comment carrying `marker`; return its URL (None when mode is `off`).
+def with_head_line(body: str, marker: str, head_sha: str) -> str:
+    """`body` with `<!-- diagbot-head: <sha> -->` right after its first line, the marker (which stays first), cut to
+    GitHub's comment limit if the line pushed it over. A body whose first line is not the marker is left as it is."""
+    first, _, rest = body.partition("\n")
+    if marker not in first:
+        return body
+    text = f"{first}\n{HEAD_LINE.format(sha=head_sha)}\n{rest}"
+    if len(text) > MAX_COMMENT_CHARS:
+        text = text[: MAX_COMMENT_CHARS - len(TRUNCATED)] + TRUNCATED
+    return text
+
+
+def recorded_head(body: str, marker: str) -> str | None:
+    """The head sha a comment records on the line after its marker (None for a comment without one)."""
+    lines = body.split("\n", 2)
+    match = _HEAD_RE.fullmatch(lines[1].strip()) if len(lines) > 1 and marker in lines[0] else None
+    return match[1].lower() if match else None
+
+
+def upsert_comment(
+    issue: Issue,
+    marker: str,
+    body: str,
+    mode: str,
+    author: str = DEFAULT_AUTHOR,
+    head_sha: str | None = None,
+    warnings: list[str] | None = None,
+    current_head: Callable[[], str] | None = None,
+) -> str | None:
+    """Post or update the one comment carrying `marker`; return its URL (None when mode is `off`, or when the
+    comment was left to a newer commit's results).
 
     `update` scans every page of comments, edits the newest of ours and deletes older duplicates; `new` always
-    posts. A 403 on writing becomes CannotComment, which the bot reports as a warning.
+    posts. With `head_sha` the comment records it on a hidden second line, and a comment recording another commit
+    is edited only while the pull request's head (`current_head()`, by default read from GitHub) is still
+    `head_sha`: a run that a newer push overtook leaves the newer results alone, with a warning. A write that fails
+    with an unknown effect (5xx, a broken connection) is read back and made again only if it did not happen.
+    A 403 on writing becomes CannotComment, which the bot reports as a warning; an older duplicate that cannot be
+    deleted is only a warning (in `warnings`), since the update itself stands.
     """
     if mode == "off":
         return None
@@ -328,18 +454,82 @@ def upsert_comment(issue: Issue, marker: str, body: str, mode: str, author: str 
         f"{doing}: GitHub answered 403; the token may not comment here (a fork's pull request, or the "
         "workflow lacks `permissions: pull-requests: write`); the comment is in the job summary instead"
     )
+    notes = [] if warnings is None else warnings
+    text = body if head_sha is None else with_head_line(body, marker, head_sha)
+
+    def ours() -> list[IssueComment]:
+        found = [c for c in issue.get_comments() if marker in (c.body or "") and c.user.login == author]
+        return sorted(found, key=lambda c: (c.created_at, c.id))
+
+    seen: list[IssueComment] = []
+
+    def posted() -> IssueComment | None:
+        seen[:] = ours()
+        if mode == "new":  # earlier runs' comments stay: only one with this very text is this run's
+            return next((c for c in reversed(seen) if c.body == text), None)
+        return seen[-1] if seen else None
+
     with _mapped(doing, denied):
-        ours = []
-        if mode == "update":
-            ours = [c for c in issue.get_comments() if marker in (c.body or "") and c.user.login == author]
-        if not ours:
-            return str(issue.create_comment(body).html_url)
-        ours.sort(key=lambda c: (c.created_at, c.id))
-        newest = ours[-1]
-        newest.edit(body)
-        for older in ours[:-1]:
-            older.delete()
+        existing = ours() if mode == "update" else []
+        if not existing:
+            comment = _write_once(lambda: issue.create_comment(text), posted)
+            if mode == "new" or (len(seen) <= 1 and comment.body == text):
+                return str(comment.html_url)
+            existing = seen  # another run's comment turned up meanwhile: update it rather than add a second
+        newest = existing[-1]
+        if head_sha is not None and recorded_head(newest.body or "", marker) != head_sha.lower():
+            now = (current_head or (lambda: issue.as_pull_request().head.sha))()
+            if now.lower() != head_sha.lower():
+                notes.append(
+                    f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
+                    "commit's results are already posted or on their way, so the comment was left as it is; this "
+                    "run's results are in its job summary"
+                )
+                return None
+        if newest.body != text:
+            _write_once(lambda: _edited(newest, text), lambda: _if_body(issue, newest.id, text))
+        for older in existing[:-1]:
+            _delete_duplicate(issue, older, doing, notes)
         return str(newest.html_url)
+
+
+def _edited(comment: IssueComment, text: str) -> IssueComment:
+    comment.edit(text)
+    return comment
+
+
+def _if_body(issue: Issue, comment_id: int, text: str) -> IssueComment | None:
+    comment = issue.get_comment(comment_id)
+    return comment if comment.body == text else None
+
+
+def _delete_duplicate(issue: Issue, older: IssueComment, doing: str, notes: list[str]) -> None:
+    """Delete an older copy of our comment; failing that, a warning: the newest one is already up to date."""
+
+    def deleted() -> IssueComment:
+        older.delete()
+        return older
+
+    def gone() -> IssueComment | None:
+        try:
+            issue.get_comment(older.id).body  # noqa: B018 - the lazy object is fetched by reading it
+        except UnknownObjectException:
+            return older
+        return None
+
+    try:
+        _write_once(deleted, gone)
+    except UnknownObjectException:
+        return  # someone deleted it first
+    except (GithubException, requests.RequestException, OSError, GitHubError) as exc:
+        if isinstance(exc, GithubException) and exc.status == 403:
+            reason = "GitHub answered 403; the token may not delete it"
+        else:
+            reason = "; ".join(_explain(exc, "deleting it").problems)
+        notes.append(
+            f"{doing}: the comment was updated, but an older duplicate of it (comment {older.id}) could not be "
+            f"removed ({reason}); delete it by hand"
+        )
 
 
 # --- check runs ---------------------------------------------------------------------------------------------------
@@ -353,12 +543,19 @@ def create_check_run(
     title: str,
     summary: str,
     annotations: list[dict[str, Any]],
+    external_id: str | None = None,
 ) -> str:
-    """A completed check run on `head_sha`; annotations go 50 per request (create, then edits). Returns its URL."""
+    """A completed check run on `head_sha`; annotations go 50 per request (create, then edits). Returns its URL.
+
+    `external_id` (a random one when not given) tells this check run from every other run's: a create that fails
+    with an unknown effect is looked for among the commit's check runs of that name and made again only if absent.
+    A batch of annotations is likewise sent again only if the check run's annotation count did not grow.
+    """
     doing = f"creating check run '{name}'"
     chunks = [annotations[i : i + MAX_ANNOTATIONS] for i in range(0, len(annotations), MAX_ANNOTATIONS)] or [[]]
     title = title[:255]
     summary = summary[:65535]
+    ident = external_id or f"diagbot:{secrets.token_hex(8)}"
 
     def output(chunk: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"title": title, "summary": summary}
@@ -366,15 +563,42 @@ def create_check_run(
             out["annotations"] = chunk
         return out
 
+    def create() -> CheckRun:
+        return repo.create_check_run(
+            name=name, head_sha=head_sha, conclusion=conclusion, output=output(chunks[0]), external_id=ident
+        )
+
+    def created() -> CheckRun | None:
+        # filter=all: the default, latest, shows only the newest check run of each name
+        runs = repo.get_commit(head_sha).get_check_runs(check_name=name, filter="all")
+        return next((c for c in runs if c.external_id == ident), None)
+
     denied = CannotCheck(
         f"{doing}: GitHub answered 403; the token may not create check runs (a fork's pull request, or "
         "the workflow lacks `permissions: checks: write`); the exit code still gates the job"
     )
     with _mapped(doing, denied):
-        check = repo.create_check_run(name=name, head_sha=head_sha, conclusion=conclusion, output=output(chunks[0]))
+        check = _write_once(create, created)
+        count = len(chunks[0])
         for chunk in chunks[1:]:
-            check.edit(output=output(chunk))
+            count += len(chunk)
+            _write_once(_annotate(check, output(chunk)), _counted(repo, check, count))
         return str(check.html_url)
+
+
+def _annotate(check: CheckRun, output: dict[str, Any]) -> Callable[[], CheckRun]:
+    def write() -> CheckRun:
+        check.edit(output=output)
+        return check
+
+    return write
+
+
+def _counted(repo: Repository, check: CheckRun, count: int) -> Callable[[], CheckRun | None]:
+    def written() -> CheckRun | None:
+        return check if repo.get_check_run(check.id).output.annotations_count >= count else None
+
+    return written
 
 
 def call(doing: str, fn: Callable[[], T]) -> T:
@@ -397,20 +621,56 @@ class PyGithubPort:
             pull = self._repo.get_pull(number)
             return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state)
 
-    def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch:
-        found = find_baseline_artifact(self._repo, name, base_branch, base_sha)
-        return BaselineSearch(found, runs_scanned=0)
+    def find_baselines(
+        self,
+        name: str,
+        base_branch: str,
+        base_sha: str | None,
+        *,
+        max_candidates: int = MAX_CANDIDATES,
+        max_runs: int = MAX_RUNS_SCANNED,
+        max_seconds: float = MAX_SEARCH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> BaselineSearch:
+        return search_baselines(
+            self._repo,
+            name,
+            base_branch,
+            base_sha,
+            max_candidates=max_candidates,
+            max_runs=max_runs,
+            max_seconds=max_seconds,
+            clock=clock,
+        )
 
     def download(self, candidate: ArtifactCandidate) -> bytes:
         return download_artifact(self.github.requester, candidate)
 
-    def upsert_comment(self, number: int, marker: str, body: str, mode: str, author: str) -> str | None:
+    def upsert_comment(
+        self,
+        number: int,
+        marker: str,
+        body: str,
+        mode: str,
+        author: str,
+        head_sha: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> str | None:
         if mode == "off":
             return None
         issue = call(f"reading issue #{number}", lambda: self._repo.get_issue(number))
-        return upsert_comment(issue, marker, body, mode, author)
+        return upsert_comment(
+            issue, marker, body, mode, author, head_sha, warnings, current_head=lambda: self.pull(number).head_sha
+        )
 
     def create_check_run(
-        self, head_sha: str, name: str, conclusion: str, title: str, summary: str, annotations: list[dict[str, Any]]
+        self,
+        head_sha: str,
+        name: str,
+        conclusion: str,
+        title: str,
+        summary: str,
+        annotations: list[dict[str, Any]],
+        external_id: str | None = None,
     ) -> str:
-        return create_check_run(self._repo, head_sha, name, conclusion, title, summary, annotations)
+        return create_check_run(self._repo, head_sha, name, conclusion, title, summary, annotations, external_id)

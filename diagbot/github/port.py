@@ -82,8 +82,32 @@ class GitHubPort(Protocol):
 
     def download(self, candidate: ArtifactCandidate) -> bytes: ...
 
-    def upsert_comment(self, number: int, marker: str, body: str, mode: str, author: str) -> str | None: ...
+    def upsert_comment(
+        self,
+        number: int,
+        marker: str,
+        body: str,
+        mode: str,
+        author: str,
+        head_sha: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> str | None:
+        """Post or update the one comment carrying `marker` (see `diagbot.github.client.upsert_comment`): with
+        `head_sha` it records that commit on a hidden second line, and leaves a comment of another commit alone
+        when the pull request's head is no longer `head_sha`. Returns its URL, None if nothing was written; what
+        went wrong without failing the post (a stale run, an undeletable duplicate) is added to `warnings`."""
+        ...
 
     def create_check_run(
-        self, head_sha: str, name: str, conclusion: str, title: str, summary: str, annotations: list[dict[str, Any]]
-    ) -> str: ...
+        self,
+        head_sha: str,
+        name: str,
+        conclusion: str,
+        title: str,
+        summary: str,
+        annotations: list[dict[str, Any]],
+        external_id: str | None = None,
+    ) -> str:
+        """A completed check run on `head_sha`; `external_id` tells it from other runs' check runs of that name,
+        so a create whose effect is unknown can be looked for before it is made again."""
+        ...

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.report import SuiteReport
 from diagbot.kinds.registry import parse_any_report
 
@@ -27,18 +28,9 @@ class Baselines:
 def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
     """One report file: a regular file of at most `cap` bytes, UTF-8, of a kind diagbot knows."""
     try:
-        if not path.is_file():
-            raise ReportFormatError(f"{path}: report not found (or not a regular file)")
-        with path.open("rb") as handle:
-            data = handle.read(cap + 1)
-    except OSError as exc:
-        raise ReportFormatError(f"{path}: cannot read the report ({exc.strerror or exc})") from None
-    if len(data) > cap:
-        raise ReportFormatError(f"{path}: larger than the {cap:,} bytes a report may have")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ReportFormatError(f"{path}: not UTF-8 text, so not a diagbot report") from None
+        text = read_text_bounded(path, cap)
+    except FileProblem as problem:
+        raise ReportFormatError(f"{path}: the report {problem.message}") from None
     return parse_any_report(text, str(path))
 
 

@@ -10,14 +10,18 @@ from typing import Any
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from diagbot.core import values
 from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
+from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput
 from diagbot.core.report import RunInfo
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 
 DEFAULT_CONFIG = "diagbot.yml"
+MAX_CONFIG_BYTES = 1024 * 1024
+FORBIDDEN_ROOTS = frozenset({"proc", "sys", "dev"})
 
 
 class SuiteConfig(StrictInput):
@@ -93,6 +97,9 @@ class Config(StrictInput):
     thresholds: ThresholdConfig = ThresholdConfig()
     gate: GateConfig = GateConfig()
     root: Path = Field(default=Path("."), exclude=True)
+    # Every suite path must resolve inside this folder (the action sets it to the workspace); None: anywhere but
+    # the kernel's own trees.
+    boundary: Path | None = Field(default=None, exclude=True)
 
     @field_validator("suites")
     @classmethod
@@ -111,11 +118,26 @@ class Config(StrictInput):
     def path(self, relative: str) -> Path:
         return self.root / relative
 
+    def confined(self, relative: str, key: str) -> Path:
+        """A configured path, refused when it resolves outside the boundary or into /proc, /sys or /dev: a pull
+        request's diagbot.yml must not point a check at the runner's environment or secrets."""
+        path = self.path(relative)
+        resolved = path.resolve()
+        where = f"{self.root / DEFAULT_CONFIG}: {key}: {relative!r}"
+        if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS:
+            raise ConfigError(
+                f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository"
+            )
+        if self.boundary is not None and not resolved.is_relative_to(self.boundary.resolve()):
+            raise ConfigError(f"{where} resolves outside the workspace ({resolved}); give a path inside the repository")
+        return path
+
     def suite_input(self, suite: SuiteConfig, run: RunInfo | None = None) -> SuiteInput:
+        index = self.suites.index(suite) if suite in self.suites else 0
         return SuiteInput(
             name=suite.name,
-            cases=self.path(suite.cases),
-            fixtures=self.path(suite.fixtures),
+            cases=self.confined(suite.cases, f"suites.{index}.cases"),
+            fixtures=self.confined(suite.fixtures, f"suites.{index}.fixtures"),
             cases_label=str(self.path(suite.cases)),
             fixtures_label=str(self.path(suite.fixtures)),
             max_fixture_bytes=suite.max_fixture_bytes,
@@ -151,12 +173,17 @@ def parse_config(text: str, where: str, root: Path) -> Config:
         data = yaml.safe_load(text)
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to be a diagbot config") from None
+    except ValueError as exc:  # PyYAML's int() of a number with thousands of digits
+        raise ConfigError(f"{where}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         raise ConfigError(f"{where}{at}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with a 'suites' list")
+    bad_text = values.surrogate_paths(data) if values.may_hold_surrogates(text) else []
+    if bad_text:
+        raise ConfigError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
     try:
         return Config.model_validate({**data, "root": root})
     except ValidationError as exc:
@@ -175,12 +202,14 @@ def parse_config(text: str, where: str, root: Path) -> Config:
 def load_config(path: Path | None, required: bool = False) -> Config:
     """Read diagbot.yml (paths in it are relative to its folder); fall back to the default suite when absent."""
     config_path = path or Path(DEFAULT_CONFIG)
-    if not config_path.exists():
-        if required:
-            raise ConfigError(f"{config_path}: config file not found; fix the path or drop the option to use defaults")
-        return default_config(config_path.parent)
     try:
-        text = config_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{config_path}: cannot read the config file ({exc})") from None
+        text = read_text_bounded(config_path, MAX_CONFIG_BYTES)
+    except FileProblem as problem:
+        if not problem.missing:
+            raise ConfigError(f"{config_path}: the config file {problem.message}") from None
+        if required:
+            raise ConfigError(
+                f"{config_path}: config file not found; fix the path or drop the option to use defaults"
+            ) from None
+        return default_config(config_path.parent)
     return parse_config(text, str(config_path), config_path.parent)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -361,6 +361,28 @@ def update_check_run(gh: GitHubTestServer, call: Call) -> Reply:
     return Reply(200, _check_json(gh, check))
 
 
+def list_check_runs_for_ref(gh: GitHubTestServer, call: Call) -> Reply:
+    """Check runs on a commit, newest first. ``ref`` must be a commit sha here
+    (the fake has no branches or tags). ``filter=latest``, the default, keeps only
+    the newest run of each name, as on GitHub; ``app_id`` is accepted but not
+    modelled (every check run belongs to the Actions app)."""
+    q = call.query
+    checks = [c for c in gh.check_runs.values() if c.repo == call.repo.full_name and c.head_sha == call.params["ref"]]
+    if "check_name" in q:
+        checks = [c for c in checks if c.name == q["check_name"]]
+    if "status" in q:
+        checks = [c for c in checks if c.status == q["status"]]
+    checks.sort(key=lambda c: (c.started_at or datetime.min.replace(tzinfo=UTC), c.id), reverse=True)
+    if q.get("filter", "latest") == "latest":
+        newest: dict[str, CheckRun] = {}
+        for check in checks:
+            newest.setdefault(check.name, check)
+        checks = list(newest.values())
+    chunk, headers = paginate(gh, call, checks)
+    body = {"total_count": len(checks), "check_runs": [_check_json(gh, c) for c in chunk]}
+    return Reply(200, body, headers)
+
+
 def create_status(gh: GitHubTestServer, call: Call) -> Reply:
     """Enforces GitHub's 140-character description limit (not in the description)."""
     data = call.json
@@ -404,5 +426,6 @@ HANDLERS: dict[str, Handler] = {
     "checks/create": create_check_run,
     "checks/get": get_check_run,
     "checks/update": update_check_run,
+    "checks/list-for-ref": list_check_runs_for_ref,
     "repos/create-commit-status": create_status,
 }

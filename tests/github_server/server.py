@@ -81,6 +81,7 @@ class Outgoing:
     status: int
     headers: dict[str, str]
     body: bytes = b""
+    drop: bool = False  # close the connection without sending anything
 
 
 App = Callable[[Incoming], Outgoing]
@@ -115,6 +116,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body=self.rfile.read(length) if length else b"",
         )
         out = self.server.app(incoming)
+        if out.drop:
+            self.close_connection = True
+            return
         self.send_response(out.status)
         for name, value in out.headers.items():
             self.send_header(name, value)
@@ -427,6 +431,8 @@ class GitHubTestServer:
         body: Any = None,
         headers: dict[str, str] | None = None,
         times: int = 1,
+        apply: bool = False,
+        drop: bool = False,
     ) -> Fault:
         """Answer the next ``times`` requests whose method matches (``"*"`` for any)
         and whose path matches ``path_regex`` (``re.search``) with ``status``.
@@ -435,8 +441,13 @@ class GitHubTestServer:
         body with the status phrase. ``headers`` override the usual ones (e.g.
         ``Retry-After``, ``X-RateLimit-Remaining``). Applies to both hosts; on the
         API host only to requests that passed OpenAPI validation and auth.
+
+        ``apply=True`` (API host only) serves the request first, so a write takes
+        effect, and then answers ``status`` anyway: a write whose effect the client
+        cannot know. ``drop=True`` closes the connection without an answer (after
+        applying the request if ``apply`` is also given); ``status`` is then unused.
         """
-        fault = Fault(method.upper(), path_regex, status, body, dict(headers or {}), times)
+        fault = Fault(method.upper(), path_regex, status, body, dict(headers or {}), times, apply=apply, drop=drop)
         with self._lock:
             self.faults.append(fault)
         return fault
@@ -573,10 +584,16 @@ class GitHubTestServer:
         if denied:
             return self._json(Reply(401, shapes.error(denied, 401))), False
         fault = self._take_fault(req)
+        if fault and fault.apply:
+            self._route(req, path, spec_req)  # the write happens; its answer is lost
         if fault:
             out = self._fault_reply(fault)
             out.headers.update(fault.headers)
+            out.drop = fault.drop
             return out, False
+        return self._route(req, path, spec_req)
+
+    def _route(self, req: Incoming, path: str, spec_req: SpecRequest) -> tuple[Outgoing, bool]:
         for method, regex, op_id in _routes():
             match = regex.fullmatch(path)
             if match and method == req.method:
@@ -638,6 +655,7 @@ class GitHubTestServer:
         if fault:
             out = self._fault_reply(fault)
             out.headers.update(fault.headers)
+            out.drop = fault.drop
             return out
         if any(k.lower() == "authorization" for k in req.headers):
             return _blob_error(

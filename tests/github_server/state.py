@@ -179,7 +179,12 @@ class RecordedRequest:
 
 @dataclass
 class Fault:
-    """A canned response that replaces the next ``remaining`` matching requests."""
+    """A canned response that replaces the next ``remaining`` matching requests.
+
+    ``apply`` first serves the request as usual (so a write takes effect) and then
+    answers with the fault anyway; ``drop`` closes the connection without any
+    answer. Either leaves the client not knowing whether its write happened.
+    """
 
     method: str
     path_regex: str
@@ -188,3 +193,5 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     remaining: int = 1
     hits: int = 0
+    apply: bool = False
+    drop: bool = False

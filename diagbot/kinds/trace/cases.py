@@ -11,8 +11,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from diagbot.core import values
 from diagbot.core.errors import CaseFileError
+from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput
+
+MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 
 
 class TraceCase(StrictInput):
@@ -70,12 +74,14 @@ def _describe(error: dict[str, Any]) -> str:
         return f"unknown field '{loc}'{_suggest(str(error['loc'][0]))}"
     if error["type"] == "missing":
         return f"missing required field '{loc}'"
-    return f"field '{loc}': {error['msg'].lower()} (found {json.dumps(error.get('input'))[:60]})"
+    return f"field '{loc}': {error['msg'].lower()} (found {json.dumps(error.get('input'), default=str)[:60]})"
 
 
 def _fixture_path_problem(raw: object) -> str | None:
     if not isinstance(raw, str) or not raw:
         return None  # the model reports type problems
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in raw):
+        return f"traceFixture {json.dumps(raw)[:80]} holds a control character or a lone surrogate; give a plain path"
     normal = posixpath.normpath(raw.replace("\\", "/"))
     if raw.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", raw) or normal == ".." or normal.startswith("../"):
         return f"traceFixture '{raw}' leaves the fixtures folder: give a path relative to it, without '..'"
@@ -122,14 +128,19 @@ def _check_defaults(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def parse_case_file(text: str, path: str) -> CaseSuite:
     """Validate a case file's text. Raises CaseFileError listing every problem, each naming file, case, field."""
+    if not text.strip():
+        raise CaseFileError(f"{path}: the case file is empty; write a JSON array of cases (see the README)")
     try:
-        data = json.loads(text)
+        data = values.loads(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the syntax and run again"
         ) from None
+    except values.BadNumber as exc:
+        raise CaseFileError(f"{path}: holds {exc}; case files need only small whole numbers") from None
     except RecursionError:
         raise CaseFileError(f"{path}: nested too deeply to be a case file") from None
+    surrogates = values.may_hold_surrogates(text)
     defaults: dict[str, Any] = {}
     problems: list[str] = []
     if isinstance(data, dict):
@@ -140,6 +151,8 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         raw_cases = data.get("cases")
         if not isinstance(raw_defaults, dict):
             problems.append(f"{path}: 'defaults' must be an object of case fields")
+        elif surrogates and values.surrogate_paths(raw_defaults):
+            problems.append(f"{path}: defaults: a string holds a lone surrogate, which is not Unicode text")
         else:
             defaults, found = _check_defaults(raw_defaults)
             problems += [f"{path}: defaults: {problem}" for problem in found]
@@ -156,6 +169,13 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         label = f"case #{index + 1}"
         if not isinstance(raw, dict):
             problems.append(f"{path}: {label}: expected an object, found {type(raw).__name__}")
+            continue
+        bad_text = values.surrogate_paths(raw) if surrogates else []
+        if bad_text:
+            problems.append(
+                f"{path}: {label}: {', '.join(bad_text)} holds a lone surrogate (an unpaired \\ud800-\\udfff "
+                "escape), which is not Unicode text; fix the string"
+            )
             continue
         raw_id = raw.get("id")
         duplicate = False
@@ -185,9 +205,9 @@ def load_case_file(path: Path, display: str | None = None) -> CaseSuite:
     """Read and validate a case file from disk."""
     shown = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CaseFileError(f"{shown}: case file not found; check the --cases path or diagbot.yml") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseFileError(f"{shown}: cannot read the case file ({exc})") from None
+        text = read_text_bounded(path, MAX_CASE_FILE_BYTES)
+    except FileProblem as problem:
+        if problem.missing:
+            raise CaseFileError(f"{shown}: case file not found; check the --cases path or diagbot.yml") from None
+        raise CaseFileError(f"{shown}: the case file {problem.message}") from None
     return parse_case_file(text, shown)

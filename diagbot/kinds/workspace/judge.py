@@ -22,6 +22,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 from pydantic.dataclasses import dataclass
 
+from diagbot.core import values
+from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import Output, StrictInput
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, with_rate
@@ -84,6 +86,8 @@ DIAGNOSIS_POINTS = {
 STAGE_BOUNDARY_CHECK = "diagnosis_agent_not_invoked"
 PASS_FLOOR, FAIL_CEILING = 70.0, 69.0
 WORKSPACE_SCHEMA_VERSION = 1
+MAX_CASE_BYTES = 1024 * 1024
+MAX_CASE_FOLDERS = 10_000
 
 
 class Evaluation(StrictInput):
@@ -160,7 +164,19 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
         return [], [f"{cases_dir}: cases folder not found; pass the folder that holds <case-id>/case.yaml"]
     problems = [] if fixtures_dir.is_dir() else [f"{fixtures_dir}: fixtures folder not found; every run is invalid"]
     cases = []
-    for folder in sorted(path for path in cases_dir.iterdir() if path.is_dir() and not path.name.startswith(".")):
+    folders: list[Path] = []
+    for count, path in enumerate(cases_dir.iterdir()):
+        if count >= MAX_CASE_FOLDERS:
+            problems.append(f"{cases_dir}: more than {MAX_CASE_FOLDERS:,} entries; split the suite")
+            break
+        if path.name.startswith(".") or not path.is_dir():
+            continue
+        if not values.plain_name(path.name):
+            shown = path.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            problems.append(f"{cases_dir}: case folder {shown!r} is not a UTF-8 name without control characters")
+            continue
+        folders.append(path)
+    for folder in sorted(folders):
         case, found = _load_case(folder / "case.yaml", folder.name)
         problems += found
         if case is not None:
@@ -170,9 +186,11 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
 
 def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]]:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]
+        raw = yaml.safe_load(read_text_bounded(path, MAX_CASE_BYTES))
+    except FileProblem as problem:
+        if problem.missing:
+            return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]
+        return None, [f"{path}: case {folder}: case.yaml {problem.message}"]
     except yaml.MarkedYAMLError as exc:
         where = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
         return None, [f"{path}: case {folder}: not valid YAML ({where}{exc.problem}); fix the syntax"]
@@ -180,8 +198,13 @@ def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]
         return None, [f"{path}: case {folder}: cannot be read ({exc}); fix the file"]
     except RecursionError:
         return None, [f"{path}: case {folder}: nested too deeply to be a case; fix the file"]
+    except ValueError as exc:  # PyYAML's int() of a number with thousands of digits
+        return None, [f"{path}: case {folder}: holds a value diagbot cannot read ({str(exc)[:80]}); fix the file"]
     if not isinstance(raw, dict):
         return None, [f"{path}: case {folder}: top level must be a mapping with id, title, evaluation, judge"]
+    bad_text = values.surrogate_paths(raw)
+    if bad_text:
+        return None, [f"{path}: case {folder}: {', '.join(bad_text)} holds a lone surrogate, not Unicode text"]
     case_id = raw["id"] if isinstance(raw.get("id"), str) else folder
     problems = [_problem(path, case_id, loc, message, raw) for loc, message in _case_rules(raw, folder)]
     try:

@@ -32,9 +32,10 @@ class WorkspaceKind:
         return judge_suite(cases, suite.fixtures, suite.name, suite.run)
 
     def parse(self, text: str, where: str) -> WorkspaceReport:
-        check_version(load_json_object(text, where), where, WORKSPACE_SCHEMA_VERSION, "workspace report")
+        data = load_json_object(text, where)
+        check_version(data, where, WORKSPACE_SCHEMA_VERSION, "workspace report")
         try:
-            return WorkspaceReport.model_validate_json(text)
+            return WorkspaceReport.model_validate(data)
         except ValidationError as exc:
             raise ReportFormatError(
                 f"{where}: not a readable workspace report ({exc.error_count()} problems)"

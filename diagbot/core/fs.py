@@ -1,0 +1,80 @@
+"""The one way diagbot reads an input file: a regular file only, and never more than a cap.
+
+A pull request controls most of what diagbot reads, so a FIFO (which would block forever), a device such as
+`/dev/zero` (which never ends), a symlink loop or a huge file must each become a clear problem, not a hang, a
+traceback or an out-of-memory kill. Callers turn `FileProblem` into their own error with what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1024 * 1024
+
+
+class FileProblem(Exception):
+    """Why a file could not be read; the message completes "<path>: ..."."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.missing = missing
+
+
+def read_bounded(path: Path, cap: int) -> bytes:
+    """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except FileNotFoundError:
+        raise FileProblem("not found", missing=True) from None
+    except ValueError:  # an embedded NUL
+        raise FileProblem("is not a usable path (it contains a NUL character)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileProblem("is a symbolic link loop") from None
+        raise FileProblem(f"cannot be opened ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileProblem(f"is not a regular file (it is {_kind(info.st_mode)})")
+        if info.st_size > cap:
+            raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit")
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = os.read(fd, min(_CHUNK, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            raise FileProblem(f"grew past the {cap:,}-byte limit while being read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise FileProblem(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text_bounded(path: Path, cap: int) -> str:
+    """As `read_bounded`, decoded as UTF-8; an empty file is fine here, callers say what empty means."""
+    data = read_bounded(path, cap)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"

@@ -1,0 +1,82 @@
+"""Checks on decoded JSON and YAML values that any loader of untrusted input applies before trusting them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+MAX_INT_DIGITS = 50
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
+
+
+class BadNumber(ValueError):
+    """A JSON number diagbot will not read (too many digits, NaN or Infinity)."""
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadNumber(f"a number with {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _constant(name: str) -> Any:
+    raise BadNumber(f"{name} is not a JSON number")
+
+
+def loads(text: str) -> Any:
+    """`json.loads` that refuses absurd integers and NaN/Infinity with a BadNumber, instead of a ValueError deep
+    inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits)."""
+    return json.loads(text, parse_int=_int, parse_constant=_constant)
+
+
+def may_hold_surrogates(text: str) -> bool:
+    """False when `text` (JSON or YAML source) cannot decode to a lone surrogate: the cheap test first."""
+    return bool(_SURROGATE_ESCAPE.search(text) or _SURROGATE.search(text))
+
+
+def surrogate_paths(value: Any, path: str = "", limit: int = 10) -> list[str]:
+    """Where in a decoded value a string (or key) holds a lone surrogate, which no UTF-8 output can carry."""
+    return [p for p, _ in zip(_walk(value, path), range(limit), strict=False)]
+
+
+def _walk(value: Any, path: str) -> Iterator[str]:
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                yield where or "top level"
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    yield f"{where or 'top level'} (a key)"
+                    name = f"{where}.<key>"
+                stack.append((child, name))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
+
+
+def plain_name(name: str) -> bool:
+    """A file or folder name that any output can carry: no control character, no undecodable byte (which Python
+    keeps as a lone surrogate), no NUL."""
+    return not any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+
+
+EXCERPT_CHARS = 40
+# Things that look like credentials: GitHub tokens, `key=value` secrets, long opaque strings (keys, hashes, JWTs).
+_SECRETISH = re.compile(
+    r"(?i)(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_\w{8,}|(?:token|secret|password|passwd|api[_-]?key|authorization)"
+    r"\s*[=:]\s*\S+|[A-Za-z0-9+/_.=-]{24,})"
+)
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, scrubbed excerpt of file content for a check's detail: never more than `limit` characters, with
+    anything that looks like a credential replaced, since details land in reports, comments and artifacts."""
+    cut = text[: limit * 4]
+    scrubbed = _SECRETISH.sub("[redacted]", cut)
+    return scrubbed if len(scrubbed) <= limit else scrubbed[: limit - 1] + "…"
