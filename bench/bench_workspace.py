@@ -6,14 +6,14 @@ of every file from a ready list of paths, a walk of the folders that reads every
 case (report included), alternating the order (read, walk, judge / judge, walk, read); each round gives one
 judge/read and one judge/walk ratio, and min / median / max of those are printed with the absolute times.
 
-Memory: suites of 1,000 / 4,000 / 10,000 of those workspaces, loaded from case.yaml files by
+Memory: suites of 1,000 / 3,000 / 6,000 of those workspaces, loaded from case.yaml files by
 `load_workspace_suite`, judged by `judge_suite` and written out as `diagbot eval` writes a report, once per size
 in a fresh child, against a child that walks and reads the same workspaces; peak RSS is each child's own VmHWM
 (see measure.py).
 
 Scripts, not tests: nothing here asserts on a time. Generated data lives in a temporary folder that is removed.
 
-    .venv/bin/python bench/bench_workspace.py [--workspaces 1000] [--pairs 15] [--sizes 1000,4000,10000]
+    .venv/bin/python bench/bench_workspace.py [--workspaces 1000] [--pairs 15] [--sizes 1000,3000,6000]
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--workspaces", type=int, default=1000, help="workspaces in the timing suite")
     parser.add_argument("--pairs", type=int, default=15, help="timing rounds")
-    parser.add_argument("--sizes", default="1000,4000,10000", help="suite sizes for the memory measurement")
+    parser.add_argument("--sizes", default="1000,3000,6000", help="suite sizes for the memory measurement")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
     print(f"{machine()}, load average {load()}")

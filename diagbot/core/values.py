@@ -70,7 +70,7 @@ EXCERPT_CHARS = 40
 # Things that look like credentials: GitHub tokens, `key=value` secrets, long opaque strings (keys, hashes, JWTs).
 _SECRETISH = re.compile(
     r"(?i)(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_\w{8,}|(?:token|secret|password|passwd|api[_-]?key|authorization)"
-    r"\s*[=:]\s*\S+|[A-Za-z0-9+/_.=-]{24,})"
+    r"\s*[=:]\s*\S+|(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{32,})"
 )
 
 

@@ -122,8 +122,11 @@ class Config(StrictInput):
         """A configured path, refused when it resolves outside the boundary or into /proc, /sys or /dev: a pull
         request's diagbot.yml must not point a check at the runner's environment or secrets."""
         path = self.path(relative)
-        resolved = path.resolve()
         where = f"{self.root / DEFAULT_CONFIG}: {key}: {relative!r}"
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+            raise ConfigError(f"{where} cannot be resolved (a symbolic link loop?); give a plain path") from None
         if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS:
             raise ConfigError(
                 f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository"

@@ -173,7 +173,7 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
             continue
         if not values.plain_name(path.name):
             shown = path.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            problems.append(f"{cases_dir}: case folder {shown!r} is not a UTF-8 name without control characters")
+            problems.append(f"{cases_dir}: case folder '{shown}' is not a UTF-8 name without control characters")
             continue
         folders.append(path)
     for folder in sorted(folders):

@@ -1,0 +1,91 @@
+"""A bounded fuzz campaign over every loader of untrusted input: case files, trace fixtures, diagbot.yml and
+reports. Whatever the bytes, a loader returns a value or raises our own error with a message: never another
+exception, never a hang. Hypothesis keeps it to a fixed number of examples, so CI time stays bounded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from diagbot.core.errors import DiagbotError
+from diagbot.io.config import parse_config
+from diagbot.kinds.registry import parse_any_report
+from diagbot.kinds.trace.cases import parse_case_file
+from diagbot.kinds.trace.fixture import FixtureProblem, Trace, parse_trace
+from tests.conftest import case_dict, trace_dict
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# JSON-ish values with the tricky parts: lone surrogates, NUL, huge and odd numbers, deep nesting.
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**60), max_value=10**60),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(codec=None), max_size=20),
+    st.sampled_from(["\ud800", "\x00", "../../etc/passwd", "/proc/self/environ", "﷽" * 50]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def mutate(base: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Valid documents with keys replaced, dropped or added: closer to the loaders' real paths than noise."""
+    return st.builds(
+        lambda drop, extra, swap: {**{k: v for k, v in base.items() if k not in drop}, **extra, **swap},
+        st.sets(st.sampled_from(sorted(base))),
+        st.dictionaries(st.text(max_size=12), values, max_size=3),
+        st.dictionaries(st.sampled_from(sorted(base)), values, max_size=3),
+    )
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, default=str)  # ensure_ascii keeps lone surrogates as escapes
+
+
+@FUZZ
+@given(st.one_of(st.lists(mutate(case_dict()), max_size=3).map(dumps), values.map(dumps), st.text(max_size=200)))
+def test_case_files(text: str) -> None:
+    try:
+        parse_case_file(text, "cases.json")
+    except DiagbotError as exc:
+        assert exc.problems and all(isinstance(p, str) and p.startswith("cases.json") for p in exc.problems)
+
+
+@FUZZ
+@given(st.one_of(mutate(trace_dict()).map(dumps), values.map(dumps), st.binary(max_size=200).map(bytes.hex)))
+def test_trace_fixtures(text: str) -> None:
+    result = parse_trace(text.encode("utf-8", "surrogatepass"), "fixture 'x.json'")
+    assert isinstance(result, Trace | FixtureProblem)
+
+
+CONFIG = {"suites": [{"name": "s", "cases": "c.json", "fixtures": "f"}], "thresholds": {"duration-pct": 5}}
+
+
+@FUZZ
+@given(st.one_of(mutate(CONFIG).map(dumps), values.map(dumps), st.text(max_size=200)))
+def test_configs(text: str) -> None:
+    try:
+        parse_config(text, "diagbot.yml", Path("."))
+    except DiagbotError as exc:
+        assert exc.problems and all(p.startswith("diagbot.yml") for p in exc.problems)
+
+
+REPORT = {"schemaVersion": 1, "kind": "trace", "totalCases": 1, "passedCases": 1, "passRate": 1.0,
+          "results": [{"caseId": "a", "passed": True}]}  # fmt: skip
+
+
+@FUZZ
+@given(st.one_of(mutate(REPORT).map(dumps), values.map(dumps), st.text(max_size=200)))
+def test_reports(text: str) -> None:
+    try:
+        parse_any_report(text, "report.json")
+    except DiagbotError as exc:
+        assert exc.problems and all(p.startswith("report.json") for p in exc.problems)

@@ -1,0 +1,300 @@
+"""Hostile inputs, by class (issue 11: reads without caps, one value that kills everything, secrets, the relay's
+folders). Each case asserts the exact outcome: exit code, message, the other suites still run, no empty files,
+and a generous bound on time so a hang shows up as a failure rather than a stuck CI job."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagbot.cli import main
+from diagbot.core.errors import DiagbotError
+from diagbot.core.fs import FileProblem, read_bounded
+from diagbot.io import files
+from tests.conftest import ROOT, case_dict, trace_dict, write_json
+from tests.github_server import GitHubTestServer
+from tests.test_relay import HEAD, REPO, TOKEN, relay_run, write_artifact
+
+SECONDS = 20.0  # generous: the machine is shared; a hang takes minutes
+
+
+def timed(fn: Callable[[], Any]) -> Any:
+    """Run `fn` in a thread; fail (not hang) when it takes longer than SECONDS."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed back to the test
+            box["error"] = exc
+
+    start = time.monotonic()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(SECONDS)
+    assert not thread.is_alive(), f"still running after {SECONDS}s"
+    if "error" in box:
+        raise box["error"]
+    assert time.monotonic() - start < SECONDS
+    return box.get("value")
+
+
+def two_suites(tmp_path: Path, cases_text: str | None = None) -> Path:
+    """A config with a broken suite `bad` (its case file is what the test makes it) and a good suite `good`."""
+    write_json(tmp_path / "fixtures" / "payment-timeout.json", trace_dict())
+    write_json(tmp_path / "good.json", [case_dict()])
+    if cases_text is not None:
+        (tmp_path / "bad.json").write_text(cases_text, encoding="utf-8", errors="surrogatepass")
+    config = tmp_path / "diagbot.yml"
+    config.write_text(
+        "suites:\n  - {name: bad, cases: bad.json, fixtures: fixtures}\n"
+        "  - {name: good, cases: good.json, fixtures: fixtures}\n"
+    )
+    return config
+
+
+def run(config: Path, out: Path, *extra: str) -> int:
+    code: int = timed(lambda: main(["run", "--config", str(config), "--out", str(out), *extra]))
+    return code
+
+
+def assert_good_suite_ran(out: Path) -> None:
+    report = json.loads((out / "reports" / "good.json").read_text())
+    assert (report["totalCases"], report["passedCases"]) == (1, 1)
+    for path in out.rglob("*"):
+        assert not path.is_file() or path.stat().st_size > 0, f"{path} left empty"
+    assert not [p for p in out.rglob(".*.tmp")], "a temporary file was left behind"
+
+
+# --- reads without caps ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    yield path
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: os.mkfifo(p), "is not a regular file (it is a FIFO)"),
+        (lambda p: p.symlink_to("/dev/zero"), "resolves to /dev/zero, which diagbot never reads"),
+        (lambda p: p.symlink_to(p), "cannot be resolved (a symbolic link loop?)"),
+        (lambda p: p.mkdir(), "is not a regular file (it is a folder)"),
+        (lambda p: os.truncate(p.touch() or p, 200 * 1024 * 1024), "over the 16,777,216-byte limit"),
+        (lambda p: p.write_bytes(b"\xff\xfe[]"), "is not UTF-8 text"),
+        (lambda p: p.write_bytes(b""), "the case file is empty"),
+    ],
+    ids=["fifo", "dev-zero", "symlink-loop", "folder", "200-MB-sparse", "not-utf8", "empty"],
+)
+def test_a_case_file_that_is_not_a_plain_small_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    make: Callable[[Path], Any], message: str) -> None:  # fmt: skip
+    config = two_suites(tmp_path)
+    make(tmp_path / "bad.json")
+    assert run(config, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert message in err and "unexpectedly" not in err
+    assert_good_suite_ran(tmp_path / "out")
+
+
+def test_a_config_or_case_yaml_that_is_a_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.mkfifo(tmp_path / "diagbot.yml")
+    assert timed(lambda: main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(tmp_path / "o")])) == 2
+    assert "the config file is not a regular file (it is a FIFO)" in capsys.readouterr().err
+    cases = tmp_path / "ws-cases"
+    (cases / "c1").mkdir(parents=True)
+    os.mkfifo(cases / "c1" / "case.yaml")
+    (tmp_path / "ws-fixtures").mkdir()
+    config = tmp_path / "ws.yml"
+    config.write_text("suites: [{name: w, kind: workspace, cases: ws-cases, fixtures: ws-fixtures}]\n")
+    assert run(config, tmp_path / "o2") == 2
+    assert "case c1: case.yaml is not a regular file (it is a FIFO)" in capsys.readouterr().err
+
+
+def test_read_bounded_never_reads_past_its_cap(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 1000)
+    assert read_bounded(path, 1000) == b"x" * 1000
+    with pytest.raises(FileProblem, match="1,000 bytes, over the 999-byte limit"):
+        read_bounded(path, 999)
+    with pytest.raises(FileProblem, match="NUL"):
+        read_bounded(Path("a\0b"), 10)
+
+
+# --- one value kills everything ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[{"id": "a", "title": "\\ud800", "traceFixture": "x.json"}]', "title holds a lone surrogate"),
+        ('[{"id": "\\udfff", "traceFixture": "x.json"}]', "id holds a lone surrogate"),
+        ('[{"id": "a", "traceFixture": "a\\u0000b.json"}]', "holds a control character or a lone surrogate"),
+        ('[{"id": "a", "traceFixture": "x.json", "minKeywordMatches": ' + "9" * 5000 + "}]",
+         "a number with 5000 digits (at most 50)"),
+        ('[{"id": "a", "traceFixture": "x.json", "minKeywordMatches": NaN}]', "NaN is not a JSON number"),
+        ("[" * 100_000, "nested too deeply"),
+    ],
+    ids=["surrogate-title", "surrogate-id", "nul-in-path", "5000-digit-int", "nan", "deep"],
+)  # fmt: skip
+def test_one_bad_value_is_one_clear_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+                                            message: str) -> None:  # fmt: skip
+    config = two_suites(tmp_path, text)
+    assert run(config, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert message in err and "unexpectedly" not in err
+    assert_good_suite_ran(tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("report", "message"),
+    [
+        ({"totalCases": 1, "passedCases": 1, "results": [{"caseId": "\ud800", "passed": True}]},
+         "caseId holds a lone surrogate"),
+        ('{"totalCases": ' + "1" * 5000 + ', "passedCases": 0, "results": []}', "a number with 5000 digits"),
+        ("[" * 3_000_000, "more than the 2,000,000 a report may have"),
+    ],
+    ids=["surrogate-case-id", "huge-int", "millions-of-arrays"],
+)  # fmt: skip
+def test_a_hostile_baseline_report_is_named_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 report: Any, message: str) -> None:  # fmt: skip
+    config = two_suites(tmp_path)
+    (tmp_path / "bad.json").write_text(json.dumps([case_dict()]))
+    baseline = tmp_path / "baseline" / "reports"
+    baseline.mkdir(parents=True)
+    text = report if isinstance(report, str) else json.dumps(report)
+    (baseline / "good.json").write_text(text)
+    assert run(config, tmp_path / "out", "--baseline", str(tmp_path / "baseline")) == 2
+    err = capsys.readouterr().err
+    assert message in err and "unexpectedly" not in err
+    assert_good_suite_ran(tmp_path / "out")
+    assert message in (tmp_path / "out" / "comment.md").read_text()
+
+
+def test_a_workspace_case_folder_whose_name_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    os.mkdir(os.path.join(os.fsencode(cases), b"bad-\xff-name"))
+    (tmp_path / "fixtures").mkdir()
+    config = tmp_path / "diagbot.yml"
+    config.write_text("suites: [{name: w, kind: workspace, cases: cases, fixtures: fixtures}]\n")
+    assert run(config, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "case folder 'bad-\\xff-name' is not a UTF-8 name" in err and "unexpectedly" not in err
+    assert (tmp_path / "out" / "comment.md").stat().st_size > 0
+
+
+def test_a_config_with_a_huge_number_or_a_surrogate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = two_suites(tmp_path)
+    config.write_text(config.read_text() + "thresholds: {tool-calls-min: " + "7" * 5000 + "}\n")
+    assert run(config, tmp_path / "o") == 2
+    assert "holds a value diagbot cannot read" in capsys.readouterr().err
+    config.write_text('id: "\\ud800"\nsuites: [{name: s, cases: c.json, fixtures: f}]\n')
+    assert run(config, tmp_path / "o") == 2
+    assert "id holds a lone surrogate" in capsys.readouterr().err
+
+
+def test_an_output_that_cannot_be_utf8_is_still_written_whole(tmp_path: Path) -> None:
+    files.write_file(tmp_path / "x.txt", "ok \ud800 still")
+    assert (tmp_path / "x.txt").read_text() == "ok \\ud800 still"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+# --- secrets -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["/proc/self", "/dev", "/sys/kernel"])
+def test_a_config_may_not_point_at_the_kernels_trees(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     where: str) -> None:  # fmt: skip
+    write_json(tmp_path / "good.json", [case_dict()])
+    write_json(tmp_path / "fixtures" / "payment-timeout.json", trace_dict())
+    config = tmp_path / "diagbot.yml"
+    config.write_text(
+        f"suites:\n  - {{name: env, kind: workspace, cases: cases, fixtures: {where}}}\n"
+        "  - {name: good, cases: good.json, fixtures: fixtures}\n"
+    )
+    assert run(config, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert f"suites.0.fixtures: '{where}' resolves to" in err and "never reads" in err
+    assert_good_suite_ran(tmp_path / "out")
+
+
+def test_registered_secrets_never_reach_an_output_file(tmp_path: Path) -> None:
+    secret = "ghs_" + "s3cr3t" * 6
+    files.register_secret(secret)
+    try:
+        files.write_file(tmp_path / "r.json", json.dumps({"title": f"leak {secret} here"}))
+        assert secret not in (tmp_path / "r.json").read_text() and "leak *** here" in (tmp_path / "r.json").read_text()
+    finally:
+        files._SECRETS.discard(secret)
+
+
+def test_excerpts_are_short_and_scrubbed() -> None:
+    from diagbot.core.values import excerpt
+
+    assert excerpt("GITHUB_TOKEN=ghs_abcdefghijklmnopqrstuvwxyz0123") == "[redacted]"
+    assert excerpt("key 0123456789abcdef0123456789abcdef01 end") == "key [redacted] end"
+    assert excerpt("evidences/metrics_summary.json") == "evidences/metrics_summary.json"
+    assert len(excerpt("plain words " * 50)) <= 40
+
+
+def test_eval_reads_no_device_either(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.json").symlink_to("/dev/zero")
+    args = ["eval", "--cases", str(tmp_path / "cases.json"), "--fixtures", str(ROOT / "fixtures"), "--output", "x"]
+    assert timed(lambda: main(args)) == 2
+    assert "the case file is not a regular file (it is a device)" in capsys.readouterr().err
+
+
+def test_problems_are_diagbot_errors() -> None:
+    assert DiagbotError("a", "b").problems == ["a", "b"]
+
+
+# --- the relay trusts no folder ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubTestServer]:
+    with GitHubTestServer(token=TOKEN) as server:
+        server.add_repo(REPO, id=1001)
+        server.add_pull(REPO, 7, head_sha=HEAD, head_repo="fork/app", base_ref="main", base_sha="b" * 40)
+        yield server
+        server.assert_no_violations()
+
+
+@pytest.mark.parametrize("link", ["reports", "diff", "diagbot-report"])
+def test_the_relay_refuses_a_symlinked_folder(gh: GitHubTestServer, tmp_path: Path, link: str) -> None:
+    folder = write_artifact(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    target = folder if link == "diagbot-report" else folder / link
+    target.rename(elsewhere)
+    target.symlink_to(elsewhere, target_is_directory=True)
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and "a symbolic link on the way to" in log
+    assert not gh.comments and not gh.check_runs
+
+
+def test_the_relay_refuses_a_report_of_millions_of_arrays_before_building_it(
+    gh: GitHubTestServer, tmp_path: Path
+) -> None:
+    import tracemalloc
+
+    folder = write_artifact(tmp_path)
+    (folder / "reports" / "diagnosis.json").write_text("[" + "[]," * 5_000_000 + "[]]")  # 15 MB
+    tracemalloc.start()
+    try:
+        code, log = timed(lambda: relay_run(gh, tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and "more than the 2,000,000 a report may have" in log
+    assert peak < 200 * 1024 * 1024  # the file's text and little else; parsing it took about 1.6 GB
+    assert not gh.comments and not gh.check_runs
