@@ -20,7 +20,7 @@ from diagbot.core.diff import DiffItem, DiffReport, ItemType
 from diagbot.core.models import Output
 from diagbot.core.rates import percent as rate
 
-COMMENT_LIMIT = 65_536  # GitHub rejects longer issue-comment bodies
+COMMENT_LIMIT = 65_536 - 128  # GitHub rejects longer bodies; the bot adds a hidden head-sha line when posting
 CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
 SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
 CELL_LIMIT = 300
