@@ -24,7 +24,7 @@ test: $(STAMP)
 	@$(BIN)/coverage report
 
 golden: $(STAMP)
-	UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests -k golden
+	UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests
 	git diff --stat -- tests/golden
 
 bench: $(STAMP)

@@ -298,3 +298,22 @@ def test_the_relay_refuses_a_report_of_millions_of_arrays_before_building_it(
     assert code == 2 and "more than the 2,000,000 a report may have" in log
     assert peak < 200 * 1024 * 1024  # the file's text and little else; parsing it took about 1.6 GB
     assert not gh.comments and not gh.check_runs
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.symlink_to(p), "cannot be resolved (a symbolic link loop?)"),
+        (lambda p: os.mkfifo(p), "is not a regular file (it is a FIFO)"),
+    ],
+    ids=["symlink-loop", "fifo"],
+)
+def test_a_fixture_that_is_a_loop_or_a_fifo_fails_only_its_case(tmp_path: Path, make: Callable[[Path], Any],
+                                                                 message: str) -> None:  # fmt: skip
+    config = two_suites(tmp_path)
+    write_json(tmp_path / "bad.json", [case_dict(traceFixture="odd.json")])
+    make(tmp_path / "fixtures" / "odd.json")
+    assert run(config, tmp_path / "out") == 0
+    [result] = json.loads((tmp_path / "out" / "reports" / "bad.json").read_text())["results"]
+    assert result["failedChecks"] == [f"fixture_invalid: fixture 'odd.json' {message}"]
+    assert_good_suite_ran(tmp_path / "out")

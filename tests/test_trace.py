@@ -58,7 +58,7 @@ def test_size_limit(tmp_path: Path) -> None:
     problem = load_trace(tmp_path, "big.json", max_bytes=100)
     assert problem == FixtureProblem(
         code="fixture_invalid",
-        message=f"fixture 'big.json' is {size} bytes, over the 100-byte limit (raise max-fixture-bytes)",
+        message=f"fixture 'big.json' is {size:,} bytes, over the 100-byte limit (raise max-fixture-bytes)",
     )
 
 
@@ -75,7 +75,7 @@ def test_symlink_out_of_fixtures_is_refused(tmp_path: Path) -> None:
 def test_directory_is_not_a_fixture(tmp_path: Path) -> None:
     (tmp_path / "dir.json").mkdir()
     problem = load_trace(tmp_path, "dir.json")
-    assert isinstance(problem, FixtureProblem) and problem.message == "fixture 'dir.json' is not a regular file"
+    assert isinstance(problem, FixtureProblem) and problem.message == "fixture 'dir.json' is not a regular file (it is a folder)"
 
 
 def test_one_bad_fixture_fails_only_its_case(tmp_path: Path) -> None:

@@ -1,9 +1,22 @@
-"""Text matching shared by every suite kind: NFKC, then case-insensitive substring."""
+"""Text matching shared by every suite kind: NFKC, then case-insensitive substring.
+
+Normalising costs more than the text's size suggests (NFKC turns U+FDFA into 18 characters, and is slow on it),
+so a text from untrusted input is folded once with `fold`, which caps both the text it reads and the normal
+form it keeps, and says when it cut; `Folded.matches` then folds each short needle once per process.
+"""
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+MAX_TEXT_CHARS = 1024 * 1024  # characters of a text that `fold` normalises; the rest is not read
+MAX_FOLDED_CHARS = 4 * MAX_TEXT_CHARS  # characters of the normal form that are kept and searched
+_CHUNK_CHARS = 64 * 1024  # longer texts are normalised in pieces, so `fold` can stop once it has enough
+_SPLIT_WINDOW = 4096  # how far back from a piece's end to look for a place where splitting changes nothing
+_CACHED_NEEDLE_CHARS = 256  # needles up to this long are folded once per process, longer ones at each use
 
 
 def normalize(text: str) -> str:
@@ -26,3 +39,79 @@ def matches(haystack: str, needles: Iterable[str]) -> list[str]:
         if folded and folded in folded_haystack:
             found.append(needle)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """A text normalised once for matching. `cut` is True when the text, or its normal form, was over the caps
+    (MAX_TEXT_CHARS, MAX_FOLDED_CHARS) and only its start is kept: then a needle that is not found may still be
+    in the part that was not read."""
+
+    text: str
+    cut: bool = False
+
+    def matches(self, needles: Iterable[str]) -> list[str]:
+        """The needles that occur in the text, in their given order; an empty needle never matches."""
+        found = []
+        for needle in needles:
+            folded = _fold_short_needle(needle) if len(needle) <= _CACHED_NEEDLE_CHARS else _fold_needle(needle)
+            if folded and folded in self.text:
+                found.append(needle)
+        return found
+
+
+def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDED_CHARS) -> Folded:
+    """`normalize(text)` when the text and its normal form fit the caps; otherwise the normal form of the
+    text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most."""
+    cut = len(text) > max_chars
+    folded, over = _normalize_upto(text[:max_chars] if cut else text, max_folded)
+    return Folded(folded, cut or over)
+
+
+def _fold_needle(needle: str) -> str | None:
+    """A needle's normal form, or None when it is longer than any folded text can be (so it cannot match)."""
+    folded, over = _normalize_upto(needle, MAX_FOLDED_CHARS)
+    return None if over else folded
+
+
+_fold_short_needle = lru_cache(maxsize=4096)(_fold_needle)  # keywords repeat across cases; keep only short ones
+
+
+def _normalize_upto(text: str, limit: int) -> tuple[str, bool]:
+    """(normal form cut to `limit`, whether it was longer), normalising no more of `text` than it needs."""
+    if len(text) <= _CHUNK_CHARS:
+        folded = normalize(text)  # the usual case: one call, exactly as `normalize`
+    else:
+        parts: list[str] = []
+        size = 0
+        for piece in _pieces(text):
+            parts.append(normalize(piece))
+            size += len(parts[-1])
+            if size > limit:
+                break
+        folded = "".join(parts)
+    return (folded[:limit], True) if len(folded) > limit else (folded, False)
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """`text` in pieces of about _CHUNK_CHARS, each split before a character whose normal form nothing before it
+    can combine with, so that normalising piece by piece gives what normalising all at once would."""
+    start = 0
+    while len(text) - start > _CHUNK_CHARS:
+        end = start + _CHUNK_CHARS
+        split = next((i for i in range(end, end - _SPLIT_WINDOW, -1) if _stable(text[i])), end)
+        yield text[start:split]
+        start = split
+    yield text[start:]
+
+
+def _stable(char: str) -> bool:
+    """Whether splitting before `char` is safe: its normal form starts with ASCII or with a starter that no
+    earlier character can combine with (not a mark, not a Hangul vowel or final consonant). A run of
+    _SPLIT_WINDOW characters with no such place (pathological text) is split anyway."""
+    first = char if char < "\x80" else unicodedata.normalize("NFKC", char)[0]
+    return first < "\x80" or (
+        unicodedata.combining(first) == 0
+        and not unicodedata.category(first).startswith("M")
+        and not "\u1160" <= first <= "\u11ff"
+    )

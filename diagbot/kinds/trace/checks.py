@@ -2,13 +2,17 @@
 
 A check takes the case and the parsed trace and returns one message per failure, saying what was expected
 and what was found. The codes are public API: they appear in reports as `"<code>: <message>"`.
+
+The answer is matched through `trace.folded_answer`, normalised once per case and capped. When it was cut, a
+failing message says so, and a check that looks for something that must be absent cannot pass: what it looks
+for may be in the part that was not read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from diagbot.core.text import matches
+from diagbot.core.text import MAX_FOLDED_CHARS, MAX_TEXT_CHARS
 from diagbot.kinds.trace.cases import TraceCase
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.fixture import Trace
@@ -53,14 +57,36 @@ def _found(value: str | None) -> str:
     return f"'{value}'" if value else "absent"
 
 
+CUT_NOTE = (
+    f"the answer was cut: diagbot searches only its first {MAX_TEXT_CHARS:,} characters, "
+    f"{MAX_FOLDED_CHARS:,} once normalised"
+)
+
+
+def _noted(trace: Trace, message: str) -> str:
+    """`message`, plus a note when the answer searched was cut."""
+    return f"{message} ({CUT_NOTE})" if trace.folded_answer.cut else message
+
+
+def _absent(trace: Trace, phrases: Sequence[str], found: list[str], message: str) -> list[str]:
+    """For phrases that must not be in the answer: `message` if some were found; if none was found but the
+    answer was cut, a failure all the same, since the part not read may hold one."""
+    if found:
+        return [_noted(trace, message)]
+    if phrases and trace.folded_answer.cut:
+        return [f"{CUT_NOTE}; the rest may hold {_quote(list(phrases))}"]
+    return []
+
+
 @check(Code.KEYWORD_COVERAGE)
 def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
-    found = matches(trace.answer, case.expected_root_cause_keywords)
+    found = trace.folded_answer.matches(case.expected_root_cause_keywords)
     need = case.required_keyword_matches
     if len(found) >= need:
         return []
     missing = [k for k in case.expected_root_cause_keywords if k not in found]
-    return [f"answer matches {len(found)} of the root-cause keywords, needs {need}; missing {_quote(missing)}"]
+    message = f"answer matches {len(found)} of the root-cause keywords, needs {need}; missing {_quote(missing)}"
+    return [_noted(trace, message)]
 
 
 @check(Code.MISSING_EVIDENCE_TOOL)
@@ -89,8 +115,8 @@ def verdict_not_allowed(case: TraceCase, trace: Trace) -> list[str]:
 
 @check(Code.FORBIDDEN_ANSWER_KEYWORD)
 def forbidden_answer_keyword(case: TraceCase, trace: Trace) -> list[str]:
-    found = matches(trace.answer, case.forbidden_answer_keywords)
-    return [f"answer contains forbidden phrase {_quote(found)}"] if found else []
+    found = trace.folded_answer.matches(case.forbidden_answer_keywords)
+    return _absent(trace, case.forbidden_answer_keywords, found, f"answer contains forbidden phrase {_quote(found)}")
 
 
 @check(Code.REJECT_WITHOUT_DEGRADATION)
@@ -99,9 +125,10 @@ def reject_without_degradation(case: TraceCase, trace: Trace) -> list[str]:
         return []
     if not case.degradation_keywords:
         return ["verdict is REJECT but the case sets no degradationKeywords, so degradation cannot be shown"]
-    if matches(trace.answer, case.degradation_keywords):
+    if trace.folded_answer.matches(case.degradation_keywords):
         return []
-    return [f"verdict is REJECT but the answer has none of the degradation markers {_quote(case.degradation_keywords)}"]
+    markers = _quote(case.degradation_keywords)
+    return [_noted(trace, f"verdict is REJECT but the answer has none of the degradation markers {markers}")]
 
 
 @check(Code.CLAIM_UNBOUND)
@@ -135,8 +162,10 @@ def v2_missing(case: TraceCase, trace: Trace) -> list[str]:
 def raw_json_leak(case: TraceCase, trace: Trace) -> list[str]:
     if not case.require_v2_audit_closure:
         return []
-    leaked = matches(trace.answer, RAW_JSON_MARKERS)
-    return [f"answer leaks internal structured-output field(s) {_quote(leaked)}"] if leaked else []
+    leaked = trace.folded_answer.matches(RAW_JSON_MARKERS)
+    return _absent(
+        trace, RAW_JSON_MARKERS, leaked, f"answer leaks internal structured-output field(s) {_quote(leaked)}"
+    )
 
 
 @check(Code.CLAIM_CHECKS_EMPTY)
@@ -220,5 +249,6 @@ def composer_status(case: TraceCase, trace: Trace) -> list[str]:
 
 @check(Code.FORBIDDEN_CONFIRMED_CLAIM)
 def forbidden_confirmed_claim(case: TraceCase, trace: Trace) -> list[str]:
-    found = matches(trace.answer, case.forbidden_confirmed_claim_keywords)
-    return [f"answer states the unsupported claim {_quote(found)} as if confirmed"] if found else []
+    phrases = case.forbidden_confirmed_claim_keywords
+    found = trace.folded_answer.matches(phrases)
+    return _absent(trace, phrases, found, f"answer states the unsupported claim {_quote(found)} as if confirmed")

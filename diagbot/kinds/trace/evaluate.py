@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagbot.core.report import RunInfo
-from diagbot.core.text import matches
 from diagbot.kinds.trace.cases import CaseSuite, TraceCase
 from diagbot.kinds.trace.checks import run_checks
 from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES, FixtureProblem, Trace, load_trace
@@ -34,7 +33,7 @@ def evaluate_case(case: TraceCase, trace: Trace | FixtureProblem) -> CaseResult:
         passed=not failed,
         failed_checks=failed,
         verdict=trace.verdict,
-        matched_keyword_count=len(matches(trace.answer, case.expected_root_cause_keywords)),
+        matched_keyword_count=len(trace.folded_answer.matches(case.expected_root_cause_keywords)),
         required_keyword_count=len(case.expected_root_cause_keywords),
         evidence_coverage={tool: tool in seen for tool in case.required_evidence_tools},
         gatekeeper_status=gatekeeper.status if gatekeeper else None,

@@ -3,19 +3,32 @@
 Only the fields the checks need are modelled; everything else in a fixture is skipped unparsed. Types are
 strict (a string where a list belongs is a broken fixture, not an empty list), and every problem becomes a
 `FixtureProblem` that names the file and the JSON path, so one bad fixture fails its own case only.
+
+A fixture comes from the pull request, so its cost is bounded by its shape as well as its size: a fixture may
+hold at most MAX_JSON_VALUES values (the parser's tree, and the Python values a type error copies, grow with
+the number of values, not bytes: 21 million `{}` are only 64 MiB), and each list the checks read at most
+MAX_LIST_ITEMS items. Either limit fails the case as fixture_invalid, saying which limit; nothing is cut
+silently, since a count or a check on the part not read could turn a failing run into a pass.
 """
 
 from __future__ import annotations
 
-import os
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from diagbot.core.fs import FileProblem, read_bounded
+from diagbot.core.text import Folded, fold
 from diagbot.kinds.trace.codes import Code
 
 DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
+MAX_LIST_ITEMS = 10_000  # items in each list the checks read (toolInvocations, claims, claim_checks, ...)
+MAX_JSON_VALUES = 1_000_000  # values in one fixture: objects, arrays, strings, numbers, booleans and nulls
+_COUNT_CHUNK = 1024 * 1024
+
+_Items = Field(max_length=MAX_LIST_ITEMS)  # over it, pydantic stops at the first item past the limit
 
 
 class _Lenient(BaseModel):
@@ -33,11 +46,11 @@ class ToolSummary(_Lenient):
 
 class Claim(_Lenient):
     status: str | None = None
-    evidence_bindings: list[Any] | None = None
+    evidence_bindings: Annotated[list[Any] | None, _Items] = None
 
 
 class ExecutorOutput(_Lenient):
-    claims: list[Claim] | None = None
+    claims: Annotated[list[Claim] | None, _Items] = None
 
 
 class GatekeeperResult(_Lenient):
@@ -51,10 +64,10 @@ class ComposerOutput(_Lenient):
 
 class VerifierEvaluation(_Lenient):
     verdict: str | None = None
-    tool_trace_summary: list[ToolSummary] | None = None
+    tool_trace_summary: Annotated[list[ToolSummary] | None, _Items] = None
     executor_structured_output: ExecutorOutput | None = None
     gatekeeper_result: GatekeeperResult | None = None
-    claim_checks: list[Any] | None = None
+    claim_checks: Annotated[list[Any] | None, _Items] = None
     composer_output: ComposerOutput | None = None
 
 
@@ -72,11 +85,18 @@ class Trace(_Lenient):
     """The parts of a recorded agent run that the checks read."""
 
     session: Session | None = None
-    tool_invocations: list[ToolInvocation] | None = Field(default=None, alias="toolInvocations")
+    tool_invocations: list[ToolInvocation] | None = Field(
+        default=None, alias="toolInvocations", max_length=MAX_LIST_ITEMS
+    )
 
     @property
     def answer(self) -> str:
         return (self.session.answer if self.session else None) or ""
+
+    @cached_property
+    def folded_answer(self) -> Folded:
+        """The answer normalised for matching, once per trace and capped (see `diagbot.core.text.fold`)."""
+        return fold(self.answer)
 
     @property
     def verifier(self) -> VerifierEvaluation | None:
@@ -139,8 +159,43 @@ _EXPECTED = {
 }
 
 
+def count_values(data: bytes) -> int:
+    """The number of values in the JSON document `data` (exact if it is valid JSON, an upper bound if not),
+    without parsing it, in O(len(data)) and little memory: one, plus the commas and the non-empty arrays and
+    objects outside strings (each value but the root either follows a comma or is a container's first)."""
+    if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    total = 1
+    inside = False  # whether the piece starts inside a string
+    tail = b"0"  # the last byte outside strings so far, "0" standing for a string
+    for start in range(0, len(data), _COUNT_CHUNK):  # in pieces: splitting it all would make millions of objects
+        pieces = data[start : start + _COUNT_CHUNK].split(b'"')
+        outside = b"0".join(pieces[1::2] if inside else pieces[::2]).translate(None, b" \t\r\n")
+        total += outside.count(b",") + outside.count(b"[") + outside.count(b"{")
+        total -= outside.count(b"[]") + outside.count(b"{}") + (not inside and tail + outside[:1] in (b"[]", b"{}"))
+        inside ^= len(pieces) % 2 == 0
+        tail = b"0" if inside else outside[-1:] or tail
+    return total
+
+
+def _too_many_values(data: bytes) -> int | None:
+    """The value count when it may be over MAX_JSON_VALUES, else None. Files up to twice the limit in bytes
+    cannot be over it (a value takes at least a byte and a separator), so they cost nothing here."""
+    if len(data) <= 2 * MAX_JSON_VALUES:
+        return None
+    count = count_values(data)
+    return count if count > MAX_JSON_VALUES else None
+
+
 def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
     """Parse a fixture's bytes. Pure: never raises for any input."""
+    values = _too_many_values(data)
+    if values is not None:
+        return FixtureProblem(
+            code=Code.FIXTURE_INVALID,
+            message=f"{where}: holds {values:,} JSON values (objects, arrays, strings, numbers...); "
+            f"diagbot reads at most {MAX_JSON_VALUES:,} per fixture",
+        )
     try:
         return Trace.model_validate_json(data)  # the parser checks UTF-8 itself: no separate decode pass
     except ValidationError as exc:
@@ -159,6 +214,12 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
             return FixtureProblem(
                 code=Code.FIXTURE_INVALID, message=f"{where}: expected a JSON object at the top level"
             )
+        if first["type"] == "too_long":
+            return FixtureProblem(
+                code=Code.FIXTURE_INVALID,
+                message=f"{where}: {_json_path(first['loc'])} has more than {MAX_LIST_ITEMS:,} items; "
+                f"diagbot reads at most {MAX_LIST_ITEMS:,}",
+            )
         expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return FixtureProblem(
@@ -169,27 +230,24 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
 
 
 def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> Trace | FixtureProblem:
-    """Read one fixture from inside `fixtures_dir`; links that lead outside it are refused."""
+    """Read one fixture from inside `fixtures_dir`; links that lead outside it are refused, and so is anything
+    that is not a regular file (a FIFO, a device, a link loop)."""
     where = f"fixture '{name}'"
-    root = fixtures_dir.resolve()
-    path = (fixtures_dir / name).resolve()
+    try:
+        root = fixtures_dir.resolve()
+        path = (fixtures_dir / name).resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} cannot be resolved (a symbolic link loop?)")
     if not path.is_relative_to(root):
         return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} resolves outside the fixtures folder")
     try:
-        size = os.stat(path).st_size
-        if not path.is_file():
-            return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} is not a regular file")
-        if size > max_bytes:
+        data = read_bounded(path, max_bytes)
+    except FileProblem as problem:
+        if problem.missing:
             return FixtureProblem(
-                code=Code.FIXTURE_INVALID,
-                message=f"{where} is {size} bytes, over the {max_bytes}-byte limit (raise max-fixture-bytes)",
+                code=Code.FIXTURE_MISSING,
+                message=f"{where} not found in the fixtures folder; record the trace or fix traceFixture",
             )
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return FixtureProblem(
-            code=Code.FIXTURE_MISSING,
-            message=f"{where} not found in the fixtures folder; record the trace or fix traceFixture",
-        )
-    except OSError as exc:
-        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} cannot be read ({exc.strerror})")
+        hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
+        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} {problem.message}{hint}")
     return parse_trace(data, where)
