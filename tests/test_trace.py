@@ -75,7 +75,8 @@ def test_symlink_out_of_fixtures_is_refused(tmp_path: Path) -> None:
 def test_directory_is_not_a_fixture(tmp_path: Path) -> None:
     (tmp_path / "dir.json").mkdir()
     problem = load_trace(tmp_path, "dir.json")
-    assert isinstance(problem, FixtureProblem) and problem.message == "fixture 'dir.json' is not a regular file (it is a folder)"
+    assert isinstance(problem, FixtureProblem)
+    assert problem.message == "fixture 'dir.json' is not a regular file (it is a folder)"
 
 
 def test_one_bad_fixture_fails_only_its_case(tmp_path: Path) -> None:
