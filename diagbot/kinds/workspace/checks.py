@@ -3,6 +3,11 @@
 A workspace is whatever an agent left behind, so it is read defensively: paths never leave it, links that
 resolve outside it count as absent, only regular files are opened, and at most `READ_CAP` bytes of any file
 are read (a 1 GiB sparse file costs 8 MiB, and the check says so in its detail).
+
+A case.yaml comes from the pull request, so every check is bounded whatever it asks for: regexes run on RE2
+(linear time, no backtracking), globs are translated so that matching one path never backtracks across wildcards,
+and a JMESPath query is capped in length and nesting when the case loads, and in steps and in what it builds
+while it runs. A check that hits a bound fails with a detail naming it; the other checks are not affected.
 """
 
 from __future__ import annotations
@@ -11,16 +16,19 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
+from numbers import Number
 from typing import Annotated, Any, NamedTuple, TypeVar
 
 import jmespath
-from jmespath.exceptions import JMESPathError
+import re2  # type: ignore[import-untyped]  # untyped; `_RE2` below is the typed face it is used through
+from jmespath import functions as jmespath_functions
+from jmespath.exceptions import JMESPathError, JMESPathTypeError
 from jmespath.parser import ParsedResult
-from jmespath.visitor import TreeInterpreter
+from jmespath.visitor import Options, TreeInterpreter
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
@@ -32,21 +40,55 @@ READ_CAP = 8 * 1024 * 1024
 MAX_ENTRIES = 100_000
 """Entries listed in one workspace; past this the listing stops, and a check that finds nothing fails."""
 
+# Bounds on what a case.yaml may ask for, checked when the case loads.
+MAX_GLOB_CHARS = 1_000
+"""Characters in one glob (or folder) of a case."""
+MAX_GLOB_PARTS = 32
+"""Parts between `/` in one glob."""
+MAX_GLOB_DOUBLE_STARS = 8
+"""`**` parts in one glob."""
+MAX_REGEX_CHARS = 1_000
+"""Characters in one regex pattern."""
+MAX_REGEX_PROGRAM = 128
+"""RE2 instructions one pattern compiles to, counted over bytes (a class is one range test, not the UTF-8
+sequences of its characters). RE2 runs in time linear in the text, but when its fast automaton gives up on a
+pattern (like `[ab]*a[ab]{60}c`) the fallback costs about 5 ns per instruction per byte here: this keeps the worst
+case to seconds for a file of `READ_CAP` bytes (the plainest patterns of cases take 10 to 80)."""
+MAX_QUERY_CHARS = 1_000
+"""Characters in one JMESPath expression."""
+MAX_QUERY_DEPTH = 64
+"""Levels of nesting in one JMESPath expression (its syntax tree), pipes and nested brackets included."""
+# Bounds on one query over one file, counted while it runs.
+MAX_QUERY_STEPS = 2_000_000
+"""Interpreter steps (expression nodes visited, value pairs compared) of one query on one file: about a second."""
+MAX_QUERY_BUILT = 2 * READ_CAP
+"""Array items, object members and string characters one query may build on one file, in total: twice what a
+file under the read cap can hold, so `to_string(@)` of any file fits, and a string doubled in a loop does not."""
+
 _FIRST_READ = 64 * 1024
 # Non-blocking, no-follow: a file swapped for a FIFO or a link after listing fails rather than hang or escape.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 _MAGIC = frozenset("*?[")
 _SHOWN_FILES = 3
+_SHOWN_CHARS = 80
 
 
 def safe_relative_path(value: str) -> str:
-    """Reject a glob or folder that could name something outside the workspace before anything is read."""
+    """Reject a glob or folder that could name something outside the workspace, or that is too large to match
+    quickly, before anything is read."""
+    if len(value) > MAX_GLOB_CHARS:
+        raise ValueError(f"glob {value[:40]!r}... is {len(value):,} characters long; the limit is {MAX_GLOB_CHARS:,}")
     if not value.strip():
         raise ValueError("empty path; give a path relative to the workspace, e.g. evidences/metrics.json")
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
         raise ValueError(f"absolute path {value!r}; paths are relative to the workspace root")
     if ".." in re.split(r"[/\\]", value):
         raise ValueError(f"path {value!r} contains '..'; paths must stay inside the workspace")
+    segments = _segments(value)
+    if len(segments) > MAX_GLOB_PARTS:
+        raise ValueError(f"glob {value!r} has {len(segments)} parts between '/'; the limit is {MAX_GLOB_PARTS}")
+    if (double := segments.count("**")) > MAX_GLOB_DOUBLE_STARS:
+        raise ValueError(f"glob {value!r} has {double} '**' parts; the limit is {MAX_GLOB_DOUBLE_STARS}")
     try:
         _glob_regex(value)
     except re.error as exc:
@@ -57,30 +99,171 @@ def safe_relative_path(value: str) -> str:
 SafeGlob = Annotated[str, AfterValidator(safe_relative_path)]
 
 
+class _RE2:
+    """A compiled RE2 pattern, typed, for what regex checks do: find the first match in UTF-8 bytes.
+
+    It calls the binding's RE2 object itself, without the `re`-like layer over it (a generator and a match object
+    per search). And a pattern that starts with literal text is looked for as bytes first (CPython's fast search),
+    RE2 running only where that text occurs; a pattern that is all literal text is found that way alone."""
+
+    __slots__ = ("_literal", "_match", "_prefix")
+
+    def __init__(self, compiled: Any, pattern: str) -> None:
+        self._match: Callable[[Any, bytes, int, int], list[tuple[int, int]]] = compiled._regexp.Match
+        prefix = _literal_prefix(pattern)
+        self._prefix = prefix.encode()
+        self._literal = self._prefix if prefix == pattern else None
+
+    def search(self, text: bytes) -> tuple[int, int] | None:
+        """(start, end) of the first match, in bytes, or None."""
+        if self._literal is not None:
+            start = text.find(self._literal)
+            return None if start == -1 else (start, start + len(self._literal))
+        if self._prefix and self._prefix not in text:
+            return None
+        start, end = self._match(_UNANCHORED, text, 0, len(text))[0]
+        return None if start == -1 else (start, end)
+
+
+_UNANCHORED = re2._Anchor.UNANCHORED
+_SPECIAL = frozenset("\\^$.|?*+()[]{}")
+
+
+def _literal_prefix(pattern: str) -> str:
+    """Text every match of `pattern` starts with: its leading run of plain characters (less the last one when a
+    quantifier follows it), unless a `|` outside any group or class offers an alternative to it. Empty when unsure
+    (`\\Q...\\E` quotes specials)."""
+    end = next((i for i, char in enumerate(pattern) if char in _SPECIAL), len(pattern))
+    if pattern[end : end + 1] in ("?", "*", "+", "{") or pattern.startswith("(?", end):  # `ab(?i)?` is `ab?`
+        end -= 1
+    if end <= 0 or "\\Q" in pattern:
+        return ""
+    depth, i = 0, end
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 1
+        elif char == "[":
+            i = _class_end(pattern, i)
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth <= 0:
+            return ""
+        i += 1
+    return pattern[:end]
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """Where the class opened at `i` closes: a `]` first (after any `^`) is literal, `[:alpha:]` is one name."""
+    i += 2 if pattern[i + 1 : i + 2] == "^" else 1
+    if pattern[i : i + 1] == "]":
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        name_end = pattern.find(":]", i + 2) if pattern.startswith("[:", i) else -1
+        i = name_end + 2 if name_end != -1 else i + (2 if pattern[i] == "\\" else 1)
+    return i
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is reported as a case problem, not on stderr
+_RE2_OPTIONS.never_capture = True  # only the whole match is shown, and without groups RE2 finds it faster
+_SIZE_OPTIONS = re2.Options()
+_SIZE_OPTIONS.log_errors, _SIZE_OPTIONS.never_capture = False, True
+_SIZE_OPTIONS.encoding = re2.Options.Encoding.LATIN1
+
+# What Python's `re` has and RE2 lacks, looked for (outside escapes) in a pattern RE2 refused, to name it.
+_UNSUPPORTED = [
+    (
+        re.compile(r"\\[1-9]|\\g<|(?<!\\)\(\?P[=>]"),
+        "a backreference (\\1, \\g<name> or (?P=name))",
+        "match the repeated text itself",
+    ),
+    (
+        re.compile(r"(?<!\\)\(\?<?[=!]"),
+        "a lookahead or lookbehind ((?=, (?!, (?<= or (?<!)",
+        "match the surrounding text itself",
+    ),
+    (
+        re.compile(r"(?<!\\)\(\?>|(?<!\\)[*+?}]\+"),
+        "an atomic group or a possessive quantifier ((?>, *+, ++ or ?+)",
+        "RE2 never backtracks, so the plain group or quantifier means the same",
+    ),
+    (re.compile(r"(?<!\\)\(\?\("), "a conditional group ((?(1)...|...))", "use two checks"),
+    (re.compile(r"\\Z"), "\\Z", "write \\z for the end of the text"),
+    (re.compile(r"(?<!\\)\(\?(?:#|[a-zA-Z]*x)"), "a comment or verbose mode ((?# or (?x)", "write it without them"),
+]
+
+
+@lru_cache(maxsize=1024)
+def _compiled_regex(pattern: str) -> _RE2:
+    """RE2's compiled pattern, once per pattern; raises ValueError naming what RE2 cannot run, or the limit hit."""
+    if len(pattern) > MAX_REGEX_CHARS:
+        raise ValueError(f"is {len(pattern):,} characters long; the limit is {MAX_REGEX_CHARS:,}")
+    try:
+        compiled = re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        unescaped = pattern.replace("\\\\", "")  # an escaped backslash never starts a feature
+        for feature, name, fix in _UNSUPPORTED:
+            if feature.search(unescaped):
+                raise ValueError(
+                    f"uses {name}, which regex checks do not support: they run on RE2, which matches in time "
+                    f"linear in the text and so has no backtracking features; {fix}"
+                ) from None
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(f"{reason} (regex checks use RE2 syntax)") from None
+    try:  # the binding's own RE2 object knows its program size; over bytes, it measures the pattern's shape
+        size = re2.compile(pattern.encode(), _SIZE_OPTIONS)._regexp.ProgramSize()
+    except re2.error:  # no byte-wise reading of it (`\\x{10FFFF}`): count it as it is
+        size = compiled._regexp.ProgramSize()
+    if size > MAX_REGEX_PROGRAM:
+        raise ValueError(
+            f"compiles to {size:,} RE2 instructions; the limit is {MAX_REGEX_PROGRAM:,} (shorten counted "
+            "repetitions like .{0,100}, or split the pattern over several checks)"
+        )
+    return _RE2(compiled, pattern)
+
+
 def _valid_regex(pattern: str) -> str:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        _compiled_regex(pattern)
+    except ValueError as exc:
+        raise ValueError(f"invalid regular expression {pattern[:_SHOWN_CHARS]!r}: {exc}") from None
     return pattern
 
 
 def _valid_jmespath(expr: str) -> str:
+    shown = repr(expr[:_SHOWN_CHARS]) + ("..." if len(expr) > _SHOWN_CHARS else "")
+    if len(expr) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"JMESPath expression {shown} is {len(expr):,} characters long; the limit is {MAX_QUERY_CHARS:,}"
+        )
     try:
-        _compiled(expr)
+        depth = _depth(_compiled(expr).parsed)
     except JMESPathError as exc:
         raise ValueError(f"invalid JMESPath expression {expr!r}: {exc}") from None
+    except RecursionError:
+        depth = MAX_QUERY_DEPTH + 1  # the parser itself ran out of stack: certainly over the limit
+    if depth > MAX_QUERY_DEPTH:
+        raise ValueError(
+            f"JMESPath expression {shown} nests more than {MAX_QUERY_DEPTH} levels deep (pipes and brackets count); "
+            "flatten it"
+        )
     return expr
+
+
+def _depth(tree: Any) -> int:
+    """Levels of the syntax tree, walked without recursion."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in node.get("children", ()) if isinstance(child, dict))
+    return deepest
 
 
 @lru_cache(maxsize=1024)
 def _compiled(expr: str) -> ParsedResult:
     return jmespath.compile(expr)
-
-
-# One interpreter serves every query: `ParsedResult.search` builds a new one per call, and each is a reference
-# cycle (it caches its own bound methods) that only the cycle collector frees, which `judge_suite` pauses.
-_INTERPRETER = TreeInterpreter()
 
 
 class ContainsSpec(StrictInput):
@@ -106,8 +289,15 @@ class RegexSpec(StrictInput):
     pattern: Annotated[str, AfterValidator(_valid_regex)]
 
     @cached_property
-    def compiled(self) -> re.Pattern[str]:
-        return re.compile(self.pattern)
+    def compiled(self) -> _RE2:
+        return _compiled_regex(self.pattern)  # compiled by the validator already: a cache hit
+
+    @cached_property
+    def dollar_before_newline(self) -> bool:
+        """Whether to search again without a final newline: outside (?m), Python's `$` also matches just before
+        one, and RE2's only at the very end. Searching the shorter text finds nothing `re` would not have found
+        (no pattern can see the missing newline but by `\\z`, RE2's own "very end", and then this is False)."""
+        return "$" in self.pattern and "\\z" not in self.pattern
 
 
 class JsonQuerySpec(StrictInput):
@@ -171,6 +361,7 @@ class _Blob:
     size: int
     text: str | None = None
     text_note: str = ""
+    utf8: bytes | None = None  # the text as UTF-8, for RE2: the bytes read themselves when they decoded cleanly
     parsed: tuple[bool, Any, str] | None = None
 
 
@@ -267,8 +458,17 @@ class Workspace:
         """The file as text, and a note when bytes were cut off or replaced; never fails on bad bytes."""
         blob = self.blob(rel)
         if blob.text is None:
-            blob.text, blob.text_note = _decode(blob)
+            blob.text, blob.text_note, blob.utf8 = _decode(blob)
         return blob.text, blob.text_note
+
+    def utf8(self, rel: str) -> tuple[bytes, str]:
+        """`text` encoded as UTF-8 (without encoding again when the file was clean), and the same note."""
+        blob = self.blob(rel)
+        if blob.text is None:
+            blob.text, blob.text_note, blob.utf8 = _decode(blob)
+        if blob.utf8 is None:
+            blob.utf8 = blob.text.encode()
+        return blob.utf8, blob.text_note
 
     def json_ok(self, rel: str) -> tuple[bool, str]:
         """(ok, problem) without building the value, when the file is plainly valid; else as `json`."""
@@ -286,16 +486,18 @@ class Workspace:
         return blob.parsed
 
 
-def _decode(blob: _Blob) -> tuple[str, str]:
+def _decode(blob: _Blob) -> tuple[str, str, bytes | None]:
+    """(text, note, the text's UTF-8 when it is a prefix of the bytes read, else None)."""
     truncated = blob.size > len(blob.data)
     cut = f"read only the first {_size(READ_CAP)} of {_bytes(blob.size)}" if truncated else ""
     try:
-        return blob.data.decode(), cut
+        return blob.data.decode(), cut, blob.data
     except UnicodeDecodeError as exc:
         if truncated and exc.reason == "unexpected end of data":  # the cap split a character
-            return blob.data[: exc.start].decode(), cut
+            whole = blob.data[: exc.start]
+            return whole.decode(), cut, whole
         bad = f"not valid UTF-8 (bad byte at offset {exc.start}; bad bytes replaced)"
-        return blob.data.decode(errors="replace"), "; ".join(filter(None, [cut, bad]))
+        return blob.data.decode(errors="replace"), "; ".join(filter(None, [cut, bad])), None
 
 
 # Parses JSON in Rust and keeps nothing of an object's members, so no Python value is built. It is as strict as
@@ -348,34 +550,59 @@ def _segments(pattern: str) -> list[str]:
 @lru_cache(maxsize=1024)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """Shell-style glob as one regex over `/`-joined paths: `*`, `?` and `[...]` stay within a folder name,
-    a `**` segment spans any number of folders."""
-    segments, out = _segments(pattern), []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            out.append("(?:[^/]+/)*" + ("[^/]+" if last else ""))
+    a `**` segment spans any number of folders.
+
+    Built so that matching never goes back on a choice once made, which keeps one path's match linear in the
+    path times the glob, whatever the glob (a plain translation is exponential in the wildcards: minutes for
+    `**/*a*a*a*a*a*a*a*a*a*a*b` on one deep path, seconds per path for eight `**/a*`). Each part is an atomic
+    group that matches one folder name or fails; each `**` but the last takes the fewest folders after which the
+    parts up to the next `**` match, for good (taking more could only leave less for the rest); only the last
+    `**` is left to choose, folder by folder from the end."""
+    parts: list[str] = []
+    for segment in _segments(pattern):
+        if not (segment == "**" and parts and parts[-1] == "**"):  # `**/**` means what `**` means
+            parts.append(segment)
+    if parts and parts[-1] == "**":  # a trailing `**` is any folders, then one name
+        parts.append("")
+    last_double = max((index for index, part in enumerate(parts) if part == "**"), default=-1)
+    out, open_group = [], False
+    for index, part in enumerate(parts):
+        if part == "**":
+            out.append(")" if open_group else "")
+            open_group = index != last_double
+            out.append("(?>(?:[^/]++/)*?" if open_group else "(?:[^/]++/)*")
         else:
-            out.append(_segment_regex(segment) + ("" if last else "/"))
+            out.append(_segment_regex(part) + ("/" if index < len(parts) - 1 else ""))
     return re.compile("".join(out))
 
 
 def _segment_regex(segment: str) -> str:
-    out, i = [], 0
+    """One folder name's part of a glob. Without `*` it is a fixed run of one-character tests. With `*`s, each run
+    between two of them is matched at its first place, atomically, and the last run at the last place: any match
+    can be shifted to that one, so nothing is retried, and the whole is atomic too."""
+    if not segment:
+        return "[^/]+"
+    runs: list[list[str]] = [[]]
+    i = 0
     while i < len(segment):
         char, i = segment[i], i + 1
         start = i + 1 if segment[i : i + 1] == "!" else i
         end = segment.find("]", start + 1) if char == "[" else -1
         if char == "*":
-            out.append("[^/]*")
+            if runs[-1] or len(runs) == 1:  # `**` inside a name is one `*`
+                runs.append([])
         elif char == "?":
-            out.append("[^/]")
+            runs[-1].append("[^/]")
         elif end != -1:
-            body = re.sub(r"([\\^\[&~|])", r"\\\1", segment[start:end])
-            out.append(f"[^/{body}]" if start > i else f"(?!/)[{body}]")  # a range like [+-0] holds `/`
+            body = re.sub(r"([\\^\[\]&~|])", r"\\\1", segment[start:end])
+            runs[-1].append(f"[^/{body}]" if start > i else f"(?!/)[{body}]")  # a range like [+-0] holds `/`
             i = end + 1
         else:
-            out.append(re.escape(char))
-    return "".join(out)
+            runs[-1].append(re.escape(char))
+    if len(runs) == 1:
+        return "".join(runs[0])
+    first, *middle, last = ("".join(run) for run in runs)
+    return "(?>" + first + "".join(f"(?>[^/]*?{run})" for run in middle) + "[^/]*" + last + ")"
 
 
 def _size(n: int) -> str:
@@ -450,9 +677,16 @@ def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, s
 
 
 def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:
-    text, note = ws.text(rel)
-    hit = spec.compiled.search(text)
-    said = f"matched {hit.group(0)[:80]!r}" if hit else f"no match for /{spec.pattern}/"
+    data, note = ws.utf8(rel)
+    hit = spec.compiled.search(data)
+    if hit is None and spec.dollar_before_newline and data.endswith(b"\n"):
+        hit = spec.compiled.search(data[:-1])
+    if hit is not None:  # 4 bytes per character at most: enough bytes for the characters shown
+        start, end = hit
+        shown = data[start : min(end, start + 4 * _SHOWN_CHARS)].decode(errors="replace")[:_SHOWN_CHARS]
+        said = f"matched {shown!r}"
+    else:
+        said = f"no match for /{spec.pattern}/"
     return hit is not None, said + (f" ({note})" if note else "")
 
 
@@ -463,16 +697,306 @@ def _jmespath_truthy(value: Any) -> bool:
     return not (isinstance(value, str | list | dict) and len(value) == 0)
 
 
+# ---- bounded JMESPath ----------------------------------------------------------------------------------
+#
+# A query cannot loop, but it can multiply: `[@, @]` doubles what it is given, `join('', [@, @])` doubles a
+# string, and 36 of them take tens of GB. So everything the interpreter builds (projections, flattening, slices,
+# multi-selects, what functions read and write) is charged against MAX_QUERY_BUILT, and every node visited and
+# every pair of values compared against MAX_QUERY_STEPS, per query and file. Values built by `[@, @]` share what
+# they hold, so they stay small until something writes them out in full: `to_string` sizes its argument first
+# (each shared part once), `==` compares pair by pair on the meter, and the detail writes only what it shows.
+
+
+class QueryLimitError(Exception):
+    """A JMESPath query hit a bound: its check fails with this message, nothing else is affected."""
+
+
+class _Meter:
+    """What the query being evaluated has cost so far; reset before each query on each file."""
+
+    __slots__ = ("built", "steps")
+
+    def __init__(self) -> None:
+        self.steps = self.built = 0
+
+    def reset(self) -> None:
+        self.steps = self.built = 0
+
+    def step(self, count: int = 1) -> None:
+        self.steps += count
+        if self.steps > MAX_QUERY_STEPS:
+            raise QueryLimitError(
+                f"stopped after {MAX_QUERY_STEPS:,} evaluation steps, the limit for one query on one file; "
+                "narrow the query"
+            )
+
+    def build(self, count: int) -> None:
+        self.built += count
+        if self.built > MAX_QUERY_BUILT:
+            raise QueryLimitError(
+                f"stopped: it would build more than {MAX_QUERY_BUILT:,} array items, object members and string "
+                "characters, the limit for one query on one file; narrow the query"
+            )
+
+    def room(self) -> int:
+        return MAX_QUERY_BUILT - self.built
+
+
+def _written_size(value: Any, cap: int) -> int:
+    """About how many characters `value` takes as JSON, parts shared by `[@, @]` counted as often as they would be
+    written, in time linear in its distinct parts (each array or object is sized once, after its items), without
+    recursion. Sizes stop growing past `cap`. No part is written more than a few times longer than it counts
+    (escapes, floats), and each counts at least one, so json.dumps of a value under `cap` is bounded too."""
+    sizes: dict[int, int] = {}  # id -> size of each array and object; all stay alive inside `value` meanwhile
+    todo: list[tuple[Any, bool]] = [(value, False)]
+    while todo:
+        item, children_sized = todo.pop()
+        if id(item) in sizes or not isinstance(item, list | dict):
+            continue
+        members = item if isinstance(item, list) else item.values()
+        if children_sized:
+            size = 1 + len(item) + sum(_sized(member, sizes) for member in members)
+            if isinstance(item, dict):
+                size += sum(len(key) + 3 for key in item)
+            sizes[id(item)] = min(size, cap + 1)
+        else:
+            todo.append((item, True))
+            todo.extend((member, False) for member in members if isinstance(member, list | dict))
+    return _sized(value, sizes)
+
+
+def _sized(item: Any, sizes: dict[int, int]) -> int:
+    if isinstance(item, str):  # to_string escapes non-ASCII text, 6 characters for most characters
+        return len(item) * (1 if item.isascii() else 6) + 2
+    if isinstance(item, list | dict):
+        return sizes[id(item)]
+    if isinstance(item, int) and not isinstance(item, bool):
+        return item.bit_length() // 3 + 1  # at least its decimal digits
+    return 5
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Number) and not isinstance(value, bool)
+
+
+class _BoundedFunctions(jmespath_functions.Functions):
+    """JMESPath's functions, charged to the meter: each pays for the strings, arrays and objects it is given
+    (it reads them), `join` and `to_string` for what they write, `contains` for each item it compares."""
+
+    _FREE = frozenset({"length", "type", "not_null", "to_array", "abs", "ceil", "floor"})
+
+    def call_function(self, function_name: str, resolved_args: Iterable[Any]) -> Any:
+        args = list(resolved_args)
+        if function_name not in self._FREE:
+            _METER.build(sum(len(arg) for arg in args if isinstance(arg, str | list | dict)))
+        return super().call_function(function_name, args)
+
+    @jmespath_functions.signature({"types": ["string"]}, {"types": ["array-string"]})
+    def _func_join(self, separator: str, array: list[str]) -> str:
+        _METER.build(sum(map(len, array)) + len(separator) * max(len(array) - 1, 0))
+        return separator.join(array)
+
+    @jmespath_functions.signature({"types": []})
+    def _func_to_string(self, arg: Any) -> str:
+        if isinstance(arg, str):
+            return arg
+        _METER.build(_written_size(arg, _METER.room()))
+        return json.dumps(arg, separators=(",", ":"), default=str)
+
+    @jmespath_functions.signature({"types": ["array", "string"]}, {"types": []})
+    def _func_contains(self, subject: list[Any] | str, search: Any) -> bool:
+        if isinstance(subject, str):
+            return search in subject  # a TypeError for a non-string search, as JMESPath's own
+        return any(item is search or _equal(item, search) for item in subject)
+
+
+def _equal(left: Any, right: Any) -> bool:
+    """Python's `==` on JSON values (as JMESPath uses it), without recursion and charged a step per pair, so that
+    comparing two arrays that share their items many times over costs what it costs, not forever."""
+    todo = [(left, right)]
+    _METER.step()
+    while todo:
+        a, b = todo.pop()
+        if a is b:  # what `==` inside an array or object does first, too
+            continue
+        if isinstance(a, list):
+            if not isinstance(b, list) or len(a) != len(b):
+                return False
+            _METER.step(len(a))
+            todo.extend(zip(a, b, strict=True))
+        elif isinstance(a, dict):
+            if not isinstance(b, dict) or len(a) != len(b):
+                return False
+            _METER.step(len(a))
+            for key, member in a.items():
+                if key not in b:
+                    return False
+                todo.append((member, b[key]))
+        elif isinstance(b, list | dict) or a != b:
+            return False
+    return True
+
+
+class _BoundedInterpreter(TreeInterpreter):
+    """JMESPath's interpreter with each node visited counted as a step, and what it builds charged."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        self._methods: dict[str, Callable[..., Any]] = {}
+
+    def visit(self, node: Any, *args: Any, **kwargs: Any) -> Any:
+        """The base class's dispatch (one call less than calling it: this is the hot loop), plus a step."""
+        meter = _METER
+        meter.steps += 1
+        if meter.steps > MAX_QUERY_STEPS:
+            meter.step(0)  # raises
+        method = self._methods.get(node["type"])
+        if method is None:
+            method = self._methods[node["type"]] = getattr(self, f"visit_{node['type']}", self.default_visit)
+        return method(node, *args, **kwargs)
+
+    def visit_comparator(self, node: Any, value: Any) -> Any:
+        left, right = (self.visit(child, value) for child in node["children"])
+        operator = node["value"]
+        if operator in ("eq", "ne"):
+            if isinstance(left, list | dict) and isinstance(right, list | dict):
+                return _equal(left, right) is (operator == "eq")
+            return self.COMPARATOR_FUNC[operator](left, right)
+        if not (_is_number(left) or isinstance(left, str)) or not (_is_number(right) or isinstance(right, str)):
+            return None  # ordering is for numbers (and strings), as in JMESPath's own
+        return self.COMPARATOR_FUNC[operator](left, right)
+
+    def visit_flatten(self, node: Any, value: Any) -> Any:
+        base = self.visit(node["children"][0], value)
+        if not isinstance(base, list):
+            return None
+        _METER.build(sum(len(item) if isinstance(item, list) else 1 for item in base))  # before it is built
+        merged: list[Any] = []
+        for item in base:
+            if isinstance(item, list):
+                merged.extend(item)
+            else:
+                merged.append(item)
+        return merged
+
+    def visit_slice(self, node: Any, value: Any) -> Any:
+        return _built(super().visit_slice(node, value))
+
+    def visit_multi_select_dict(self, node: Any, value: Any) -> Any:
+        return _built(super().visit_multi_select_dict(node, value))
+
+    def visit_multi_select_list(self, node: Any, value: Any) -> list[Any] | None:
+        return _built(super().visit_multi_select_list(node, value))
+
+    def visit_projection(self, node: Any, value: Any) -> list[Any] | None:
+        return _built(super().visit_projection(node, value))
+
+    def visit_value_projection(self, node: Any, value: Any) -> list[Any] | None:
+        return _built(super().visit_value_projection(node, value))
+
+    def visit_filter_projection(self, node: Any, value: Any) -> list[Any] | None:
+        return _built(super().visit_filter_projection(node, value))
+
+
+_T = TypeVar("_T")
+
+
+def _built(value: _T) -> _T:
+    """Charge what a node built; each such node builds at most one item per item it was given or per child."""
+    if isinstance(value, list | dict):
+        _METER.build(len(value))
+    return value
+
+
+# One meter and one interpreter serve every query (`ParsedResult.search` builds a new interpreter per call, and each
+# is a reference cycle, as it caches its own bound methods, that only the cycle collector frees, which
+# `judge_suite` pauses). Queries run one at a time: the meter is reset before each.
+_METER = _Meter()
+_INTERPRETER = _BoundedInterpreter(Options(custom_functions=_BoundedFunctions()))
+
+
+def _preview(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, default=str)[:80]`, written only as far as needed: a value built by
+    `[@, @]` thirty times over shares its parts, and written out in full it would not fit in memory."""
+    if not isinstance(value, list | dict):
+        return _scalar_json(value)[:_SHOWN_CHARS]
+    out, size, todo = [], 0, [iter((value,))]
+    while todo and size < _SHOWN_CHARS:
+        item = next(todo[-1], _END)
+        if item is _END:
+            todo.pop()
+        elif isinstance(item, _Raw):
+            out.append(item.text)
+            size += len(item.text)
+        elif isinstance(item, list):
+            todo.append(_list_parts(item))
+        elif isinstance(item, dict):
+            todo.append(_dict_parts(item))
+        else:
+            text = _scalar_json(item)
+            out.append(text)
+            size += len(text)
+    return "".join(out)[:_SHOWN_CHARS]
+
+
+def _scalar_json(item: Any) -> str:
+    """A string (only as much as can be shown), number, boolean or null as JSON."""
+    return json.dumps(item[:_SHOWN_CHARS] if isinstance(item, str) else item, ensure_ascii=False, default=str)
+
+
+class _Raw(NamedTuple):
+    text: str
+
+
+_END = _Raw("")
+
+
+def _list_parts(items: list[Any]) -> Iterator[Any]:
+    yield _Raw("[")
+    for index, item in enumerate(items):
+        if index:
+            yield _Raw(", ")
+        yield item
+    yield _Raw("]")
+
+
+def _dict_parts(members: dict[str, Any]) -> Iterator[Any]:
+    yield _Raw("{")
+    for index, (key, member) in enumerate(members.items()):
+        yield _Raw((", " if index else "") + json.dumps(key[:_SHOWN_CHARS], ensure_ascii=False) + ": ")
+        yield member
+    yield _Raw("}")
+
+
+def _type_problem(exc: JMESPathTypeError) -> str:
+    """JMESPath's own message, with the offending value shown shortened (its own writes all of it)."""
+    try:
+        shown = _preview(exc.current_value)
+    except (ValueError, RecursionError):  # a number past Python's 4,300-digit limit for writing one
+        shown = "(a value too large to show)"
+    return (
+        f"In function {exc.function_name}(), invalid type for value: {shown}, "
+        f'expected one of: {exc.expected_types}, received: "{exc.actual_type}"'
+    )
+
+
 def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool, str]:
     ok, value, problem = ws.json(rel)
     if not ok:
         return False, problem
+    _METER.reset()
     try:
         result = _INTERPRETER.visit(_compiled(spec.expr).parsed, value)
+        shown = _preview(result)
+    except QueryLimitError as exc:
+        return False, f"{spec.expr} {exc}"
+    except RecursionError:
+        return False, f"{spec.expr} stopped: nested too deeply to evaluate"
+    except JMESPathTypeError as exc:
+        return False, f"{spec.expr} failed: {_type_problem(exc)}"
     except (JMESPathError, TypeError, ValueError) as exc:
         return False, f"{spec.expr} failed: {exc}"
-    shown = json.dumps(result, ensure_ascii=False, default=str)
-    return _jmespath_truthy(result), f"{spec.expr} -> {shown[:80]}"
+    return _jmespath_truthy(result), f"{spec.expr} -> {shown}"
 
 
 def json_valid(ws: Workspace, pattern: str) -> Outcome:
