@@ -538,3 +538,28 @@ def test_recursion_while_evaluating_fails_the_check_not_the_run(tmp_path: Path) 
         sys.setrecursionlimit(limit)
     assert result == Outcome(False, f"a.json: {'[' * 60}x{']' * 60} stopped: nested too deeply to evaluate")
     assert run_check(workspace, shallow) == Outcome(True, "a.json: x -> 1")
+
+
+def test_contains_on_text_that_nfkc_expands_is_bounded(tmp_path: Path) -> None:
+    """U+FDFA expands 18x under NFKC: the file's text is normalised once, capped, and the detail says so."""
+    outcomes = judged(
+        tmp_path,
+        {"evidences/expand.txt": "\ufdfa" * 4_000_000},
+        [{"id": "wide", "contains": {"file": "evidences/expand.txt", "any": ["never there"]}}],
+    )
+    passed, detail = outcomes["wide"]
+    assert not passed
+    assert "only the start of the text was searched (the normalisation cap)" in detail
+    assert_others_ran(outcomes)
+
+
+def test_a_matched_secret_is_never_echoed(tmp_path: Path) -> None:
+    token = "ghs_" + "Z9" * 20
+    outcomes = judged(
+        tmp_path,
+        {"evidences/env.txt": f"GITHUB_TOKEN={token}\n"},
+        [{"id": "leak", "regex": {"file": "evidences/env.txt", "pattern": "GITHUB_TOKEN=.*"}}],
+    )
+    passed, detail = outcomes["leak"]
+    assert passed and token not in detail and "[redacted]" in detail
+    assert_others_ran(outcomes)

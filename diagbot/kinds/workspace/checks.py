@@ -33,7 +33,8 @@ from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from diagbot.core.models import StrictInput
-from diagbot.core.text import matches
+from diagbot.core.text import fold
+from diagbot.core.values import excerpt
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
@@ -668,7 +669,10 @@ def _valid_json_file(ws: Workspace, rel: str, _: None) -> tuple[bool, str]:
 
 def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, str]:
     text, note = ws.text(rel)
-    found = matches(text, spec.needles)
+    folded = fold(text)  # normalised once and capped, however the file expands under NFKC
+    found = folded.matches(spec.needles)
+    if folded.cut:
+        note = "; ".join(filter(None, [note, "only the start of the text was searched (the normalisation cap)"]))
     missing = [needle for needle in spec.needles if needle not in found]
     passed = bool(found) if spec.any_of is not None else not missing
     said = [f"found {', '.join(found)}"] if found else []
@@ -684,7 +688,7 @@ def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:
     if hit is not None:  # 4 bytes per character at most: enough bytes for the characters shown
         start, end = hit
         shown = data[start : min(end, start + 4 * _SHOWN_CHARS)].decode(errors="replace")[:_SHOWN_CHARS]
-        said = f"matched {shown!r}"
+        said = f"matched {excerpt(shown, _SHOWN_CHARS)!r}"  # short and scrubbed: details reach reports and comments
     else:
         said = f"no match for /{spec.pattern}/"
     return hit is not None, said + (f" ({note})" if note else "")
@@ -996,7 +1000,7 @@ def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool
         return False, f"{spec.expr} failed: {_type_problem(exc)}"
     except (JMESPathError, TypeError, ValueError) as exc:
         return False, f"{spec.expr} failed: {exc}"
-    return _jmespath_truthy(result), f"{spec.expr} -> {shown}"
+    return _jmespath_truthy(result), f"{spec.expr} -> {excerpt(shown, _SHOWN_CHARS)}"
 
 
 def json_valid(ws: Workspace, pattern: str) -> Outcome:
