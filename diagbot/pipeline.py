@@ -158,7 +158,7 @@ def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcom
 
 def _with_warnings(info: BaselineInfo, outcomes: list[SuiteOutcome]) -> BaselineInfo:
     warnings = [w for s in outcomes for w in s.warnings]
-    missing = [s.name for s in outcomes if s.report is not None and s.diff is None and s.baseline is None]
+    missing = [s.name for s in outcomes if s.report is not None and s.baseline is None]
     unreadable = any(s.name == BASELINE and s.problems for s in outcomes)
     if info.source != "none" and missing and not unreadable:
         warnings.append(f"the baseline has no report for: {', '.join(missing)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,14 @@ def check_golden(name: str, actual: str) -> None:
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A GitHub workspace holding this repository's bundled suites and diagbot.yml, as a checkout would."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    shutil.copytree(ROOT / "cases", ws / "cases")
+    shutil.copytree(ROOT / "fixtures", ws / "fixtures")
+    shutil.copy(ROOT / "diagbot.yml", ws / "diagbot.yml")
+    return ws

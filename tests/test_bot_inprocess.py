@@ -17,7 +17,6 @@ from diagbot.action import bot
 from diagbot.action.record import PrRecord
 from diagbot.action.settings import Settings
 from diagbot.github.client import PyGithubPort, make_client
-from tests.conftest import ROOT
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -37,13 +36,8 @@ def gh() -> Iterator[GitHubTestServer]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    shutil.copytree(ROOT / "cases", folder / "cases")
-    shutil.copytree(ROOT / "fixtures", folder / "fixtures")
-    shutil.copy(ROOT / "diagbot.yml", folder / "diagbot.yml")
-    return folder
+def ws(workspace: Path) -> Path:
+    return workspace
 
 
 def settings(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inputs: str) -> Settings:
@@ -197,3 +191,17 @@ def test_push_never_gates_and_posts_nothing(gh: GitHubTestServer, ws: Path) -> N
     code, _ = run(gh, ws, "push", require_baseline="true")
     assert code == 0
     assert not gh.comments and not gh.check_runs
+
+
+def test_a_bare_json_baseline_artifact_serves_a_one_suite_config(gh: GitHubTestServer, ws: Path) -> None:
+    """upload-artifact with `archive: false` uploads the report itself, not a zip of the folder."""
+    (ws / "diagbot.yml").write_text(
+        "suites:\n  - {name: diagnosis, kind: trace, cases: cases/diagnosis-cases.json, fixtures: fixtures}\n"
+    )
+    report = baseline_files(gh, ws)["reports/diagnosis.json"]
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="push", created_at=NOW)
+    gh.add_artifact(pushed.id, "diagbot-report", report, created_at=NOW)
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 1, log
+    assert "Compared against the baseline from `main`" in comment_body(gh)

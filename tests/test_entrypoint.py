@@ -47,16 +47,6 @@ def gh() -> Iterator[GitHubTestServer]:
         server.assert_no_violations()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    shutil.copytree(ROOT / "cases", ws / "cases")
-    shutil.copytree(ROOT / "fixtures", ws / "fixtures")
-    shutil.copy(ROOT / "diagbot.yml", ws / "diagbot.yml")
-    return ws
-
-
 def run_action(gh: GitHubTestServer, ws: Path, event: str, **inputs: str) -> Result:
     files = ws.parent / "runner"
     files.mkdir(exist_ok=True)

@@ -64,8 +64,13 @@ def test_the_verdict_does_not_depend_on_suite_order_or_company() -> None:
 
 
 def test_only_gating_regressions_count() -> None:
-    facts = SuiteFacts("s", evaluated=True, cases=3, compared=True, regressions=0)
-    assert decide([facts], GATE).exit_code == 0
+    """A regression item of a case that does not gate (a draft, say) is shown but does not fail the check."""
+    gating = outcome(True, False)
+    assert gating.diff is not None and gating.diff.gating_regressions == 2
+    items = [i.model_copy(update={"gating": False}) for i in gating.diff.items]
+    quiet = SuiteOutcome("s", report=gating.report, diff=gating.diff.model_copy(update={"items": items}))
+    assert quiet.diff is not None and quiet.diff.regression_count == 2 and quiet.diff.gating_regressions == 0
+    assert (gate_outcome([gating], GATE).exit_code, gate_outcome([quiet], GATE).exit_code) == (1, 0)
     assert decide([SuiteFacts("s", evaluated=True, cases=3, compared=True, regressions=2)], GATE).reason == (
         "2 regressions"
     )

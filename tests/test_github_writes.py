@@ -9,7 +9,6 @@ the check run by its `external_id`) and writes once more only if it is absent. T
 from __future__ import annotations
 
 import io
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import tests.test_relay as relay_case
 from diagbot.action import bot
 from diagbot.action.settings import Settings
 from diagbot.github.client import CannotComment, GitHubUnavailable, PyGithubPort, make_client
-from tests.conftest import ROOT
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -155,16 +153,6 @@ def test_an_annotation_batch_applied_despite_a_502_is_not_sent_again(gh: GitHubT
 
 
 # --- through the bot: the exit code stays the gate's ----------------------------------------------------------------
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    shutil.copytree(ROOT / "cases", ws / "cases")
-    shutil.copytree(ROOT / "fixtures", ws / "fixtures")
-    shutil.copy(ROOT / "diagbot.yml", ws / "diagbot.yml")
-    return ws
 
 
 def bot_run(gh: GitHubTestServer, ws: Path, **inputs: str) -> tuple[int, str]:

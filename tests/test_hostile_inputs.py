@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from diagbot.cli import main
-from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.io import files
 from tests.conftest import ROOT, case_dict, trace_dict, write_json
@@ -203,6 +202,28 @@ def test_a_config_with_a_huge_number_or_a_surrogate(tmp_path: Path, capsys: pyte
     assert "id holds a lone surrogate" in capsys.readouterr().err
 
 
+def yaml_bomb(indent: str = "") -> str:
+    """Twelve lines that alias their way to 9**11 (31 billion) values; the cheap surrogate test is defeated by a
+    comment, so without a refusal the surrogate walk (or a message's repr) visits all of them."""
+    lines = ['a0: &a0 ["x"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 12)]
+    return "# \\ud800\n" + "".join(f"{indent}{line}\n" for line in lines)
+
+
+def test_yaml_aliases_are_refused_in_config_and_case_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = two_suites(tmp_path)
+    config.write_text(config.read_text() + "x:\n" + yaml_bomb("  "))
+    assert run(config, tmp_path / "o") == 2
+    assert "not valid YAML (aliases (*a0) are not allowed here; write the value out)" in capsys.readouterr().err
+    cases = tmp_path / "ws-cases"
+    (cases / "c1").mkdir(parents=True)
+    (cases / "c1" / "case.yaml").write_text("id: c1\ntitle: t\n" + yaml_bomb())
+    (tmp_path / "ws-fixtures").mkdir()
+    ws = tmp_path / "ws.yml"
+    ws.write_text("suites: [{name: w, kind: workspace, cases: ws-cases, fixtures: ws-fixtures}]\n")
+    assert run(ws, tmp_path / "o2") == 2
+    assert "aliases (*a0) are not allowed here" in capsys.readouterr().err
+
+
 def test_an_output_that_cannot_be_utf8_is_still_written_whole(tmp_path: Path) -> None:
     files.write_file(tmp_path / "x.txt", "ok \ud800 still")
     assert (tmp_path / "x.txt").read_text() == "ok \\ud800 still"
@@ -252,10 +273,6 @@ def test_eval_reads_no_device_either(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = ["eval", "--cases", str(tmp_path / "cases.json"), "--fixtures", str(ROOT / "fixtures"), "--output", "x"]
     assert timed(lambda: main(args)) == 2
     assert "the case file is not a regular file (it is a device)" in capsys.readouterr().err
-
-
-def test_problems_are_diagbot_errors() -> None:
-    assert DiagbotError("a", "b").problems == ["a", "b"]
 
 
 # --- the relay trusts no folder ------------------------------------------------------------------------------

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import tempfile
 from datetime import datetime
-from pathlib import Path
 
 from diagbot.action.settings import Settings
 from diagbot.github import client as gh
 from diagbot.github.port import ArtifactCandidate, GitHubError, GitHubPort, UnsafeArtifact
-from diagbot.io.baselines import Baselines, find_baselines
+from diagbot.io.baselines import Baselines, baselines_in_archive
 from diagbot.io.config import Config
 from diagbot.render.markdown import BaselineInfo
 
@@ -62,21 +60,10 @@ def resolve_baseline(
 
 
 def _read(files: dict[str, bytes], config: Config, where: str) -> Baselines:
-    with tempfile.TemporaryDirectory(prefix="diagbot-baseline-") as tmp:
-        root = Path(tmp)
-        try:
-            for relative, content in files.items():
-                path = root / relative
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
-        except OSError as exc:  # e.g. both `reports` and `reports/x.json` in one archive
-            raise UnsafeArtifact(f"{where}: cannot lay out its files ({exc.strerror}); re-upload it") from None
-        location = root / "report.json" if list(files) == ["report.json"] else root
-        found = find_baselines(location, [s.name for s in config.suites])
-        if found.problems and not found.reports:  # nothing readable: try an older one, and say why
-            raise UnsafeArtifact(*[f"{where}: {p.replace(tmp, '.')}" for p in found.problems])
-        found.problems = [p.replace(tmp, ".") for p in found.problems]
-        return found
+    found = baselines_in_archive(files, [s.name for s in config.suites])
+    if found.problems and not found.reports:  # nothing readable: try an older one, and say why
+        raise UnsafeArtifact(*[f"{where}: {p}" for p in found.problems])
+    return found
 
 
 def _provenance(settings: Settings, candidate: ArtifactCandidate, config: Config, now: datetime) -> BaselineInfo:

@@ -17,11 +17,11 @@ from diagbot.action import relay, runner
 from diagbot.action.baseline import resolve_baseline
 from diagbot.action.events import Role, Target, resolve_target
 from diagbot.action.publish import Notes, Post, publish
-from diagbot.action.record import PrRecord, RecordBaseline, RecordGate, short
+from diagbot.action.record import MAX_PROBLEMS, MAX_WARNINGS, PrRecord, RecordBaseline, RecordGate, short
 from diagbot.action.settings import RunMode, Settings
 from diagbot.core.errors import ConfigError
 from diagbot.core.gate import GateSettings
-from diagbot.core.rates import timestamp
+from diagbot.core.rates import rate, timestamp
 from diagbot.core.report import RunInfo
 from diagbot.github.port import GitHubPort
 from diagbot.io.config import Config, load_config
@@ -138,7 +138,7 @@ def _outputs(outcome: Outcome, info: BaselineInfo, comment_url: str | None, repo
     passed = sum(r.passed_cases for r in reports)
     return {
         "has-regression": "true" if outcome.has_regression else "false",
-        "pass-rate": f"{passed / total:.4f}" if total else "",
+        "pass-rate": f"{rate(passed, total):.4f}" if total else "",
         "regression-count": str(sum(d.regression_count for d in diffs)),
         "improvement-count": str(sum(d.improvement_count for d in diffs)),
         "changed-count": str(sum(d.changed_count for d in diffs)),
@@ -155,7 +155,7 @@ def _pr_record(
     baseline = info.model_dump(mode="json", exclude={"run_url"})
     baseline["label"] = short(baseline["label"], 200) if baseline.get("label") else None
     baseline["missingReason"] = short(baseline["missingReason"]) if baseline.get("missingReason") else None
-    baseline["warnings"] = [short(w) for w in baseline.get("warnings", [])][:20]
+    baseline["warnings"] = [short(w) for w in baseline.get("warnings", [])][:MAX_WARNINGS]
     return PrRecord.model_validate(
         {
             "repository": settings.repository,
@@ -166,7 +166,7 @@ def _pr_record(
             "marker": f"<!-- diagbot:{config.marker_id} -->",
             "suites": [suite.name for suite in outcome.suites if suite.report is not None],
             "baseline": RecordBaseline.model_validate(baseline),
-            "problems": [short(problem) for problem in outcome.problems[:50]],
+            "problems": [short(problem) for problem in outcome.problems[:MAX_PROBLEMS]],
             "gate": RecordGate(failOnRegression=gate.fail_on_regression, requireBaseline=gate.require_baseline),
         }
     )

@@ -16,6 +16,7 @@ SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # io.config.SuiteConfig's pat
 SHA = r"^[0-9a-f]{40}$"
 MAX_SUITES = 50
 MAX_PROBLEMS = 50
+MAX_WARNINGS = 20
 SHORT = 500
 
 SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
@@ -41,7 +42,7 @@ class RecordBaseline(_Strict):
     age_days: float | None = Field(default=None, alias="ageDays", ge=0)
     exact: bool | None = None
     missing_reason: str | None = Field(default=None, alias="missingReason", max_length=SHORT)
-    warnings: list[Short] = Field(default_factory=list, max_length=20)
+    warnings: list[Short] = Field(default_factory=list, max_length=MAX_WARNINGS)
 
 
 class RecordGate(_Strict):

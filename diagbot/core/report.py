@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
-from diagbot.core.rates import rate
+from diagbot.core.rates import percent, rate
 
 MAX_CONTAINERS = 2_000_000
 
@@ -38,6 +38,12 @@ class SuiteReport(Protocol):
     def pass_rate(self) -> float: ...
     @property
     def run(self) -> RunInfo | None: ...
+
+
+def headline(report: SuiteReport) -> str:
+    """The first line of a suite's console summary: `name: 14/30 cases passed (46.7%)`."""
+    shown = percent(report.pass_rate)
+    return f"{report.suite or 'suite'}: {report.passed_cases}/{report.total_cases} cases passed ({shown})"
 
 
 def with_rate(data: Any) -> Any:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import yaml
+
 MAX_INT_DIGITS = 50
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
@@ -30,6 +32,24 @@ def loads(text: str) -> Any:
     """`json.loads` that refuses absurd integers and NaN/Infinity with a BadNumber, instead of a ValueError deep
     inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits)."""
     return json.loads(text, parse_int=_int, parse_constant=_constant)
+
+
+class _NoAliases(yaml.SafeLoader):
+    """PyYAML's safe loader without anchors' aliases: `*name` shares one node many times, so a few lines can
+    stand for billions of values that every later walk (validation, messages) would visit."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases (*{event.anchor}) are not allowed here; write the value out", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases."""
+    return yaml.load(text, Loader=_NoAliases)
 
 
 def may_hold_surrogates(text: str) -> bool:

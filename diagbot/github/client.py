@@ -621,27 +621,8 @@ class PyGithubPort:
             pull = self._repo.get_pull(number)
             return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state)
 
-    def find_baselines(
-        self,
-        name: str,
-        base_branch: str,
-        base_sha: str | None,
-        *,
-        max_candidates: int = MAX_CANDIDATES,
-        max_runs: int = MAX_RUNS_SCANNED,
-        max_seconds: float = MAX_SEARCH_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> BaselineSearch:
-        return search_baselines(
-            self._repo,
-            name,
-            base_branch,
-            base_sha,
-            max_candidates=max_candidates,
-            max_runs=max_runs,
-            max_seconds=max_seconds,
-            clock=clock,
-        )
+    def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch:
+        return search_baselines(self._repo, name, base_branch, base_sha)
 
     def download(self, candidate: ArtifactCandidate) -> bytes:
         return download_artifact(self.github.requester, candidate)

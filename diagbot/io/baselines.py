@@ -69,8 +69,40 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
     return found
 
 
+def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baselines:
+    """The same, for a report folder unpacked in memory (a baseline artifact, paths relative to its root): only
+    `reports/<suite>.json` count, and a lone `report.json` (an upload without a folder) fits a single suite."""
+    found = Baselines()
+    if list(files) == ["report.json"] and len(suites) == 1:
+        found.names = list(suites)
+        _parse(found, suites[0], files["report.json"], "report.json")
+        return found
+    listed = sorted(p for p in files if p.startswith("reports/") and _SUITE_FILE.fullmatch(p.removeprefix("reports/")))
+    if len(listed) > MAX_REPORTS:
+        found.problems.append(f"reports/: {len(listed)} reports, more than the {MAX_REPORTS} diagbot reads")
+        return found
+    found.names = [p.removeprefix("reports/").removesuffix(".json") for p in listed]
+    for name in suites:
+        if name in found.names:
+            _parse(found, name, files[f"reports/{name}.json"], f"reports/{name}.json")
+    return found
+
+
 def _read(found: Baselines, name: str, path: Path) -> None:
     try:
         found.reports[name] = read_report_file(path)
+    except DiagbotError as exc:
+        found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]
+
+
+def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
+    try:
+        if len(data) > REPORT_BYTES:
+            raise ReportFormatError(f"{where}: the report is {len(data):,} bytes, over the {REPORT_BYTES:,}-byte limit")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ReportFormatError(f"{where}: the report is not UTF-8 text") from None
+        found.reports[name] = parse_any_report(text, where)
     except DiagbotError as exc:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]

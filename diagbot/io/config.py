@@ -173,7 +173,7 @@ def _known(model: type[StrictInput], loc: tuple[Any, ...]) -> list[str]:
 def parse_config(text: str, where: str, root: Path) -> Config:
     """Validate diagbot.yml's text; every problem is listed with its location and, for typos, a suggestion."""
     try:
-        data = yaml.safe_load(text)
+        data = values.load_yaml(text)
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to be a diagbot config") from None
     except ValueError as exc:  # PyYAML's int() of a number with thousands of digits

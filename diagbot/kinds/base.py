@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.report import RunInfo, SuiteReport
@@ -19,7 +19,7 @@ R = TypeVar("R", bound=SuiteReport)
 
 @dataclass(frozen=True)
 class SuiteInput:
-    """One suite to evaluate, its paths already resolved; the labels are the paths as the user wrote them."""
+    """One suite to evaluate, its paths already resolved; the labels are how messages name those paths."""
 
     name: str
     cases: Path
@@ -49,8 +49,9 @@ class Kind(Protocol[R]):
         """Load the cases and judge every run; bad cases raise CaseFileError, bad runs fail only their case."""
         ...
 
-    def parse(self, text: str, where: str) -> R:
-        """A report of this kind from its JSON text (any schema version it still reads), or ReportFormatError."""
+    def parse(self, data: dict[str, Any], where: str) -> R:
+        """A report of this kind from its decoded JSON object (any schema version it still reads), or
+        ReportFormatError. The registry decodes the text once, with the caps of `core.report.load_json_object`."""
         ...
 
     def diff(self, baseline: R, current: R, thresholds: Thresholds) -> DiffReport:

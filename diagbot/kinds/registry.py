@@ -21,16 +21,13 @@ def kind_of(report: SuiteReport) -> Kind[Any]:
     return KINDS[report.kind]
 
 
-def report_kind(text: str, where: str) -> str:
-    """Which kind of report a file holds; reports without `kind` (old or Java) are trace reports."""
-    kind = load_json_object(text, where).get("kind", DEFAULT_KIND)
+def parse_any_report(text: str, where: str) -> SuiteReport:
+    """A report of any kind from its JSON text, decoded once; reports without `kind` (old or Java) are trace."""
+    data = load_json_object(text, where)
+    kind = data.get("kind", DEFAULT_KIND)
     if not isinstance(kind, str) or kind not in KINDS:
         raise ReportFormatError(f"{where}: not a diagbot report (kind {json.dumps(kind)[:40]})")
-    return kind
-
-
-def parse_any_report(text: str, where: str) -> SuiteReport:
-    report: SuiteReport = KINDS[report_kind(text, where)].parse(text, where)
+    report: SuiteReport = KINDS[kind].parse(data, where)
     return report
 
 

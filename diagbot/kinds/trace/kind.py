@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, DiagbotError
+from diagbot.core.report import headline
 from diagbot.kinds.base import Annotation, SuiteInput
 from diagbot.kinds.trace.cases import load_case_file
 from diagbot.kinds.trace.diff import diff_trace
@@ -24,8 +27,8 @@ class TraceKind:
             )
         return evaluate_suite(cases, suite.fixtures, suite.name, suite.run, suite.max_fixture_bytes)
 
-    def parse(self, text: str, where: str) -> TraceReport:
-        return parse_report(text, where)
+    def parse(self, data: dict[str, Any], where: str) -> TraceReport:
+        return parse_report(data, where)
 
     def diff(self, baseline: TraceReport, current: TraceReport, thresholds: Thresholds) -> DiffReport:
         return diff_trace(baseline, current, thresholds)
@@ -66,8 +69,7 @@ class TraceKind:
         ]  # fmt: skip
 
     def console(self, report: TraceReport, limit: int = 20) -> str:
-        name = report.suite or "suite"
-        lines = [f"{name}: {report.passed_cases}/{report.total_cases} cases passed ({report.pass_rate:.1%})"]
+        lines = [headline(report)]
         failing = [r for r in report.results if not r.passed]
         for result in failing[:limit]:
             first = result.failed_checks[0] if result.failed_checks else "failed"

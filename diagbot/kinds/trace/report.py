@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import rate
-from diagbot.core.report import RunInfo, check_version, load_json_object, with_rate
+from diagbot.core.report import RunInfo, check_version, with_rate
 
 SCHEMA_VERSION = 1
 NO_VERDICT = "NONE"
@@ -94,9 +94,8 @@ def _problems(exc: ValidationError, where: str) -> list[str]:
     return shown + ([f"{where}: ... and {more} more problems"] if more > 0 else [])
 
 
-def parse_report(text: str, where: str) -> TraceReport:
-    """Read a report written by diagbot (any schema version) or by the Java evaluator."""
-    data = load_json_object(text, where)
+def parse_report(data: dict[str, Any], where: str) -> TraceReport:
+    """A report written by diagbot (any schema version) or by the Java evaluator, from its decoded JSON."""
     check_version(data, where, SCHEMA_VERSION)
     try:
         return TraceReport.model_validate(data)

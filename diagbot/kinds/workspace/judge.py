@@ -186,7 +186,7 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
 
 def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]]:
     try:
-        raw = yaml.safe_load(read_text_bounded(path, MAX_CASE_BYTES))
+        raw = values.load_yaml(read_text_bounded(path, MAX_CASE_BYTES))
     except FileProblem as problem:
         if problem.missing:
             return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]

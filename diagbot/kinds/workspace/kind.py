@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, ReportFormatError
-from diagbot.core.report import check_version, load_json_object
+from diagbot.core.report import check_version, headline
 from diagbot.kinds.base import Annotation, SuiteInput
 from diagbot.kinds.workspace.diff import diff_workspace
 from diagbot.kinds.workspace.judge import (
@@ -31,8 +33,7 @@ class WorkspaceKind:
             raise CaseFileError(*problems)
         return judge_suite(cases, suite.fixtures, suite.name, suite.run)
 
-    def parse(self, text: str, where: str) -> WorkspaceReport:
-        data = load_json_object(text, where)
+    def parse(self, data: dict[str, Any], where: str) -> WorkspaceReport:
         check_version(data, where, WORKSPACE_SCHEMA_VERSION, "workspace report")
         try:
             return WorkspaceReport.model_validate(data)
@@ -83,8 +84,7 @@ class WorkspaceKind:
         return found
 
     def console(self, report: WorkspaceReport, limit: int = 20) -> str:
-        name = report.suite or "suite"
-        lines = [f"{name}: {report.passed_cases}/{report.total_cases} cases passed ({report.pass_rate:.1%})"]
+        lines = [headline(report)]
         failing = [r for r in report.results if r.verdict is not Verdict.PASS]
         lines += [f"  {r.verdict.value.upper()} {r.case_id}: {r.reason}, score {r.score:g}" for r in failing[:limit]]
         if len(failing) > limit:
