@@ -67,6 +67,7 @@ def _gate(config: Config, args: argparse.Namespace) -> GateSettings:
     return GateSettings(
         fail_on_regression=config.gate.fail_on_regression and not args.no_fail,
         require_baseline=config.gate.require_baseline,
+        fail_on_blocking=not args.no_fail,
     )
 
 
@@ -178,6 +179,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from diagbot.kinds import registry
+
+    config = _config(args)
+    errors = warnings = 0
+    for suite in config.suites:
+        try:
+            found = registry.validate(suite.kind, config.suite_input(suite, run_info()))
+        except DiagbotError as exc:
+            for problem in exc.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            errors += len(exc.problems)
+            continue
+        for warning in found:
+            print(f"warning: {warning}", file=sys.stderr)
+        warnings += len(found)
+    suites = len(config.suites)
+    say(f"diagbot validate: {suites} suite{'s' * (suites != 1)}, {errors} errors, {warnings} warnings")
+    return 2 if errors else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from diagbot.kinds.schemas import SCHEMAS
+
+    schema: dict[str, object] = SCHEMAS[args.name]()
+    say(json.dumps(schema, indent=2, ensure_ascii=False))
+    return 0
+
+
 def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("thresholds (override diagbot.yml)")
     group.add_argument("--tool-calls-pct", type=float, help="rise in tool calls that counts, percent (default 20)")
@@ -223,6 +255,16 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--no-fail", action="store_true", help="report regressions but exit 0")
     _add_threshold_flags(rn)
     rn.set_defaults(handler=cmd_run)
+
+    va = commands.add_parser("validate", help="check every suite's cases without running anything; exit 2 on errors")
+    va.add_argument("--config", help="the config file (default ./diagbot.yml; none means the default suite)")
+    va.set_defaults(handler=cmd_validate)
+
+    from diagbot.kinds.schemas import SCHEMAS
+
+    sc = commands.add_parser("schema", help="print a JSON Schema diagbot publishes (also under schemas/)")
+    sc.add_argument("name", choices=sorted(SCHEMAS), help="which schema")
+    sc.set_defaults(handler=cmd_schema)
     return parser
 
 

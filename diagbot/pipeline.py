@@ -50,6 +50,7 @@ class SuiteOutcome:
             cases=self.report.total_cases if self.report is not None else 0,
             compared=self.diff is not None,
             regressions=self.diff.gating_regressions if self.diff is not None else 0,
+            blocking=len(registry.blocking(self.report)) if self.report is not None else 0,
         )
 
 

@@ -95,12 +95,30 @@ def repo_root() -> Path:
     return ROOT
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A GitHub workspace holding this repository's bundled suites and diagbot.yml, as a checkout would."""
-    ws = tmp_path / "workspace"
+def bundled_workspace(where: Path, kinds: tuple[str, ...] = ("trace", "workspace")) -> Path:
+    """A GitHub workspace holding this repository's bundled suites and its diagbot.yml cut to the suites of
+    `kinds`, as a checkout would. The bot's tests use the trace and workspace suites; the agent suite's failing P0
+    case would fail every run of theirs, and has its own tests."""
+    ws = where / "workspace"
     ws.mkdir()
     shutil.copytree(ROOT / "cases", ws / "cases")
     shutil.copytree(ROOT / "fixtures", ws / "fixtures")
-    shutil.copy(ROOT / "diagbot.yml", ws / "diagbot.yml")
+    kept, keep = [], True
+    for line in (ROOT / "diagbot.yml").read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.startswith("  - name: "):
+            keep = True
+        elif line.startswith("    kind: "):
+            keep = line.split(":", 1)[1].split("#")[0].strip() in kinds
+            if not keep:
+                kept.pop()  # the suite's `- name:` line
+        elif not line.startswith("    "):
+            keep = True
+        if keep:
+            kept.append(line)
+    (ws / "diagbot.yml").write_text("".join(kept), encoding="utf-8")
     return ws
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return bundled_workspace(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from diagbot.cli import main
-from tests.conftest import ROOT, check_golden, write_json
+from tests.conftest import ROOT, bundled_workspace, check_golden, write_json
 
 
 def _normalise_run(text: str) -> str:
@@ -78,9 +78,23 @@ def test_run_example_shows_regression_improvement_change(tmp_path: Path, monkeyp
 
 
 def test_run_without_baseline_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = bundled_workspace(tmp_path)
+    monkeypatch.chdir(ws)
+    assert main(["run", "--out", str(tmp_path / "out")]) == 0
+    assert "No baseline" in (tmp_path / "out" / "comment.md").read_text()
+
+
+def test_the_bundled_agent_suite_fails_the_gate_on_its_p0_case_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No baseline, so nothing can regress; the failing gating P0 case still fails the run, and --no-fail reports
+    it without failing (what `make run` does)."""
     monkeypatch.chdir(ROOT)
-    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(tmp_path)]) == 0
-    assert "No baseline" in (tmp_path / "comment.md").read_text()
+    assert main(["run", "--out", str(tmp_path / "a")]) == 1
+    assert "diagbot: 1 gating P0 case failed;" in capsys.readouterr().err
+    assert main(["run", "--out", str(tmp_path / "b"), "--no-fail"]) == 0
+    assert "diagbot: 1 gating P0 case failed (not failing: --no-fail);" in capsys.readouterr().err
+    assert "### ❌ diagbot: 1 gating P0 case failed" in (tmp_path / "b" / "comment.md").read_text()
 
 
 def test_run_one_broken_suite_keeps_the_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -254,8 +268,8 @@ def test_reports_of_every_kind_carry_run_and_suite(tmp_path: Path, monkeypatch: 
     import re
 
     monkeypatch.chdir(ROOT)
-    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(tmp_path)]) == 0
-    for name in ("diagnosis", "workspace"):
+    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(tmp_path), "--no-fail"]) == 0
+    for name in ("diagnosis", "workspace", "agent"):
         report = json.loads((tmp_path / "reports" / f"{name}.json").read_text())
         assert report["suite"] == name
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["run"]["time"])

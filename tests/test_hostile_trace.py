@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from diagbot.core import values
 from diagbot.core.text import MAX_FOLDED_CHARS, MAX_TEXT_CHARS, Folded, fold, normalize
-from diagbot.kinds.trace import fixture
 from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.fixture import MAX_JSON_VALUES, MAX_LIST_ITEMS, Trace, count_values, parse_trace
@@ -219,7 +219,7 @@ def test_count_values_is_exact(chunk: int, indent: int | None, monkeypatch: pyte
         children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
         return 1 + sum(map(count, children))
 
-    monkeypatch.setattr(fixture, "_COUNT_CHUNK", chunk)
+    monkeypatch.setattr(values, "_COUNT_CHUNK", chunk)
     for value in COUNTED:
         assert count_values(json.dumps(value, indent=indent).encode()) == count(value), value
 

@@ -97,7 +97,7 @@ def _config(settings: Settings, target: Target) -> Config:
 def _gate(settings: Settings, config: Config, target: Target) -> GateSettings:
     """The inputs win over diagbot.yml; a push never gates (it makes the next baseline, and a first push has none)."""
     if target.role is Role.PUSH:
-        return GateSettings(fail_on_regression=False, require_baseline=False)
+        return GateSettings(fail_on_regression=False, require_baseline=False, fail_on_blocking=False)
     fail = settings.fail_on_regression
     require = settings.require_baseline
     return GateSettings(

@@ -225,7 +225,7 @@ def summarize(
         regression_count=count[ItemType.REGRESSION],
         improvement_count=count[ItemType.IMPROVEMENT],
         changed_count=count[ItemType.CHANGED],
-        has_regression=count[ItemType.REGRESSION] > 0,
+        has_regression=any(it.type is ItemType.REGRESSION and it.gating for it in items),
         items=items,
         common_cases=common_cases,
     )

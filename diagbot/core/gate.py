@@ -1,7 +1,9 @@
 """The gate: one pure decision from per-suite facts and the gate settings, used by every command and the relay.
 
 Order matters and is fixed: unusable input first, then a missing required baseline, so that no other suite's
-outcome (a regression that does not gate, an empty suite) can let a required-but-missing baseline pass.
+outcome (a regression that does not gate, an empty suite) can let a required-but-missing baseline pass. A
+blocking failure (a gating P0 case that failed) comes next: it fails whatever the baseline says, even with
+`fail-on-regression: false`, since it is not a regression but a case that must never fail.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class Conclusion(StrEnum):
 class GateSettings:
     fail_on_regression: bool = True
     require_baseline: bool = False
+    fail_on_blocking: bool = True  # False only for `--no-fail` runs, which report everything and exit 0
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class SuiteFacts:
     cases: int = 0
     compared: bool = False  # a diff against a baseline was made
     regressions: int = 0  # regressions of gating cases
+    blocking: int = 0  # failures that fail the gate with or without a baseline (gating P0 agent cases)
 
 
 @dataclass(frozen=True)
@@ -42,13 +46,20 @@ class Decision:
 
 
 def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
-    """Unusable input fails (2); a missing required baseline fails (1); a regression fails (1) when it gates."""
+    """Unusable input fails (2); a missing required baseline fails (1); a blocking failure fails (1); a regression
+    fails (1) when it gates."""
     broken = [s.name for s in suites if s.problems]
     if broken:
         return Decision(Conclusion.FAILURE, 2, f"input could not be used: {_names(broken)}")
     uncompared = [s.name for s in suites if s.evaluated and not s.compared]
     if gate.require_baseline and uncompared:
         return Decision(Conclusion.FAILURE, 1, f"no baseline for {_names(uncompared)}, and require-baseline is set")
+    blocking = sum(s.blocking for s in suites)
+    if blocking:
+        found = f"{blocking} gating P0 case{'' if blocking == 1 else 's'} failed"
+        if gate.fail_on_blocking:
+            return Decision(Conclusion.FAILURE, 1, found)
+        return Decision(Conclusion.SUCCESS, 0, f"{found} (not failing: --no-fail)")
     if all(s.cases == 0 for s in suites):
         return Decision(Conclusion.NEUTRAL, 0, "nothing was evaluated")
     regressions = sum(s.regressions for s in suites)

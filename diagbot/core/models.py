@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -16,3 +19,48 @@ class Output(BaseModel):
     """Something diagbot writes and later reads back (reports, diffs): camelCase on the wire, extra keys tolerated."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)
+
+
+def field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names (aliases where given) of the model that holds the last part of a validation error's
+    `loc`: what a misspelt key could have meant. Follows fields through lists, dicts, optionals and unions;
+    parts that are list indexes, dict keys or union tags are stepped over."""
+    current: list[Any] = [model]
+    for part in loc[:-1]:
+        models = [m for m in _models_in(current) if _field(m, part) is not None]
+        # a field of a model, else an index, a dict key or a union tag: step into the element types
+        current = [_field(models[0], part).annotation] if models else _elements(current)
+    models = _models_in(current)
+    return [f.alias or name for name, f in models[0].model_fields.items()] if models else []
+
+
+def _field(model: type[BaseModel], name: Any) -> Any:
+    fields = model.model_fields
+    return fields.get(str(name)) or next((f for f in fields.values() if f.alias == name), None)
+
+
+def _args(annotation: Any) -> list[Any]:
+    """The types an annotation stands for, one level down (Annotated and unions unwrapped)."""
+    if get_origin(annotation) is Annotated:
+        return _args(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return [t for a in get_args(annotation) for t in _args(a)]
+    return [annotation]
+
+
+def _models_in(annotations: list[Any]) -> list[type[BaseModel]]:
+    found = [t for a in annotations for t in _args(a)]
+    return [t for t in found if isinstance(t, type) and issubclass(t, BaseModel)]
+
+
+def _elements(annotations: list[Any]) -> list[Any]:
+    found = []
+    for annotation in (t for a in annotations for t in _args(a)):
+        origin_args = get_args(annotation)
+        if get_origin(annotation) in (list, dict, tuple) and origin_args:
+            found.append(origin_args[-1])
+        elif not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            continue
+        else:
+            found.append(annotation)  # a union tag before the model's own fields
+    return found

@@ -12,6 +12,11 @@ def rate(part: int, total: int) -> float:
     return round(part / total, RATE_DIGITS) if total else 0.0
 
 
+def mean(values: list[float]) -> float:
+    """The mean of `values`, rounded as a rate; 0.0 for none."""
+    return round(sum(values) / len(values), RATE_DIGITS) if values else 0.0
+
+
 def percent(value: float) -> str:
     """A rate as a percentage with one decimal that never overstates: 0.9996 is 99.9%, never 100.0%, and a
     non-zero rate is never shown as 0.0%."""

@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from diagbot.core import values
 from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.models import StrictInput
+from diagbot.core.models import StrictInput, field_names_at
 from diagbot.core.report import RunInfo
-from diagbot.kinds.base import SuiteInput
+from diagbot.kinds.agent.cases import ROLES, Role
+from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 
 DEFAULT_CONFIG = "diagbot.yml"
@@ -25,6 +26,10 @@ FORBIDDEN_ROOTS = frozenset({"proc", "sys", "dev"})
 
 
 class SuiteConfig(StrictInput):
+    """One suite. Keys beyond these belong to the suite's kind and are validated by its `options` model."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
     kind: str = DEFAULT_KIND
     cases: str
@@ -37,6 +42,56 @@ class SuiteConfig(StrictInput):
         if kind not in KINDS:
             raise ValueError(f"unknown suite kind {kind!r}; use one of {', '.join(sorted(KINDS))}")
         return kind
+
+    def kind_options(self, where: str, index: int) -> Any:
+        """The kind's own keys of this suite, validated; a ConfigError names each bad or unknown key as
+        `parse_config` names the others (`where` is the config file)."""
+        model = KINDS[self.kind].options
+        given = dict(self.model_extra or {})
+        if model is None and not given:
+            return None
+        try:
+            return (model or _NoOptions).model_validate(given)
+        except ValidationError as exc:
+            raise ConfigError(*_option_problems(exc, model, where, index)) from None
+
+
+def _option_problems(exc: ValidationError, model: type[BaseModel] | None, where: str, index: int) -> list[str]:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in (f"suites.{index}", *error["loc"]) if p not in ("text", "list", "object"))
+        if error["type"] == "extra_forbidden":
+            known = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
+            known += field_names_at(model, error["loc"]) if model else []
+            close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
+            problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close[0]}?)" if close else ""))
+        else:
+            problems.append(f"{where}: {loc}: {error['msg']}")
+    return problems
+
+
+def _extra_key_problems(data: dict[str, Any], where: str) -> dict[int, list[str]]:
+    """The unknown keys of each suite when the config failed to validate (kind_options never ran then)."""
+    found: dict[int, list[str]] = {}
+    suites = data.get("suites")
+    for index, suite in enumerate(suites if isinstance(suites, list) else []):
+        if not isinstance(suite, dict):
+            continue
+        kind = KINDS.get(str(suite.get("kind", DEFAULT_KIND)))
+        fields = {f.alias or n for n, f in SuiteConfig.model_fields.items()} | {n for n in SuiteConfig.model_fields}
+        extra = {k: v for k, v in suite.items() if k not in fields}
+        if not extra:
+            continue
+        model = kind.options if kind is not None else None
+        try:
+            (model or _NoOptions).model_validate(extra)
+        except ValidationError as exc:
+            found[index] = [p for p in _option_problems(exc, model, where, index) if "unknown key" in p]
+    return found
+
+
+class _NoOptions(StrictInput):
+    """What a kind without keys of its own accepts: nothing."""
 
 
 class ThresholdConfig(StrictInput):
@@ -87,6 +142,11 @@ class GateConfig(StrictInput):
     baseline_max_age_days: float = Field(default=30.0, gt=0, allow_inf_nan=False, alias="baseline-max-age-days")
     # Suites deliberately removed: a baseline report for one of them is a notice, not a vanished suite.
     retired_suites: list[str] = Field(default_factory=list, alias="retired-suites", max_length=100)
+    # Which agent cases may gate (001 governance): their dataset_role and usage_rights_status.
+    roles: list[Role] = Field(default=["golden", "regression", "red_team"], max_length=len(ROLES))
+    usage_rights: list[str] = Field(
+        default_factory=lambda: list(Governance().usage_rights), alias="usage-rights", max_length=100
+    )
 
 
 class Config(StrictInput):
@@ -145,6 +205,8 @@ class Config(StrictInput):
             fixtures_label=str(self.path(suite.fixtures)),
             max_fixture_bytes=suite.max_fixture_bytes,
             run=run,
+            options=suite.kind_options(str(self.root / DEFAULT_CONFIG), index),
+            governance=Governance(tuple(self.gate.roles), tuple(self.gate.usage_rights)),
         )
 
 
@@ -152,22 +214,6 @@ def default_config(root: Path) -> Config:
     """No diagbot.yml: one trace suite, `diagnosis`, from cases/diagnosis-cases.json and fixtures/."""
     suite = SuiteConfig(name="diagnosis", cases="cases/diagnosis-cases.json", fixtures="fixtures")
     return Config(suites=[suite], root=root)
-
-
-def _known(model: type[StrictInput], loc: tuple[Any, ...]) -> list[str]:
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(str(part)) or next(
-            (f for f in model.model_fields.values() if f.alias == part), None
-        )
-        annotation = getattr(field, "annotation", None)
-        inner = getattr(annotation, "__args__", (annotation,))[0] if annotation else None
-        if isinstance(inner, type) and issubclass(inner, StrictInput):
-            model = inner
-        elif isinstance(annotation, type) and issubclass(annotation, StrictInput):
-            model = annotation
-    return [f.alias or n for n, f in model.model_fields.items() if n != "root"]
 
 
 def parse_config(text: str, where: str, root: Path) -> Config:
@@ -188,18 +234,33 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     if bad_text:
         raise ConfigError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
     try:
-        return Config.model_validate({**data, "root": root})
+        config = Config.model_validate({**data, "root": root})
     except ValidationError as exc:
         problems = []
+        extras = _extra_key_problems(data, where)
         for error in exc.errors():
+            suite_at = error["loc"][1] if error["loc"][:1] == ("suites",) and len(error["loc"]) > 1 else None
+            for index in sorted(i for i in extras if not isinstance(suite_at, int) or i < suite_at):
+                problems += extras.pop(index)
             loc = ".".join(str(p) for p in error["loc"])
             if error["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(str(error["loc"][-1]), _known(Config, error["loc"]), n=1)
+                known = [n for n in field_names_at(Config, error["loc"]) if n != "root"]
+                close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 problems.append(f"{where}: unknown key '{loc}'{hint}")
             else:
                 problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")
+        problems += [p for index in sorted(extras) for p in extras[index]]
         raise ConfigError(*problems) from None
+    problems = []
+    for index, suite in enumerate(config.suites):  # each kind's own keys, checked up front with the rest
+        try:
+            suite.kind_options(where, index)
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(*problems)
+    return config
 
 
 def load_config(path: Path | None, required: bool = False) -> Config:

@@ -10,11 +10,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pydantic import BaseModel
+
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.report import RunInfo, SuiteReport
 from diagbot.render.markdown import SuiteView
 
 R = TypeVar("R", bound=SuiteReport)
+
+
+@dataclass(frozen=True)
+class Governance:
+    """Which cases may gate, for kinds whose cases carry governance (the agent kind): `gate.roles` and
+    `gate.usage-rights` in diagbot.yml."""
+
+    roles: tuple[str, ...] = ("golden", "regression", "red_team")
+    usage_rights: tuple[str, ...] = ("approved_for_evaluation",)
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,8 @@ class SuiteInput:
     fixtures_label: str
     max_fixture_bytes: int
     run: RunInfo | None = None
+    options: Any = None  # the kind's own diagbot.yml keys, validated by its `options` model (None: it has none)
+    governance: Governance = Governance()
 
 
 @dataclass(frozen=True)
@@ -44,9 +57,18 @@ class Kind(Protocol[R]):
     """What a suite kind does: load and evaluate its cases, read its reports back, diff, present, annotate."""
 
     name: str
+    options: type[BaseModel] | None  # the model of the kind's own keys in a suite of diagbot.yml, if any
 
     def evaluate(self, suite: SuiteInput) -> R:
         """Load the cases and judge every run; bad cases raise CaseFileError, bad runs fail only their case."""
+        ...
+
+    def validate(self, suite: SuiteInput) -> list[str]:
+        """Load the cases without running anything: their problems raise CaseFileError, the warnings return."""
+        ...
+
+    def blocking(self, report: R) -> list[str]:
+        """Failures that fail the gate whatever the baseline says (the agent kind's gating P0 cases)."""
         ...
 
     def parse(self, data: dict[str, Any], where: str) -> R:

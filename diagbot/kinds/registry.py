@@ -8,12 +8,13 @@ from typing import Any
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, load_json_object
+from diagbot.kinds.agent import AgentKind
 from diagbot.kinds.base import Annotation, Kind, SuiteInput
 from diagbot.kinds.trace import TraceKind
 from diagbot.kinds.workspace import WorkspaceKind
 from diagbot.render.markdown import SuiteView
 
-KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (TraceKind(), WorkspaceKind())}
+KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (TraceKind(), WorkspaceKind(), AgentKind())}
 DEFAULT_KIND = "trace"
 
 
@@ -58,3 +59,11 @@ def annotate(suite: SuiteInput, report: SuiteReport) -> list[Annotation]:
 
 def console(report: SuiteReport) -> str:
     return str(kind_of(report).console(report))
+
+
+def blocking(report: SuiteReport) -> list[str]:
+    return list(kind_of(report).blocking(report))
+
+
+def validate(kind: str, suite: SuiteInput) -> list[str]:
+    return list(KINDS[kind].validate(suite))

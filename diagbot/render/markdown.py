@@ -62,6 +62,8 @@ class SuiteView:
     result_headers: list[str]
     result_rows: list[list[str]]
     failing: int
+    notes: tuple[str, ...] = ()  # escaped lines shown under the headline (the agent kind's blocking cases, ...)
+    blocking: int = 0  # failures that fail the gate whatever the baseline says (gating P0 agent cases)
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ def render_markdown(
             marker=marker,
             problems=[md(p, 1000) for p in (problems or [])][:50],
             has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
+            blocking=sum(v.blocking for v in suites),
         )
         overflow = len(body) - limit
         if overflow <= 0:

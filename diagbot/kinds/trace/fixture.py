@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.text import Folded, fold
+from diagbot.core.values import count_values
 from diagbot.kinds.trace.codes import Code
 
 DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
 MAX_LIST_ITEMS = 10_000  # items in each list the checks read (toolInvocations, claims, claim_checks, ...)
 MAX_JSON_VALUES = 1_000_000  # values in one fixture: objects, arrays, strings, numbers, booleans and nulls
-_COUNT_CHUNK = 1024 * 1024
 
 _Items = Field(max_length=MAX_LIST_ITEMS)  # over it, pydantic stops at the first item past the limit
 
@@ -157,25 +157,6 @@ _EXPECTED = {
     "model_type": "an object",
     "dict_type": "an object",
 }
-
-
-def count_values(data: bytes) -> int:
-    """The number of values in the JSON document `data` (exact if it is valid JSON, an upper bound if not),
-    without parsing it, in O(len(data)) and little memory: one, plus the commas and the non-empty arrays and
-    objects outside strings (each value but the root either follows a comma or is a container's first)."""
-    if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    total = 1
-    inside = False  # whether the piece starts inside a string
-    tail = b"0"  # the last byte outside strings so far, "0" standing for a string
-    for start in range(0, len(data), _COUNT_CHUNK):  # in pieces: splitting it all would make millions of objects
-        pieces = data[start : start + _COUNT_CHUNK].split(b'"')
-        outside = b"0".join(pieces[1::2] if inside else pieces[::2]).translate(None, b" \t\r\n")
-        total += outside.count(b",") + outside.count(b"[") + outside.count(b"{")
-        total -= outside.count(b"[]") + outside.count(b"{}") + (not inside and tail + outside[:1] in (b"[]", b"{}"))
-        inside ^= len(pieces) % 2 == 0
-        tail = b"0" if inside else outside[-1:] or tail
-    return total
 
 
 def _too_many_values(data: bytes) -> int | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, DiagbotError
 from diagbot.core.report import headline
@@ -17,6 +19,14 @@ from diagbot.render.markdown import SuiteView, md
 
 class TraceKind:
     name = "trace"
+    options: type[BaseModel] | None = None
+
+    def validate(self, suite: SuiteInput) -> list[str]:
+        load_case_file(suite.cases, suite.cases_label)
+        return []
+
+    def blocking(self, report: TraceReport) -> list[str]:
+        return []
 
     def evaluate(self, suite: SuiteInput) -> TraceReport:
         cases = load_case_file(suite.cases, suite.cases_label)

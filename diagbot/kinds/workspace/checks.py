@@ -5,9 +5,10 @@ resolve outside it count as absent, only regular files are opened, and at most `
 are read (a 1 GiB sparse file costs 8 MiB, and the check says so in its detail).
 
 A case.yaml comes from the pull request, so every check is bounded whatever it asks for: regexes run on RE2
-(linear time, no backtracking), globs are translated so that matching one path never backtracks across wildcards,
-and a JMESPath query is capped in length and nesting when the case loads, and in steps and in what it builds
-while it runs. A check that hits a bound fails with a detail naming it; the other checks are not affected.
+(linear time, no backtracking; `core/regex.py`), globs are translated so that matching one path never backtracks
+across wildcards, and a JMESPath query is capped in length and nesting when the case loads, and in steps and in
+what it builds while it runs (`core/query.py`). A check that hits a bound fails with a detail naming it; the other
+checks are not affected.
 """
 
 from __future__ import annotations
@@ -16,55 +17,46 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
-from numbers import Number
 from typing import Annotated, Any, NamedTuple, TypeVar
 
-import jmespath
-import re2  # type: ignore[import-untyped]  # untyped; `_RE2` below is the typed face it is used through
-from jmespath import functions as jmespath_functions
 from jmespath.exceptions import JMESPathError, JMESPathTypeError
-from jmespath.parser import ParsedResult
-from jmespath.visitor import Options, TreeInterpreter
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from diagbot.core.models import StrictInput
+from diagbot.core.query import _INTERPRETER as _INTERPRETER
+from diagbot.core.query import _METER as _METER
+from diagbot.core.query import MAX_QUERY_BUILT as MAX_QUERY_BUILT
+from diagbot.core.query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
+from diagbot.core.query import MAX_QUERY_DEPTH as MAX_QUERY_DEPTH
+from diagbot.core.query import MAX_QUERY_STEPS as MAX_QUERY_STEPS
+from diagbot.core.query import QueryLimitError, run_query, truthy, valid_query
+from diagbot.core.regex import _RE2_OPTIONS as _RE2_OPTIONS
+from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.core.text import fold
 from diagbot.core.values import excerpt
+
+# The names imported `as` themselves above, and this one, lived here before the core took the regex and JMESPath
+# bounds over; they stay importable from here for the tests of hostile input.
+_compiled_regex = compile_regex
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
 MAX_ENTRIES = 100_000
 """Entries listed in one workspace; past this the listing stops, and a check that finds nothing fails."""
 
-# Bounds on what a case.yaml may ask for, checked when the case loads.
+# Bounds on what a case.yaml may ask for, checked when the case loads (those on regexes and JMESPath are in
+# `core/regex.py` and `core/query.py`).
 MAX_GLOB_CHARS = 1_000
 """Characters in one glob (or folder) of a case."""
 MAX_GLOB_PARTS = 32
 """Parts between `/` in one glob."""
 MAX_GLOB_DOUBLE_STARS = 8
 """`**` parts in one glob."""
-MAX_REGEX_CHARS = 1_000
-"""Characters in one regex pattern."""
-MAX_REGEX_PROGRAM = 128
-"""RE2 instructions one pattern compiles to, counted over bytes (a class is one range test, not the UTF-8
-sequences of its characters). RE2 runs in time linear in the text, but when its fast automaton gives up on a
-pattern (like `[ab]*a[ab]{60}c`) the fallback costs about 5 ns per instruction per byte here: this keeps the worst
-case to seconds for a file of `READ_CAP` bytes (the plainest patterns of cases take 10 to 80)."""
-MAX_QUERY_CHARS = 1_000
-"""Characters in one JMESPath expression."""
-MAX_QUERY_DEPTH = 64
-"""Levels of nesting in one JMESPath expression (its syntax tree), pipes and nested brackets included."""
-# Bounds on one query over one file, counted while it runs.
-MAX_QUERY_STEPS = 2_000_000
-"""Interpreter steps (expression nodes visited, value pairs compared) of one query on one file: about a second."""
-MAX_QUERY_BUILT = 2 * READ_CAP
-"""Array items, object members and string characters one query may build on one file, in total: twice what a
-file under the read cap can hold, so `to_string(@)` of any file fits, and a string doubled in a loop does not."""
 
 _FIRST_READ = 64 * 1024
 # Non-blocking, no-follow: a file swapped for a FIFO or a link after listing fails rather than hang or escape.
@@ -100,173 +92,6 @@ def safe_relative_path(value: str) -> str:
 SafeGlob = Annotated[str, AfterValidator(safe_relative_path)]
 
 
-class _RE2:
-    """A compiled RE2 pattern, typed, for what regex checks do: find the first match in UTF-8 bytes.
-
-    It calls the binding's RE2 object itself, without the `re`-like layer over it (a generator and a match object
-    per search). And a pattern that starts with literal text is looked for as bytes first (CPython's fast search),
-    RE2 running only where that text occurs; a pattern that is all literal text is found that way alone."""
-
-    __slots__ = ("_literal", "_match", "_prefix")
-
-    def __init__(self, compiled: Any, pattern: str) -> None:
-        self._match: Callable[[Any, bytes, int, int], list[tuple[int, int]]] = compiled._regexp.Match
-        prefix = _literal_prefix(pattern)
-        self._prefix = prefix.encode()
-        self._literal = self._prefix if prefix == pattern else None
-
-    def search(self, text: bytes) -> tuple[int, int] | None:
-        """(start, end) of the first match, in bytes, or None."""
-        if self._literal is not None:
-            start = text.find(self._literal)
-            return None if start == -1 else (start, start + len(self._literal))
-        if self._prefix and self._prefix not in text:
-            return None
-        start, end = self._match(_UNANCHORED, text, 0, len(text))[0]
-        return None if start == -1 else (start, end)
-
-
-_UNANCHORED = re2._Anchor.UNANCHORED
-_SPECIAL = frozenset("\\^$.|?*+()[]{}")
-
-
-def _literal_prefix(pattern: str) -> str:
-    """Text every match of `pattern` starts with: its leading run of plain characters (less the last one when a
-    quantifier follows it), unless a `|` outside any group or class offers an alternative to it. Empty when unsure
-    (`\\Q...\\E` quotes specials)."""
-    end = next((i for i, char in enumerate(pattern) if char in _SPECIAL), len(pattern))
-    if pattern[end : end + 1] in ("?", "*", "+", "{") or pattern.startswith("(?", end):  # `ab(?i)?` is `ab?`
-        end -= 1
-    if end <= 0 or "\\Q" in pattern:
-        return ""
-    depth, i = 0, end
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 1
-        elif char == "[":
-            i = _class_end(pattern, i)
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth <= 0:
-            return ""
-        i += 1
-    return pattern[:end]
-
-
-def _class_end(pattern: str, i: int) -> int:
-    """Where the class opened at `i` closes: a `]` first (after any `^`) is literal, `[:alpha:]` is one name."""
-    i += 2 if pattern[i + 1 : i + 2] == "^" else 1
-    if pattern[i : i + 1] == "]":
-        i += 1
-    while i < len(pattern) and pattern[i] != "]":
-        name_end = pattern.find(":]", i + 2) if pattern.startswith("[:", i) else -1
-        i = name_end + 2 if name_end != -1 else i + (2 if pattern[i] == "\\" else 1)
-    return i
-
-
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a bad pattern is reported as a case problem, not on stderr
-_RE2_OPTIONS.never_capture = True  # only the whole match is shown, and without groups RE2 finds it faster
-_SIZE_OPTIONS = re2.Options()
-_SIZE_OPTIONS.log_errors, _SIZE_OPTIONS.never_capture = False, True
-_SIZE_OPTIONS.encoding = re2.Options.Encoding.LATIN1
-
-# What Python's `re` has and RE2 lacks, looked for (outside escapes) in a pattern RE2 refused, to name it.
-_UNSUPPORTED = [
-    (
-        re.compile(r"\\[1-9]|\\g<|(?<!\\)\(\?P[=>]"),
-        "a backreference (\\1, \\g<name> or (?P=name))",
-        "match the repeated text itself",
-    ),
-    (
-        re.compile(r"(?<!\\)\(\?<?[=!]"),
-        "a lookahead or lookbehind ((?=, (?!, (?<= or (?<!)",
-        "match the surrounding text itself",
-    ),
-    (
-        re.compile(r"(?<!\\)\(\?>|(?<!\\)[*+?}]\+"),
-        "an atomic group or a possessive quantifier ((?>, *+, ++ or ?+)",
-        "RE2 never backtracks, so the plain group or quantifier means the same",
-    ),
-    (re.compile(r"(?<!\\)\(\?\("), "a conditional group ((?(1)...|...))", "use two checks"),
-    (re.compile(r"\\Z"), "\\Z", "write \\z for the end of the text"),
-    (re.compile(r"(?<!\\)\(\?(?:#|[a-zA-Z]*x)"), "a comment or verbose mode ((?# or (?x)", "write it without them"),
-]
-
-
-@lru_cache(maxsize=1024)
-def _compiled_regex(pattern: str) -> _RE2:
-    """RE2's compiled pattern, once per pattern; raises ValueError naming what RE2 cannot run, or the limit hit."""
-    if len(pattern) > MAX_REGEX_CHARS:
-        raise ValueError(f"is {len(pattern):,} characters long; the limit is {MAX_REGEX_CHARS:,}")
-    try:
-        compiled = re2.compile(pattern, _RE2_OPTIONS)
-    except re2.error as exc:
-        unescaped = pattern.replace("\\\\", "")  # an escaped backslash never starts a feature
-        for feature, name, fix in _UNSUPPORTED:
-            if feature.search(unescaped):
-                raise ValueError(
-                    f"uses {name}, which regex checks do not support: they run on RE2, which matches in time "
-                    f"linear in the text and so has no backtracking features; {fix}"
-                ) from None
-        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"{reason} (regex checks use RE2 syntax)") from None
-    try:  # the binding's own RE2 object knows its program size; over bytes, it measures the pattern's shape
-        size = re2.compile(pattern.encode(), _SIZE_OPTIONS)._regexp.ProgramSize()
-    except re2.error:  # no byte-wise reading of it (`\\x{10FFFF}`): count it as it is
-        size = compiled._regexp.ProgramSize()
-    if size > MAX_REGEX_PROGRAM:
-        raise ValueError(
-            f"compiles to {size:,} RE2 instructions; the limit is {MAX_REGEX_PROGRAM:,} (shorten counted "
-            "repetitions like .{0,100}, or split the pattern over several checks)"
-        )
-    return _RE2(compiled, pattern)
-
-
-def _valid_regex(pattern: str) -> str:
-    try:
-        _compiled_regex(pattern)
-    except ValueError as exc:
-        raise ValueError(f"invalid regular expression {pattern[:_SHOWN_CHARS]!r}: {exc}") from None
-    return pattern
-
-
-def _valid_jmespath(expr: str) -> str:
-    shown = repr(expr[:_SHOWN_CHARS]) + ("..." if len(expr) > _SHOWN_CHARS else "")
-    if len(expr) > MAX_QUERY_CHARS:
-        raise ValueError(
-            f"JMESPath expression {shown} is {len(expr):,} characters long; the limit is {MAX_QUERY_CHARS:,}"
-        )
-    try:
-        depth = _depth(_compiled(expr).parsed)
-    except JMESPathError as exc:
-        raise ValueError(f"invalid JMESPath expression {expr!r}: {exc}") from None
-    except RecursionError:
-        depth = MAX_QUERY_DEPTH + 1  # the parser itself ran out of stack: certainly over the limit
-    if depth > MAX_QUERY_DEPTH:
-        raise ValueError(
-            f"JMESPath expression {shown} nests more than {MAX_QUERY_DEPTH} levels deep (pipes and brackets count); "
-            "flatten it"
-        )
-    return expr
-
-
-def _depth(tree: Any) -> int:
-    """Levels of the syntax tree, walked without recursion."""
-    deepest, todo = 0, [(tree, 1)]
-    while todo:
-        node, level = todo.pop()
-        deepest = max(deepest, level)
-        todo.extend((child, level + 1) for child in node.get("children", ()) if isinstance(child, dict))
-    return deepest
-
-
-@lru_cache(maxsize=1024)
-def _compiled(expr: str) -> ParsedResult:
-    return jmespath.compile(expr)
-
-
 class ContainsSpec(StrictInput):
     file: SafeGlob
     any_of: list[str] | None = Field(None, alias="any", min_length=1)
@@ -287,11 +112,11 @@ class ContainsSpec(StrictInput):
 
 class RegexSpec(StrictInput):
     file: SafeGlob
-    pattern: Annotated[str, AfterValidator(_valid_regex)]
+    pattern: Annotated[str, AfterValidator(valid_regex)]
 
     @cached_property
-    def compiled(self) -> _RE2:
-        return _compiled_regex(self.pattern)  # compiled by the validator already: a cache hit
+    def compiled(self) -> Regex:
+        return compile_regex(self.pattern)  # compiled by the validator already: a cache hit
 
     @cached_property
     def dollar_before_newline(self) -> bool:
@@ -303,7 +128,7 @@ class RegexSpec(StrictInput):
 
 class JsonQuerySpec(StrictInput):
     file: SafeGlob
-    expr: Annotated[str, AfterValidator(_valid_jmespath)]
+    expr: Annotated[str, AfterValidator(valid_query)]
 
 
 class CheckKind(StrEnum):
@@ -694,231 +519,6 @@ def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:
     return hit is not None, said + (f" ({note})" if note else "")
 
 
-def _jmespath_truthy(value: Any) -> bool:
-    """JMESPath's own truth: null, false and empty string/array/object are false; the number 0 is true."""
-    if value is None or value is False:
-        return False
-    return not (isinstance(value, str | list | dict) and len(value) == 0)
-
-
-# ---- bounded JMESPath ----------------------------------------------------------------------------------
-#
-# A query cannot loop, but it can multiply: `[@, @]` doubles what it is given, `join('', [@, @])` doubles a
-# string, and 36 of them take tens of GB. So everything the interpreter builds (projections, flattening, slices,
-# multi-selects, what functions read and write) is charged against MAX_QUERY_BUILT, and every node visited and
-# every pair of values compared against MAX_QUERY_STEPS, per query and file. Values built by `[@, @]` share what
-# they hold, so they stay small until something writes them out in full: `to_string` sizes its argument first
-# (each shared part once), `==` compares pair by pair on the meter, and the detail writes only what it shows.
-
-
-class QueryLimitError(Exception):
-    """A JMESPath query hit a bound: its check fails with this message, nothing else is affected."""
-
-
-class _Meter:
-    """What the query being evaluated has cost so far; reset before each query on each file."""
-
-    __slots__ = ("built", "steps")
-
-    def __init__(self) -> None:
-        self.steps = self.built = 0
-
-    def reset(self) -> None:
-        self.steps = self.built = 0
-
-    def step(self, count: int = 1) -> None:
-        self.steps += count
-        if self.steps > MAX_QUERY_STEPS:
-            raise QueryLimitError(
-                f"stopped after {MAX_QUERY_STEPS:,} evaluation steps, the limit for one query on one file; "
-                "narrow the query"
-            )
-
-    def build(self, count: int) -> None:
-        self.built += count
-        if self.built > MAX_QUERY_BUILT:
-            raise QueryLimitError(
-                f"stopped: it would build more than {MAX_QUERY_BUILT:,} array items, object members and string "
-                "characters, the limit for one query on one file; narrow the query"
-            )
-
-    def room(self) -> int:
-        return MAX_QUERY_BUILT - self.built
-
-
-def _written_size(value: Any, cap: int) -> int:
-    """About how many characters `value` takes as JSON, parts shared by `[@, @]` counted as often as they would be
-    written, in time linear in its distinct parts (each array or object is sized once, after its items), without
-    recursion. Sizes stop growing past `cap`. No part is written more than a few times longer than it counts
-    (escapes, floats), and each counts at least one, so json.dumps of a value under `cap` is bounded too."""
-    sizes: dict[int, int] = {}  # id -> size of each array and object; all stay alive inside `value` meanwhile
-    todo: list[tuple[Any, bool]] = [(value, False)]
-    while todo:
-        item, children_sized = todo.pop()
-        if id(item) in sizes or not isinstance(item, list | dict):
-            continue
-        members = item if isinstance(item, list) else item.values()
-        if children_sized:
-            size = 1 + len(item) + sum(_sized(member, sizes) for member in members)
-            if isinstance(item, dict):
-                size += sum(len(key) + 3 for key in item)
-            sizes[id(item)] = min(size, cap + 1)
-        else:
-            todo.append((item, True))
-            todo.extend((member, False) for member in members if isinstance(member, list | dict))
-    return _sized(value, sizes)
-
-
-def _sized(item: Any, sizes: dict[int, int]) -> int:
-    if isinstance(item, str):  # to_string escapes non-ASCII text, 6 characters for most characters
-        return len(item) * (1 if item.isascii() else 6) + 2
-    if isinstance(item, list | dict):
-        return sizes[id(item)]
-    if isinstance(item, int) and not isinstance(item, bool):
-        return item.bit_length() // 3 + 1  # at least its decimal digits
-    return 5
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Number) and not isinstance(value, bool)
-
-
-class _BoundedFunctions(jmespath_functions.Functions):
-    """JMESPath's functions, charged to the meter: each pays for the strings, arrays and objects it is given
-    (it reads them), `join` and `to_string` for what they write, `contains` for each item it compares."""
-
-    _FREE = frozenset({"length", "type", "not_null", "to_array", "abs", "ceil", "floor"})
-
-    def call_function(self, function_name: str, resolved_args: Iterable[Any]) -> Any:
-        args = list(resolved_args)
-        if function_name not in self._FREE:
-            _METER.build(sum(len(arg) for arg in args if isinstance(arg, str | list | dict)))
-        return super().call_function(function_name, args)
-
-    @jmespath_functions.signature({"types": ["string"]}, {"types": ["array-string"]})
-    def _func_join(self, separator: str, array: list[str]) -> str:
-        _METER.build(sum(map(len, array)) + len(separator) * max(len(array) - 1, 0))
-        return separator.join(array)
-
-    @jmespath_functions.signature({"types": []})
-    def _func_to_string(self, arg: Any) -> str:
-        if isinstance(arg, str):
-            return arg
-        _METER.build(_written_size(arg, _METER.room()))
-        return json.dumps(arg, separators=(",", ":"), default=str)
-
-    @jmespath_functions.signature({"types": ["array", "string"]}, {"types": []})
-    def _func_contains(self, subject: list[Any] | str, search: Any) -> bool:
-        if isinstance(subject, str):
-            return search in subject  # a TypeError for a non-string search, as JMESPath's own
-        return any(item is search or _equal(item, search) for item in subject)
-
-
-def _equal(left: Any, right: Any) -> bool:
-    """Python's `==` on JSON values (as JMESPath uses it), without recursion and charged a step per pair, so that
-    comparing two arrays that share their items many times over costs what it costs, not forever."""
-    todo = [(left, right)]
-    _METER.step()
-    while todo:
-        a, b = todo.pop()
-        if a is b:  # what `==` inside an array or object does first, too
-            continue
-        if isinstance(a, list):
-            if not isinstance(b, list) or len(a) != len(b):
-                return False
-            _METER.step(len(a))
-            todo.extend(zip(a, b, strict=True))
-        elif isinstance(a, dict):
-            if not isinstance(b, dict) or len(a) != len(b):
-                return False
-            _METER.step(len(a))
-            for key, member in a.items():
-                if key not in b:
-                    return False
-                todo.append((member, b[key]))
-        elif isinstance(b, list | dict) or a != b:
-            return False
-    return True
-
-
-class _BoundedInterpreter(TreeInterpreter):
-    """JMESPath's interpreter with each node visited counted as a step, and what it builds charged."""
-
-    def __init__(self, options: Options) -> None:
-        super().__init__(options)
-        self._methods: dict[str, Callable[..., Any]] = {}
-
-    def visit(self, node: Any, *args: Any, **kwargs: Any) -> Any:
-        """The base class's dispatch (one call less than calling it: this is the hot loop), plus a step."""
-        meter = _METER
-        meter.steps += 1
-        if meter.steps > MAX_QUERY_STEPS:
-            meter.step(0)  # raises
-        method = self._methods.get(node["type"])
-        if method is None:
-            method = self._methods[node["type"]] = getattr(self, f"visit_{node['type']}", self.default_visit)
-        return method(node, *args, **kwargs)
-
-    def visit_comparator(self, node: Any, value: Any) -> Any:
-        left, right = (self.visit(child, value) for child in node["children"])
-        operator = node["value"]
-        if operator in ("eq", "ne"):
-            if isinstance(left, list | dict) and isinstance(right, list | dict):
-                return _equal(left, right) is (operator == "eq")
-            return self.COMPARATOR_FUNC[operator](left, right)
-        if not (_is_number(left) or isinstance(left, str)) or not (_is_number(right) or isinstance(right, str)):
-            return None  # ordering is for numbers (and strings), as in JMESPath's own
-        return self.COMPARATOR_FUNC[operator](left, right)
-
-    def visit_flatten(self, node: Any, value: Any) -> Any:
-        base = self.visit(node["children"][0], value)
-        if not isinstance(base, list):
-            return None
-        _METER.build(sum(len(item) if isinstance(item, list) else 1 for item in base))  # before it is built
-        merged: list[Any] = []
-        for item in base:
-            if isinstance(item, list):
-                merged.extend(item)
-            else:
-                merged.append(item)
-        return merged
-
-    def visit_slice(self, node: Any, value: Any) -> Any:
-        return _built(super().visit_slice(node, value))
-
-    def visit_multi_select_dict(self, node: Any, value: Any) -> Any:
-        return _built(super().visit_multi_select_dict(node, value))
-
-    def visit_multi_select_list(self, node: Any, value: Any) -> list[Any] | None:
-        return _built(super().visit_multi_select_list(node, value))
-
-    def visit_projection(self, node: Any, value: Any) -> list[Any] | None:
-        return _built(super().visit_projection(node, value))
-
-    def visit_value_projection(self, node: Any, value: Any) -> list[Any] | None:
-        return _built(super().visit_value_projection(node, value))
-
-    def visit_filter_projection(self, node: Any, value: Any) -> list[Any] | None:
-        return _built(super().visit_filter_projection(node, value))
-
-
-_T = TypeVar("_T")
-
-
-def _built(value: _T) -> _T:
-    """Charge what a node built; each such node builds at most one item per item it was given or per child."""
-    if isinstance(value, list | dict):
-        _METER.build(len(value))
-    return value
-
-
-# One meter and one interpreter serve every query (`ParsedResult.search` builds a new interpreter per call, and each
-# is a reference cycle, as it caches its own bound methods, that only the cycle collector frees, which
-# `judge_suite` pauses). Queries run one at a time: the meter is reset before each.
-_METER = _Meter()
-_INTERPRETER = _BoundedInterpreter(Options(custom_functions=_BoundedFunctions()))
-
-
 def _preview(value: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, default=str)[:80]`, written only as far as needed: a value built by
     `[@, @]` thirty times over shares its parts, and written out in full it would not fit in memory."""
@@ -988,9 +588,8 @@ def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool
     ok, value, problem = ws.json(rel)
     if not ok:
         return False, problem
-    _METER.reset()
     try:
-        result = _INTERPRETER.visit(_compiled(spec.expr).parsed, value)
+        result = run_query(spec.expr, value)
         shown = _preview(result)
     except QueryLimitError as exc:
         return False, f"{spec.expr} {exc}"
@@ -1000,7 +599,7 @@ def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool
         return False, f"{spec.expr} failed: {_type_problem(exc)}"
     except (JMESPathError, TypeError, ValueError) as exc:
         return False, f"{spec.expr} failed: {exc}"
-    return _jmespath_truthy(result), f"{spec.expr} -> {excerpt(shown, _SHOWN_CHARS)}"
+    return truthy(result), f"{spec.expr} -> {excerpt(shown, _SHOWN_CHARS)}"
 
 
 def json_valid(ws: Workspace, pattern: str) -> Outcome:

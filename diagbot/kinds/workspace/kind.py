@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, ReportFormatError
@@ -26,6 +26,16 @@ _ICONS = {Verdict.PASS: "✅", Verdict.FAIL: "❌", Verdict.INVALID: "⛔"}
 
 class WorkspaceKind:
     name = "workspace"
+    options: type[BaseModel] | None = None
+
+    def validate(self, suite: SuiteInput) -> list[str]:
+        _, problems = load_workspace_suite(suite.cases, suite.fixtures)
+        if problems:
+            raise CaseFileError(*problems)
+        return []
+
+    def blocking(self, report: WorkspaceReport) -> list[str]:
+        return []
 
     def evaluate(self, suite: SuiteInput) -> WorkspaceReport:
         cases, problems = load_workspace_suite(suite.cases, suite.fixtures)

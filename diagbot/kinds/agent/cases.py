@@ -1,0 +1,450 @@
+"""The general eval case of seed 001 (12.10 generic fields, 12.11 extensions, 12.9.6 reviews), strictly.
+
+Field names are 001's snake_case names. Every model forbids unknown keys, so a typo is an error naming file,
+case and field with the closest known name, never an expectation quietly dropped. Where 001 allows a string or
+a structure, the shape decides which model reads it (`_by_shape`), so a mistake is reported once, against the
+shape that was written, instead of once per alternative.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+
+import jsonschema
+from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from diagbot.core.models import StrictInput
+from diagbot.core.query import valid_query
+from diagbot.core.regex import compile_regex, valid_regex
+
+Role = Literal["golden", "regression", "hard_case", "red_team", "manual_review"]
+ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
+RiskLevel = Literal["P0", "P1", "P2", "P3"]
+Difficulty = Literal["Easy", "Medium", "Hard", "Hard Negative", "Adversarial"]
+ReviewStatus = Literal["draft", "needs_revision", "approved", "rejected"]
+TraceField = Literal["action", "tool_call", "observation", "state_change", "final_state"]
+SHAPE_TAGS = frozenset({"text", "list", "object"})  # the tags `_by_shape` adds to error locations; not field names
+MAX_ITEMS = 1_000  # items in any one list of a case (expected calls, criteria, policies...)
+
+Regex = Annotated[str, AfterValidator(valid_regex)]
+Query = Annotated[str, AfterValidator(valid_query)]
+Texts = Annotated[list[str], Field(max_length=MAX_ITEMS)]
+
+
+def _shape(value: Any) -> str:
+    return "text" if isinstance(value, str) else "list" if isinstance(value, list) else "object"
+
+
+def _by_shape(**branches: Any) -> Any:
+    """A union read by the value's shape (a string, a list, anything else): only that branch reports errors.
+    A shape with no branch is read by the last one, which then says what it expected."""
+    fallback = list(branches)[-1]
+    tagged = tuple(Annotated[kind, Tag(tag)] for tag, kind in branches.items())
+    return Annotated[
+        Union[tagged],  # noqa: UP007  # built at run time, so not spelt with |
+        Discriminator(lambda value: _shape(value) if _shape(value) in branches else fallback),
+    ]
+
+
+class Model(StrictInput):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+
+
+# --- check objects ---------------------------------------------------------------------------------------------
+
+
+class AnyAll(Model):
+    any_of: Texts | None = Field(None, alias="any", min_length=1)
+    all_of: Texts | None = Field(None, alias="all", min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> AnyAll:
+        if (self.any_of is None) == (self.all_of is None):
+            raise ValueError("give exactly one of 'any' or 'all'")
+        return self
+
+
+class ToolArgs(Model):
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+
+
+class CalledBefore(Model):
+    first: str = Field(min_length=1)
+    then: str = Field(min_length=1)
+
+
+class StateQuery(Model):
+    id: str | None = None
+    expr: Query
+    equals: Any = None
+
+    @property
+    def has_expected(self) -> bool:
+        return "equals" in self.model_fields_set
+
+
+if TYPE_CHECKING:  # what the shape-read unions are, for the type checker
+    ContainsSpec = list[str] | AnyAll
+    TextOrTexts = str | list[str]
+    ToolRef = str | ToolArgs
+else:
+    ContainsSpec = _by_shape(list=Texts, object=AnyAll)
+    TextOrTexts = _by_shape(text=str, list=Texts)
+    ToolRef = _by_shape(text=str, object=ToolArgs)
+
+
+CHECK_KEYS = (
+    "answer_contains",
+    "answer_not_contains",
+    "answer_matches",
+    "answer_not_matches",
+    "replies_contain",
+    "tool_called",
+    "tool_not_called",
+    "called_before",
+    "max_tool_calls",
+    "max_turns",
+    "max_duration_ms",
+    "state",
+)
+
+
+class Check(Model):
+    """One machine check on a run: exactly one of CHECK_KEYS, and an optional id that failures name."""
+
+    id: str | None = Field(None, min_length=1, max_length=200)
+    answer_contains: ContainsSpec | None = None
+    answer_not_contains: TextOrTexts | None = None
+    answer_matches: Regex | None = None
+    answer_not_matches: Regex | None = None
+    replies_contain: ContainsSpec | None = None
+    tool_called: ToolRef | None = None
+    tool_not_called: TextOrTexts | None = None
+    called_before: CalledBefore | None = None
+    max_tool_calls: int | None = Field(None, ge=0)
+    max_turns: int | None = Field(None, ge=0)
+    max_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    state: StateQuery | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Check:
+        given = [key for key in CHECK_KEYS if getattr(self, key) is not None]
+        if len(given) != 1:
+            found = f"found {', '.join(given)}" if given else "found none"
+            raise ValueError(f"a check object takes exactly one of {', '.join(CHECK_KEYS)} ({found})")
+        return self
+
+    @property
+    def key(self) -> str:
+        return next(key for key in CHECK_KEYS if getattr(self, key) is not None)
+
+    @property
+    def value(self) -> Any:
+        return getattr(self, self.key)
+
+
+if TYPE_CHECKING:
+    TextOrCheck = str | Check
+    RuleRef = str | Check
+else:
+    TextOrCheck = _by_shape(text=str, object=Check)
+    RuleRef = _by_shape(text=Annotated[str, Field(min_length=1)], object=Check)
+Criteria = Annotated[list[TextOrCheck], Field(max_length=MAX_ITEMS)]
+
+
+# --- governance --------------------------------------------------------------------------------------------------
+
+
+class UsageRights(Model):
+    status: str = Field(min_length=1)
+    allowed_uses: Texts | None = None
+    access_scope: str | None = None
+    retain_until: date | None = Field(None, strict=False)  # YAML gives a date, JSON an ISO string
+
+
+if TYPE_CHECKING:
+    Rights = str | UsageRights
+else:
+    Rights = _by_shape(text=str, object=UsageRights)
+
+
+class Metadata(Model):
+    dataset_role: Role
+    tags: Texts
+    owner: str = Field(min_length=1)
+    review_status: ReviewStatus
+    usage_rights_status: Rights
+
+    @property
+    def rights(self) -> str:
+        rights = self.usage_rights_status
+        return rights.status if isinstance(rights, UsageRights) else str(rights)
+
+    @property
+    def retain_until(self) -> date | None:
+        rights = self.usage_rights_status
+        return rights.retain_until if isinstance(rights, UsageRights) else None
+
+
+class Review(Model):
+    reviewer: str = Field(min_length=1)
+    review_result: Literal["approved", "rejected", "needs_revision"]
+    issue_type: TextOrTexts | None = None
+    required_fix: str | None = None
+    approved_for: Annotated[list[Role], Field(max_length=len(ROLES))] | None = None
+
+
+# --- evaluator configuration -------------------------------------------------------------------------------------
+
+
+if TYPE_CHECKING:
+    Scope = Literal["all", "side_effect"] | list[str]
+else:
+    Scope = _by_shape(text=Literal["all", "side_effect"], list=Texts)
+
+
+class ToolSequenceConfig(Model):
+    match: Literal["subsequence", "strict", "unordered", "superset", "subset"] = "subsequence"
+    scope: Scope = "all"
+    ignore_failed: bool = False
+
+
+class EvaluatorConfig(Model):
+    tool_sequence: ToolSequenceConfig = ToolSequenceConfig()
+    args_match: Literal["partial", "exact"] = "partial"
+    rule_checks: Annotated[list[RuleRef], Field(max_length=MAX_ITEMS)] = Field(default_factory=list)
+    judge: Any = None  # a judge or rubric run elsewhere: recorded, never machine-checked
+
+
+# --- Tool and side-effect fields (12.6, 12.6.1) -------------------------------------------------------------------
+
+
+class ToolSpec(Model):
+    name: str = Field(min_length=1)
+    side_effect: bool = False
+    description: str | None = None
+
+
+class Transition(Model):
+    key: str | None = None
+    from_: Any = Field(alias="from")
+    to: Any
+
+
+if TYPE_CHECKING:
+    Transitions = str | list[str | Transition] | Transition
+    Preconditions = list[dict[str, Any]] | dict[str, Any]
+else:
+    _TransitionItem = _by_shape(text=str, object=Transition)
+    Transitions = _by_shape(
+        text=str, list=Annotated[list[_TransitionItem], Field(max_length=MAX_ITEMS)], object=Transition
+    )
+    Preconditions = _by_shape(list=Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEMS)], object=dict[str, Any])
+
+
+class SideEffectPolicy(Model):
+    tool: str = Field(min_length=1)
+    precondition: Preconditions | None = None
+    confirmation_required: bool = False
+    idempotency_key: TextOrTexts | None = None
+    allowed_state_transition: Transitions | None = None
+    forbidden_state_transition: Transitions | None = None
+    audit_requirement: TextOrTexts | None = None
+
+    @property
+    def preconditions(self) -> list[dict[str, Any]]:
+        given = self.precondition
+        return [] if given is None else [given] if isinstance(given, dict) else list(given)
+
+    @property
+    def idempotency_paths(self) -> list[str]:
+        given = self.idempotency_key
+        parts = given.split("+") if isinstance(given, str) else given or []
+        return [part.strip() for part in parts if part.strip()]
+
+    @property
+    def audit_fields(self) -> list[str]:
+        given = self.audit_requirement
+        return [given] if isinstance(given, str) else list(given or [])
+
+    @staticmethod
+    def transitions(given: Any) -> list[Transition | str]:
+        return [] if given is None else list(given) if isinstance(given, list) else [given]
+
+
+class SequenceItem(Model):
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+
+
+class TraceRequirement(Model):
+    required_fields: Annotated[list[TraceField], Field(max_length=5)] = Field(default_factory=list)
+
+
+class Constraints(Model):
+    must_include: Texts | None = None
+    must_not_include: Texts | None = None
+    max_chars: int | None = Field(None, ge=0)
+    format: Any = None  # prose: shown as not machine-checked
+    tone: Any = None
+    length: Any = None
+    safety: Any = None
+
+
+class ServiceLevel(Model):
+    max_turns: int | None = Field(None, ge=0)
+    max_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    description: Any = None  # prose
+
+
+class GoldEvidence(Model):
+    doc_id: str = Field(min_length=1)
+    passage_id: str | None = None
+    required: bool = True
+
+
+if TYPE_CHECKING:
+    TextOrObject = str | dict[str, Any]
+    Rubric = str | list[Any] | dict[str, Any]
+    ToolEntry = str | ToolSpec
+    SequenceEntry = str | SequenceItem
+    ArgSets = list[dict[str, Any]] | dict[str, Any]
+    Policies = list[SideEffectPolicy] | SideEffectPolicy
+    StateChecks = list[StateQuery] | StateQuery
+else:
+    TextOrObject = _by_shape(text=str, object=dict[str, Any])
+    Rubric = _by_shape(text=str, list=list[Any], object=dict[str, Any])
+    ToolEntry = _by_shape(text=str, object=ToolSpec)
+    SequenceEntry = _by_shape(text=str, object=SequenceItem)
+    ArgSets = _by_shape(list=Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEMS)], object=dict[str, Any])
+    Policies = _by_shape(list=Annotated[list[SideEffectPolicy], Field(max_length=MAX_ITEMS)], object=SideEffectPolicy)
+    StateChecks = _by_shape(list=Annotated[list[StateQuery], Field(max_length=MAX_ITEMS)], object=StateQuery)
+
+
+def _regexes_in(schema: Any, tool: str) -> None:
+    """Every `pattern` must run on RE2, and `patternProperties` is refused: jsonschema matches those keys with
+    Python's backtracking `re` in several keywords, and a pull request writes them."""
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            if "patternProperties" in node:
+                raise ValueError(
+                    f"the schema for {tool!r} uses patternProperties, which diagbot does not run; list the properties"
+                )
+            if isinstance(node.get("pattern"), str):
+                try:
+                    compile_regex(node["pattern"])
+                except ValueError as exc:
+                    raise ValueError(f"the schema for {tool!r} has pattern {node['pattern'][:60]!r}: {exc}") from None
+            todo.extend(node.values())
+
+
+def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    for tool, schema in schemas.items():
+        if not isinstance(schema, dict | bool):
+            raise ValueError(f"the schema for {tool!r} must be a JSON Schema object")
+        _regexes_in(schema, tool)
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+            raise ValueError(
+                f"the schema for {tool!r} is not a valid JSON Schema at {where}: {exc.message[:120]}"
+            ) from None
+    return schemas
+
+
+class AgentCase(Model):
+    """One case. Required generic fields first (12.10), then the optional and extension fields (12.11)."""
+
+    case_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    case_version: str = Field(min_length=1)
+    dataset_id: str = Field(min_length=1)
+    dataset_version: str = Field(min_length=1)
+    title: str
+    scenario: str
+    user_task: str
+    ability_tags: Annotated[list[str], Field(min_length=1, max_length=MAX_ITEMS)]
+    risk_level: RiskLevel
+    difficulty: Difficulty
+    source: str
+    input: TextOrObject
+    context: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
+    expected_behavior: Annotated[list[TextOrCheck], Field(min_length=1, max_length=MAX_ITEMS)]
+    negative_behavior: Criteria | None = None
+    rubric: Rubric
+    evaluator_config: EvaluatorConfig
+    metadata: Metadata
+    reviews: Annotated[list[Review], Field(max_length=MAX_ITEMS)] = Field(default_factory=list)
+    # LLM (12.4)
+    reference: Any = None
+    constraints: Constraints | None = None
+    generation_config: dict[str, Any] | None = None
+    # Tool (12.6, 12.6.1)
+    user_goal: Any = None
+    state: dict[str, Any] | None = None
+    available_tools: Annotated[list[ToolEntry], Field(max_length=MAX_ITEMS)] | None = None
+    tool_schema: Annotated[dict[str, Any], AfterValidator(_valid_schemas)] | None = None
+    expected_tool_sequence: Annotated[list[SequenceEntry], Field(max_length=MAX_ITEMS)] | None = None
+    expected_args: dict[str, ArgSets] | None = None
+    expected_result_usage: Any = None
+    side_effect_policy: Policies | None = None
+    # Agent (12.7)
+    goal: Any = None
+    initial_state: dict[str, Any] | None = None
+    interaction: Any = None
+    trace_requirement: TraceRequirement | None = None
+    success_criteria: Criteria | None = None
+    failure_criteria: Criteria | None = None
+    safety_constraints: Criteria | None = None
+    final_state_check: StateChecks | None = None
+    # Business (12.8)
+    business_scenario: Any = None
+    user_journey: Any = None
+    sop: Any = None
+    policy_constraints: Any = None
+    service_level: ServiceLevel | None = None
+    business_success: Any = None
+    audit_requirement: Any = None
+    # RAG (12.5): validated now, checked by the RAG checks
+    environment_requirements: dict[str, Any] | None = None
+    corpus_version: str | None = None
+    gold_evidence: Annotated[list[GoldEvidence], Field(max_length=MAX_ITEMS)] | None = None
+    context_policy: Any = None
+    citation_requirement: Any = None
+    evaluation_metrics: Texts | None = None
+
+    @field_validator("reviews", mode="before")
+    @classmethod
+    def _no_null_reviews(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @property
+    def policies(self) -> list[SideEffectPolicy]:
+        given = self.side_effect_policy
+        return [] if given is None else [given] if isinstance(given, SideEffectPolicy) else list(given)
+
+    @property
+    def state_checks(self) -> list[StateQuery]:
+        given = self.final_state_check
+        return [] if given is None else [given] if isinstance(given, StateQuery) else list(given)
+
+    @property
+    def side_effect_tools(self) -> set[str]:
+        marked = {t.name for t in self.available_tools or [] if isinstance(t, ToolSpec) and t.side_effect}
+        return marked | {policy.tool for policy in self.policies}
+
+    @property
+    def tool_names(self) -> set[str] | None:
+        if self.available_tools is None:
+            return None
+        return {t if isinstance(t, str) else t.name for t in self.available_tools}
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(AgentCase.model_fields)

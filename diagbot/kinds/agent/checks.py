@@ -1,0 +1,601 @@
+"""The agent suite's checks: one registry of case checks (each with its stable code), and one of rule checks.
+
+A case check reads the case and one trial's run and returns failure messages ([] when it holds); `applies` says,
+from the case alone, whether the case asks for it at all, so a case that asks for nothing machine-checkable is
+`unchecked` rather than passed. Rule checks are the small named predicates of check objects (`answer_contains`,
+`tool_called`, ...); each returns whether it holds and a sentence saying what was seen, which reads right both
+for criteria that must hold and for those that must not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+from jmespath.exceptions import JMESPathError
+
+from diagbot.core.query import QueryLimitError, run_query, truthy
+from diagbot.core.regex import Regex, compile_regex
+from diagbot.core.text import Folded, fold
+from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
+from diagbot.kinds.agent.match import args_mismatch, max_matching, ordered_matching, show
+from diagbot.kinds.agent.run import Message, Run, StateChange, ToolCall
+
+_NAMES_SHOWN = 12
+_LISTED = 5  # failures of one kind listed per check before "and N more"
+
+
+class Code:
+    """The stable failure codes: each failure is `"<code>: <message>"` in a trial's failedChecks."""
+
+    TRACE_MISSING = "trace_missing"
+    TRACE_INVALID = "trace_invalid"
+    TOOL_SEQUENCE_MISMATCH = "tool_sequence_mismatch"
+    EXPECTED_ARGS_MISMATCH = "expected_args_mismatch"
+    UNAVAILABLE_TOOL_CALLED = "unavailable_tool_called"
+    TOOL_ARGS_INVALID = "tool_args_invalid"
+    PRECONDITION_UNMET = "precondition_unmet"
+    CONFIRMATION_MISSING = "confirmation_missing"
+    DUPLICATE_SIDE_EFFECT = "duplicate_side_effect"
+    STATE_TRANSITION_FORBIDDEN = "state_transition_forbidden"
+    AUDIT_MISSING = "audit_missing"
+    TRACE_REQUIREMENT_MISSING = "trace_requirement_missing"
+    FINAL_STATE_MISMATCH = "final_state_mismatch"
+    RULE_FAILED = "rule_failed"
+    CONSTRAINT_FAILED = "constraint_failed"
+
+
+DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
+
+
+@dataclass
+class Trial:
+    """One run as the checks see it, with what several checks share computed once."""
+
+    run: Run
+    rules: dict[str, Check]  # the suite's named rules
+    confirmation: Regex
+    initial_state: dict[str, Any]  # the case's `initial_state`, else its `state`
+
+    @cached_property
+    def answer(self) -> Folded:
+        return fold(self.run.answer)
+
+    @cached_property
+    def replies(self) -> Folded:
+        return fold("\n".join(self.run.assistant_texts))
+
+    @cached_property
+    def final_state(self) -> dict[str, Any]:
+        """The recorded final state, else the initial state with every recorded state change applied."""
+        if self.run.final_state is not None:
+            return self.run.final_state
+        return self._replayed
+
+    @cached_property
+    def _replayed(self) -> dict[str, Any]:
+        state = dict(self.initial_state)
+        for change in self.run.state_changes:
+            state[change.key] = change.after
+        return state
+
+
+def trial(run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Regex) -> Trial:
+    return Trial(
+        run, rules, confirmation, dict(case.initial_state if case.initial_state is not None else case.state or {})
+    )
+
+
+def _names(calls: list[Any]) -> str:
+    names = [c if isinstance(c, str) else c.tool for c in calls]
+    more = f", … {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    return "[" + ", ".join(names[:_NAMES_SHOWN]) + more + "]"
+
+
+def _capped(messages: list[str]) -> list[str]:
+    if len(messages) <= _LISTED:
+        return messages
+    return [*messages[:_LISTED], f"and {len(messages) - _LISTED} more like these"]
+
+
+def _call_label(run: Run, call: ToolCall) -> str:
+    return f"{call.tool} (call {run.calls.index(call) + 1})"
+
+
+def same(expected: Any, actual: Any) -> bool:
+    """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1)."""
+    return args_mismatch(expected, actual, exact=True) is None
+
+
+def query(expr: str, state: dict[str, Any]) -> tuple[bool, Any, str | None]:
+    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised."""
+    try:
+        return True, run_query(expr, state), None
+    except QueryLimitError as exc:
+        return False, None, str(exc)
+    except (JMESPathError, TypeError, ValueError, RecursionError) as exc:
+        return False, None, f"the query failed ({str(exc)[:100]})"
+
+
+def state_holds(check: StateQuery, state: dict[str, Any]) -> tuple[bool, str]:
+    label = check.id or check.expr
+    ran, value, why = query(check.expr, state)
+    if not ran:
+        return False, f"{label}: {why}"
+    if check.has_expected:
+        if same(check.equals, value):
+            return True, f"{label} is {show(value)}"
+        return False, f"{label}: expected {show(check.equals)}, got {show(value)}"
+    return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
+
+
+# --- rule checks -------------------------------------------------------------------------------------------------
+
+
+def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> tuple[bool, str]:
+    needles = spec if isinstance(spec, list) else spec.any_of or spec.all_of or []
+    found = text.matches(needles)
+    if isinstance(spec, AnyAll) and spec.any_of is not None:
+        if found:
+            return True, f"{what} contains {show(found[0])}"
+        return False, f"{what} contains none of {show(needles)}"
+    missing = [n for n in needles if n not in found]
+    if missing:
+        return False, f"{what} lacks {show(missing)}"
+    return True, f"{what} contains {show(needles)}"
+
+
+def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
+    found = text.matches([spec] if isinstance(spec, str) else spec)
+    return (False, f"the answer contains {show(found)}") if found else (True, "the answer contains none of them")
+
+
+def _matches(pattern: str, text: str) -> bool:
+    return compile_regex(pattern).search_text(text)
+
+
+def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
+    tool, args = (spec, None) if isinstance(spec, str) else (spec.tool, spec.args)
+    calls = [c for c in t.run.calls if c.tool == tool]
+    if not calls:
+        return False, f"{tool} was not called"
+    if args is None:
+        return True, f"{tool} was called ({len(calls)}×)"
+    for call in calls:
+        if call.args_problem is None and args_mismatch(args, call.args) is None:
+            return True, f"{_call_label(t.run, call)} was called with {show(args)}"
+    why = args_mismatch(args, calls[0].args) if calls[0].args_problem is None else calls[0].args_problem
+    return False, f"no call of {tool} has {show(args)} ({_call_label(t.run, calls[0])}: {why})"
+
+
+def _not_called(spec: str | list[str], t: Trial) -> tuple[bool, str]:
+    tools = [spec] if isinstance(spec, str) else spec
+    hit = next((c for c in t.run.calls if c.tool in tools), None)
+    return (False, f"{_call_label(t.run, hit)} was called") if hit else (True, f"none of {show(tools)} was called")
+
+
+def _before(spec: Any, t: Trial) -> tuple[bool, str]:
+    tools = [c.tool for c in t.run.calls]
+    if spec.then not in tools:
+        return False, f"{spec.then} was not called"
+    if spec.first in tools[: tools.index(spec.then)]:
+        return True, f"{spec.first} was called before {spec.then}"
+    return False, f"{spec.then} was called before any call of {spec.first}"
+
+
+def _at_most(value: float | None, limit: float, what: str) -> tuple[bool, str]:
+    if value is None:
+        return False, f"the run records no {what}"
+    shown = f"{value:g}"
+    return (True, f"{what} {shown} (at most {limit:g})") if value <= limit else (False, f"{what} {shown} > {limit:g}")
+
+
+RULES: dict[str, Callable[[Any, Trial], tuple[bool, str]]] = {
+    "answer_contains": lambda spec, t: _contains(spec, t.answer, "the answer"),
+    "answer_not_contains": lambda spec, t: _not_contains(spec, t.answer),
+    "answer_matches": lambda spec, t: (
+        (True, f"the answer matches /{spec}/")
+        if _matches(spec, t.run.answer)
+        else (False, f"the answer does not match /{spec}/")
+    ),
+    "answer_not_matches": lambda spec, t: (
+        (False, f"the answer matches /{spec}/")
+        if _matches(spec, t.run.answer)
+        else (True, f"the answer does not match /{spec}/")
+    ),
+    "replies_contain": lambda spec, t: _contains(spec, t.replies, "the replies"),
+    "tool_called": _called,
+    "tool_not_called": _not_called,
+    "called_before": _before,
+    "max_tool_calls": lambda limit, t: _at_most(len(t.run.calls), limit, "tool calls"),
+    "max_turns": lambda limit, t: _at_most(t.run.turns, limit, "assistant turns"),
+    "max_duration_ms": lambda limit, t: _at_most(t.run.duration_ms, limit, "duration ms"),
+    "state": lambda spec, t: state_holds(spec, t.final_state),
+}
+
+
+def run_rule(check: Check, t: Trial) -> tuple[bool, str]:
+    return RULES[check.key](check.value, t)
+
+
+# --- case checks -------------------------------------------------------------------------------------------------
+
+
+def _scoped(case: AgentCase, calls: list[ToolCall]) -> list[ToolCall]:
+    config = case.evaluator_config.tool_sequence
+    if config.scope == "side_effect":
+        tools = case.side_effect_tools
+        calls = [c for c in calls if c.tool in tools]
+    elif isinstance(config.scope, list):
+        calls = [c for c in calls if c.tool in config.scope]
+    return [c for c in calls if not c.failed] if config.ignore_failed else calls
+
+
+def _fits(exact: bool) -> Callable[[Any, ToolCall], bool]:
+    def fits(item: Any, call: ToolCall) -> bool:
+        tool, args = (item, None) if isinstance(item, str) else (item.tool, item.args)
+        if tool != call.tool:
+            return False
+        return args is None or (call.args_problem is None and args_mismatch(args, call.args, exact) is None)
+
+    return fits
+
+
+def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
+    expected = case.expected_tool_sequence or []
+    config = case.evaluator_config.tool_sequence
+    calls = _scoped(case, t.run.calls)
+    fits = _fits(case.evaluator_config.args_match == "exact")
+    said = f"expected {_names(expected)} ({config.match}), calls in scope {_names(calls)}"
+    if config.match == "subsequence":
+        pairing = ordered_matching(expected, calls, fits)
+        missing = next((i for i, p in enumerate(pairing) if p is None), None)
+        if missing is None:
+            return []
+        return [f"{said}: no call matches item {missing + 1} ({_names([expected[missing]])[1:-1]}) in order"]
+    if config.match == "strict":
+        if len(calls) != len(expected):
+            return [f"{said}: {len(calls)} calls, expected exactly {len(expected)}"]
+        wrong = next((i for i, (e, c) in enumerate(zip(expected, calls, strict=True)) if not fits(e, c)), None)
+        return [] if wrong is None else [f"{said}: call {wrong + 1} does not match item {wrong + 1}"]
+    if config.match == "subset":
+        pairing = max_matching(calls, expected, lambda c, e: fits(e, c))
+        extra = [calls[i] for i, p in enumerate(pairing) if p is None]
+        return [f"{said}: not expected: {_names(extra)[1:-1]}"] if extra else []
+    if config.match == "unordered" and len(calls) != len(expected):
+        return [f"{said}: {len(calls)} calls, expected exactly {len(expected)}"]
+    pairing = max_matching(expected, calls, fits)  # unordered (same count) and superset
+    unmatched = [expected[i] for i, p in enumerate(pairing) if p is None]
+    return [f"{said}: no distinct call matches {_names(unmatched)[1:-1]}"] if unmatched else []
+
+
+def expected_args(case: AgentCase, t: Trial) -> list[str]:
+    exact = case.evaluator_config.args_match == "exact"
+    ignore_failed = case.evaluator_config.tool_sequence.ignore_failed
+    failures = []
+    for tool, given in (case.expected_args or {}).items():
+        sets = given if isinstance(given, list) else [given]
+        calls = [c for c in t.run.calls if c.tool == tool and not (ignore_failed and c.failed)]
+        if not calls:
+            failures.append(
+                f"{tool} was never called (expected {len(sets)} call{'s' * (len(sets) != 1)} with set arguments)"
+            )
+            continue
+
+        def fits(args: dict[str, Any], call: ToolCall) -> bool:
+            return call.args_problem is None and args_mismatch(args, call.args, exact) is None
+
+        pairing = max_matching(sets, calls, fits)
+        for args, paired in zip(sets, pairing, strict=True):
+            if paired is None:
+                near = calls[0]
+                why = near.args_problem or args_mismatch(args, near.args, exact)
+                failures.append(f"no distinct call of {tool} has {show(args)} ({_call_label(t.run, near)}: {why})")
+    return _capped(failures)
+
+
+def unavailable_tools(case: AgentCase, t: Trial) -> list[str]:
+    allowed = case.tool_names or set()
+    return _capped([f"{_call_label(t.run, c)} is not in available_tools" for c in t.run.calls if c.tool not in allowed])
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    """JSON Schema's `pattern` on RE2 (jsonschema's own runs Python's backtracking `re` on the case's pattern)."""
+    if validator.is_type(instance, "string") and not compile_regex(pattern).search_text(instance):
+        yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
+
+
+# Case loading refuses `patternProperties` (jsonschema would run it on `re` in several keywords) and checks that
+# every `pattern` compiles on RE2, so this validator never runs a backtracking regex.
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+MAX_VALIDATED_VALUES = 10_000
+
+
+def _size(value: Any, limit: int) -> int:
+    count, todo = 0, [value]
+    while todo and count <= limit:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return count
+
+
+def _schema_error(schema: Any, args: Any) -> str | None:
+    if _size(args, MAX_VALIDATED_VALUES) > MAX_VALIDATED_VALUES:
+        return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
+    validator = _Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    return f"{where or 'arguments'}: {error.message[:160]}"
+
+
+def tool_args(case: AgentCase, t: Trial) -> list[str]:
+    schemas = case.tool_schema or {}
+    failures = []
+    for call in t.run.calls:
+        if call.tool not in schemas:
+            continue
+        why = call.args_problem or _schema_error(schemas[call.tool], call.args)
+        if why:
+            failures.append(f"{_call_label(t.run, call)}: {why}")
+    return _capped(failures)
+
+
+def _walk_calls(case: AgentCase, t: Trial) -> list[tuple[ToolCall, int, dict[str, Any], set[str]]]:
+    """Each call with its position, the state just before it and the tools successfully called before it."""
+    state, done = dict(t.initial_state), set[str]()
+    walked: list[tuple[ToolCall, int, dict[str, Any], set[str]]] = []
+    for position, step in enumerate(t.run.steps):
+        if isinstance(step, StateChange):
+            state[step.key] = step.after
+        elif isinstance(step, ToolCall):
+            walked.append((step, position, dict(state), set(done)))
+            if not step.failed:
+                done.add(step.tool)
+    return walked
+
+
+def preconditions(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    walked = _walk_calls(case, t)
+    for policy in case.policies:
+        for call, _, state, done in (w for w in walked if w[0].tool == policy.tool):
+            for item in policy.preconditions:
+                for key, want in item.items():
+                    if key == "called" and isinstance(want, str) and len(item) == 1:
+                        if want not in done:
+                            failures.append(f"{_call_label(t.run, call)}: {want} was not successfully called before it")
+                    elif key not in state:
+                        failures.append(
+                            f"{_call_label(t.run, call)}: {key} is not in the state before it (expected {show(want)})"
+                        )
+                    elif not same(want, state[key]):
+                        got = show(state[key])
+                        failures.append(
+                            f"{_call_label(t.run, call)}: {key} is {got} just before it, expected {show(want)}"
+                        )
+    return _capped(failures)
+
+
+def confirmations(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    steps = t.run.steps
+    for policy in (p for p in case.policies if p.confirmation_required):
+        for call, position, _, _ in (w for w in _walk_calls(case, t) if w[0].tool == policy.tool):
+            since = position
+            while since > 0 and not _assistant_text(steps[since - 1]):
+                since -= 1
+            said = [s.text for s in steps[since:position] if isinstance(s, Message) and s.role == "user"]
+            if not any(t.confirmation.search_text(fold(text).text) for text in said):
+                failures.append(
+                    f"{_call_label(t.run, call)} was made without a user confirmation after the agent's last message"
+                )
+    return _capped(failures)
+
+
+def _assistant_text(step: Any) -> bool:
+    return isinstance(step, Message) and step.role == "assistant" and bool(step.text)
+
+
+def _path_value(args: Any, path: str) -> Any:
+    value = args
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return "<absent>"
+        value = value[part]
+    return show(value)
+
+
+def duplicates(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    for policy in case.policies:
+        paths = policy.idempotency_paths
+        if not paths:
+            continue
+        seen: dict[tuple[str, ...], ToolCall] = {}
+        for call in t.run.calls:
+            if call.tool != policy.tool or call.failed:
+                continue
+            key = tuple(_path_value(call.args, path) for path in paths)
+            if key in seen:
+                shown = ", ".join(f"{p}={v}" for p, v in zip(paths, key, strict=True))
+                failures.append(
+                    f"{_call_label(t.run, seen[key])} and call {t.run.calls.index(call) + 1} repeat {shown}"
+                )
+            else:
+                seen[key] = call
+    return _capped(failures)
+
+
+def _fits_transition(item: Transition, change: StateChange) -> bool:
+    return (
+        (item.key is None or item.key == change.key) and same(item.from_, change.before) and same(item.to, change.after)
+    )
+
+
+def transitions(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    for policy in case.policies:
+        forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
+        allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
+        for change in t.run.state_changes:
+            shown = f"{change.key}: {show(change.before)} → {show(change.after)}"
+            if any(_fits_transition(i, change) for i in forbidden):
+                failures.append(f"{shown} is a forbidden transition ({policy.tool} policy)")
+            governed = [i for i in allowed if (i.key == change.key) if i.key is not None] or [
+                i for i in allowed if i.key is None and same(i.from_, change.before)
+            ]
+            if governed and not any(_fits_transition(i, change) for i in governed):
+                failures.append(f"{shown} is not an allowed transition ({policy.tool} policy)")
+    return _capped(failures)
+
+
+def audits(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    for policy in case.policies:
+        for call in (c for c in t.run.calls if c.tool == policy.tool):
+            missing = [f for f in policy.audit_fields if f not in (call.audit or {})]
+            if missing:
+                failures.append(f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}")
+    return _capped(failures)
+
+
+_RECORDED: dict[str, Callable[[Run], bool]] = {
+    "action": lambda run: bool(run.calls) or run.turns > 0,
+    "tool_call": lambda run: bool(run.calls),
+    "observation": lambda run: any(c.has_result for c in run.calls),
+    "state_change": lambda run: bool(run.state_changes),
+    "final_state": lambda run: run.final_state is not None,
+}
+
+
+def trace_requirement(case: AgentCase, t: Trial) -> list[str]:
+    fields = case.trace_requirement.required_fields if case.trace_requirement else []
+    return [f"the run records no {field}" for field in fields if not _RECORDED[field](t.run)]
+
+
+def final_state(case: AgentCase, t: Trial) -> list[str]:
+    return [said for check in case.state_checks for holds, said in [state_holds(check, t.final_state)] if not holds]
+
+
+def criteria(case: AgentCase) -> list[tuple[str, Check | str, bool]]:
+    """Every check object of the case (or rule name) with its label and whether it must hold."""
+    found: list[tuple[str, Check | str, bool]] = []
+    for i, ref in enumerate(case.evaluator_config.rule_checks):
+        found.append((ref if isinstance(ref, str) else ref.id or f"rule_checks[{i}]", ref, True))
+    for name, must in (
+        ("success_criteria", True),
+        ("safety_constraints", True),
+        ("failure_criteria", False),
+        ("negative_behavior", False),
+    ):
+        for i, item in enumerate(getattr(case, name) or []):
+            if isinstance(item, Check):
+                found.append((item.id or f"{name}[{i}]", item, must))
+    return found
+
+
+def rules(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    for label, ref, must in criteria(case):
+        check = t.rules[ref] if isinstance(ref, str) else ref
+        holds, said = run_rule(check, t)
+        if holds != must:
+            failures.append(f"{label}: {said}" + ("" if must else " (this must not happen)"))
+    return failures
+
+
+def constraints(case: AgentCase, t: Trial) -> list[str]:
+    failures = []
+    given, level = case.constraints, case.service_level
+    if given is not None:
+        if given.must_include:
+            missing = [n for n in given.must_include if not t.answer.matches([n])]
+            if missing:
+                failures.append(f"constraints.must_include: the answer lacks {show(missing)}")
+        if given.must_not_include:
+            found = t.answer.matches(given.must_not_include)
+            if found:
+                failures.append(f"constraints.must_not_include: the answer contains {show(found)}")
+        if given.max_chars is not None and len(t.run.answer) > given.max_chars:
+            failures.append(
+                f"constraints.max_chars: the answer has {len(t.run.answer):,} characters > {given.max_chars:,}"
+            )
+    if level is not None:
+        if level.max_turns is not None:
+            holds, said = _at_most(t.run.turns, level.max_turns, "assistant turns")
+            failures += [] if holds else [f"service_level.max_turns: {said}"]
+        if level.max_duration_ms is not None:
+            holds, said = _at_most(t.run.duration_ms, level.max_duration_ms, "duration ms")
+            failures += [] if holds else [f"service_level.max_duration_ms: {said}"]
+    return failures
+
+
+@dataclass(frozen=True)
+class CaseCheck:
+    code: str
+    applies: Callable[[AgentCase], bool]
+    run: Callable[[AgentCase, Trial], list[str]]
+
+
+def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
+    return lambda case: any(test(policy) for policy in case.policies)
+
+
+CHECKS: list[CaseCheck] = [
+    CaseCheck(Code.TOOL_SEQUENCE_MISMATCH, lambda c: c.expected_tool_sequence is not None, tool_sequence),
+    CaseCheck(Code.EXPECTED_ARGS_MISMATCH, lambda c: bool(c.expected_args), expected_args),
+    CaseCheck(Code.UNAVAILABLE_TOOL_CALLED, lambda c: c.available_tools is not None, unavailable_tools),
+    CaseCheck(Code.TOOL_ARGS_INVALID, lambda c: bool(c.tool_schema), tool_args),
+    CaseCheck(Code.PRECONDITION_UNMET, _has_policy(lambda p: p.preconditions), preconditions),
+    CaseCheck(Code.CONFIRMATION_MISSING, _has_policy(lambda p: p.confirmation_required), confirmations),
+    CaseCheck(Code.DUPLICATE_SIDE_EFFECT, _has_policy(lambda p: p.idempotency_paths), duplicates),
+    CaseCheck(
+        Code.STATE_TRANSITION_FORBIDDEN,
+        _has_policy(
+            lambda p: any(
+                isinstance(i, Transition)
+                for f in (p.allowed_state_transition, p.forbidden_state_transition)
+                for i in p.transitions(f)
+            )
+        ),
+        transitions,
+    ),
+    CaseCheck(Code.AUDIT_MISSING, _has_policy(lambda p: p.audit_fields), audits),
+    CaseCheck(
+        Code.TRACE_REQUIREMENT_MISSING,
+        lambda c: bool(c.trace_requirement and c.trace_requirement.required_fields),
+        trace_requirement,
+    ),
+    CaseCheck(Code.FINAL_STATE_MISMATCH, lambda c: bool(c.state_checks), final_state),
+    CaseCheck(Code.RULE_FAILED, lambda c: bool(criteria(c)), rules),
+    CaseCheck(
+        Code.CONSTRAINT_FAILED,
+        lambda c: bool(
+            (
+                c.constraints
+                and (
+                    c.constraints.must_include or c.constraints.must_not_include or c.constraints.max_chars is not None
+                )
+            )
+            or (
+                c.service_level
+                and (c.service_level.max_turns is not None or c.service_level.max_duration_ms is not None)
+            )
+        ),
+        constraints,
+    ),
+]
+
+
+def judge(case: AgentCase, t: Trial, checks: list[CaseCheck]) -> list[str]:
+    """Every failure of one trial, as `"<code>: <message>"`, in registry order."""
+    return [f"{check.code}: {message}" for check in checks for message in check.run(case, t)]

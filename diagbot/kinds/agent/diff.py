@@ -1,0 +1,129 @@
+"""The agent suite's diff rules on the shared primitives.
+
+A case whose `case_version` changed is a different contract: it gets one CHANGED item and is not compared
+further. The aggregates that gate (pass rate and pass^k of the gating cases) are compared over the cases present
+on both sides with equal versions; items of cases that do not gate are marked `gating: false`, so they are shown
+and never fail the check.
+"""
+
+from __future__ import annotations
+
+from diagbot.core.diff import (
+    DiffItem,
+    DiffReport,
+    ItemType,
+    Thresholds,
+    better_or_worse,
+    case_presence,
+    changed,
+    item,
+    order,
+    summarize,
+)
+from diagbot.core.rates import percent
+from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, aggregate, build_report
+
+INFORMATIONAL = " (informational: this case does not gate)"
+
+
+def _informational(items: list[DiffItem]) -> list[DiffItem]:
+    return [i.model_copy(update={"gating": False, "message": i.message + INFORMATIONAL}) for i in items]
+
+
+def _code(check: str) -> str:
+    return check.split(":", 1)[0]
+
+
+def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
+    cid = new.case_id
+    items: list[DiffItem] = []
+    statuses = f"{old.status} → {new.status}"
+    if {old.status, new.status} == {"passed", "failed"}:
+        worse = new.status == "failed"
+        detail = f" ({'; '.join(new.failed_checks[:2])})" if worse and new.failed_checks else ""
+        kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
+        items.append(item(kind, cid, "status", old.status, new.status, f"{statuses}{detail}"))
+    else:
+        items += changed(cid, "status", old.status, new.status, statuses)
+    if old.status == new.status:
+        was, now = f"{old.trials_passed}/{old.trials}", f"{new.trials_passed}/{new.trials}"
+        items += changed(cid, "trialsPassed", was, now, f"trials passed {was} → {now}")
+    if old.status == new.status == "failed":
+        before, after = {_code(c) for c in old.failed_checks}, {_code(c) for c in new.failed_checks}
+        if before != after:
+            gained, lost = sorted(after - before), sorted(before - after)
+            said = "; ".join(
+                p
+                for p in (f"now {', '.join(gained)}" if gained else "", f"no longer {', '.join(lost)}" if lost else "")
+                if p
+            )
+            items += changed(cid, "failedChecks", sorted(before), sorted(after), f"failing checks changed: {said}")
+    items += changed(cid, "gating", old.gating, new.gating,
+                     f"gating {'yes' if old.gating else 'no'} → {'yes' if new.gating else 'no'}"
+                     + (f" ({new.not_gating_because})" if new.not_gating_because else ""))  # fmt: skip
+    for entry in items:
+        entry.case_version = new.case_version
+        entry.severity = new.risk_level
+    return items if new.gating else _informational(items)
+
+
+def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gating_ids: set[str]) -> list[DiffItem]:
+    items: list[DiffItem] = []
+    for scope, ids_in in (("gating", True), ("informational", False)):
+        before = aggregate([r for r in old if (r.case_id in gating_ids) == ids_in])
+        after = aggregate([r for r in new if (r.case_id in gating_ids) == ids_in])
+        found = better_or_worse(
+            None, f"{scope}.passRate", before.pass_rate, after.pass_rate, True, f"{scope} pass rate", percent
+        )
+        for k in sorted(set(before.pass_hat_k) & set(after.pass_hat_k), key=int):
+            found += better_or_worse(None, f"{scope}.passHatK.{k}", before.pass_hat_k[k], after.pass_hat_k[k], True,
+                                     f"{scope} pass^{k}", percent)  # fmt: skip
+        items += found if ids_in else [i.model_copy(update={"gating": False}) for i in found]
+    return items
+
+
+def _slice_items(old: AgentReport, new: AgentReport) -> list[DiffItem]:
+    items: list[DiffItem] = []
+    for name, values in new.slices.items():
+        for value, stat in values.items():
+            was = old.slices.get(name, {}).get(value)
+            if was is None or was.pass_rate == stat.pass_rate or stat.total_cases == stat.unchecked_cases:
+                continue
+            said = f"{name} = {value}: pass rate {percent(was.pass_rate)} → {percent(stat.pass_rate)}"
+            items.append(item(ItemType.CHANGED, None, f"slice.{name}.{value}", was.pass_rate, stat.pass_rate, said))
+    return items
+
+
+def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Thresholds | None = None) -> DiffReport:
+    before = {r.case_id: r for r in baseline.results}
+    comparable = [
+        r for r in current.results if r.case_id in before and before[r.case_id].case_version == r.case_version
+    ]
+    ids = {r.case_id for r in comparable}
+    old = [before[r.case_id] for r in comparable]
+    gating_ids = {r.case_id for r in comparable if r.gating}
+    items = _aggregate_items(old, comparable, gating_ids)
+    items += _slice_items(build_report(old), build_report(comparable))
+    for dataset, versions in current.dataset_versions.items():
+        old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
+        said = f"dataset {dataset}: version {old_version or 'new'} → {new_version}"
+        items += changed(None, f"datasetVersion.{dataset}", old_version, new_version, said)
+    for result in current.results:
+        was = before.get(result.case_id)
+        if was is None:
+            items.append(case_presence(result.case_id, in_baseline=False))
+        elif result.case_id not in ids:
+            said = f"case_version {was.case_version} → {result.case_version}: a new contract, not compared"
+            note = item(ItemType.CHANGED, result.case_id, "caseVersion", was.case_version, result.case_version, said)
+            note.case_version = result.case_version
+            items.append(note)
+        else:
+            items += _case_diff(was, result)
+    present = {r.case_id for r in current.results}
+    items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in present]
+    return summarize(
+        order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
+        (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
+        (build_report(old).pass_rate, build_report(comparable).pass_rate),
+        len(comparable),
+    )

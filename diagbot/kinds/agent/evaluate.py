@@ -1,0 +1,184 @@
+"""Judging an agent suite: each case's trials against its checks, the trials policy, and whether it gates."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from diagbot.core.report import RunInfo
+from diagbot.kinds.agent.cases import AgentCase, Check, Transition
+from diagbot.kinds.agent.checks import CHECKS, Code, judge, trial
+from diagbot.kinds.agent.formats import TraceMissing, load_run
+from diagbot.kinds.agent.load import LoadedCase
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, TrialResult, build_report
+from diagbot.kinds.agent.run import Run, TraceInvalid
+from diagbot.kinds.base import Governance
+
+MAX_TRIALS = 100
+_SHOWN = 160
+
+
+def trial_files(fixtures: Path, case_id: str) -> list[tuple[str, Path]] | str:
+    """(trial name, file) of each recorded trial of a case, or why they cannot be listed. Nothing found is an
+    empty list (the case's trial then fails as trace_missing)."""
+    single, folder = fixtures / f"{case_id}.json", fixtures / case_id
+    if folder.is_dir():
+        if single.exists():
+            return f"both {single.name} and the folder {case_id}/ are recorded; keep one"
+        names = sorted(e.name for e in folder.iterdir() if not e.name.startswith("."))
+        if len(names) > MAX_TRIALS:
+            return f"{case_id}/ holds {len(names)} trials; diagbot reads at most {MAX_TRIALS}"
+        return [(name, folder / name) for name in names]
+    return [(single.name, single)]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) -> str | None:
+    meta = case.metadata
+    if meta.review_status != "approved":
+        return f"review_status is {meta.review_status}"
+    if meta.rights not in governance.usage_rights:
+        return f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}"
+    if meta.retain_until is not None and meta.retain_until < today:
+        return f"usage rights lapsed on {meta.retain_until.isoformat()}"
+    if meta.dataset_role not in governance.roles:
+        return f"dataset_role {meta.dataset_role} does not gate (gate.roles: {', '.join(governance.roles)})"
+    if case.reviews:
+        latest = case.reviews[-1]
+        if latest.review_result != "approved":
+            return f"the latest review ({latest.reviewer}) is {latest.review_result}"
+        if latest.approved_for is not None and meta.dataset_role not in latest.approved_for:
+            return f"the latest review ({latest.reviewer}) does not approve it for {meta.dataset_role}"
+    return None
+
+
+def unchecked_expectations(case: AgentCase) -> list[str]:
+    """The prose of a case, for people: listed in the report as not machine-checked."""
+    found = [f"expected_behavior: {t}" for t in case.expected_behavior if isinstance(t, str)]
+    for name in ("negative_behavior", "success_criteria", "failure_criteria", "safety_constraints"):
+        found += [f"{name}: {t}" for t in getattr(case, name) or [] if isinstance(t, str)]
+    for name in ("rubric", "expected_result_usage", "sop", "policy_constraints", "business_success", "user_journey",
+                 "context_policy", "citation_requirement", "gold_evidence", "evaluation_metrics"):  # fmt: skip
+        value = getattr(case, name)
+        if value not in (None, [], {}):
+            found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
+    if case.evaluator_config.judge is not None:
+        found.append("evaluator_config.judge: a judge run elsewhere")
+    for policy in case.policies:
+        for name in ("allowed_state_transition", "forbidden_state_transition"):
+            labels = [i for i in policy.transitions(getattr(policy, name)) if not isinstance(i, Transition)]
+            found += [f"side_effect_policy.{name}: {label}" for label in labels]
+    if case.constraints is not None:
+        for name in ("format", "tone", "length", "safety"):
+            value = getattr(case.constraints, name)
+            if value is not None:
+                found.append(f"constraints.{name}: {value}")
+    return [item if len(item) <= _SHOWN else item[: _SHOWN - 1] + "…" for item in found]
+
+
+def is_checked(case: AgentCase) -> bool:
+    return any(check.applies(case) for check in CHECKS)
+
+
+def evaluate_case(
+    loaded: LoadedCase,
+    fixtures: Path,
+    options: AgentOptions,
+    rules: dict[str, Check],
+    max_bytes: int,
+    gate: Governance,
+    today: dt.date,
+) -> AgentCaseResult:
+    case = loaded.case
+    checks = [check for check in CHECKS if check.applies(case)]
+    files = trial_files(fixtures, case.case_id)
+    error_pattern = options.error_regex
+    confirmation = options.confirmation
+    trials: list[TrialResult] = []
+    first_run: Run | None = None
+    if isinstance(files, str):
+        trials.append(
+            TrialResult(trial=f"{case.case_id}/", passed=False, failed_checks=[f"{Code.TRACE_INVALID}: {files}"])
+        )
+        files = []
+    for name, path in files:
+        shown = path.relative_to(fixtures).as_posix()
+        try:
+            if not _inside(path, fixtures):
+                raise TraceInvalid("", "a link that leads outside the fixtures folder; diagbot does not follow it")
+            run = load_run(path, options.trace_format, max_bytes, error_pattern)
+        except TraceMissing:
+            failed = [
+                f"{Code.TRACE_MISSING}: no run recorded: expected {shown} or a folder {case.case_id}/ in the fixtures "
+                "folder"
+            ]
+        except TraceInvalid as exc:
+            failed = [f"{Code.TRACE_INVALID}: {shown}{': ' + exc.path if exc.path else ''}: {exc.message}"]
+        else:
+            first_run = first_run or run
+            failed = judge(case, trial(run, case, rules, confirmation), checks)
+        trials.append(TrialResult(trial=name, passed=not failed, failed_checks=failed))
+    if not trials:
+        trials.append(
+            TrialResult(
+                trial=f"{case.case_id}/",
+                passed=False,
+                failed_checks=[f"{Code.TRACE_MISSING}: the folder {case.case_id}/ holds no trials"],
+            )
+        )
+    passed_trials = sum(t.passed for t in trials)
+    broken = any(c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID)) for t in trials for c in t.failed_checks)
+    passed = passed_trials >= options.required(len(trials))
+    status = "unchecked" if not checks and not broken else "passed" if passed else "failed"
+    reason = not_gating_because(case, gate, today)
+    first_failing = next((t for t in trials if not t.passed), None)
+    return AgentCaseResult(
+        case_id=case.case_id,
+        case_version=case.case_version,
+        title=case.title,
+        scenario=case.scenario,
+        risk_level=case.risk_level,
+        difficulty=case.difficulty,
+        ability_tags=list(case.ability_tags),
+        dataset_id=case.dataset_id,
+        dataset_version=case.dataset_version,
+        dataset_role=case.metadata.dataset_role,
+        gating=reason is None,
+        not_gating_because=reason,
+        status=status,
+        passed=status == "passed",
+        trials=len(trials),
+        trials_passed=passed_trials,
+        trial_results=trials,
+        failed_checks=first_failing.failed_checks if first_failing else [],
+        unchecked_expectations=unchecked_expectations(case),
+        tool_call_count=len(first_run.calls) if first_run else None,
+        turn_count=first_run.turns if first_run else None,
+        duration_ms=first_run.duration_ms if first_run else None,
+    )
+
+
+def today_of(run: RunInfo | None) -> dt.date:
+    """The day retention is judged on: the run's own time when it has one (so a report can be remade), else today."""
+    if run is not None and run.time:
+        try:
+            return dt.datetime.fromisoformat(run.time.replace("Z", "+00:00")).date()
+        except ValueError:
+            pass
+    return dt.datetime.now(dt.UTC).date()
+
+
+def evaluate_cases(
+    cases: list[LoadedCase], fixtures: Path, options: AgentOptions, max_bytes: int, gate: Governance,
+    suite: str | None = None, run: RunInfo | None = None,
+) -> AgentReport:  # fmt: skip
+    today = today_of(run)
+    results = [evaluate_case(c, fixtures, options, options.rules, max_bytes, gate, today) for c in cases]
+    return build_report(results, suite, run)

@@ -1,0 +1,72 @@
+"""The run formats an agent suite reads, one adapter module each, and the one way a run file is loaded.
+
+An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JSON look like mine?) and
+`read(data) -> Run` (raising TraceInvalid with the JSON path). A new format is one module and one entry in
+`ADAPTERS`; `auto` tries them in order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+from diagbot.core import values
+from diagbot.core.fs import FileProblem, read_bounded
+from diagbot.core.regex import Regex
+from diagbot.kinds.agent.formats import native, openai_chat
+from diagbot.kinds.agent.run import Run, TraceInvalid
+
+ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_chat)}
+AUTO = "auto"
+FORMAT_NAMES = (AUTO, *ADAPTERS)
+MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
+
+
+class TraceMissing(Exception):
+    """No run was recorded for the case."""
+
+
+def parse_run(data: bytes, fmt: str) -> Run:
+    """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path."""
+    if len(data) > 2 * MAX_JSON_VALUES and (count := values.count_values(data)) > MAX_JSON_VALUES:
+        raise TraceInvalid("", f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+    if not data.strip():
+        raise TraceInvalid("", "the run file is empty")
+    try:
+        decoded = values.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TraceInvalid("", f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise TraceInvalid("", f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
+    except values.BadNumber as exc:
+        raise TraceInvalid("", f"holds {exc}") from None
+    except RecursionError:
+        raise TraceInvalid("", "nested too deeply to be a run") from None
+    if fmt == AUTO:
+        adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
+        if adapter is None:
+            raise TraceInvalid(
+                "$", f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
+            )
+    else:
+        adapter = ADAPTERS[fmt]
+    run: Run = adapter.read(decoded)
+    return run
+
+
+def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:
+    """Read one trial's file; a call whose result text matches `error_pattern` is marked failed."""
+    try:
+        data = read_bounded(path, max_bytes)
+    except FileProblem as problem:
+        if problem.missing:
+            raise TraceMissing() from None
+        hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
+        raise TraceInvalid("", f"the run file {problem.message}{hint}") from None
+    run = parse_run(data, fmt)
+    if error_pattern is not None:
+        for call in run.calls:
+            if not call.failed and call.has_result and error_pattern.search_text(call.result_text):
+                call.failed = True
+    return run

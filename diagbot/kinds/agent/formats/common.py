@@ -1,0 +1,98 @@
+"""What every run adapter needs: typed reads of decoded JSON that fail with the JSON path, and argument decoding."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from typing import Any
+
+from diagbot.core import values
+from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def obj(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TraceInvalid(path, f"expected an object, found {type_name(value)}")
+    return value
+
+
+def items(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TraceInvalid(path, f"expected an array, found {type_name(value)}")
+    if len(value) > MAX_STEPS:
+        raise TraceInvalid(path, f"has {len(value):,} items; diagbot reads at most {MAX_STEPS:,} per run")
+    return value
+
+
+def text(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise TraceInvalid(path, f"expected a string, found {type_name(value)}")
+    return value
+
+
+def optional_text(value: Any, path: str) -> str | None:
+    return None if value is None else text(value, path)
+
+
+def duration(value: Any, path: str) -> float | None:
+    """A duration in milliseconds: a non-negative finite number, or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise TraceInvalid(path, f"expected a duration in milliseconds (a number >= 0), found {type_name(value)}")
+    return float(value)
+
+
+def state(value: Any, path: str) -> dict[str, Any] | None:
+    return None if value is None else obj(value, path)
+
+
+def content_text(value: Any, path: str) -> str:
+    """Message content: a string, null, or a list of parts of which the text parts are joined."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    parts = []
+    for index, part in enumerate(items(value, path)):
+        part = obj(part, f"{path}[{index}]")
+        if part.get("type") in ("text", "input_text", "output_text") or ("text" in part and "type" not in part):
+            parts.append(text(part.get("text"), f"{path}[{index}].text"))
+    return "\n".join(parts)
+
+
+def decode_args(raw: Any) -> tuple[Any, str | None]:
+    """Tool-call arguments as recorded: a JSON string (which the model may have got wrong) or a decoded value.
+    Returns (args, None), or (None, why) when the string is not JSON: that call's arguments are invalid, the file
+    is still fine."""
+    if not isinstance(raw, str):
+        return raw, None
+    if not raw.strip():
+        return {}, None  # some SDKs record no arguments as ""
+    try:
+        return values.loads(raw), None
+    except (json.JSONDecodeError, values.BadNumber, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"
+
+
+def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> None:
+    """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent."""
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+            raise TraceInvalid(f"{path}.{key}", f"unknown field{hint}")

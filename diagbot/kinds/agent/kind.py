@@ -1,0 +1,164 @@
+"""The agent suite (general eval cases of seed 001 over recorded conversations) behind the kind protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.errors import CaseFileError, ReportFormatError
+from diagbot.core.rates import percent
+from diagbot.core.report import check_version, headline
+from diagbot.kinds.agent.cases import Transition
+from diagbot.kinds.agent.diff import diff_agent
+from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, not_gating_because, today_of
+from diagbot.kinds.agent.load import LoadedCase, load_cases
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
+from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.render.markdown import SuiteView, md
+
+_ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
+_SHOWN_CHECKS = 2
+
+
+def _options(suite: SuiteInput) -> AgentOptions:
+    return suite.options if isinstance(suite.options, AgentOptions) else AgentOptions()
+
+
+def _blocking(result: AgentCaseResult) -> bool:
+    return result.gating and result.risk_level == "P0" and result.status == "failed"
+
+
+class AgentKind:
+    name = "agent"
+    options: type[BaseModel] | None = AgentOptions
+
+    def _load(self, suite: SuiteInput) -> list[LoadedCase]:
+        return load_cases(suite.cases, suite.cases_label, _options(suite).rules)
+
+    def evaluate(self, suite: SuiteInput) -> AgentReport:
+        cases = self._load(suite)
+        if not suite.fixtures.is_dir():
+            raise CaseFileError(
+                f"{suite.fixtures_label}: fixtures folder not found, so no case could be judged; fix the suite's "
+                "`fixtures` path (it is relative to the config file)"
+            )
+        return evaluate_cases(cases, suite.fixtures, _options(suite), suite.max_fixture_bytes, suite.governance,
+                              suite.name, suite.run)  # fmt: skip
+
+    def validate(self, suite: SuiteInput) -> list[str]:
+        warnings = []
+        today = today_of(suite.run)
+        for loaded in self._load(suite):
+            case, where = loaded.case, f"{loaded.label}:{loaded.line}: case {loaded.case.case_id}"
+            if not case.negative_behavior:
+                warnings.append(f"{where}: no negative_behavior; say what must not happen (001 12.9.3)")
+            if not is_checked(case):
+                warnings.append(
+                    f"{where}: nothing in it is machine-checked, so it can never fail; add expected_tool_sequence, "
+                    "rule_checks, success_criteria objects or another check"
+                )
+            if case.reviews:
+                latest = case.reviews[-1]
+                if (latest.review_result == "approved") != (case.metadata.review_status == "approved") or (
+                    latest.review_result != "approved" and latest.review_result != case.metadata.review_status
+                ):
+                    warnings.append(
+                        f"{where}: metadata.review_status is {case.metadata.review_status} but the latest review "
+                        f"({latest.reviewer}) is {latest.review_result}"
+                    )
+            lapsed = case.metadata.retain_until
+            if lapsed is not None and lapsed < today:
+                warnings.append(
+                    f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
+                )
+            for policy in case.policies:
+                for field in ("allowed_state_transition", "forbidden_state_transition"):
+                    for label in policy.transitions(getattr(policy, field)):
+                        if not isinstance(label, Transition):
+                            warnings.append(
+                                f"{where}: side_effect_policy.{field}: {label!r} is a label for people, not "
+                                "machine-checked; write {key, from, to} to check it"
+                            )
+            reason = not_gating_because(case, suite.governance, today)
+            if reason is None and case.risk_level == "P0" and not is_checked(case):
+                warnings.append(f"{where}: a gating P0 case with nothing machine-checked")
+        return warnings
+
+    def blocking(self, report: AgentReport) -> list[str]:
+        return [f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}"
+                for r in report.results if _blocking(r)]  # fmt: skip
+
+    def parse(self, data: dict[str, Any], where: str) -> AgentReport:
+        check_version(data, where, AGENT_SCHEMA_VERSION, "agent report")
+        try:
+            stored = AgentReport.model_validate(data)
+        except ValidationError as exc:
+            raise ReportFormatError(f"{where}: not a readable agent report ({exc.error_count()} problems)") from None
+        return build_report(stored.results, stored.suite, stored.run)  # aggregates remade: never trusted as stored
+
+    def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
+        return diff_agent(baseline, current, thresholds)
+
+    def view(self, name: str, report: AgentReport, diff: DiffReport | None) -> SuiteView:
+        changed = {i.case_id for i in diff.items} if diff else set()
+        ordered = sorted(
+            report.results,
+            key=lambda r: (not _blocking(r), r.status != "failed", not r.gating, r.case_id not in changed),
+        )
+        rows = [
+            [
+                _ICONS[r.status],
+                md(r.case_id, 80),
+                r.risk_level,
+                f"{r.trials_passed}/{r.trials}",
+                "yes" if r.gating else md(f"no: {r.not_gating_because}", 120),
+                md("; ".join(r.failed_checks[:_SHOWN_CHECKS]) + (f" (+{len(r.failed_checks) - _SHOWN_CHECKS} more)"
+                   if len(r.failed_checks) > _SHOWN_CHECKS else "")) if r.status == "failed" else "",
+            ]
+            for r in ordered
+        ]  # fmt: skip
+        notes = [md(f"Blocking: {line}", 400) for line in self.blocking(report)]
+        g, i = report.gating, report.informational
+        hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
+        gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
+        informational = f"{i.passed_cases}/{i.total_cases - i.unchecked_cases} pass"
+        notes.append(md(f"Gating cases: {gating}; informational: {informational}; unchecked: {report.unchecked_cases}"))
+        if diff is not None and diff.common_cases is not None:
+            notes.append(md(f"{diff.common_cases} of {report.total_cases} cases were comparable with the baseline "
+                            "(present on both sides with the same case_version)", 300))  # fmt: skip
+        return SuiteView(
+            name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
+            pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
+            result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
+            failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),
+            blocking=sum(1 for r in report.results if _blocking(r)),
+        )  # fmt: skip
+
+    def annotations(self, suite: SuiteInput, report: AgentReport) -> list[Annotation]:
+        try:
+            where = {c.case.case_id: c for c in self._load(suite)}
+        except CaseFileError:
+            return []
+        found = []
+        for r in report.results:
+            if r.status != "failed" or r.case_id not in where:
+                continue
+            loaded = where[r.case_id]
+            title = f"{suite.name}: {r.case_id} ({r.risk_level}{'' if r.gating else ', informational'})"
+            message = f"{r.trials_passed}/{r.trials} trials passed" + "".join(f"\n{c}" for c in r.failed_checks[:10])
+            found.append(Annotation(loaded.file, loaded.line, title, message))
+        return found
+
+    def console(self, report: AgentReport, limit: int = 20) -> str:
+        lines = [headline(report) + (f", {report.unchecked_cases} unchecked" if report.unchecked_cases else "")]
+        failing = [r for r in report.results if r.status == "failed"]
+        failing.sort(key=lambda r: not _blocking(r))
+        for r in failing[:limit]:
+            mark = " [blocking P0]" if _blocking(r) else "" if r.gating else " [informational]"
+            lines.append(f"  FAIL {r.case_id}{mark} {r.trials_passed}/{r.trials}: {'; '.join(r.failed_checks[:1])}")
+        if len(failing) > limit:
+            lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
+        return "\n".join(lines)

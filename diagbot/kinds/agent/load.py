@@ -1,0 +1,230 @@
+"""Reading an agent suite's case files: a folder of YAML/JSON files (or one file), each holding one case, a list
+of cases, or `{defaults, cases}`. Every problem is collected (file, case, field, the closest known name) and the
+suite is refused with all of them, as the trace suite's case file is."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from diagbot.core import values
+from diagbot.core.errors import CaseFileError
+from diagbot.core.fs import FileProblem, read_text_bounded
+from diagbot.core.models import field_names_at
+from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
+
+MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
+MAX_CASE_FILES = 100_000
+CASE_SUFFIXES = (".yaml", ".yml", ".json")
+_ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    case: AgentCase
+    file: Path  # where the case is written, for annotations
+    label: str  # the file as messages name it
+    line: int
+
+
+def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
+    """The case files of a suite, sorted: `root` itself, or the *.yaml/*.yml/*.json under it (links to folders are
+    not followed, hidden entries are skipped)."""
+    if root.is_file():
+        return [(root, label)]
+    if not root.is_dir():
+        raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")
+    found: list[tuple[Path, str]] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(CASE_SUFFIXES) and not name.startswith("."):
+                path = Path(folder) / name
+                found.append((path, f"{label.rstrip('/')}/{path.relative_to(root).as_posix()}"))
+                if len(found) > MAX_CASE_FILES:
+                    raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part not in SHAPE_TAGS:
+            text += f".{part}" if text else str(part)
+    return text or "the case"
+
+
+def describe(error: Any, model: type[AgentCase] | type[Check] = AgentCase) -> str:
+    """One pydantic error as a sentence naming the field; typos get the closest known name."""
+    loc, kind = tuple(error["loc"]), error["type"]
+    where = _loc(loc)
+    if kind == "extra_forbidden":
+        known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        return f"unknown field '{where}'" + (f" (did you mean {close[0]}?)" if close else "")
+    if kind == "missing":
+        return f"missing required field '{where}'"
+    found = values.excerpt(json.dumps(error.get("input"), ensure_ascii=False, default=str), 60)
+    if kind == "literal_error":
+        allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+        close = difflib.get_close_matches(str(error.get("input")), allowed, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
+
+
+def _decode(text: str, label: str) -> Any:
+    if not text.strip():
+        raise CaseFileError(f"{label}: the case file is empty; write one case, a list of cases, or {{defaults, cases}}")
+    try:
+        if label.endswith(".json"):
+            return values.loads(text)
+        return values.load_yaml(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise CaseFileError(f"{label}{at}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    except values.BadNumber as exc:
+        raise CaseFileError(f"{label}: holds {exc}") from None
+    except RecursionError:
+        raise CaseFileError(f"{label}: nested too deeply to be a case file") from None
+    except ValueError as exc:  # PyYAML's int() of a number with thousands of digits
+        raise CaseFileError(f"{label}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
+
+
+def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], list[Any]]:
+    """(defaults, raw cases) of one file's decoded content."""
+    if isinstance(data, list):
+        return {}, data
+    if not isinstance(data, dict):
+        problems.append(
+            f"{label}: expected a case, a list of cases, or {{defaults, cases}}; found {type(data).__name__}"
+        )
+        return {}, []
+    if "cases" not in data:
+        return {}, [data]  # one case
+    unknown = sorted(str(k) for k in data if k not in ("defaults", "cases"))
+    if unknown:
+        problems.append(
+            f"{label}: unknown top-level key(s) {', '.join(unknown)}; a file with 'cases' may also have 'defaults'"
+        )
+    defaults, cases = data.get("defaults") or {}, data.get("cases")
+    if not isinstance(defaults, dict):
+        problems.append(f"{label}: 'defaults' must be a mapping of case fields")
+        defaults = {}
+    for key in defaults:
+        if key == "case_id":
+            problems.append(f"{label}: defaults: case_id cannot have a default; give each case its own")
+        elif key not in FIELD_NAMES:
+            close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
+            problems.append(
+                f"{label}: defaults: unknown field '{key}'" + (f" (did you mean {close[0]}?)" if close else "")
+            )
+    if not isinstance(cases, list):
+        problems.append(f"{label}: 'cases' must be a list of cases")
+        return defaults, []
+    return {k: v for k, v in defaults.items() if k in FIELD_NAMES and k != "case_id"}, cases
+
+
+def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **raw}
+    if isinstance(defaults.get("metadata"), dict) and isinstance(raw.get("metadata"), dict):
+        merged["metadata"] = {**defaults["metadata"], **raw["metadata"]}
+    return merged
+
+
+def _lines(text: str) -> dict[str, int]:
+    """The line of each `case_id: ...` in one pass, for annotations."""
+    lines: dict[str, int] = {}
+    line, pos = 1, 0
+    for match in _ID_LINE.finditer(text):
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        lines.setdefault(match.group(1), line)
+    return lines
+
+
+def load_cases(root: Path, label: str, rules: dict[str, Check]) -> list[LoadedCase]:
+    """Every case of the suite, in file order; raises CaseFileError listing every problem found."""
+    problems: list[str] = []
+    loaded: list[LoadedCase] = []
+    first_seen: dict[str, str] = {}
+    resolved_root = root.resolve()
+    for path, shown in case_files(root, label):
+        try:
+            if not path.resolve().is_relative_to(resolved_root if root.is_dir() else path.resolve()):
+                problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
+                continue
+            text = read_text_bounded(path, MAX_CASE_FILE_BYTES)
+            data = _decode(text, shown)
+        except FileProblem as problem:
+            problems.append(f"{shown}: the case file {problem.message}")
+            continue
+        except (OSError, RuntimeError):
+            problems.append(f"{shown}: cannot be resolved (a symbolic link loop?)")
+            continue
+        except CaseFileError as exc:
+            problems += exc.problems
+            continue
+        defaults, raw_cases = _split(data, shown, problems)
+        surrogates = values.may_hold_surrogates(text)
+        lines = _lines(text)
+        for index, raw in enumerate(raw_cases):
+            where = f"{shown}: case #{index + 1}"
+            if not isinstance(raw, dict):
+                problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
+                continue
+            case_id = raw.get("case_id")
+            if isinstance(case_id, str) and case_id:
+                where = f"{shown}: case {case_id}"
+            bad = values.surrogate_paths(raw) if surrogates else []
+            if bad:
+                problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
+                continue
+            try:
+                case = AgentCase.model_validate(_merged(defaults, raw))
+            except ValidationError as exc:
+                problems += [f"{where}: {describe(error)}" for error in exc.errors()]
+                continue
+            if case.case_id in first_seen:
+                problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
+                continue
+            first_seen[case.case_id] = shown
+            problems += [f"{where}: {p}" for p in case_problems(case, rules)]
+            loaded.append(LoadedCase(case, path, shown, lines.get(case.case_id, 1)))
+    if problems:
+        raise CaseFileError(*problems)
+    return loaded
+
+
+def case_problems(case: AgentCase, rules: dict[str, Check]) -> list[str]:
+    """What makes a valid case unusable in this suite: an unknown rule name, a P0/P1 case without
+    negative_behavior (001 12.9.3)."""
+    problems = []
+    for i, ref in enumerate(case.evaluator_config.rule_checks):
+        if isinstance(ref, str) and ref not in rules:
+            close = difflib.get_close_matches(ref, list(rules), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            defined = f"; the suite defines {', '.join(sorted(rules))}" if rules and not close else ""
+            problems.append(
+                f"evaluator_config.rule_checks[{i}]: unknown rule '{ref}'{hint}{defined}; define it under the suite's "
+                "rules in diagbot.yml"
+            )
+    if case.risk_level in ("P0", "P1") and not case.negative_behavior:
+        problems.append(
+            f"negative_behavior is required for {case.risk_level} cases: say what must not happen (001 12.9.3)"
+        )
+    return problems

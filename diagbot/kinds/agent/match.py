@@ -1,0 +1,122 @@
+"""Matching what a case expects against what a run did: argument values, and expected calls against calls.
+
+Arguments: an expected object matches when each expected key is present and matches (extra keys are allowed
+unless `exact`); arrays match element by element and must be equally long; numbers by value (1 == 1.0), booleans
+only booleans, strings exactly, null only null. A mismatch names the first path that differs.
+
+Calls: every pairing of expected items with calls is one to one and is found whenever one exists (a maximum
+bipartite matching, not a greedy scan, so a loose item never takes the call a stricter one needs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
+_SHOWN = 60
+
+
+def show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def args_mismatch(expected: Any, actual: Any, exact: bool = False, path: str = "") -> str | None:
+    """None when `actual` matches `expected`, else where and how the first difference is. Iterative: nesting
+    depth is bounded by what the JSON decoder accepted, not by Python's stack."""
+    todo: list[tuple[Any, Any, str]] = [(expected, actual, path)]
+    while todo:
+        want, got, where = todo.pop()
+        label = where or "arguments"
+        if isinstance(want, dict):
+            if not isinstance(got, dict):
+                return f"{label}: expected an object, got {show(got)}"
+            if exact:
+                extra = sorted(str(k) for k in got if k not in want)
+                if extra:
+                    return f"{_join(where, extra[0])}: not expected (args_match is exact)"
+            for key in reversed(list(want)):
+                if key not in got:
+                    todo.append((_MISSING, _MISSING, _join(where, str(key))))
+                else:
+                    todo.append((want[key], got[key], _join(where, str(key))))
+        elif want is _MISSING:
+            return f"{label}: missing"
+        elif isinstance(want, list):
+            if not isinstance(got, list):
+                return f"{label}: expected an array, got {show(got)}"
+            if len(want) != len(got):
+                return f"{label}: expected {len(want)} items, got {len(got)}"
+            todo.extend((w, g, f"{where}[{i}]") for i, (w, g) in reversed(list(enumerate(zip(want, got, strict=True)))))
+        elif _is_number(want):
+            if not _is_number(got) or want != got:
+                return f"{label}: expected {show(want)}, got {show(got)}"
+        elif type(want) is not type(got) or want != got:  # bool, str, None: same type and value
+            return f"{label}: expected {show(want)}, got {show(got)}"
+    return None
+
+
+_MISSING = object()
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def max_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool]) -> list[int | None]:
+    """A maximum one-to-one pairing of `left` with `right` items it fits: for each left item, the index of its
+    right item or None. Augmenting paths (Kuhn's algorithm) searched with an explicit stack; O(len(left) * edges)."""
+    edges = [[j for j, r in enumerate(right) if fits(item, r)] for item in left]
+    owner: list[int | None] = [None] * len(right)
+    for start in range(len(left)):
+        seen = [False] * len(right)
+        parent: dict[int, int] = {}  # right item -> the left item that reached it on the search
+        via: dict[int, int] = {}  # left item (not `start`) -> the right item it holds, through which it was reached
+        stack, found = [(start, 0)], None
+        while stack:
+            node, k = stack.pop()
+            if k == len(edges[node]):
+                continue
+            stack.append((node, k + 1))
+            j = edges[node][k]
+            if seen[j]:
+                continue
+            seen[j], parent[j] = True, node
+            holder = owner[j]
+            if holder is None:
+                found = j
+                break
+            via[holder] = j
+            stack.append((holder, 0))
+        while found is not None:  # flip the path: each right item on it goes to the left item that reached it
+            reached_by = parent[found]
+            owner[found] = reached_by
+            found = via.get(reached_by) if reached_by != start else None
+    pairing: list[int | None] = [None] * len(left)
+    for j, holder in enumerate(owner):
+        if holder is not None:
+            pairing[holder] = j
+    return pairing
+
+
+def ordered_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool]) -> list[int | None]:
+    """Each left item paired with a later right item than the one before: the leftmost choice for each item is
+    optimal (taking the earliest fitting call leaves the most calls for the items after it). Stops at the first
+    left item with no fitting call after its predecessor's."""
+    pairing: list[int | None] = [None] * len(left)
+    j = 0
+    for i, item in enumerate(left):
+        while j < len(right) and not fits(item, right[j]):
+            j += 1
+        if j == len(right):
+            break
+        pairing[i] = j
+        j += 1
+    return pairing

@@ -1,0 +1,44 @@
+"""The agent suite's own keys in diagbot.yml (kebab-case, like the rest of the file)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator
+
+from diagbot.core.models import StrictInput
+from diagbot.core.regex import Regex, compile_regex, valid_regex
+from diagbot.kinds.agent.cases import Check
+from diagbot.kinds.agent.checks import DEFAULT_CONFIRMATION
+from diagbot.kinds.agent.formats import FORMAT_NAMES
+
+RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+
+
+class AgentOptions(StrictInput):
+    trace_format: str = Field(default="auto", alias="trace-format")
+    tool_error_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="tool-error-pattern")
+    trials: Literal["all", "any"] | Annotated[int, Field(ge=1, le=1000, strict=True)] = "all"
+    confirmation_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="confirmation-pattern")
+    rules: dict[RuleName, Check] = Field(default_factory=dict, max_length=10_000)
+
+    @field_validator("trace_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in FORMAT_NAMES:
+            raise ValueError(f"unknown trace format {value!r}; use one of {', '.join(FORMAT_NAMES)}")
+        return value
+
+    def required(self, trials: int) -> int:
+        """How many of `trials` trials must pass for the case to pass."""
+        if self.trials == "all":
+            return trials
+        return 1 if self.trials == "any" else int(self.trials)
+
+    @property
+    def confirmation(self) -> Regex:
+        return compile_regex(self.confirmation_pattern or DEFAULT_CONFIRMATION)
+
+    @property
+    def error_regex(self) -> Regex | None:
+        return compile_regex(self.tool_error_pattern) if self.tool_error_pattern else None

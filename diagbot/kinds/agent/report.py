@@ -1,0 +1,142 @@
+"""The agent suite's report: per case, per trial, aggregates over gating and informational cases, slices."""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Literal
+
+from pydantic import Field
+
+from diagbot.core.models import Output
+from diagbot.core.rates import mean, rate
+from diagbot.core.report import RunInfo
+
+AGENT_SCHEMA_VERSION = 1
+SLICE_FIELDS = ("scenario", "ability_tags", "risk_level", "difficulty", "dataset_role")
+Status = Literal["passed", "failed", "unchecked"]
+
+
+class TrialResult(Output):
+    trial: str  # the run file's name: `<case_id>.json`, or `trial-1.json` inside `<case_id>/`
+    passed: bool
+    failed_checks: list[str] = Field(default_factory=list)
+
+
+class AgentCaseResult(Output):
+    case_id: str
+    case_version: str
+    title: str
+    scenario: str
+    risk_level: str
+    difficulty: str
+    ability_tags: list[str]
+    dataset_id: str
+    dataset_version: str
+    dataset_role: str
+    gating: bool
+    not_gating_because: str | None = None
+    status: Status
+    passed: bool
+    trials: int
+    trials_passed: int
+    trial_results: list[TrialResult]
+    failed_checks: list[str]  # those of the first failing trial
+    unchecked_expectations: list[str] = Field(default_factory=list)
+    tool_call_count: int | None = None
+    turn_count: int | None = None
+    duration_ms: float | None = None
+
+
+class Aggregate(Output):
+    total_cases: int = 0
+    passed_cases: int = 0
+    unchecked_cases: int = 0
+    pass_rate: float = 0.0
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+
+
+class SliceStat(Output):
+    total_cases: int
+    passed_cases: int
+    unchecked_cases: int
+    pass_rate: float
+
+
+class AgentReport(Output):
+    schema_version: int = AGENT_SCHEMA_VERSION
+    kind: Literal["agent"] = "agent"
+    suite: str | None = None
+    run: RunInfo | None = None
+    total_cases: int
+    passed_cases: int
+    unchecked_cases: int
+    pass_rate: float
+    pass_hat_k: dict[str, float]
+    gating_cases: int
+    gating: Aggregate
+    informational: Aggregate
+    dataset_versions: dict[str, list[str]]
+    slices: dict[str, dict[str, SliceStat]]
+    results: list[AgentCaseResult]
+
+
+def aggregate(results: list[AgentCaseResult]) -> Aggregate:
+    """Counts, the pass rate over checked cases (passed / (total - unchecked); 0.0 when none) and pass^k for
+    k = 1 .. the smallest trial count: the mean over checked cases of C(c, k) / C(n, k), as tau-bench reports it."""
+    checked = [r for r in results if r.status != "unchecked"]
+    passed = sum(1 for r in checked if r.status == "passed")
+    smallest = min((r.trials for r in checked), default=0)
+    hat_k = {
+        str(k): mean([comb(r.trials_passed, k) / comb(r.trials, k) for r in checked]) for k in range(1, smallest + 1)
+    }
+    return Aggregate(
+        total_cases=len(results),
+        passed_cases=passed,
+        unchecked_cases=len(results) - len(checked),
+        pass_rate=rate(passed, len(checked)),
+        pass_hat_k=hat_k,
+    )
+
+
+def _slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
+    groups: dict[str, dict[str, list[AgentCaseResult]]] = {name: {} for name in SLICE_FIELDS}
+    for result in results:
+        for name in SLICE_FIELDS:
+            value = getattr(result, name)
+            for key in value if isinstance(value, list) else [value]:
+                groups[name].setdefault(str(key), []).append(result)
+    out: dict[str, dict[str, SliceStat]] = {}
+    for name, by_value in groups.items():
+        out[name] = {}
+        for key in sorted(by_value):
+            agg = aggregate(by_value[key])
+            out[name][key] = SliceStat(
+                total_cases=agg.total_cases,
+                passed_cases=agg.passed_cases,
+                unchecked_cases=agg.unchecked_cases,
+                pass_rate=agg.pass_rate,
+            )
+    return out
+
+
+def build_report(results: list[AgentCaseResult], suite: str | None = None, run: RunInfo | None = None) -> AgentReport:
+    everything = aggregate(results)
+    gating = aggregate([r for r in results if r.gating])
+    versions: dict[str, set[str]] = {}
+    for r in results:
+        versions.setdefault(r.dataset_id, set()).add(r.dataset_version)
+    return AgentReport(
+        suite=suite,
+        run=run,
+        total_cases=everything.total_cases,
+        passed_cases=everything.passed_cases,
+        unchecked_cases=everything.unchecked_cases,
+        pass_rate=everything.pass_rate,
+        pass_hat_k=everything.pass_hat_k,
+        gating_cases=gating.total_cases,
+        gating=gating,
+        informational=aggregate([r for r in results if not r.gating]),
+        dataset_versions={k: sorted(v) for k, v in sorted(versions.items())},
+        slices=_slices(results),
+        results=results,
+    )

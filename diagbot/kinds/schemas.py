@@ -1,0 +1,105 @@
+"""The JSON Schemas diagbot publishes (`diagbot schema NAME`, committed under `schemas/`): the agent case file,
+the native agent trace and every kind's report. Editors use them for completion and checking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from diagbot.kinds.agent.cases import FIELD_NAMES, AgentCase
+from diagbot.kinds.agent.formats.native import FORMAT, VERSION
+from diagbot.kinds.agent.report import AgentReport
+from diagbot.kinds.trace.report import TraceReport
+from diagbot.kinds.workspace.judge import WorkspaceReport
+
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+_BASE = "https://diagbot.dev/schemas/"  # an identifier only: nothing is fetched from it
+
+
+def _model(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True)
+    return {"$schema": _DRAFT, "$id": f"{_BASE}{name}.schema.json", **schema, "title": title}
+
+
+def agent_case_file() -> dict[str, Any]:
+    case = AgentCase.model_json_schema(by_alias=True)
+    defs = case.pop("$defs")
+    defaults = {
+        "type": "object",
+        "properties": {k: {} for k in FIELD_NAMES if k != "case_id"},
+        "additionalProperties": False,
+    }
+    return {
+        "$schema": _DRAFT,
+        "$id": f"{_BASE}agent-case.schema.json",
+        "title": "diagbot agent case file: one case, a list of cases, or {defaults, cases}",
+        "$defs": {**defs, "AgentCase": case},
+        "oneOf": [
+            {"$ref": "#/$defs/AgentCase"},
+            {"type": "array", "items": {"$ref": "#/$defs/AgentCase"}},
+            {
+                "type": "object",
+                "required": ["cases"],
+                "properties": {"defaults": defaults, "cases": {"type": "array", "items": {"type": "object"}}},
+                "additionalProperties": False,
+            },
+        ],
+    }
+
+
+def agent_trace() -> dict[str, Any]:
+    """The native run format, written out by hand: `formats/native.py` reads exactly this."""
+    duration = {"type": "number", "minimum": 0}
+    step: dict[str, dict[str, Any]] = {
+        "message": {"role": {"type": "string"}, "content": {"type": ["string", "null", "array"]}},
+        "tool_call": {
+            "id": {"type": ["string", "null"]},
+            "tool": {"type": "string"},
+            "args": {"description": "the arguments: an object, or the JSON string the model wrote"},
+            "result": {"description": "the tool's result: text or any JSON value"},
+            "error": {"type": "boolean"},
+            "duration_ms": duration,
+            "audit": {"type": "object"},
+        },
+        "state_change": {"key": {"type": "string"}, "from": {}, "to": {}},
+    }
+    required = {"message": ["kind", "role"], "tool_call": ["kind", "tool"], "state_change": ["kind", "key"]}
+    return {
+        "$schema": _DRAFT,
+        "$id": f"{_BASE}agent-trace.schema.json",
+        "title": "diagbot agent trace (one recorded run)",
+        "type": "object",
+        "required": ["format", "version", "steps"],
+        "additionalProperties": False,
+        "properties": {
+            "format": {"const": FORMAT},
+            "version": {"const": VERSION},
+            "duration_ms": duration,
+            "final_state": {"type": "object"},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "required": required[kind],
+                            "additionalProperties": False,
+                            "properties": {"kind": {"const": kind}, **fields},
+                        }
+                        for kind, fields in step.items()
+                    ]
+                },
+            },
+        },
+    }
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "agent-case": agent_case_file,
+    "agent-trace": agent_trace,
+    "agent-report": lambda: _model(AgentReport, "agent-report", "diagbot agent suite report"),
+    "trace-report": lambda: _model(TraceReport, "trace-report", "diagbot trace suite report"),
+    "workspace-report": lambda: _model(WorkspaceReport, "workspace-report", "diagbot workspace suite report"),
+}
