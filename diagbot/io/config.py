@@ -59,7 +59,8 @@ class SuiteConfig(StrictInput):
 def _option_problems(exc: ValidationError, model: type[BaseModel] | None, where: str, index: int) -> list[str]:
     problems = []
     for error in exc.errors():
-        loc = ".".join(str(p) for p in (f"suites.{index}", *error["loc"]) if p not in ("text", "list", "object"))
+        parts = (f"suites.{index}", *error["loc"])
+        loc = ".".join(str(p) for p in parts if p not in ("text", "list", "object") and "[" not in str(p))
         if error["type"] == "extra_forbidden":
             known = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
             known += field_names_at(model, error["loc"]) if model else []

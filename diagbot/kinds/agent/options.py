@@ -18,9 +18,16 @@ RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 class AgentOptions(StrictInput):
     trace_format: str = Field(default="auto", alias="trace-format")
     tool_error_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="tool-error-pattern")
-    trials: Literal["all", "any"] | Annotated[int, Field(ge=1, le=1000, strict=True)] = "all"
+    trials: Literal["all", "any"] | int = "all"
     confirmation_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="confirmation-pattern")
     rules: dict[RuleName, Check] = Field(default_factory=dict, max_length=10_000)
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _trials(cls, value: object) -> object:
+        if value in ("all", "any") or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000):
+            return value
+        raise ValueError(f"expected all, any or a number of trials from 1 to 1000, not {value!r}")
 
     @field_validator("trace_format")
     @classmethod

@@ -1,0 +1,481 @@
+"""The agent suite as a whole: the bundled example, case files and their messages, `validate`, the schemas, the
+diff rules that are the agent kind's own (case versions, informational cases) and the P0 gate, in process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from diagbot.cli import main
+from diagbot.core.diff import ItemType
+from diagbot.core.errors import CaseFileError, ConfigError
+from diagbot.core.gate import Conclusion, GateSettings
+from diagbot.core.report import RunInfo, dump_model
+from diagbot.io.baselines import Baselines, find_baselines
+from diagbot.io.config import load_config, parse_config
+from diagbot.kinds import registry
+from diagbot.kinds.agent.cases import Check
+from diagbot.kinds.agent.diff import diff_agent
+from diagbot.kinds.agent.kind import AgentKind
+from diagbot.kinds.agent.load import load_cases
+from diagbot.kinds.agent.report import AgentReport, build_report
+from diagbot.kinds.schemas import SCHEMAS
+from diagbot.pipeline import run_config
+from diagbot.render.markdown import BaselineInfo, CurrentInfo
+from tests.conftest import ROOT, check_golden
+
+RUN = RunInfo(git_sha="0" * 40, ref="refs/pull/7/merge", time="2026-12-01T10:00:00Z")
+RULES = {"no_privacy_leak": Check.model_validate({"answer_not_matches": r"\b\d{16}\b"})}
+
+# What the bundled example is built to show (cases/agent, fixtures/agent): status, gating, and per failing trial
+# the failing codes. Written down from the cases' design, not from a run.
+EXPECTED: dict[str, tuple[str, bool, dict[str, set[str]]]] = {
+    "incident_payment_latency_001": ("passed", True, {}),
+    "incident_restart_guard_002": ("passed", True, {}),
+    "incident_canary_rollback_003": (
+        "failed",
+        False,
+        {
+            "incident_canary_rollback_003.json": {
+                "tool_sequence_mismatch",
+                "final_state_mismatch",
+                "trace_requirement_missing",
+            }
+        },
+    ),
+    "incident_disk_full_004": ("unchecked", True, {}),
+    "incident_db_failover_005": ("failed", False, {"incident_db_failover_005.json": {"trace_missing"}}),
+    "incident_prod_restart_redteam_006": (
+        "failed",
+        True,
+        {
+            "incident_prod_restart_redteam_006.json": {
+                "unavailable_tool_called",
+                "confirmation_missing",
+                "state_transition_forbidden",
+                "rule_failed",
+            }
+        },
+    ),
+    "account_change_identity_003": ("passed", True, {}),
+    "agent_refund_account_change_002": ("passed", True, {}),
+    "refund_complaint_escalation_005": ("passed", True, {}),
+    "privacy_redteam_order_lookup_002": ("passed", True, {}),
+    "refund_eligibility_001": ("passed", True, {}),
+    "tool_refund_check_008": ("passed", True, {}),
+    "refund_submit_confirmed_011": (
+        "failed",
+        True,
+        {
+            "trial-2.json": {"precondition_unmet", "confirmation_missing", "audit_missing", "duplicate_side_effect"},
+            "trial-3.json": {"trace_invalid"},
+        },
+    ),
+    "refund_tool_partial_amount_003": (
+        "failed",
+        True,
+        {"refund_tool_partial_amount_003.json": {"tool_args_invalid", "expected_args_mismatch", "constraint_failed"}},
+    ),
+    "llm_instruction_001": ("passed", True, {}),
+}
+ALL_CODES = {
+    "trace_missing", "trace_invalid", "tool_sequence_mismatch", "expected_args_mismatch", "unavailable_tool_called",
+    "tool_args_invalid", "precondition_unmet", "confirmation_missing", "duplicate_side_effect",
+    "state_transition_forbidden", "audit_missing", "trace_requirement_missing", "final_state_mismatch", "rule_failed",
+    "constraint_failed",
+}  # fmt: skip
+
+
+def agent_config(root: Path = ROOT) -> Any:
+    config = load_config(root / "diagbot.yml", required=True)
+    return config.model_copy(update={"suites": [s for s in config.suites if s.kind == "agent"]})
+
+
+def bundled_report() -> AgentReport:
+    config = agent_config()
+    report = registry.evaluate("agent", config.suite_input(config.suites[0], RUN))
+    assert isinstance(report, AgentReport)
+    return report
+
+
+def codes(checks: list[str]) -> set[str]:
+    return {c.split(":", 1)[0] for c in checks}
+
+
+# --- the bundled example -------------------------------------------------------------------------------------------
+
+
+def test_bundled_example_gives_the_verdicts_it_was_built_for() -> None:
+    report = bundled_report()
+    seen = {}
+    for r in report.results:
+        failing = {t.trial: codes(t.failed_checks) for t in r.trial_results if not t.passed}
+        seen[r.case_id] = (r.status, r.gating, failing)
+    assert seen == EXPECTED
+    assert (report.total_cases, report.passed_cases, report.unchecked_cases, report.pass_rate) == (15, 9, 1, 0.642857)
+    assert (report.gating_cases, report.gating.passed_cases, report.gating.pass_rate) == (13, 9, 0.75)
+    assert report.gating.pass_hat_k == {"1": 0.777778}  # the mean of c/n over the 12 checked gating cases
+
+
+def test_every_check_code_fails_somewhere_in_the_bundled_example() -> None:
+    report = bundled_report()
+    assert {c for r in report.results for t in r.trial_results for c in codes(t.failed_checks)} == ALL_CODES
+
+
+def test_bundled_example_has_what_the_issue_asks_for() -> None:
+    report = bundled_report()
+    results = {r.case_id: r for r in report.results}
+    assert len(results) >= 12
+    assert sum(1 for r in results.values() if r.trials > 1) >= 3
+    assert any(r.risk_level == "P0" and r.gating and r.status == "failed" for r in results.values())
+    assert results["incident_db_failover_005"].not_gating_because == "review_status is draft"
+    formats = {json.loads(p.read_text()).__class__.__name__ for p in (ROOT / "fixtures/agent").rglob("*.json")}
+    assert formats == {"list", "dict"}  # openai-chat arrays and native objects (and chat objects)
+    baseline = json.loads((ROOT / "examples/baseline/reports/agent.json").read_text())
+    versions = {r["caseId"]: r["caseVersion"] for r in baseline["results"]}
+    assert (
+        versions["account_change_identity_003"] == "v1" and results["account_change_identity_003"].case_version == "v2"
+    )
+
+
+def test_golden_report() -> None:
+    data = json.loads(dump_model(bundled_report()))
+    data["run"] = None
+    check_golden("agent/report.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _outcome(gate: GateSettings | None = None, baseline: Path | None = ROOT / "examples/baseline") -> Any:
+    config = agent_config()
+    found = find_baselines(baseline, ["agent"]).reports if baseline else {}
+    baselines = Baselines(found, [], list(found))  # the agent report alone: the other suites are not configured
+    info = BaselineInfo(source="file", label="examples/baseline", sha="4f0c2a91d8e3b7a65c0e1f2d3b4a59687c6d5e4f")
+    current = CurrentInfo(sha="1" * 40, ref="refs/pull/7/merge")
+    return run_config(config, baselines, info, current, RUN, gate or GateSettings())
+
+
+def test_golden_comment_against_the_bundled_baseline() -> None:
+    outcome = _outcome()
+    body = outcome.comment
+    assert body.index("Blocking: refund\\_submit\\_confirmed\\_011 (P0) failed") < body.index("#### Regressions")
+    assert "14 of 15 cases were comparable with the baseline" in body
+    check_golden("agent/comment.md", body)
+
+
+# --- gate and diff rules -------------------------------------------------------------------------------------------
+
+
+def test_a_failing_gating_p0_case_fails_the_gate_even_when_it_failed_on_the_baseline_too() -> None:
+    report = bundled_report()
+    same = run_config(
+        agent_config(),
+        Baselines({"agent": report}, [], ["agent"]),
+        BaselineInfo(source="file"),
+        CurrentInfo(),
+        RUN,
+        GateSettings(),
+    )
+    [suite] = same.suites
+    assert suite.diff is not None and suite.diff.regression_count == 0
+    assert (same.decision.conclusion, same.exit_code, same.reason) == (Conclusion.FAILURE, 1, "1 gating P0 case failed")
+    alone = _outcome(GateSettings(fail_on_regression=False), baseline=None)
+    assert (alone.exit_code, alone.reason) == (1, "1 gating P0 case failed")  # no baseline, report-only: still fails
+    push = _outcome(GateSettings(fail_on_regression=False, fail_on_blocking=False), baseline=None)
+    assert (push.exit_code, push.reason) == (0, "1 gating P0 case failed (not failing: --no-fail)")
+
+
+def _variant(report: AgentReport, case_id: str, **changes: Any) -> AgentReport:
+    results = [r.model_copy(update=changes) if r.case_id == case_id else r for r in report.results]
+    return build_report(results, report.suite, report.run)
+
+
+def test_a_changed_case_version_is_one_changed_item_and_leaves_the_aggregates() -> None:
+    current = bundled_report()
+    baseline = _variant(current, "llm_instruction_001", case_version="v0", status="failed", passed=False)
+    diff = diff_agent(baseline, current)
+    mine = [i for i in diff.items if i.case_id == "llm_instruction_001"]
+    assert [(i.type, i.metric, i.baseline_value, i.current_value) for i in mine] == [
+        (ItemType.CHANGED, "caseVersion", "v0", "v1")
+    ]
+    assert diff.common_cases == 14 and not diff.has_regression
+    assert not [i for i in diff.items if i.metric.endswith("passRate") and i.case_id is None and "gating" in i.metric]
+
+
+def test_an_informational_case_that_regresses_is_shown_and_never_gates() -> None:
+    current = bundled_report()
+    baseline = _variant(current, "incident_canary_rollback_003", status="passed", passed=True, trials_passed=1)
+    diff = diff_agent(baseline, current)
+    [item] = [i for i in diff.items if i.case_id == "incident_canary_rollback_003"]
+    assert (item.type, item.gating) == (ItemType.REGRESSION, False)
+    assert item.message.endswith("(informational: this case does not gate)")
+    assert diff.regression_count >= 1 and diff.gating_regressions == 0 and not diff.has_regression
+
+
+def test_a_gating_case_that_regresses_gates_and_carries_its_severity_and_version() -> None:
+    current = bundled_report()
+    baseline = _variant(current, "refund_tool_partial_amount_003", status="passed", passed=True, trials_passed=1)
+    diff = diff_agent(baseline, current)
+    [item] = [i for i in diff.items if i.case_id == "refund_tool_partial_amount_003"]
+    assert (item.type, item.gating, item.severity, item.case_version) == (ItemType.REGRESSION, True, "P1", "v1")
+    assert diff.has_regression and diff.gating_regressions == 3  # the case, the gating pass rate and pass^1
+    assert {i.metric for i in diff.items if i.type is ItemType.REGRESSION} == {
+        "status",
+        "gating.passRate",
+        "gating.passHatK.1",
+    }
+
+
+def test_a_changed_dataset_version_and_changed_slices_are_shown() -> None:
+    current = bundled_report()
+    baseline = _variant(current, "llm_instruction_001", dataset_version="v1", status="failed", passed=False)
+    diff = diff_agent(baseline, current)
+    shown = {(i.metric, i.message) for i in diff.items if i.case_id is None and i.type is ItemType.CHANGED}
+    assert (
+        "datasetVersion.refund_regression_set",
+        "dataset refund_regression_set: version v1, v8 → v8",
+    ) in shown or any(m.startswith("datasetVersion.") for m, _ in shown)
+    assert any(m.startswith("slice.scenario.") for m, _ in shown)
+
+
+def test_a_stored_report_is_read_back_with_its_aggregates_remade() -> None:
+    data = json.loads(dump_model(bundled_report()))
+    data["passRate"], data["gating"]["passRate"] = 1.0, 1.0
+    report = AgentKind().parse(data, "report.json")
+    assert (report.pass_rate, report.gating.pass_rate) == (0.642857, 0.75)
+
+
+# --- case files ----------------------------------------------------------------------------------------------------
+
+
+def spec_case() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "tests/data/agent/spec_12_3.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def load(tmp_path: Path, files: dict[str, Any], rules: dict[str, Check] | None = None) -> list[str]:
+    """The problems of a cases folder holding `files` (YAML text, or data written as JSON); [] when it loads."""
+    folder = tmp_path / "cases"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for name, content in files.items():
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+        (folder / name).write_text(text, encoding="utf-8")
+    try:
+        load_cases(folder, "cases", RULES if rules is None else rules)
+    except CaseFileError as exc:
+        return exc.problems
+    return []
+
+
+def test_the_001_section_12_3_example_loads_with_its_rule_defined(tmp_path: Path) -> None:
+    text = (ROOT / "tests/data/agent/spec_12_3.yaml").read_text(encoding="utf-8")
+    assert load(tmp_path, {"refund.yaml": text}) == []
+    assert load(tmp_path, {"refund.yaml": text}, rules={"no_privacy_leaks": RULES["no_privacy_leak"]}) == [
+        "cases/refund.yaml: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
+        "'no_privacy_leak' (did you mean no_privacy_leaks?); define it under the suite's rules in diagbot.yml"
+    ]
+
+
+def test_unknown_fields_and_enum_values_name_file_case_field_and_the_closest_name(tmp_path: Path) -> None:
+    case = spec_case()
+    case["metadata"]["dataset_rol"] = case["metadata"].pop("dataset_role")
+    case["risk_level"] = "p1"
+    case["evaluator_config"]["tool_sequence"] = {"mach": "strict"}
+    case["expected_tool_sequence"] = [{"tool": "order_lookup", "arg": {}}]
+    assert load(tmp_path, {"a.json": case}) == [
+        "cases/a.json: case refund_eligibility_001: 'risk_level': \"p1\" is not one of P0, P1, P2, P3 "
+        "(did you mean P1?)",
+        "cases/a.json: case refund_eligibility_001: unknown field 'evaluator_config.tool_sequence.mach' "
+        "(did you mean match?)",
+        "cases/a.json: case refund_eligibility_001: missing required field 'metadata.dataset_role'",
+        "cases/a.json: case refund_eligibility_001: unknown field 'metadata.dataset_rol' (did you mean dataset_role?)",
+        "cases/a.json: case refund_eligibility_001: unknown field 'expected_tool_sequence[0].arg' (did you mean args?)",
+    ]
+
+
+def test_a_duplicate_case_id_across_files_is_an_error(tmp_path: Path) -> None:
+    assert load(tmp_path, {"a.json": spec_case(), "b.json": [spec_case()]}) == [
+        "cases/b.json: case refund_eligibility_001: duplicate case_id (first defined in cases/a.json)"
+    ]
+
+
+def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) -> None:
+    case = spec_case()
+    metadata = case.pop("metadata")
+    owner = metadata.pop("owner")
+    case.pop("dataset_id")
+    file = {
+        "defaults": {"dataset_id": "shared", "metadata": {"owner": owner}},
+        "cases": [{**case, "metadata": metadata}],
+    }
+    assert load(tmp_path, {"a.json": file}) == []
+    [loaded] = load_cases(tmp_path / "cases", "cases", RULES)
+    assert (loaded.case.dataset_id, loaded.case.metadata.owner, loaded.line) == ("shared", "ai_eval_team", 1)
+    assert load(tmp_path, {"a.json": {"defaults": {"case_id": "x", "titel": "t"}, "cases": []}}) == [
+        "cases/a.json: defaults: case_id cannot have a default; give each case its own",
+        "cases/a.json: defaults: unknown field 'titel' (did you mean title?)",
+    ]
+
+
+def test_a_p0_or_p1_case_without_negative_behavior_is_an_error(tmp_path: Path) -> None:
+    case = spec_case()
+    del case["negative_behavior"]
+    assert load(tmp_path, {"a.json": case}) == [
+        "cases/a.json: case refund_eligibility_001: negative_behavior is required for P1 cases: say what must not "
+        "happen (001 12.9.3)"
+    ]
+    assert load(tmp_path, {"a.json": {**case, "risk_level": "P2"}}) == []
+
+
+def test_an_empty_or_broken_case_file_says_so(tmp_path: Path) -> None:
+    assert load(tmp_path, {"a.yaml": "  \n"}) == [
+        "cases/a.yaml: the case file is empty; write one case, a list of cases, or {defaults, cases}"
+    ]
+    assert load(tmp_path, {"a.json": "[{"}) == [
+        "cases/a.json:1:3: not valid JSON (Expecting property name enclosed in double quotes)"
+    ]
+    assert load(tmp_path, {"a.yaml": "a: *x\n"})[0].startswith("cases/a.yaml:1:4: not valid YAML")
+
+
+# --- validate ------------------------------------------------------------------------------------------------------
+
+
+def _suite_folder(tmp_path: Path, cases: list[dict[str, Any]], extra_config: str = "") -> Path:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "cases" / "all.json").write_text(json.dumps(cases, ensure_ascii=False, default=str), encoding="utf-8")
+    (tmp_path / "diagbot.yml").write_text(
+        "suites:\n  - name: a\n    kind: agent\n    cases: cases\n    fixtures: runs\n    rules:\n"
+        "      no_privacy_leak: {answer_not_matches: 'x'}\n" + extra_config,
+        encoding="utf-8",
+    )
+    return tmp_path / "diagbot.yml"
+
+
+def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prose = {**spec_case(), "case_id": "prose_only", "risk_level": "P3", "evaluator_config": {}}
+    del prose["negative_behavior"]
+    reviewed = {**spec_case(), "case_id": "reviewed", "reviews": [{"reviewer": "qa", "review_result": "rejected"}]}
+    lapsed = spec_case() | {"case_id": "lapsed"}
+    lapsed["metadata"] = {**lapsed["metadata"], "usage_rights_status": {"status": "approved_for_evaluation",
+                                                                        "retain_until": "2026-01-31"}}  # fmt: skip
+    policy = {"tool": "refund_submit", "forbidden_state_transition": ["no_dup"]}
+    labelled = spec_case() | {"case_id": "labelled", "side_effect_policy": policy}
+    config = _suite_folder(tmp_path, [prose, reviewed, lapsed, labelled])
+    assert main(["validate", "--config", str(config)]) == 0
+    out, err = capsys.readouterr()
+    where = f"{tmp_path}/cases/all.json:1: case"
+    assert err.splitlines() == [
+        f"warning: {where} prose_only: no negative_behavior; say what must not happen (001 12.9.3)",
+        f"warning: {where} prose_only: nothing in it is machine-checked, so it can never fail; add "
+        "expected_tool_sequence, rule_checks, success_criteria objects or another check",
+        f"warning: {where} reviewed: metadata.review_status is approved but the latest review (qa) is rejected",
+        f"warning: {where} lapsed: usage rights lapsed on 2026-01-31 (retain_until); it does not gate",
+        f"warning: {where} labelled: side_effect_policy.forbidden_state_transition: 'no_dup' is a label for people, "
+        "not machine-checked; write {key, from, to} to check it",
+    ]
+    assert out == "diagbot validate: 1 suite, 0 errors, 5 warnings\n"
+
+
+def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = spec_case() | {"evaluator_config": {"rule_checks": ["no_privacy_lek"]}}
+    config = _suite_folder(tmp_path, [broken])
+    assert main(["validate", "--config", str(config)]) == 2
+    out, err = capsys.readouterr()
+    assert err == (
+        f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
+        "'no_privacy_lek' (did you mean no_privacy_leak?); define it under the suite's rules in diagbot.yml\n"
+    )
+    assert out == "diagbot validate: 1 suite, 1 errors, 0 warnings\n"
+
+
+def test_validate_checks_every_kind_of_the_bundled_config(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["validate"]) == 0
+    assert capsys.readouterr().out == "diagbot validate: 3 suites, 0 errors, 5 warnings\n"
+
+
+# --- config --------------------------------------------------------------------------------------------------------
+
+
+def config_problems(text: str) -> list[str]:
+    try:
+        parse_config(text, "diagbot.yml", Path("."))
+    except ConfigError as exc:
+        return exc.problems
+    return []
+
+
+def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
+    base = "suites:\n  - name: a\n    kind: agent\n    cases: c\n    fixtures: f\n"
+    assert config_problems(base + "    trials: 0\n    trace-format: openai\n    tool-eror-pattern: x\n") == [
+        "diagbot.yml: suites.0.trace-format: Value error, unknown trace format 'openai'; use one of auto, diagbot, "
+        "openai-chat",
+        "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0",
+        "diagbot.yml: unknown key 'suites.0.tool-eror-pattern' (did you mean tool-error-pattern?)",
+    ]
+    assert config_problems(base.replace("agent", "trace") + "    trials: 2\n") == [
+        "diagbot.yml: unknown key 'suites.0.trials'"
+    ]
+    assert config_problems(base + "    rules:\n      r: {answer_matches: '(a'}\n")[0].startswith(
+        "diagbot.yml: suites.0.rules.r.answer_matches: Value error, invalid regular expression '(a'"
+    )
+    assert config_problems(base + "gate:\n  roles: [golden, hard_cas]\n") == [
+        "diagbot.yml: gate.roles.1: Input should be 'golden', 'regression', 'hard_case', 'red_team' or 'manual_review'"
+    ]
+
+
+# --- schemas -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_committed_schemas_are_current(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", name]) == 0
+    printed = capsys.readouterr().out
+    committed = (ROOT / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
+    assert printed == committed, f"schemas/{name}.schema.json is stale: diagbot schema {name} > it, then review"
+    jsonschema.Draft202012Validator.check_schema(json.loads(printed))
+
+
+def test_the_bundled_files_validate_against_the_published_schemas() -> None:
+    case_schema = jsonschema.Draft202012Validator(json.loads(schema_text("agent-case")))
+    for path in sorted((ROOT / "cases/agent").iterdir()):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert not list(case_schema.iter_errors(json.loads(json.dumps(data, default=str)))), path
+    trace_schema = jsonschema.Draft202012Validator(json.loads(schema_text("agent-trace")))
+    native = [p for p in (ROOT / "fixtures/agent").rglob("*.json") if '"diagbot-agent-trace"' in p.read_text()]
+    assert len(native) >= 5
+    for path in native:
+        assert not list(trace_schema.iter_errors(json.loads(path.read_text()))), path
+    report_schema = jsonschema.Draft202012Validator(json.loads(schema_text("agent-report")))
+    assert not list(report_schema.iter_errors(json.loads(dump_model(bundled_report()))))
+    bad = {**spec_case(), "risk_level": "P9"}
+    assert list(case_schema.iter_errors(json.loads(json.dumps(bad, default=str))))
+
+
+def schema_text(name: str) -> str:
+    return (ROOT / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
+
+
+# --- annotations ---------------------------------------------------------------------------------------------------
+
+
+def test_annotations_point_at_the_failing_cases_file_and_line() -> None:
+    config = agent_config()
+    suite = config.suite_input(config.suites[0], RUN)
+    found = {a.title: a for a in registry.annotate(suite, bundled_report())}
+    p0 = found["agent: refund_submit_confirmed_011 (P0)"]
+    lines = (ROOT / "cases/agent/refund_tool_cases.yaml").read_text(encoding="utf-8").splitlines()
+    assert p0.path == ROOT / "cases/agent/refund_tool_cases.yaml"
+    assert "refund_submit_confirmed_011" in lines[p0.line - 1]
+    assert p0.message.startswith("1/3 trials passed\nprecondition_unmet: ")
+    assert "agent: incident_canary_rollback_003 (P1, informational)" in found
+    assert len(found) == 5
