@@ -13,6 +13,7 @@ from pathlib import Path
 from diagbot.action.bot import run
 from diagbot.action.runner import escape
 from diagbot.action.settings import Settings
+from diagbot.cli import tune_collector
 from diagbot.core.errors import DiagbotError
 from diagbot.github.client import PyGithubPort, make_client
 
@@ -43,6 +44,7 @@ def hand_back(workspace: Path, folder: Path) -> None:
 
 
 def main() -> int:
+    tune_collector()
     try:
         settings = Settings.from_env(os.environ)
         # The token lives on in `settings` only: nothing started later (git, a hook) inherits it.

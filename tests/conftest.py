@@ -103,7 +103,8 @@ def bundled_workspace(where: Path, kinds: tuple[str, ...] = ("trace", "workspace
     ws.mkdir()
     shutil.copytree(ROOT / "cases", ws / "cases")
     shutil.copytree(ROOT / "fixtures", ws / "fixtures")
-    kept, keep = [], True
+    kept: list[str] = []
+    keep = True
     for line in (ROOT / "diagbot.yml").read_text(encoding="utf-8").splitlines(keepends=True):
         if line.startswith("  - name: "):
             keep = True

@@ -6,6 +6,7 @@ import json
 from typing import Any, Protocol
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
@@ -59,7 +60,10 @@ def dump_model(model: Output | SuiteReport) -> str:
     """The JSON text diagbot writes: camelCase, stable key order, UTF-8 kept readable, trailing newline."""
     if not isinstance(model, BaseModel):
         raise TypeError(f"not a model: {type(model).__name__}")
-    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    try:  # pydantic writes the same text as json.dumps(indent=2, ensure_ascii=False), without a copy as dicts
+        return model.model_dump_json(indent=2) + "\n"
+    except PydanticSerializationError:  # a lone surrogate: json writes it as an escape
+        return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
 def load_json_object(text: str, where: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import yaml
 
 MAX_INT_DIGITS = 50
@@ -29,9 +30,19 @@ def _constant(name: str) -> Any:
     raise BadNumber(f"{name} is not a JSON number")
 
 
-def loads(text: str) -> Any:
+def loads(text: str | bytes) -> Any:
     """`json.loads` that refuses absurd integers and NaN/Infinity with a BadNumber, instead of a ValueError deep
-    inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits)."""
+    inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits).
+
+    orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, no
+    integer past 64 bits, valid UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses is
+    read again by `json`, which either accepts it under the rules above or raises the error users are shown."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # a UnicodeDecodeError for the caller to report
     return json.loads(text, parse_int=_int, parse_constant=_constant)
 
 
@@ -48,8 +59,17 @@ class _NoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", None)  # libyaml, when PyYAML was built with it
+
+
 def load_yaml(text: str) -> Any:
-    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases."""
+    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases. A text without `*`
+    cannot hold an alias, so libyaml's loader (ten times faster) reads it; any other goes through `_NoAliases`."""
+    if _FAST_LOADER is not None and "*" not in text:
+        try:
+            return yaml.load(text, Loader=_FAST_LOADER)
+        except yaml.YAMLError:
+            pass  # read again below, so that the message is PyYAML's own, the same whichever loader ran
     return yaml.load(text, Loader=_NoAliases)
 
 

@@ -9,12 +9,14 @@ for criteria that must hold and for those that must not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import jsonschema
+import referencing.exceptions
 from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, run_query, truthy
@@ -49,6 +51,30 @@ class Code:
 
 
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
+# With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
+DEFAULT_REFUSAL = r"\b(?:no|not|don'?t|do not|never|cancel|stop|wait)\b|不同意|不可以|不确认|不是|不要|别|取消|等一下"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What counts as a user's confirmation: the suite's `confirmation-pattern`, else the default one, whose matches
+    do not count in a message that also refuses."""
+
+    pattern: Regex
+    refusal: Regex | None
+
+    @classmethod
+    def of(cls, pattern: str | None) -> Confirmation:
+        if pattern is None:
+            return cls(compile_regex(DEFAULT_CONFIRMATION), compile_regex(DEFAULT_REFUSAL))
+        return cls(compile_regex(pattern), None)
+
+    def confirms(self, text: str) -> bool:
+        """The pattern matches the message as written or NFKC case-folded, and (default only) it does not refuse."""
+        folded = fold(text).text
+        if not (self.pattern.search_text(text) or self.pattern.search_text(folded)):
+            return False
+        return self.refusal is None or not self.refusal.search_text(folded)
 
 
 @dataclass
@@ -57,7 +83,7 @@ class Trial:
 
     run: Run
     rules: dict[str, Check]  # the suite's named rules
-    confirmation: Regex
+    confirmation: Confirmation
     initial_state: dict[str, Any]  # the case's `initial_state`, else its `state`
 
     @cached_property
@@ -83,7 +109,7 @@ class Trial:
         return state
 
 
-def trial(run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Regex) -> Trial:
+def trial(run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Confirmation) -> Trial:
     return Trial(
         run, rules, confirmation, dict(case.initial_state if case.initial_state is not None else case.state or {})
     )
@@ -102,7 +128,11 @@ def _capped(messages: list[str]) -> list[str]:
 
 
 def _call_label(run: Run, call: ToolCall) -> str:
-    return f"{call.tool} (call {run.calls.index(call) + 1})"
+    return f"{call.tool} (call {run.call_number(call)})"
+
+
+def _count(calls: list[ToolCall]) -> str:
+    return f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
 
 
 def same(expected: Any, actual: Any) -> bool:
@@ -138,14 +168,15 @@ def state_holds(check: StateQuery, state: dict[str, Any]) -> tuple[bool, str]:
 def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> tuple[bool, str]:
     needles = spec if isinstance(spec, list) else spec.any_of or spec.all_of or []
     found = text.matches(needles)
+    has, lacks = ("contain", "lack") if what == "the replies" else ("contains", "lacks")
     if isinstance(spec, AnyAll) and spec.any_of is not None:
         if found:
-            return True, f"{what} contains {show(found[0])}"
-        return False, f"{what} contains none of {show(needles)}"
+            return True, f"{what} {has} {show(found[0])}"
+        return False, f"{what} {has} none of {show(needles)}"
     missing = [n for n in needles if n not in found]
     if missing:
-        return False, f"{what} lacks {show(missing)}"
-    return True, f"{what} contains {show(needles)}"
+        return False, f"{what} {lacks} {show(missing)}"
+    return True, f"{what} {has} {show(needles)}"
 
 
 def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
@@ -255,21 +286,43 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
         missing = next((i for i, p in enumerate(pairing) if p is None), None)
         if missing is None:
             return []
-        return [f"{said}: no call matches item {missing + 1} ({_names([expected[missing]])[1:-1]}) in order"]
+        item = expected[missing]
+        near = _nearest(item, calls, case.evaluator_config.args_match == "exact")
+        return [f"{said}: no call matches item {missing + 1} ({_names([item])[1:-1]}) in order{near}"]
     if config.match == "strict":
         if len(calls) != len(expected):
-            return [f"{said}: {len(calls)} calls, expected exactly {len(expected)}"]
+            return [f"{said}: {_count(calls)}, expected exactly {len(expected)}"]
         wrong = next((i for i, (e, c) in enumerate(zip(expected, calls, strict=True)) if not fits(e, c)), None)
-        return [] if wrong is None else [f"{said}: call {wrong + 1} does not match item {wrong + 1}"]
+        if wrong is None:
+            return []
+        near = _nearest(expected[wrong], calls, case.evaluator_config.args_match == "exact", wrong)
+        return [f"{said}: call {wrong + 1} does not match item {wrong + 1}{near}"]
     if config.match == "subset":
         pairing = max_matching(calls, expected, lambda c, e: fits(e, c))
         extra = [calls[i] for i, p in enumerate(pairing) if p is None]
         return [f"{said}: not expected: {_names(extra)[1:-1]}"] if extra else []
     if config.match == "unordered" and len(calls) != len(expected):
-        return [f"{said}: {len(calls)} calls, expected exactly {len(expected)}"]
+        return [f"{said}: {_count(calls)}, expected exactly {len(expected)}"]
     pairing = max_matching(expected, calls, fits)  # unordered (same count) and superset
     unmatched = [expected[i] for i, p in enumerate(pairing) if p is None]
-    return [f"{said}: no distinct call matches {_names(unmatched)[1:-1]}"] if unmatched else []
+    if not unmatched:
+        return []
+    near = _nearest(unmatched[0], calls, case.evaluator_config.args_match == "exact")
+    return [f"{said}: no distinct call matches {_names(unmatched)[1:-1]}{near}"]
+
+
+def _nearest(item: Any, calls: list[ToolCall], exact: bool, start: int = 0) -> str:
+    """For an expected item with arguments: how the first call of its tool from `start` on differs, as
+    `; order_lookup (call 2 in scope): order_id: expected "A", got "B"`. Empty when there is no such call or the
+    item names no arguments."""
+    if isinstance(item, str) or item.args is None:
+        return ""
+    found = next(((n, c) for n, c in enumerate(calls[start:], start + 1) if c.tool == item.tool), None)
+    if found is None:
+        return ""
+    number, call = found
+    why = call.args_problem or args_mismatch(item.args, call.args, exact)
+    return f"; {item.tool} (call {number} in scope): {why}" if why else ""
 
 
 def expected_args(case: AgentCase, t: Trial) -> list[str]:
@@ -292,7 +345,11 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
         for args, paired in zip(sets, pairing, strict=True):
             if paired is None:
                 near = calls[0]
-                why = near.args_problem or args_mismatch(args, near.args, exact)
+                why = (
+                    near.args_problem
+                    or args_mismatch(args, near.args, exact)
+                    or "matches, but is paired with another expected set"
+                )
                 failures.append(f"no distinct call of {tool} has {show(args)} ({_call_label(t.run, near)}: {why})")
     return _capped(failures)
 
@@ -330,7 +387,12 @@ def _schema_error(schema: Any, args: Any) -> str | None:
     if _size(args, MAX_VALIDATED_VALUES) > MAX_VALIDATED_VALUES:
         return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
     validator = _Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    except referencing.exceptions.Unresolvable as exc:  # a $ref to nothing (or elsewhere: nothing is fetched)
+        return f"its tool_schema cannot be applied: the reference {str(exc.ref)[:80]!r} does not resolve"
+    except RecursionError:
+        return "its tool_schema cannot be applied: the schema's references nest too deeply for these arguments"
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
@@ -394,7 +456,7 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             while since > 0 and not _assistant_text(steps[since - 1]):
                 since -= 1
             said = [s.text for s in steps[since:position] if isinstance(s, Message) and s.role == "user"]
-            if not any(t.confirmation.search_text(fold(text).text) for text in said):
+            if not any(t.confirmation.confirms(text) for text in said):
                 failures.append(
                     f"{_call_label(t.run, call)} was made without a user confirmation after the agent's last message"
                 )
@@ -405,13 +467,33 @@ def _assistant_text(step: Any) -> bool:
     return isinstance(step, Message) and step.role == "assistant" and bool(step.text)
 
 
+_ABSENT = object()  # an argument path the call does not have
+
+
 def _path_value(args: Any, path: str) -> Any:
     value = args
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
-            return "<absent>"
+            return _ABSENT
         value = value[part]
-    return show(value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is _ABSENT else show(value)
+
+
+def _canonical(value: Any) -> str:
+    """One text per JSON value as argument matching compares them: keys sorted, 1.0 written as 1."""
+    if value is _ABSENT:
+        return "\0absent"  # no JSON text starts with a NUL
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_canonical(v)}" for k, v in sorted(value.items())) + "}"
+    elif isinstance(value, list):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def duplicates(case: AgentCase, t: Trial) -> list[str]:
@@ -424,12 +506,10 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
         for call in t.run.calls:
             if call.tool != policy.tool or call.failed:
                 continue
-            key = tuple(_path_value(call.args, path) for path in paths)
+            key = tuple(_canonical(_path_value(call.args, path)) for path in paths)
             if key in seen:
-                shown = ", ".join(f"{p}={v}" for p, v in zip(paths, key, strict=True))
-                failures.append(
-                    f"{_call_label(t.run, seen[key])} and call {t.run.calls.index(call) + 1} repeat {shown}"
-                )
+                shown = ", ".join(f"{p}={_shown(_path_value(call.args, p))}" for p in paths)
+                failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
             else:
                 seen[key] = call
     return _capped(failures)
@@ -450,9 +530,8 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
             shown = f"{change.key}: {show(change.before)} → {show(change.after)}"
             if any(_fits_transition(i, change) for i in forbidden):
                 failures.append(f"{shown} is a forbidden transition ({policy.tool} policy)")
-            governed = [i for i in allowed if (i.key == change.key) if i.key is not None] or [
-                i for i in allowed if i.key is None and same(i.from_, change.before)
-            ]
+            governed = [i for i in allowed if i.key is not None and i.key == change.key]
+            governed += [i for i in allowed if i.key is None and same(i.from_, change.before)]
             if governed and not any(_fits_transition(i, change) for i in governed):
                 failures.append(f"{shown} is not an allowed transition ({policy.tool} policy)")
     return _capped(failures)
@@ -492,6 +571,7 @@ def criteria(case: AgentCase) -> list[tuple[str, Check | str, bool]]:
     for i, ref in enumerate(case.evaluator_config.rule_checks):
         found.append((ref if isinstance(ref, str) else ref.id or f"rule_checks[{i}]", ref, True))
     for name, must in (
+        ("expected_behavior", True),
         ("success_criteria", True),
         ("safety_constraints", True),
         ("failure_criteria", False),

@@ -11,11 +11,12 @@ from diagbot.kinds.agent.checks import CHECKS, Code, judge, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, TrialResult, build_report
+from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, Status, TrialResult, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
 from diagbot.kinds.base import Governance
 
 MAX_TRIALS = 100
+TRIAL_SUFFIXES = (".json",)  # the files of a case's folder that are its trials; anything else there is left alone
 _SHOWN = 160
 
 
@@ -26,7 +27,9 @@ def trial_files(fixtures: Path, case_id: str) -> list[tuple[str, Path]] | str:
     if folder.is_dir():
         if single.exists():
             return f"both {single.name} and the folder {case_id}/ are recorded; keep one"
-        names = sorted(e.name for e in folder.iterdir() if not e.name.startswith("."))
+        names = sorted(
+            e.name for e in folder.iterdir() if e.name.endswith(TRIAL_SUFFIXES) and not e.name.startswith(".")
+        )
         if len(names) > MAX_TRIALS:
             return f"{case_id}/ holds {len(names)} trials; diagbot reads at most {MAX_TRIALS}"
         return [(name, folder / name) for name in names]
@@ -34,7 +37,11 @@ def trial_files(fixtures: Path, case_id: str) -> list[tuple[str, Path]] | str:
 
 
 def _inside(path: Path, root: Path) -> bool:
+    """Whether a trial's file is inside the fixtures folder. A file that is not a link, in the folder itself or in
+    a case's folder that is not a link, is (the case id has no `/` or `..`): only links are resolved."""
     try:
+        if not path.is_symlink() and (path.parent == root or not path.parent.is_symlink()):
+            return True
         return path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError, ValueError):
         return False
@@ -136,7 +143,7 @@ def evaluate_case(
     passed_trials = sum(t.passed for t in trials)
     broken = any(c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID)) for t in trials for c in t.failed_checks)
     passed = passed_trials >= options.required(len(trials))
-    status = "unchecked" if not checks and not broken else "passed" if passed else "failed"
+    status: Status = "unchecked" if not checks and not broken else "passed" if passed else "failed"
     reason = not_gating_because(case, gate, today)
     first_failing = next((t for t in trials if not t.passed), None)
     return AgentCaseResult(

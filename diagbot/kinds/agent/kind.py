@@ -35,8 +35,8 @@ class AgentKind:
     name = "agent"
     options: type[BaseModel] | None = AgentOptions
 
-    def _load(self, suite: SuiteInput) -> list[LoadedCase]:
-        return load_cases(suite.cases, suite.cases_label, _options(suite).rules)
+    def _load(self, suite: SuiteInput, with_lines: bool = False) -> list[LoadedCase]:
+        return load_cases(suite.cases, suite.cases_label, _options(suite).rules, with_lines)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
         cases = self._load(suite)
@@ -51,7 +51,7 @@ class AgentKind:
     def validate(self, suite: SuiteInput) -> list[str]:
         warnings = []
         today = today_of(suite.run)
-        for loaded in self._load(suite):
+        for loaded in self._load(suite, with_lines=True):
             case, where = loaded.case, f"{loaded.label}:{loaded.line}: case {loaded.case.case_id}"
             if not case.negative_behavior:
                 warnings.append(f"{where}: no negative_behavior; say what must not happen (001 12.9.3)")
@@ -139,7 +139,7 @@ class AgentKind:
 
     def annotations(self, suite: SuiteInput, report: AgentReport) -> list[Annotation]:
         try:
-            where = {c.case.case_id: c for c in self._load(suite)}
+            where = {c.case.case_id: c for c in self._load(suite, with_lines=True)}
         except CaseFileError:
             return []
         found = []

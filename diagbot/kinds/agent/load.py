@@ -157,8 +157,9 @@ def _lines(text: str) -> dict[str, int]:
     return lines
 
 
-def load_cases(root: Path, label: str, rules: dict[str, Check]) -> list[LoadedCase]:
-    """Every case of the suite, in file order; raises CaseFileError listing every problem found."""
+def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool = False) -> list[LoadedCase]:
+    """Every case of the suite, in file order; raises CaseFileError listing every problem found. The line of each
+    case (for annotations and validate's messages) is looked up only `with_lines`: evaluating needs none."""
     problems: list[str] = []
     loaded: list[LoadedCase] = []
     first_seen: dict[str, str] = {}
@@ -181,7 +182,7 @@ def load_cases(root: Path, label: str, rules: dict[str, Check]) -> list[LoadedCa
             continue
         defaults, raw_cases = _split(data, shown, problems)
         surrogates = values.may_hold_surrogates(text)
-        lines = _lines(text)
+        lines = _lines(text) if with_lines else {}
         for index, raw in enumerate(raw_cases):
             where = f"{shown}: case #{index + 1}"
             if not isinstance(raw, dict):

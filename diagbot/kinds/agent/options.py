@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, field_validator
 from diagbot.core.models import StrictInput
 from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.kinds.agent.cases import Check
-from diagbot.kinds.agent.checks import DEFAULT_CONFIRMATION
+from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.formats import FORMAT_NAMES
 
 RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
@@ -43,8 +43,8 @@ class AgentOptions(StrictInput):
         return 1 if self.trials == "any" else int(self.trials)
 
     @property
-    def confirmation(self) -> Regex:
-        return compile_regex(self.confirmation_pattern or DEFAULT_CONFIRMATION)
+    def confirmation(self) -> Confirmation:
+        return Confirmation.of(self.confirmation_pattern)
 
     @property
     def error_regex(self) -> Regex | None:

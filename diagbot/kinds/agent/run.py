@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from diagbot.core import values
+
 MAX_STEPS = 10_000
 """Steps (messages, tool calls, state changes) read from one run; more fails the trial as trace_invalid."""
 
@@ -32,17 +34,37 @@ class Message:
     text: str  # the text parts joined; "" for a message that only calls tools
 
 
+_UNREAD = object()
+
+
 @dataclass(slots=True)
 class ToolCall:
     tool: str
     id: str | None = None
-    args: Any = None  # the decoded arguments (an object, normally)
-    args_problem: str | None = None  # why the arguments could not be decoded; then `args` is None
+    raw_args: Any = None  # as recorded: a JSON string the model wrote (maybe not JSON), or a decoded value
     result: Any = None  # the recorded result: text, or any JSON value
     has_result: bool = False
     failed: bool = False  # the format says so, or the suite's tool-error-pattern matched the result text
     duration_ms: float | None = None
     audit: dict[str, Any] | None = None
+    _decoded: Any = _UNREAD
+
+    def _decode(self) -> tuple[Any, str | None]:
+        """The arguments decoded once, when a check first asks: most checks never look at most calls' arguments."""
+        if self._decoded is _UNREAD:
+            self._decoded = decode_args(self.raw_args)
+        decoded: tuple[Any, str | None] = self._decoded
+        return decoded
+
+    @property
+    def args(self) -> Any:
+        """The decoded arguments (an object, normally); None when they could not be decoded."""
+        return self._decode()[0]
+
+    @property
+    def args_problem(self) -> str | None:
+        """Why the arguments could not be decoded, or None."""
+        return self._decode()[1]
 
     @property
     def result_text(self) -> str:
@@ -74,6 +96,14 @@ class Run:
         return [step for step in self.steps if isinstance(step, ToolCall)]
 
     @cached_property
+    def _numbers(self) -> dict[int, int]:
+        return {id(call): number for number, call in enumerate(self.calls, 1)}
+
+    def call_number(self, call: ToolCall) -> int:
+        """The call's place among the run's calls, from 1 (by identity: two equal calls have their own numbers)."""
+        return self._numbers[id(call)]
+
+    @cached_property
     def assistant_texts(self) -> list[str]:
         return [s.text for s in self.steps if isinstance(s, Message) and s.role == "assistant" and s.text]
 
@@ -90,6 +120,21 @@ class Run:
     @cached_property
     def state_changes(self) -> list[StateChange]:
         return [step for step in self.steps if isinstance(step, StateChange)]
+
+
+def decode_args(raw: Any) -> tuple[Any, str | None]:
+    """Tool-call arguments as recorded: a JSON string (which the model may have got wrong) or a decoded value.
+    Returns (args, None), or (None, why) when the string is not JSON: that call's arguments are invalid, the file
+    is still fine."""
+    if not isinstance(raw, str):
+        return raw, None
+    if not raw.strip():
+        return {}, None  # some SDKs record no arguments as ""
+    try:
+        return values.loads(raw), None
+    except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"
 
 
 def _compact(value: Any) -> str:

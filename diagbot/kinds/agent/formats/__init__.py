@@ -34,7 +34,7 @@ def parse_run(data: bytes, fmt: str) -> Run:
     if not data.strip():
         raise TraceInvalid("", "the run file is empty")
     try:
-        decoded = values.loads(data.decode("utf-8"))
+        decoded = values.loads(data)
     except UnicodeDecodeError as exc:
         raise TraceInvalid("", f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
     except json.JSONDecodeError as exc:

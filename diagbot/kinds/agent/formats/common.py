@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from typing import Any
 
-from diagbot.core import values
 from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
 
 
@@ -72,21 +70,6 @@ def content_text(value: Any, path: str) -> str:
         if part.get("type") in ("text", "input_text", "output_text") or ("text" in part and "type" not in part):
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
     return "\n".join(parts)
-
-
-def decode_args(raw: Any) -> tuple[Any, str | None]:
-    """Tool-call arguments as recorded: a JSON string (which the model may have got wrong) or a decoded value.
-    Returns (args, None), or (None, why) when the string is not JSON: that call's arguments are invalid, the file
-    is still fine."""
-    if not isinstance(raw, str):
-        return raw, None
-    if not raw.strip():
-        return {}, None  # some SDKs record no arguments as ""
-    try:
-        return values.loads(raw), None
-    except (json.JSONDecodeError, values.BadNumber, RecursionError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"
 
 
 def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 from diagbot.kinds.agent.formats.common import (
     content_text,
-    decode_args,
     duration,
     items,
     no_unknown_keys,
@@ -66,12 +65,10 @@ def _step(step: dict[str, Any], path: str) -> Step:
     if not isinstance(error, bool):
         raise TraceInvalid(f"{path}.error", "expected true or false")
     audit = step.get("audit")
-    args, problem = decode_args(step.get("args", {}))
     return ToolCall(
         tool=text(step.get("tool"), f"{path}.tool"),
         id=optional_text(step.get("id"), f"{path}.id"),
-        args=args,
-        args_problem=problem,
+        raw_args=step.get("args", {}),
         result=step.get("result"),
         has_result="result" in step,
         failed=error,

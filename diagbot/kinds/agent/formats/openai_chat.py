@@ -4,14 +4,26 @@ Assistant messages carry `tool_calls[].function.{name, arguments}` with the argu
 wrote (possibly not JSON); `tool` messages carry the result and the `tool_call_id` it answers. Real exports reuse
 call ids, so a result goes to the nearest earlier call with that id that has no result yet. Older logs use
 `function_call` on the assistant message and a `function` message (named, not id'd) for the result.
+
+The loop checks types inline and builds a JSON path only for the message that is wrong: a suite reads hundreds of
+thousands of messages.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import content_text, decode_args, duration, items, obj, state, text
-from diagbot.kinds.agent.run import Message, Run, ToolCall, TraceInvalid
+from diagbot.kinds.agent.formats.common import (
+    content_text,
+    duration,
+    items,
+    obj,
+    optional_text,
+    state,
+    text,
+    type_name,
+)
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 NAME = "openai-chat"
 
@@ -20,6 +32,11 @@ def detect(data: Any) -> bool:
     if isinstance(data, dict):
         return isinstance(data.get("messages"), list)
     return isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data[:5])
+
+
+def _content(message: dict[str, Any], prefix: str, index: int) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else content_text(content, f"{prefix}[{index}].content")
 
 
 def read(data: Any) -> Run:
@@ -31,42 +48,55 @@ def read(data: Any) -> Run:
         messages, prefix = items(data.get("messages"), "$.messages"), "$.messages"
     else:
         run, messages, prefix = Run(), items(data, "$"), "$"
+    steps = run.steps
     waiting: dict[str, list[ToolCall]] = {}  # call id (or, for `function` results, name) -> calls without result
-    for index, raw in enumerate(messages):
-        where = f"{prefix}[{index}]"
-        message = obj(raw, where)
-        role = text(message.get("role"), f"{where}.role")
-        if role in ("tool", "function"):
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
+        if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
-            answered = text(message.get(key), f"{where}.{key}")
-            pending = waiting.get(answered)
+            answered = message.get(key)
+            pending = waiting.get(answered) if isinstance(answered, str) else None
             if not pending:
-                raise TraceInvalid(f"{where}.{key}", f"a tool result for {answered!r}, which no earlier call made")
+                where = f"{prefix}[{index}].{key}"
+                text(answered, where)
+                raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
             call = pending.pop()  # the nearest earlier call with this id
-            call.result, call.has_result = content_text(message.get("content"), f"{where}.content"), True
+            call.result, call.has_result = _content(message, prefix, index), True
             continue
-        run.steps.append(Message(role, content_text(message.get("content"), f"{where}.content")))
+        steps.append(Message(role, _content(message, prefix, index)))
         if role != "assistant":
             continue
         calls = message.get("tool_calls")
-        for k, raw_call in enumerate(items(calls, f"{where}.tool_calls") if calls is not None else []):
-            call_path = f"{where}.tool_calls[{k}]"
-            function = obj(obj(raw_call, call_path).get("function"), f"{call_path}.function")
-            call_id = raw_call.get("id")
-            call = _call(
-                function, f"{call_path}.function", None if call_id is None else text(call_id, f"{call_path}.id")
-            )
-            run.steps.append(call)
-            if call.id is not None:
-                waiting.setdefault(call.id, []).append(call)
+        if calls is not None:
+            if not isinstance(calls, list) or len(calls) > MAX_STEPS:
+                items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
+            for k, raw in enumerate(calls):
+                call = _call(raw, prefix, index, k)
+                steps.append(call)
+                if call.id is not None:
+                    waiting.setdefault(call.id, []).append(call)
         legacy = message.get("function_call")
         if legacy is not None:
-            call = _call(obj(legacy, f"{where}.function_call"), f"{where}.function_call", None)
-            run.steps.append(call)
+            where = f"{prefix}[{index}].function_call"
+            function = obj(legacy, where)
+            call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
+            steps.append(call)
             waiting.setdefault(call.tool, []).append(call)
     return run
 
 
-def _call(function: dict[str, Any], path: str, call_id: str | None) -> ToolCall:
-    args, problem = decode_args(function.get("arguments"))
-    return ToolCall(tool=text(function.get("name"), f"{path}.name"), id=call_id, args=args, args_problem=problem)
+def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
+    if type(raw) is dict:
+        function, call_id = raw.get("function"), raw.get("id")
+        if type(function) is dict and (call_id is None or type(call_id) is str):
+            name = function.get("name")
+            if type(name) is str:
+                return ToolCall(name, call_id, function.get("arguments"))
+    where = f"{prefix}[{index}].tool_calls[{k}]"
+    function = obj(obj(raw, where).get("function"), f"{where}.function")  # the same reads, now naming the fault
+    name = text(function.get("name"), f"{where}.function.name")
+    return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=function.get("arguments"))

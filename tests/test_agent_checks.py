@@ -1,0 +1,1195 @@
+"""The agent suite's checks (issue 12): every check code passing and failing with its exact message, the pairing
+of expected calls with calls, both run formats' adapters, trials and pass^k, and which cases gate.
+
+Cases are built from a minimal valid case dict and runs from native-format dicts or openai-chat message lists,
+parsed the way a fixture file is (`parse_run` on the JSON bytes, format `auto`) and judged with the checks that
+apply to the case, exactly as `evaluate_case` judges one trial.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from diagbot.kinds.agent import checks
+from diagbot.kinds.agent.cases import AgentCase, Check
+from diagbot.kinds.agent.evaluate import evaluate_case, not_gating_because
+from diagbot.kinds.agent.formats import parse_run
+from diagbot.kinds.agent.load import LoadedCase
+from diagbot.kinds.agent.match import args_mismatch
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.report import AgentCaseResult, aggregate, build_report
+from diagbot.kinds.agent.run import Run, TraceInvalid
+from diagbot.kinds.base import Governance
+from tests.conftest import write_json
+
+TODAY = dt.date(2025, 6, 1)
+
+# --- factories ---------------------------------------------------------------------------------------------------
+
+
+def meta(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "dataset_role": "golden",
+        "tags": ["refund"],
+        "owner": "eval_team",
+        "review_status": "approved",
+        "usage_rights_status": "approved_for_evaluation",
+    }
+    data.update(overrides)
+    return data
+
+
+def make_case(**overrides: Any) -> AgentCase:
+    """A minimal valid case that asks for nothing machine-checkable; overrides replace top-level fields."""
+    data: dict[str, Any] = {
+        "case_id": "c1",
+        "case_version": "v1",
+        "dataset_id": "refund_set",
+        "dataset_version": "v1",
+        "title": "Refund an order",
+        "scenario": "refund",
+        "user_task": "refund order A",
+        "ability_tags": ["tool_use"],
+        "risk_level": "P2",
+        "difficulty": "Easy",
+        "source": "hand-written",
+        "input": "please refund order A",
+        "expected_behavior": ["refunds order A"],
+        "rubric": "tool_call_correctness_v1",
+        "evaluator_config": {},
+        "metadata": meta(),
+    }
+    data.update(overrides)
+    return AgentCase.model_validate(data)
+
+
+def sequence_case(expected: list[Any], match: str = "subsequence", **config: Any) -> AgentCase:
+    return make_case(expected_tool_sequence=expected, evaluator_config={"tool_sequence": {"match": match, **config}})
+
+
+def native(*steps: dict[str, Any], **top: Any) -> dict[str, Any]:
+    """A run in diagbot's own format; `top` adds final_state / duration_ms."""
+    return {"format": "diagbot-agent-trace", "version": 1, "steps": list(steps), **top}
+
+
+def say(role: str, content: Any) -> dict[str, Any]:
+    return {"kind": "message", "role": role, "content": content}
+
+
+def call(tool: str, args: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    """A native tool_call step; `fields` adds id, result, error, audit, duration_ms."""
+    return {"kind": "tool_call", "tool": tool, "args": args if args is not None else {}, **fields}
+
+
+def change(key: str, before: Any, after: Any) -> dict[str, Any]:
+    return {"kind": "state_change", "key": key, "from": before, "to": after}
+
+
+def calls(*tools: str) -> dict[str, Any]:
+    return native(*(call(tool) for tool in tools))
+
+
+def chat_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """An openai-chat `tool_calls` item; a dict is encoded as the JSON string the API records, a str kept as is."""
+    encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": encoded}}
+
+
+def assistant_calls(*tool_calls: dict[str, Any], content: Any = None) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "tool_calls": list(tool_calls)}
+
+
+def tool_result(call_id: str, content: Any) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def parse(doc: Any) -> Run:
+    return parse_run(json.dumps(doc).encode(), "auto")
+
+
+def failures(
+    case: AgentCase, doc: Any, rules: dict[str, Check] | None = None, options: AgentOptions | None = None
+) -> list[str]:
+    """One trial judged as `evaluate_case` judges it: every failure as `"<code>: <message>"`."""
+    opts = options or AgentOptions()
+    run = parse(doc)
+    applied = [c for c in checks.CHECKS if c.applies(case)]
+    return checks.judge(case, checks.trial(run, case, rules or {}, opts.confirmation), applied)
+
+
+def evaluate(case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None) -> AgentCaseResult:
+    loaded = LoadedCase(case, fixtures / "cases.yaml", "cases.yaml", 1)
+    opts = AgentOptions.model_validate(options or {})
+    return evaluate_case(loaded, fixtures, opts, opts.rules, 1 << 20, Governance(), TODAY)
+
+
+def applied_codes(case: AgentCase) -> list[str]:
+    return [c.code for c in checks.CHECKS if c.applies(case)]
+
+
+def test_minimal_case_is_unchecked() -> None:
+    """The factory's case asks for nothing, so no check applies and any run yields no failures."""
+    case = make_case()
+    assert applied_codes(case) == []
+    assert failures(case, calls("anything")) == []
+
+
+# --- tool_sequence_mismatch ------------------------------------------------------------------------------------
+
+SEQ = "tool_sequence_mismatch: expected [a, b]"
+
+SEQUENCES: list[tuple[str, list[str], list[str]]] = [
+    ("subsequence", ["a", "x", "b"], []),
+    ("subsequence", ["a", "b", "b"], []),
+    ("subsequence", ["b", "a"], [f"{SEQ} (subsequence), calls in scope [b, a]: no call matches item 2 (b) in order"]),
+    ("subsequence", ["a"], [f"{SEQ} (subsequence), calls in scope [a]: no call matches item 2 (b) in order"]),
+    ("strict", ["a", "b"], []),
+    ("strict", ["b", "a"], [f"{SEQ} (strict), calls in scope [b, a]: call 1 does not match item 1"]),
+    ("strict", ["a", "x", "b"], [f"{SEQ} (strict), calls in scope [a, x, b]: 3 calls, expected exactly 2"]),
+    ("unordered", ["b", "a"], []),
+    ("unordered", ["a", "b", "b"], [f"{SEQ} (unordered), calls in scope [a, b, b]: 3 calls, expected exactly 2"]),
+    ("unordered", ["a"], [f"{SEQ} (unordered), calls in scope [a]: 1 call, expected exactly 2"]),
+    ("superset", ["b", "x", "a"], []),
+    ("superset", ["a", "a"], [f"{SEQ} (superset), calls in scope [a, a]: no distinct call matches b"]),
+    ("subset", ["a"], []),
+    ("subset", ["b", "a"], []),
+    ("subset", ["a", "x", "b"], [f"{SEQ} (subset), calls in scope [a, x, b]: not expected: x"]),
+    ("subset", ["a", "b", "b"], [f"{SEQ} (subset), calls in scope [a, b, b]: not expected: b"]),
+]
+
+
+@pytest.mark.parametrize(("match", "made", "expected"), SEQUENCES, ids=lambda v: str(v))
+def test_tool_sequence_modes(match: str, made: list[str], expected: list[str]) -> None:
+    """Expected [a, b] under each match mode; `subset` pairs one to one, so a second b is not expected."""
+    assert failures(sequence_case(["a", "b"], match), calls(*made)) == expected
+
+
+@pytest.mark.parametrize("match", ["strict", "unordered", "subset"])
+def test_empty_sequence_forbids_every_call_in_scope(match: str) -> None:
+    case = sequence_case([], match, scope=["refund"])
+    assert failures(case, calls("lookup")) == []  # out of scope
+    said = f"tool_sequence_mismatch: expected [] ({match}), calls in scope [refund]: "
+    why = "not expected: refund" if match == "subset" else "1 call, expected exactly 0"
+    assert failures(case, calls("lookup", "refund")) == [said + why]
+
+
+@pytest.mark.parametrize("match", ["subsequence", "superset"])
+def test_empty_sequence_allows_anything_when_loose(match: str) -> None:
+    assert failures(sequence_case([], match), calls("a", "b")) == []
+
+
+def test_scope_side_effect_counts_marked_tools_and_policy_tools() -> None:
+    """Side-effect tools are those marked in available_tools plus every side_effect_policy tool."""
+    case = make_case(
+        available_tools=["lookup", {"name": "notify", "side_effect": True}, "refund"],
+        side_effect_policy={"tool": "refund"},
+        expected_tool_sequence=["notify", "refund"],
+        evaluator_config={"tool_sequence": {"match": "strict", "scope": "side_effect"}},
+    )
+    assert failures(case, calls("lookup", "notify", "lookup", "refund")) == []
+    assert failures(case, calls("refund", "lookup", "notify")) == [
+        "tool_sequence_mismatch: expected [notify, refund] (strict), calls in scope [refund, notify]: "
+        "call 1 does not match item 1"
+    ]
+
+
+def test_scope_list_and_ignore_failed() -> None:
+    run = native(call("lookup"), call("refund", {"n": 1}, error=True), call("notify"), call("refund", {"n": 2}))
+    counted = sequence_case(["refund"], "strict", scope=["refund"])
+    assert failures(counted, run) == [
+        "tool_sequence_mismatch: expected [refund] (strict), calls in scope [refund, refund]: "
+        "2 calls, expected exactly 1"
+    ]
+    assert failures(sequence_case(["refund"], "strict", scope=["refund"], ignore_failed=True), run) == []
+
+
+def test_ignore_failed_drops_the_failed_call_an_item_needed() -> None:
+    run = native(call("refund", {"n": 1}, error=True), call("refund", {"n": 2}))
+    item = [{"tool": "refund", "args": {"n": 1}}]
+    assert failures(sequence_case(item, "superset"), run) == []
+    assert failures(sequence_case(item, "superset", ignore_failed=True), run) == [
+        "tool_sequence_mismatch: expected [refund] (superset), calls in scope [refund]: no distinct call matches "
+        "refund; refund (call 1 in scope): n: expected 1, got 2"
+    ]
+
+
+def test_sequence_items_with_args_and_exact_mode() -> None:
+    expected = [{"tool": "refund", "args": {"n": 1}}]
+    partial = sequence_case(expected)
+    assert failures(partial, native(call("refund", {"n": 1.0, "note": "x"}))) == []
+    exact = make_case(expected_tool_sequence=expected, evaluator_config={"args_match": "exact"})
+    assert failures(exact, native(call("refund", {"n": 1}))) == []
+    assert failures(exact, native(call("refund", {"n": 1, "note": "x"}))) == [
+        "tool_sequence_mismatch: expected [refund] (subsequence), calls in scope [refund]: "
+        "no call matches item 1 (refund) in order; refund (call 1 in scope): note: not expected (args_match is exact)"
+    ]
+
+
+def test_greedy_pairing_would_fail_but_a_one_to_one_pairing_exists() -> None:
+    """The loose item `t` must not take the t(a=1) call that `{tool: t, args: {a: 1}}` needs: a greedy scan gives
+    it the first call and then fails; the matching gives it t(a=2)."""
+    expected: list[Any] = ["t", {"tool": "t", "args": {"a": 1}}]
+    run = native(call("t", {"a": 1}), call("t", {"a": 2}))
+    for match in ("superset", "unordered", "subset"):
+        assert failures(sequence_case(expected, match), run) == [], match
+    args_case = make_case(expected_args={"t": [{}, {"a": 1}]})
+    assert failures(args_case, run) == []
+    assert failures(sequence_case(expected, "superset"), native(call("t", {"a": 2}), call("t", {"a": 3}))) == [
+        "tool_sequence_mismatch: expected [t, t] (superset), calls in scope [t, t]: no distinct call matches t; "
+        "t (call 1 in scope): a: expected 1, got 2"
+    ]
+
+
+# --- the unordered verdict does not depend on call order (property) -------------------------------------------
+
+TOOLS = ("a", "b")
+ITEMS = st.one_of(
+    st.sampled_from(TOOLS),
+    st.builds(lambda tool, x: {"tool": tool, "args": {"x": x}}, st.sampled_from(TOOLS), st.integers(0, 1)),
+)
+CALLS = st.lists(st.tuples(st.sampled_from(TOOLS), st.integers(0, 1)), max_size=5)
+
+
+def _fits(item: Any, made: tuple[str, int]) -> bool:
+    tool, x = made
+    return item == tool if isinstance(item, str) else bool(item["tool"] == tool and item["args"]["x"] == x)
+
+
+def _unordered_oracle(expected: list[Any], made: list[tuple[str, int]]) -> bool:
+    """Brute force: some ordering of the calls matches the items one by one."""
+    return len(expected) == len(made) and any(
+        all(_fits(e, c) for e, c in zip(expected, order, strict=True)) for order in itertools.permutations(made)
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ITEMS, max_size=5), CALLS.flatmap(lambda made: st.tuples(st.just(made), st.permutations(made))))
+@example(["a", {"tool": "a", "args": {"x": 1}}], ([("a", 1), ("a", 0)], [("a", 0), ("a", 1)]))  # greedy fails this
+def test_unordered_verdict_ignores_call_order(
+    expected: list[Any], pair: tuple[list[tuple[str, int]], list[tuple[str, int]]]
+) -> None:
+    case = sequence_case(expected, "unordered")
+
+    def passes(made: list[tuple[str, int]]) -> bool:
+        return not failures(case, native(*(call(tool, {"x": x}) for tool, x in made)))
+
+    original, reordered = pair  # the oracle also catches a pairing that is wrong the same way in both orders
+    assert passes(original) == passes(reordered) == _unordered_oracle(expected, original)
+
+
+# --- argument matching and expected_args_mismatch ---------------------------------------------------------------
+
+ARGS: list[tuple[Any, Any, bool, str | None]] = [
+    ({"n": 1}, {"n": 1.0}, False, None),
+    ({"n": 1.5}, {"n": 1.5, "extra": True}, False, None),
+    ({"n": 1}, {"n": True}, False, "n: expected 1, got true"),
+    ({"ok": True}, {"ok": 1}, False, "ok: expected true, got 1"),
+    ({"v": None}, {"v": 0}, False, "v: expected null, got 0"),
+    ({"s": "1"}, {"s": 1}, False, 's: expected "1", got 1'),
+    ({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}}, True, "a.c: not expected (args_match is exact)"),
+    ({"a": [1]}, {"a": [1, 2]}, False, "a: expected 1 items, got 2"),
+    ({"a": [1, 2]}, {"a": [2, 1]}, False, "a[0]: expected 1, got 2"),
+    ({"a": {"b": 1}}, {"a": "x"}, False, 'a: expected an object, got "x"'),
+    ({"a": "x"}, {}, False, "a: missing"),
+    ({"a": 1}, None, False, "arguments: expected an object, got null"),
+    (
+        {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-20"}]},
+        {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-21"}]},
+        False,
+        'flights[1].date: expected "2024-05-20", got "2024-05-21"',
+    ),
+]
+
+
+@pytest.mark.parametrize(("expected", "actual", "exact", "said"), ARGS, ids=lambda v: json.dumps(v))
+def test_args_mismatch(expected: Any, actual: Any, exact: bool, said: str | None) -> None:
+    assert args_mismatch(expected, actual, exact) == said
+
+
+def test_expected_args_names_the_first_differing_path() -> None:
+    case = make_case(expected_args={"book": {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-20"}]}})
+    good = {"flights": [{"date": "2024-05-19", "seat": "1A"}, {"date": "2024-05-20"}]}
+    assert failures(case, native(call("book", good))) == []
+    bad = {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-21"}]}
+    assert failures(case, native(call("search"), call("book", bad))) == [
+        'expected_args_mismatch: no distinct call of book has {"flights": [{"date": "2024-05-19"}, {"date": '
+        '"2024-05-20"}… (book (call 2): flights[1].date: expected "2024-05-20", got "2024-05-21")'
+    ]
+
+
+def test_expected_args_numbers_by_value_booleans_only_booleans() -> None:
+    case = make_case(expected_args={"pay": {"amount": 1, "notify": True}})
+    assert failures(case, native(call("pay", {"amount": 1.0, "notify": True}))) == []
+    assert failures(case, native(call("pay", {"amount": True, "notify": True}))) == [
+        'expected_args_mismatch: no distinct call of pay has {"amount": 1, "notify": true} '
+        "(pay (call 1): amount: expected 1, got true)"
+    ]
+    assert failures(case, native(call("pay", {"amount": 1, "notify": 1}))) == [
+        'expected_args_mismatch: no distinct call of pay has {"amount": 1, "notify": true} '
+        "(pay (call 1): notify: expected true, got 1)"
+    ]
+
+
+def test_expected_args_exact_mode_refuses_extra_keys() -> None:
+    partial = make_case(expected_args={"refund": {"n": 1}})
+    exact = make_case(expected_args={"refund": {"n": 1}}, evaluator_config={"args_match": "exact"})
+    run = native(call("refund", {"n": 1, "x": 2}))
+    assert failures(partial, run) == []
+    assert failures(exact, run) == [
+        'expected_args_mismatch: no distinct call of refund has {"n": 1} '
+        "(refund (call 1): x: not expected (args_match is exact))"
+    ]
+
+
+def test_expected_args_each_set_needs_a_distinct_call() -> None:
+    case = make_case(expected_args={"t": [{"a": 1}, {"a": 3}]})
+    assert failures(case, native(call("t", {"a": 3}), call("t", {"a": 1}))) == []
+    assert failures(case, native(call("t", {"a": 1}), call("t", {"a": 2}))) == [
+        'expected_args_mismatch: no distinct call of t has {"a": 3} (t (call 1): a: expected 3, got 1)'
+    ]
+    assert failures(make_case(expected_args={"t": [{"a": 1}, {"a": 3}]}), calls("u")) == [
+        "expected_args_mismatch: t was never called (expected 2 calls with set arguments)"
+    ]
+    assert failures(make_case(expected_args={"t": {"a": 1}}), calls("u")) == [
+        "expected_args_mismatch: t was never called (expected 1 call with set arguments)"
+    ]
+
+
+def test_expected_args_respects_ignore_failed() -> None:
+    run = native(call("refund", {"n": 1}, error=True), call("refund", {"n": 2}))
+    assert failures(make_case(expected_args={"refund": {"n": 1}}), run) == []
+    ignoring = make_case(
+        expected_args={"refund": {"n": 1}}, evaluator_config={"tool_sequence": {"ignore_failed": True}}
+    )
+    assert failures(ignoring, run) == [
+        'expected_args_mismatch: no distinct call of refund has {"n": 1} (refund (call 2): n: expected 1, got 2)'
+    ]
+
+
+def test_expected_args_message_when_the_fitting_call_is_taken() -> None:
+    """Two equal sets, one call: the second set has no distinct call, and the message says the call that fits it
+    is paired with the other set."""
+    [said] = failures(make_case(expected_args={"t": [{"a": 1}, {"a": 1}]}), native(call("t", {"a": 1})))
+    assert said == (
+        'expected_args_mismatch: no distinct call of t has {"a": 1} (t (call 1): matches, but is paired with '
+        "another expected set)"
+    )
+
+
+# --- unavailable_tool_called, tool_args_invalid ----------------------------------------------------------------
+
+
+def test_unavailable_tool_called() -> None:
+    case = make_case(available_tools=["lookup", {"name": "refund", "side_effect": True, "description": "pays"}])
+    assert failures(case, calls("lookup", "refund")) == []
+    assert failures(case, calls("lookup", "delete_account", "lookup", "wipe")) == [
+        "unavailable_tool_called: delete_account (call 2) is not in available_tools",
+        "unavailable_tool_called: wipe (call 4) is not in available_tools",
+    ]
+
+
+def test_empty_available_tools_allows_no_call() -> None:
+    case = make_case(available_tools=[])
+    assert failures(case, native(say("assistant", "no tools needed"))) == []
+    assert failures(case, calls("x")) == ["unavailable_tool_called: x (call 1) is not in available_tools"]
+
+
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["order_id"],
+    "properties": {"order_id": {"type": "string", "pattern": "^ORDER_[0-9]+$"}, "n": {"type": "integer"}},
+}
+
+
+def test_tool_args_invalid_against_the_schema() -> None:
+    case = make_case(tool_schema={"lookup": ORDER_SCHEMA})
+    assert failures(case, native(call("lookup", {"order_id": "ORDER_1"}), call("other", {"junk": 1}))) == []
+    assert failures(
+        case, native(call("lookup", {"order_id": "ORDER_x"}), call("lookup", {}), call("lookup", {"order_id": 5}))
+    ) == [
+        'tool_args_invalid: lookup (call 1): order_id: "ORDER_x" does not match /^ORDER_[0-9]+$/',
+        "tool_args_invalid: lookup (call 2): arguments: 'order_id' is a required property",
+        "tool_args_invalid: lookup (call 3): order_id: 5 is not of type 'string'",
+    ]
+
+
+def test_tool_args_invalid_for_unparseable_arguments() -> None:
+    case = make_case(tool_schema={"lookup": ORDER_SCHEMA})
+    run = [assistant_calls(chat_call("c1", "lookup", '{"order_id": "ORDER_1"'))]
+    assert failures(case, run) == [
+        "tool_args_invalid: lookup (call 1): arguments are not valid JSON (Expecting ',' delimiter): "
+        '\'{"order_id": "ORDER_1"\''
+    ]
+
+
+def test_unparseable_arguments_invalidate_only_that_call() -> None:
+    """The file still reads: the other calls keep their arguments and checks on them still pass."""
+    run = parse(
+        [
+            {"role": "user", "content": "refund A"},
+            assistant_calls(chat_call("c1", "lookup", {"id": "A"}), chat_call("c2", "refund", "{id: A}")),
+            tool_result("c1", "found"),
+            tool_result("c2", "done"),
+            assistant_calls(chat_call("c3", "notify", "")),
+        ]
+    )
+    lookup, refund, notify = run.calls
+    assert (lookup.args, lookup.args_problem) == ({"id": "A"}, None)
+    assert refund.args is None
+    assert (
+        refund.args_problem
+        == "arguments are not valid JSON (Expecting property name enclosed in double quotes): '{id: A}'"
+    )
+    assert (refund.result, refund.has_result) == ("done", True)
+    assert (notify.args, notify.args_problem) == ({}, None)  # "" is how some SDKs record no arguments
+    case = make_case(
+        evaluator_config={
+            "rule_checks": [{"tool_called": "refund"}, {"tool_called": {"tool": "lookup", "args": {"id": "A"}}}]
+        }
+    )
+    applied = [c for c in checks.CHECKS if c.applies(case)]
+    assert checks.judge(case, checks.trial(run, case, {}, AgentOptions().confirmation), applied) == []
+
+
+def test_unparseable_arguments_fail_expectations_on_that_call() -> None:
+    run = [assistant_calls(chat_call("c1", "refund", "{bad"))]
+    case = make_case(evaluator_config={"rule_checks": [{"tool_called": {"tool": "refund", "args": {"id": "A"}}}]})
+    assert failures(case, run) == [
+        'rule_failed: rule_checks[0]: no call of refund has {"id": "A"} (refund (call 1): arguments are not valid '
+        "JSON (Expecting property name enclosed in double quotes): '{bad')"
+    ]
+
+
+# --- tool_schema hardening --------------------------------------------------------------------------------------
+
+
+def test_schema_pattern_runs_on_re2() -> None:
+    """`(a+)+$` on "aaaa…b" backtracks for ages on Python's `re`; on RE2 it is linear and reports the mismatch."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}
+    case = make_case(tool_schema={"t": schema})
+    started = time.monotonic()
+    said = failures(case, native(call("t", {"s": "a" * 50_000 + "b"}), call("t", {"s": "baaa"})))
+    assert time.monotonic() - started < 2.0
+    assert said == ['tool_args_invalid: t (call 1): s: "' + "a" * 58 + "… does not match /(a+)+$/"]
+
+
+def test_schema_with_pattern_properties_is_refused_when_the_case_loads() -> None:
+    schema = {"type": "object", "patternProperties": {"^(a+)+$": {"type": "string"}}}
+    with pytest.raises(ValidationError, match="the schema for 't' uses patternProperties, which diagbot does not run"):
+        make_case(tool_schema={"t": schema})
+
+
+def test_schema_pattern_re2_cannot_run_is_refused_when_the_case_loads() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a)\\1"}}}
+    with pytest.raises(ValidationError, match=r"the schema for 't' has pattern '\(a\)\\\\1'"):
+        make_case(tool_schema={"t": schema})
+
+
+def test_schema_with_unresolvable_ref_is_refused_or_reported() -> None:
+    """`check_schema` does not resolve references, so the case loads; validating a call then raises jsonschema's
+    referencing error out of `judge` (and out of `diagbot run`) instead of failing the case or the load."""
+    try:
+        case = make_case(tool_schema={"t": {"$ref": "#/$defs/missing"}})
+    except ValidationError:
+        return  # refused at load: fine
+    assert failures(case, native(call("t", {"a": 1})))[0].startswith("tool_args_invalid: t (call 1): ")
+
+
+# --- precondition_unmet ----------------------------------------------------------------------------------------
+
+
+def test_precondition_called_needs_an_earlier_successful_call() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "check"}]})
+    assert failures(case, calls("check", "refund")) == []
+    unmet = "precondition_unmet: refund (call 2): check was not successfully called before it"
+    assert failures(case, native(call("check", error=True), call("refund"))) == [unmet]
+    assert failures(case, calls("lookup", "refund", "check")) == [unmet]
+
+
+def test_precondition_state_just_before_the_call() -> None:
+    """`{KEY: VALUE}` reads initial_state updated by the state changes before the call, not those after it."""
+    case = make_case(
+        initial_state={"verified": False}, side_effect_policy={"tool": "refund", "precondition": {"verified": True}}
+    )
+    assert failures(case, native(change("verified", False, True), call("refund"))) == []
+    assert failures(case, native(call("refund"), change("verified", False, True))) == [
+        "precondition_unmet: refund (call 1): verified is false just before it, expected true"
+    ]
+
+
+def test_precondition_state_falls_back_to_state_and_reports_an_absent_key() -> None:
+    from_state = make_case(
+        state={"verified": True}, side_effect_policy={"tool": "refund", "precondition": {"verified": True}}
+    )
+    assert failures(from_state, calls("refund")) == []
+    preferred = make_case(
+        initial_state={"verified": False},
+        state={"verified": True},
+        side_effect_policy={"tool": "refund", "precondition": {"verified": True}},
+    )
+    assert failures(preferred, calls("refund")) == [
+        "precondition_unmet: refund (call 1): verified is false just before it, expected true"
+    ]
+    absent = make_case(side_effect_policy={"tool": "refund", "precondition": {"verified": True}})
+    assert failures(absent, calls("refund")) == [
+        "precondition_unmet: refund (call 1): verified is not in the state before it (expected true)"
+    ]
+
+
+# --- confirmation_missing --------------------------------------------------------------------------------------
+
+CONFIRM = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})
+MISSING = "confirmation_missing: refund (call 1) was made without a user confirmation after the agent's last message"
+
+
+@pytest.mark.parametrize("reply", ["Yes please", "I CONFIRM", "ok, go ahead", "确认退款", "ＹＥＳ"])
+def test_confirmation_after_the_agents_last_text(reply: str) -> None:
+    """Default pattern, NFKC and case-folded (full-width ＹＥＳ is yes), and 确认 among the defaults."""
+    run = native(say("assistant", "Shall I refund order A?"), say("user", reply), say("assistant", ""), call("refund"))
+    assert failures(CONFIRM, run) == []
+
+
+def test_confirmation_before_the_agents_last_text_does_not_count() -> None:
+    run = native(say("user", "yes, refund it"), say("assistant", "Refunding order A now."), call("refund"))
+    assert failures(CONFIRM, run) == [MISSING]
+
+
+def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
+    run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
+    assert failures(CONFIRM, run) == [MISSING]
+    assert failures(CONFIRM, calls("refund")) == [MISSING]
+
+
+def test_confirmation_pattern_overrides_the_default() -> None:
+    options = AgentOptions.model_validate({"confirmation-pattern": "^approved$"})
+    run = native(say("assistant", "Shall I?"), say("user", "approved"), call("refund"))
+    assert failures(CONFIRM, run, options=options) == []
+    yes = native(say("assistant", "Shall I?"), say("user", "yes"), call("refund"))
+    assert failures(CONFIRM, yes, options=options) == [MISSING]
+
+
+def test_confirmation_pattern_with_capitals_matches() -> None:
+    options = AgentOptions.model_validate({"confirmation-pattern": "^OK$"})
+    run = native(say("assistant", "Shall I?"), say("user", "OK"), call("refund"))
+    assert failures(CONFIRM, run, options=options) == []
+
+
+# --- duplicate_side_effect -------------------------------------------------------------------------------------
+
+IDEMPOTENT = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id + amount"})
+
+
+def test_duplicate_side_effect_on_the_idempotency_key() -> None:
+    run = native(
+        call("refund", {"order_id": "A", "amount": 5, "note": "first"}),
+        call("refund", {"order_id": "A", "amount": 6}),
+        call("refund", {"order_id": "A", "amount": 5, "note": "again"}),
+    )
+    assert failures(IDEMPOTENT, run) == [
+        'duplicate_side_effect: refund (call 1) and call 3 repeat order_id="A", amount=5'
+    ]
+
+
+def test_distinct_keys_and_failed_calls_are_not_duplicates() -> None:
+    assert (
+        failures(
+            IDEMPOTENT,
+            native(call("refund", {"order_id": "A", "amount": 5}), call("refund", {"order_id": "B", "amount": 5})),
+        )
+        == []
+    )
+    retried = native(
+        call("refund", {"order_id": "A", "amount": 5}, error=True), call("refund", {"order_id": "A", "amount": 5})
+    )
+    assert failures(IDEMPOTENT, retried) == []
+
+
+def test_idempotency_key_as_a_list_of_nested_paths() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": ["order.id"]})
+    run = native(call("refund", {"order": {"id": 1}, "n": 1}), call("refund", {"order": {"id": 1}, "n": 2}))
+    assert failures(case, run) == ["duplicate_side_effect: refund (call 1) and call 2 repeat order.id=1"]
+
+
+def test_duplicate_of_an_identical_call_names_both_calls() -> None:
+    run = native(call("refund", {"order_id": "A", "amount": 5}), call("refund", {"order_id": "A", "amount": 5}))
+    assert failures(IDEMPOTENT, run) == [
+        'duplicate_side_effect: refund (call 1) and call 2 repeat order_id="A", amount=5'
+    ]
+
+
+def test_long_distinct_keys_are_not_duplicates() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "token"})
+    run = native(call("refund", {"token": "T" * 70 + "1"}), call("refund", {"token": "T" * 70 + "2"}))
+    assert failures(case, run) == []
+
+
+@pytest.mark.parametrize(("first", "second"), [(1, 1.0), ({"a": 1, "b": 2}, {"b": 2, "a": 1})], ids=["number", "keys"])
+def test_equal_key_values_are_duplicates(first: Any, second: Any) -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "k"})
+    assert failures(case, native(call("refund", {"k": first}), call("refund", {"k": second}))) != []
+
+
+# --- state_transition_forbidden, audit_missing ------------------------------------------------------------------
+
+TRANSITIONS = make_case(
+    side_effect_policy={
+        "tool": "refund",
+        "forbidden_state_transition": [{"key": "status", "from": "closed", "to": "refunded"}, "no double refunds"],
+        "allowed_state_transition": [{"key": "status", "from": "open", "to": "refunded"}],
+    }
+)
+
+
+def test_allowed_and_ungoverned_transitions_pass() -> None:
+    assert failures(TRANSITIONS, native(change("status", "open", "refunded"), change("priority", "low", "high"))) == []
+
+
+def test_forbidden_transition() -> None:
+    assert failures(TRANSITIONS, native(change("status", "closed", "refunded"))) == [
+        'state_transition_forbidden: status: "closed" → "refunded" is a forbidden transition (refund policy)',
+        'state_transition_forbidden: status: "closed" → "refunded" is not an allowed transition (refund policy)',
+    ]
+
+
+def test_transition_not_in_the_allowed_list() -> None:
+    assert failures(TRANSITIONS, native(change("status", "open", "closed"))) == [
+        'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
+    ]
+    keyless = make_case(
+        side_effect_policy={"tool": "refund", "allowed_state_transition": {"from": "open", "to": "refunded"}}
+    )
+    assert failures(keyless, native(change("status", "open", "closed"))) == [
+        'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
+    ]
+    assert failures(keyless, native(change("status", "new", "closed"))) == []  # from "new" is not governed
+
+
+def test_transition_labels_are_not_machine_checked() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "forbidden_state_transition": "closed -> refunded"})
+    assert applied_codes(case) == []
+
+
+def test_keyless_allowed_item_allows_any_key() -> None:
+    case = make_case(
+        side_effect_policy={
+            "tool": "refund",
+            "allowed_state_transition": [
+                {"key": "status", "from": "open", "to": "refunded"},
+                {"from": "open", "to": "closed"},
+            ],
+        }
+    )
+    assert failures(case, native(change("status", "open", "closed"))) == []
+
+
+def test_audit_missing() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator", "reason"]})
+    run = native(
+        call("refund", {"n": 1}, audit={"operator": "bot", "reason": "eligible"}),
+        call("refund", {"n": 2}, audit={"operator": "bot"}),
+        call("refund", {"n": 3}),
+    )
+    assert failures(case, run) == [
+        "audit_missing: refund (call 2): the audit record lacks reason",
+        "audit_missing: refund (call 3): the audit record lacks operator, reason",
+    ]
+    single = make_case(side_effect_policy={"tool": "refund", "audit_requirement": "operator"})
+    assert failures(single, native(call("refund", audit={"operator": "bot"}))) == []
+
+
+# --- trace_requirement_missing, final_state_mismatch -----------------------------------------------------------
+
+ALL_FIELDS = ["action", "tool_call", "observation", "state_change", "final_state"]
+
+
+def test_trace_requirement() -> None:
+    case = make_case(trace_requirement={"required_fields": ALL_FIELDS})
+    full = native(say("assistant", "x"), call("a", result="r"), change("k", 1, 2), final_state={})
+    assert failures(case, full) == []
+    assert failures(case, native()) == [f"trace_requirement_missing: the run records no {f}" for f in ALL_FIELDS]
+    assert failures(case, native(say("assistant", "x"), call("a"))) == [
+        "trace_requirement_missing: the run records no observation",
+        "trace_requirement_missing: the run records no state_change",
+        "trace_requirement_missing: the run records no final_state",
+    ]
+
+
+STATE_CASE = make_case(
+    initial_state={"status": "open", "n": 1},
+    final_state_check=[{"id": "refunded", "expr": "status", "equals": "refunded"}, {"expr": "n", "equals": 1.0}],
+)
+
+
+def test_final_state_replayed_from_initial_state_and_state_changes() -> None:
+    assert failures(STATE_CASE, native(change("status", "open", "refunded"))) == []
+    assert failures(STATE_CASE, native(change("n", 1, 2))) == [
+        'final_state_mismatch: refunded: expected "refunded", got "open"',
+        "final_state_mismatch: n: expected 1.0, got 2",
+    ]
+
+
+def test_recorded_final_state_wins_over_the_replay() -> None:
+    run = native(change("status", "open", "refunded"), final_state={"status": "open", "n": 1})
+    assert failures(STATE_CASE, run) == ['final_state_mismatch: refunded: expected "refunded", got "open"']
+
+
+def test_final_state_jmespath() -> None:
+    case = make_case(final_state_check={"expr": "length(items[?paid])", "equals": 2})
+    assert failures(case, native(final_state={"items": [{"paid": True}, {"paid": True}, {"paid": False}]})) == []
+    assert failures(case, native(final_state={"items": [{"paid": True}]})) == [
+        "final_state_mismatch: length(items[?paid]): expected 2, got 1"
+    ]
+    truthy = make_case(final_state_check={"expr": "refund_id"})
+    assert failures(truthy, native(final_state={"refund_id": "R1"})) == []
+    assert failures(truthy, native(final_state={})) == ["final_state_mismatch: refund_id is null (not true)"]
+
+
+# --- rule_failed: every rule key -------------------------------------------------------------------------------
+
+RULE_RUN = native(
+    say("user", "please"),
+    say("assistant", "Looking up"),
+    call("lookup", {"id": "A", "n": 1}),
+    say("assistant", "Your Refund is approved"),
+    call("submit", {"id": "A"}),
+    duration_ms=1500,
+    final_state={"status": "done"},
+)
+R = "rule_failed: rule_checks[0]: "
+
+RULE_CASES: list[tuple[dict[str, Any], list[str]]] = [
+    ({"answer_contains": {"any": ["REFUND", "zzz"]}}, []),
+    ({"answer_contains": {"any": ["qqq", "zzz"]}}, [R + 'the answer contains none of ["qqq", "zzz"]']),
+    ({"answer_contains": {"all": ["refund", "zzz"]}}, [R + 'the answer lacks ["zzz"]']),
+    ({"answer_contains": ["refund", "approved"]}, []),
+    ({"answer_contains": ["looking"]}, [R + 'the answer lacks ["looking"]']),  # only the last text is the answer
+    ({"answer_not_contains": ["x1", "x2"]}, []),
+    ({"answer_not_contains": "APPROVED"}, [R + 'the answer contains ["APPROVED"]']),
+    ({"answer_matches": "Refund\\s+is"}, []),
+    ({"answer_matches": "^refund"}, [R + "the answer does not match /^refund/"]),
+    ({"answer_not_matches": "\\d{16}"}, []),
+    ({"answer_not_matches": "approved$"}, [R + "the answer matches /approved$/"]),
+    ({"replies_contain": {"all": ["looking", "approved"]}}, []),
+    ({"replies_contain": {"any": ["nothing"]}}, [R + 'the replies contain none of ["nothing"]']),
+    ({"tool_called": "lookup"}, []),
+    ({"tool_called": "cancel"}, [R + "cancel was not called"]),
+    ({"tool_called": {"tool": "lookup", "args": {"n": 1.0}}}, []),
+    (
+        {"tool_called": {"tool": "lookup", "args": {"n": 2}}},
+        [R + 'no call of lookup has {"n": 2} (lookup (call 1): n: expected 2, got 1)'],
+    ),
+    ({"tool_not_called": "cancel"}, []),
+    ({"tool_not_called": ["cancel", "submit"]}, [R + "submit (call 2) was called"]),
+    ({"called_before": {"first": "lookup", "then": "submit"}}, []),
+    ({"called_before": {"first": "submit", "then": "lookup"}}, [R + "lookup was called before any call of submit"]),
+    ({"called_before": {"first": "lookup", "then": "cancel"}}, [R + "cancel was not called"]),
+    ({"max_tool_calls": 2}, []),
+    ({"max_tool_calls": 1}, [R + "tool calls 2 > 1"]),
+    ({"max_turns": 2}, []),
+    ({"max_turns": 1}, [R + "assistant turns 2 > 1"]),
+    ({"max_duration_ms": 1500}, []),
+    ({"max_duration_ms": 1000}, [R + "duration ms 1500 > 1000"]),
+    ({"state": {"expr": "status", "equals": "done"}}, []),
+    ({"state": {"expr": "status", "equals": "open"}}, [R + 'status: expected "open", got "done"']),
+]
+
+
+def test_rule_table_covers_every_rule_key_passing_and_failing() -> None:
+    for outcome in (True, False):
+        keys = {next(iter(spec)) for spec, said in RULE_CASES if (not said) == outcome}
+        assert keys == set(checks.RULES), outcome
+
+
+@pytest.mark.parametrize(("spec", "expected"), RULE_CASES, ids=lambda v: json.dumps(v, ensure_ascii=False))
+def test_rule_checks(spec: dict[str, Any], expected: list[str]) -> None:
+    assert failures(make_case(evaluator_config={"rule_checks": [spec]}), RULE_RUN) == expected
+
+
+def test_rule_id_names_the_failure_and_no_duration_fails() -> None:
+    case = make_case(evaluator_config={"rule_checks": [{"id": "fast", "max_duration_ms": 10}]})
+    assert failures(case, native()) == ["rule_failed: fast: the run records no duration ms"]
+
+
+def test_named_rule_from_the_suite() -> None:
+    rules = {"no_card_number": Check.model_validate({"answer_not_matches": "\\b\\d{16}\\b"})}
+    case = make_case(evaluator_config={"rule_checks": ["no_card_number"]})
+    assert failures(case, native(say("assistant", "card ok")), rules=rules) == []
+    assert failures(case, native(say("assistant", "card 1234567812345678")), rules=rules) == [
+        "rule_failed: no_card_number: the answer matches /\\b\\d{16}\\b/"
+    ]
+
+
+def test_criteria_must_hold_and_must_not_hold() -> None:
+    """success_criteria and safety_constraints must hold; failure_criteria and negative_behavior must not; the
+    prose items beside them are not checked."""
+    case = make_case(
+        success_criteria=["says it is refunded", {"id": "mentions", "answer_contains": ["refund"]}],
+        safety_constraints=[{"tool_not_called": "delete_account"}],
+        failure_criteria=[{"tool_called": "submit"}],
+        negative_behavior=["promises money today", {"id": "no_cancel", "tool_called": "cancel"}],
+    )
+    assert failures(case, native(call("lookup"), say("assistant", "Refund done"))) == []
+    assert failures(case, native(call("submit"), call("cancel"), call("delete_account"), say("assistant", "no"))) == [
+        'rule_failed: mentions: the answer lacks ["refund"]',
+        "rule_failed: safety_constraints[0]: delete_account (call 3) was called",
+        "rule_failed: failure_criteria[0]: submit was called (1×) (this must not happen)",
+        "rule_failed: no_cancel: cancel was called (1×) (this must not happen)",
+    ]
+
+
+def test_check_object_in_expected_behavior_is_checked_or_refused() -> None:
+    """expected_behavior accepts check objects (TextOrCheck) but `criteria` skips it and the report lists only its
+    strings: the expectation is dropped silently."""
+    try:
+        case = make_case(expected_behavior=[{"answer_contains": ["refund"]}])
+    except ValidationError:
+        return  # refused: fine
+    assert failures(case, native(say("assistant", "no"))) != []
+
+
+# --- constraint_failed -----------------------------------------------------------------------------------------
+
+
+def test_constraints_and_service_level_hold() -> None:
+    case = make_case(
+        constraints={"must_include": ["refund", "days"], "must_not_include": ["guarantee"], "max_chars": 20},
+        service_level={"max_turns": 1, "max_duration_ms": 1000},
+    )
+    assert failures(case, native(say("assistant", "REFUND in 3 days"), duration_ms=5)) == []
+
+
+def test_constraints_and_service_level_fail() -> None:
+    case = make_case(
+        constraints={
+            "must_include": ["refund", "days"],
+            "must_not_include": ["guarantee", "approved"],
+            "max_chars": 10,
+        },
+        service_level={"max_turns": 1, "max_duration_ms": 1000},
+    )
+    assert failures(case, RULE_RUN) == [
+        'constraint_failed: constraints.must_include: the answer lacks ["days"]',
+        'constraint_failed: constraints.must_not_include: the answer contains ["approved"]',
+        "constraint_failed: constraints.max_chars: the answer has 23 characters > 10",
+        "constraint_failed: service_level.max_turns: assistant turns 2 > 1",
+        "constraint_failed: service_level.max_duration_ms: duration ms 1500 > 1000",
+    ]
+    assert failures(case, native(say("assistant", "refund 3 days"))) == [
+        "constraint_failed: constraints.max_chars: the answer has 13 characters > 10",
+        "constraint_failed: service_level.max_duration_ms: the run records no duration ms",
+    ]
+
+
+def test_prose_constraints_are_not_machine_checked() -> None:
+    assert applied_codes(make_case(constraints={"tone": "polite", "format": "markdown"})) == []
+
+
+# --- trace_missing, trace_invalid and trials via evaluate_case -------------------------------------------------
+
+SEQ_CASE = sequence_case(["t"])
+
+
+def test_trace_missing(tmp_path: Path) -> None:
+    result = evaluate(SEQ_CASE, tmp_path)
+    assert (result.status, result.trials, result.failed_checks) == (
+        "failed",
+        1,
+        ["trace_missing: no run recorded: expected c1.json or a folder c1/ in the fixtures folder"],
+    )
+
+
+def test_trace_missing_for_an_empty_trial_folder(tmp_path: Path) -> None:
+    (tmp_path / "c1").mkdir()
+    assert evaluate(SEQ_CASE, tmp_path).failed_checks == ["trace_missing: the folder c1/ holds no trials"]
+
+
+def test_trace_invalid_json(tmp_path: Path) -> None:
+    (tmp_path / "c1.json").write_text("{nope", encoding="utf-8")
+    assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
+        "trace_invalid: c1.json: not valid JSON at line 1 column 2 (Expecting property name enclosed in double quotes)"
+    ]
+
+
+def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
+    write_json(tmp_path / "c1.json", native(call("t"), {"kind": "msg"}))
+    assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
+        "trace_invalid: c1.json: $.steps[1].kind: unknown step kind 'msg'; use one of message, tool_call, state_change"
+    ]
+    write_json(tmp_path / "c1.json", {"steps": []})
+    assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
+        "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-chat "
+        "(see docs/agent.md)"
+    ]
+
+
+def test_trace_invalid_when_both_a_file_and_a_folder_are_recorded(tmp_path: Path) -> None:
+    write_json(tmp_path / "c1.json", calls("t"))
+    write_json(tmp_path / "c1" / "trial-1.json", calls("t"))
+    result = evaluate(SEQ_CASE, tmp_path)
+    assert [(t.trial, t.failed_checks) for t in result.trial_results] == [
+        ("c1/", ["trace_invalid: both c1.json and the folder c1/ are recorded; keep one"])
+    ]
+
+
+def test_a_result_on_an_unknown_call_id_is_trace_invalid(tmp_path: Path) -> None:
+    write_json(tmp_path / "c1.json", [{"role": "user", "content": "hi"}, tool_result("zz", "r")])
+    assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
+        "trace_invalid: c1.json: $[1].tool_call_id: a tool result for 'zz', which no earlier call made"
+    ]
+
+
+def _three_trials(fixtures: Path) -> None:
+    """trial-1 passes, trial-2 fails, trial-3 passes (written out of order: the folder is read sorted)."""
+    write_json(fixtures / "c1" / "trial-3.json", calls("t"))
+    write_json(fixtures / "c1" / "trial-2.json", calls("x"))
+    write_json(fixtures / "c1" / "trial-1.json", [assistant_calls(chat_call("id1", "t", {}))])
+
+
+def test_trial_folder_is_read_sorted(tmp_path: Path) -> None:
+    _three_trials(tmp_path)
+    result = evaluate(SEQ_CASE, tmp_path)
+    failed = (
+        "tool_sequence_mismatch: expected [t] (subsequence), calls in scope [x]: no call matches item 1 (t) in order"
+    )
+    assert [(t.trial, t.passed, t.failed_checks) for t in result.trial_results] == [
+        ("trial-1.json", True, []),
+        ("trial-2.json", False, [failed]),
+        ("trial-3.json", True, []),
+    ]
+    assert (result.trials, result.trials_passed, result.failed_checks) == (3, 2, [failed])
+
+
+@pytest.mark.parametrize(("policy", "passed"), [("all", False), ("any", True), (2, True), (3, False)])
+def test_trials_policy(tmp_path: Path, policy: Any, passed: bool) -> None:
+    _three_trials(tmp_path)
+    result = evaluate(SEQ_CASE, tmp_path, {"trials": policy})
+    assert (result.status, result.passed, result.trials_passed) == ("passed" if passed else "failed", passed, 2)
+
+
+def test_tool_error_pattern_marks_calls_failed(tmp_path: Path) -> None:
+    """openai-chat has no error flag: the suite's tool-error-pattern on the result text marks the call failed."""
+    write_json(
+        tmp_path / "c1.json",
+        [
+            assistant_calls(chat_call("a", "refund", {"n": 1})),
+            tool_result("a", "Error: timeout"),
+            assistant_calls(chat_call("b", "refund", {"n": 1})),
+            tool_result("b", "ok"),
+        ],
+    )
+    case = sequence_case(["refund"], "strict", ignore_failed=True)
+    assert evaluate(case, tmp_path).status == "failed"
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).status == "passed"
+
+
+def test_unchecked_case_with_a_run(tmp_path: Path) -> None:
+    write_json(tmp_path / "c1.json", calls("anything"))
+    result = evaluate(make_case(), tmp_path)
+    assert (result.status, result.passed, result.trials_passed) == ("unchecked", False, 1)
+    assert result.unchecked_expectations == ["expected_behavior: refunds order A", "rubric: tool_call_correctness_v1"]
+
+
+# --- run formats: repeated ids, content, answer -----------------------------------------------------------------
+
+
+def test_repeated_call_ids_each_followed_by_its_result() -> None:
+    run = parse(
+        [
+            assistant_calls(chat_call("call_1", "search", {"q": 1})),
+            tool_result("call_1", "r1"),
+            assistant_calls(chat_call("call_1", "search", {"q": 2})),
+            tool_result("call_1", "r2"),
+        ]
+    )
+    assert [(c.id, c.args, c.result) for c in run.calls] == [("call_1", {"q": 1}, "r1"), ("call_1", {"q": 2}, "r2")]
+
+
+def test_repeated_call_ids_results_go_to_the_nearest_open_call() -> None:
+    """call, call, result, result: each result goes to the nearest earlier call with that id that has none yet,
+    so the first result answers the second call; a third result has no call left and the file is invalid."""
+    messages = [
+        assistant_calls(chat_call("x", "search", {"q": 1})),
+        assistant_calls(chat_call("x", "search", {"q": 2})),
+        tool_result("x", "first result"),
+        tool_result("x", "second result"),
+    ]
+    run = parse(messages)
+    assert [(c.args, c.result) for c in run.calls] == [({"q": 1}, "second result"), ({"q": 2}, "first result")]
+    with pytest.raises(
+        TraceInvalid, match=r"^\$\[4\]\.tool_call_id: a tool result for 'x', which no earlier call made$"
+    ):
+        parse([*messages, tool_result("x", "third")])
+
+
+def test_content_parts_null_content_and_the_answer() -> None:
+    run = parse(
+        {
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "refund"}, {"type": "text", "text": "order A"}]},
+                assistant_calls(chat_call("c1", "lookup", {"id": "A"}), content=None),
+                tool_result("c1", [{"type": "text", "text": "found A"}]),
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Refunded"},
+                        {"type": "image_url", "image_url": {"url": "x"}},
+                        {"type": "text", "text": "order A"},
+                    ],
+                },
+                assistant_calls(chat_call("c2", "notify", {}), content=None),
+                tool_result("c2", "sent"),
+            ],
+            "final_state": {"status": "refunded"},
+            "duration_ms": 42,
+        }
+    )
+    assert run.answer == "Refunded\norder A"  # the last assistant message with text, parts joined
+    assert run.assistant_texts == ["Refunded\norder A"]
+    assert run.turns == 3  # tool-only assistant messages are turns too
+    assert [(c.tool, c.result) for c in run.calls] == [("lookup", "found A"), ("notify", "sent")]
+    assert (run.final_state, run.duration_ms) == ({"status": "refunded"}, 42.0)
+    user = run.steps[1]
+    assert (user.role, user.text) == ("user", "refund\norder A")  # type: ignore[union-attr]
+
+
+def test_answer_is_empty_when_the_agent_never_wrote_text() -> None:
+    case = make_case(evaluator_config={"rule_checks": [{"answer_contains": ["refund"]}]})
+    assert failures(case, [{"role": "user", "content": "refund"}, assistant_calls(chat_call("c", "t", {}))]) == [
+        'rule_failed: rule_checks[0]: the answer lacks ["refund"]'
+    ]
+
+
+# --- trials and pass^k (report.aggregate) -----------------------------------------------------------------------
+
+
+def result(trials: int, passed: int, *, status: str | None = None, gating: bool = True) -> AgentCaseResult:
+    status = status or ("passed" if passed == trials else "failed")
+    return AgentCaseResult.model_validate(
+        {
+            "case_id": f"c{trials}-{passed}-{status}",
+            "case_version": "v1",
+            "title": "t",
+            "scenario": "refund",
+            "risk_level": "P2",
+            "difficulty": "Easy",
+            "ability_tags": ["tool_use"],
+            "dataset_id": "d",
+            "dataset_version": "v1",
+            "dataset_role": "golden",
+            "gating": gating,
+            "status": status,
+            "passed": status == "passed",
+            "trials": trials,
+            "trials_passed": passed,
+            "trial_results": [],
+            "failed_checks": [],
+        }
+    )
+
+
+def test_pass_hat_k_and_pass_rate_exclude_unchecked_cases() -> None:
+    """(n=3, c=2) and (n=2, c=2): pass^1 = mean(2/3, 1), pass^2 = mean(1/3, 1); the unchecked one-trial case
+    neither counts in the pass rate nor lowers the smallest trial count."""
+    agg = aggregate([result(3, 2), result(2, 2), result(1, 1, status="unchecked")])
+    assert (agg.total_cases, agg.passed_cases, agg.unchecked_cases, agg.pass_rate) == (3, 1, 1, 0.5)
+    assert agg.pass_hat_k == {"1": 0.833333, "2": 0.666667}
+
+
+def test_pass_hat_k_with_fewer_passes_than_k() -> None:
+    agg = aggregate([result(3, 1), result(3, 3)])
+    assert agg.pass_hat_k == {"1": 0.666667, "2": 0.5, "3": 0.5}
+    assert agg.pass_rate == 0.5
+
+
+def test_aggregate_of_unchecked_cases_only() -> None:
+    agg = aggregate([result(2, 2, status="unchecked")])
+    assert (agg.pass_rate, agg.pass_hat_k, agg.unchecked_cases) == (0.0, {}, 1)
+
+
+def test_gating_aggregates_cover_gating_cases_only() -> None:
+    report = build_report([result(2, 2), result(2, 0, gating=False)])
+    assert (report.pass_rate, report.gating_cases) == (0.5, 1)
+    assert (report.gating.pass_rate, report.gating.pass_hat_k) == (1.0, {"1": 1.0, "2": 1.0})
+    assert (report.informational.pass_rate, report.informational.pass_hat_k) == (0.0, {"1": 0.0, "2": 0.0})
+    assert report.model_dump()["passHatK"] == {"1": 0.5, "2": 0.5}
+
+
+# --- governance: not_gating_because ----------------------------------------------------------------------------
+
+GOVERNANCE: list[tuple[dict[str, Any], str | None]] = [
+    ({}, None),
+    ({"metadata": meta(review_status="draft")}, "review_status is draft"),
+    (
+        {"metadata": meta(usage_rights_status="internal_only")},
+        "usage rights are internal_only, not approved_for_evaluation",
+    ),
+    (
+        {"metadata": meta(usage_rights_status={"status": "approved_for_evaluation", "retain_until": "2025-05-31"})},
+        "usage rights lapsed on 2025-05-31",
+    ),
+    ({"metadata": meta(usage_rights_status={"status": "approved_for_evaluation", "retain_until": "2025-06-01"})}, None),
+    (
+        {"metadata": meta(dataset_role="hard_case")},
+        "dataset_role hard_case does not gate (gate.roles: golden, regression, red_team)",
+    ),
+    (
+        {
+            "reviews": [
+                {"reviewer": "ann", "review_result": "approved"},
+                {"reviewer": "bob", "review_result": "rejected"},
+            ]
+        },
+        "the latest review (bob) is rejected",
+    ),
+    (
+        {"reviews": [{"reviewer": "ann", "review_result": "approved", "approved_for": ["regression", "red_team"]}]},
+        "the latest review (ann) does not approve it for golden",
+    ),
+    (
+        {
+            "reviews": [
+                {"reviewer": "bob", "review_result": "rejected"},
+                {"reviewer": "ann", "review_result": "approved", "approved_for": ["golden"]},
+            ]
+        },
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("overrides", "reason"), GOVERNANCE, ids=lambda v: str(v)[:60])
+def test_not_gating_because(overrides: dict[str, Any], reason: str | None) -> None:
+    assert not_gating_because(make_case(**overrides), Governance(), TODAY) == reason
+
+
+def test_not_gating_because_follows_the_gate_config() -> None:
+    case = make_case(metadata=meta(dataset_role="hard_case", usage_rights_status="internal_only"))
+    assert not_gating_because(case, Governance(roles=("hard_case",), usage_rights=("internal_only",)), TODAY) is None
+    assert (
+        not_gating_because(case, Governance(usage_rights=("a", "b")), TODAY)
+        == "usage rights are internal_only, not a or b"
+    )
+
+
+@pytest.mark.parametrize("reply", ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet"])
+def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
+    """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == [MISSING]
+
+
+@pytest.mark.parametrize("reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "confirmed"])
+def test_plain_confirmations_confirm(reply: str) -> None:
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == []
