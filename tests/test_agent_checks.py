@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.cases import AgentCase, Check
-from diagbot.kinds.agent.evaluate import evaluate_case, not_gating_because
+from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.match import args_mismatch
@@ -130,7 +130,7 @@ def failures(
 def evaluate(case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None) -> AgentCaseResult:
     loaded = LoadedCase(case, fixtures / "cases.yaml", "cases.yaml", 1)
     opts = AgentOptions.model_validate(options or {})
-    return evaluate_case(loaded, fixtures, opts, opts.rules, 1 << 20, Governance(), TODAY)
+    return evaluate_case(loaded, Fixtures(fixtures), opts, opts.rules, 1 << 20, Governance(), TODAY)
 
 
 def applied_codes(case: AgentCase) -> list[str]:

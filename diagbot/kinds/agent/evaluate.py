@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from diagbot.core.report import RunInfo
@@ -20,28 +22,49 @@ TRIAL_SUFFIXES = (".json",)  # the files of a case's folder that are its trials;
 _SHOWN = 160
 
 
-def trial_files(fixtures: Path, case_id: str) -> list[tuple[str, Path]] | str:
-    """(trial name, file) of each recorded trial of a case, or why they cannot be listed. Nothing found is an
-    empty list (the case's trial then fails as trace_missing)."""
-    single, folder = fixtures / f"{case_id}.json", fixtures / case_id
-    if folder.is_dir():
-        if single.exists():
-            return f"both {single.name} and the folder {case_id}/ are recorded; keep one"
-        names = sorted(
-            e.name for e in folder.iterdir() if e.name.endswith(TRIAL_SUFFIXES) and not e.name.startswith(".")
-        )
-        if len(names) > MAX_TRIALS:
-            return f"{case_id}/ holds {len(names)} trials; diagbot reads at most {MAX_TRIALS}"
-        return [(name, folder / name) for name in names]
-    return [(single.name, single)]
+MAX_FIXTURE_ENTRIES = 1_000_000  # entries listed in the fixtures folder; past this the listing stops
+
+
+class Fixtures:
+    """The fixtures folder, listed once: which names are files, folders and links, without a syscall per case."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._entries: dict[str, tuple[bool, bool]] = {}  # name -> (is a folder, is a link)
+        self.cut = False
+        with os.scandir(root) as entries:
+            for count, entry in enumerate(entries):
+                if count == MAX_FIXTURE_ENTRIES:
+                    self.cut = True
+                    break
+                try:
+                    self._entries[entry.name] = (entry.is_dir(), entry.is_symlink())
+                except OSError:
+                    self._entries[entry.name] = (False, True)  # unknowable: treated as a link, resolved when read
+
+    def trials(self, case_id: str) -> list[tuple[str, Path, bool]] | str:
+        """(trial name, file, whether the file may lead outside through a link) of each recorded trial, or why
+        they cannot be listed. An unrecorded case gets its single file, whose read then says it is missing."""
+        single = f"{case_id}.json"
+        folder = self._entries.get(case_id)
+        if folder is None and single not in self._entries and self.cut:
+            return f"the fixtures folder holds more than {MAX_FIXTURE_ENTRIES:,} entries; split the suite"
+        if folder is None or not folder[0]:
+            return [(single, self.root / single, self._entries.get(single, (False, False))[1])]
+        if single in self._entries:
+            return f"both {single} and the folder {case_id}/ are recorded; keep one"
+        found = []
+        with os.scandir(self.root / case_id) as entries:
+            for entry in entries:
+                if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
+                    found.append((entry.name, Path(entry.path), folder[1] or entry.is_symlink()))
+                    if len(found) > MAX_TRIALS:
+                        return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
+        return sorted(found)
 
 
 def _inside(path: Path, root: Path) -> bool:
-    """Whether a trial's file is inside the fixtures folder. A file that is not a link, in the folder itself or in
-    a case's folder that is not a link, is (the case id has no `/` or `..`): only links are resolved."""
     try:
-        if not path.is_symlink() and (path.parent == root or not path.parent.is_symlink()):
-            return True
         return path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError, ValueError):
         return False
@@ -96,7 +119,7 @@ def is_checked(case: AgentCase) -> bool:
 
 def evaluate_case(
     loaded: LoadedCase,
-    fixtures: Path,
+    fixtures: Fixtures,
     options: AgentOptions,
     rules: dict[str, Check],
     max_bytes: int,
@@ -105,7 +128,10 @@ def evaluate_case(
 ) -> AgentCaseResult:
     case = loaded.case
     checks = [check for check in CHECKS if check.applies(case)]
-    files = trial_files(fixtures, case.case_id)
+    try:
+        files = fixtures.trials(case.case_id)
+    except OSError as exc:
+        files = f"its folder cannot be listed ({exc.strerror or exc})"
     error_pattern = options.error_regex
     confirmation = options.confirmation
     trials: list[TrialResult] = []
@@ -115,10 +141,10 @@ def evaluate_case(
             TrialResult(trial=f"{case.case_id}/", passed=False, failed_checks=[f"{Code.TRACE_INVALID}: {files}"])
         )
         files = []
-    for name, path in files:
-        shown = path.relative_to(fixtures).as_posix()
+    for name, path, linked in files:
+        shown = path.relative_to(fixtures.root).as_posix()
         try:
-            if not _inside(path, fixtures):
+            if linked and not _inside(path, fixtures.root):
                 raise TraceInvalid("", "a link that leads outside the fixtures folder; diagbot does not follow it")
             run = load_run(path, options.trace_format, max_bytes, error_pattern)
         except TraceMissing:
@@ -183,9 +209,10 @@ def today_of(run: RunInfo | None) -> dt.date:
 
 
 def evaluate_cases(
-    cases: list[LoadedCase], fixtures: Path, options: AgentOptions, max_bytes: int, gate: Governance,
+    cases: Iterable[LoadedCase], fixtures: Path, options: AgentOptions, max_bytes: int, gate: Governance,
     suite: str | None = None, run: RunInfo | None = None,
 ) -> AgentReport:  # fmt: skip
     today = today_of(run)
-    results = [evaluate_case(c, fixtures, options, options.rules, max_bytes, gate, today) for c in cases]
+    listed = Fixtures(fixtures)
+    results = [evaluate_case(c, listed, options, options.rules, max_bytes, gate, today) for c in cases]
     return build_report(results, suite, run)

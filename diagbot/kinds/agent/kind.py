@@ -13,7 +13,7 @@ from diagbot.core.report import check_version, headline
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, not_gating_because, today_of
-from diagbot.kinds.agent.load import LoadedCase, load_cases
+from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput
@@ -39,14 +39,20 @@ class AgentKind:
         return load_cases(suite.cases, suite.cases_label, _options(suite).rules, with_lines)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
-        cases = self._load(suite)
+        problems: list[str] = []
+        cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems)
         if not suite.fixtures.is_dir():
+            list(cases)  # every case problem is still reported, with the missing folder
             raise CaseFileError(
+                *problems,
                 f"{suite.fixtures_label}: fixtures folder not found, so no case could be judged; fix the suite's "
-                "`fixtures` path (it is relative to the config file)"
+                "`fixtures` path (it is relative to the config file)",
             )
-        return evaluate_cases(cases, suite.fixtures, _options(suite), suite.max_fixture_bytes, suite.governance,
-                              suite.name, suite.run)  # fmt: skip
+        report = evaluate_cases(cases, suite.fixtures, _options(suite), suite.max_fixture_bytes, suite.governance,
+                                suite.name, suite.run)  # fmt: skip
+        if problems:  # found while the cases streamed past: the suite's input is unusable all the same
+            raise CaseFileError(*problems)
+        return report
 
     def validate(self, suite: SuiteInput) -> list[str]:
         warnings = []

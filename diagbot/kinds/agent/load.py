@@ -8,6 +8,7 @@ import difflib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,12 +162,23 @@ def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool
     """Every case of the suite, in file order; raises CaseFileError listing every problem found. The line of each
     case (for annotations and validate's messages) is looked up only `with_lines`: evaluating needs none."""
     problems: list[str] = []
-    loaded: list[LoadedCase] = []
+    loaded = list(iter_cases(root, label, rules, problems, with_lines))
+    if problems:
+        raise CaseFileError(*problems)
+    return loaded
+
+
+def iter_cases(
+    root: Path, label: str, rules: dict[str, Check], problems: list[str], with_lines: bool = False
+) -> Iterator[LoadedCase]:
+    """The suite's valid cases one at a time, in file order, each problem found appended to `problems` meanwhile.
+    A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
+    so that a suite of 10,000 cases never holds 10,000 case models at once."""
     first_seen: dict[str, str] = {}
     resolved_root = root.resolve()
     for path, shown in case_files(root, label):
-        try:
-            if not path.resolve().is_relative_to(resolved_root if root.is_dir() else path.resolve()):
+        try:  # the walk follows no folder links, so only a file that is a link itself can lead elsewhere
+            if root.is_dir() and path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
                 problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
                 continue
             text = read_text_bounded(path, MAX_CASE_FILE_BYTES)
@@ -183,7 +195,9 @@ def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool
         defaults, raw_cases = _split(data, shown, problems)
         surrogates = values.may_hold_surrogates(text)
         lines = _lines(text) if with_lines else {}
+        del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
+            raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak
             where = f"{shown}: case #{index + 1}"
             if not isinstance(raw, dict):
                 problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
@@ -204,11 +218,10 @@ def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool
                 problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
                 continue
             first_seen[case.case_id] = shown
-            problems += [f"{where}: {p}" for p in case_problems(case, rules)]
-            loaded.append(LoadedCase(case, path, shown, lines.get(case.case_id, 1)))
-    if problems:
-        raise CaseFileError(*problems)
-    return loaded
+            found = case_problems(case, rules)
+            problems += [f"{where}: {p}" for p in found]
+            if not found:
+                yield LoadedCase(case, path, shown, lines.get(case.case_id, 1))
 
 
 def case_problems(case: AgentCase, rules: dict[str, Check]) -> list[str]:

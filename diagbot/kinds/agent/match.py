@@ -73,6 +73,9 @@ def _join(path: str, key: str) -> str:
 def max_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool]) -> list[int | None]:
     """A maximum one-to-one pairing of `left` with `right` items it fits: for each left item, the index of its
     right item or None. Augmenting paths (Kuhn's algorithm) searched with an explicit stack; O(len(left) * edges)."""
+    if len(left) == 1:  # the common case: the first fitting item will do, and most need not be tried
+        first = next((j for j, r in enumerate(right) if fits(left[0], r)), None)
+        return [first]
     edges = [[j for j, r in enumerate(right) if fits(item, r)] for item in left]
     owner: list[int | None] = [None] * len(right)
     for start in range(len(left)):
