@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
+import io
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from diagbot.core.errors import DiagbotError, ReportFormatError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
 from diagbot.core.report import RunInfo, dump_model
+from diagbot.core.values import one_line
 from diagbot.io.config import DEFAULT_CONFIG, Config, given_thresholds, load_config
 from diagbot.io.files import write_file
 from diagbot.kinds.base import SuiteInput
@@ -180,9 +182,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_outputs(outcome, out)
     say(outcome.comment)
     for warning in outcome.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     for problem in outcome.problems:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
     print(f"diagbot: {outcome.reason}; report folder {out}", file=sys.stderr)
     return outcome.exit_code
 
@@ -197,11 +199,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             found = registry.validate(suite.kind, config.suite_input(suite, run_info()))
         except DiagbotError as exc:
             for problem in exc.problems:
-                print(f"error: {problem}", file=sys.stderr)
+                print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
             errors += len(exc.problems)
             continue
         for warning in found:
-            print(f"warning: {warning}", file=sys.stderr)
+            print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
         warnings += len(found)
     suites = len(config.suites)
     say(f"diagbot validate: {suites} suite{'s' * (suites != 1)}, {errors} errors, {warnings} warnings")
@@ -278,12 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     tune_collector()
+    for stream in (sys.stdout, sys.stderr):  # a character UTF-8 cannot carry is written escaped, never a crash
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
     except DiagbotError as exc:
         for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # a bug of ours, not bad input: one clear line and exit 2, never a silent pass
         print(f"error: diagbot failed unexpectedly ({type(exc).__name__}: {exc}); please report it", file=sys.stderr)

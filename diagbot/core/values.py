@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -63,14 +65,38 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", None)  # libyaml, when PyYAML was bu
 
 
 def load_yaml(text: str) -> Any:
-    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases. A text without `*`
-    cannot hold an alias, so libyaml's loader (ten times faster) reads it; any other goes through `_NoAliases`."""
+    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases, and the numbers JSON
+    readers accept (a BadNumber for an integer of more than 50 digits, which YAML's hex and octal forms reach
+    without Python's own limit, and for .nan and .inf). A text without `*` cannot hold an alias, so libyaml's loader
+    (ten times faster) reads it; any other goes through `_NoAliases`."""
+    data: Any = _NOT_READ
     if _FAST_LOADER is not None and "*" not in text:
-        try:
-            return yaml.load(text, Loader=_FAST_LOADER)
-        except yaml.YAMLError:
-            pass  # read again below, so that the message is PyYAML's own, the same whichever loader ran
-    return yaml.load(text, Loader=_NoAliases)
+        # on an error, read again below, so that the message is PyYAML's own, the same whichever loader ran
+        with contextlib.suppress(yaml.YAMLError):
+            data = yaml.load(text, Loader=_FAST_LOADER)
+    if data is _NOT_READ:
+        data = yaml.load(text, Loader=_NoAliases)
+    _check_numbers(data)
+    return data
+
+
+_NOT_READ = object()
+_MAX_INT_BITS = int(10**MAX_INT_DIGITS).bit_length()
+
+
+def _check_numbers(value: Any) -> None:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+            stack.extend(k for k in node if not isinstance(k, str))
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
+            raise BadNumber(f"a number of about {int(node.bit_length() * 0.30103):,} digits (at most {MAX_INT_DIGITS})")
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise BadNumber(f"{node} is not a JSON number")
 
 
 def may_hold_surrogates(text: str) -> bool:
@@ -99,6 +125,31 @@ def _walk(value: Any, path: str) -> Iterator[str]:
                 stack.append((child, name))
         elif isinstance(node, list):
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
+
+
+def one_line(text: str, limit: int = 2_000) -> str:
+    """Text from input, safe on one line of a log or terminal: control characters (a newline would start a new
+    line that GitHub Actions could read as a workflow command; ESC reaches the terminal) and lone surrogates are
+    written as escapes, and at most `limit` characters are kept."""
+    cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    if not _UNPRINTABLE.search(cut):
+        return cut
+    return _UNPRINTABLE.sub(lambda m: json.dumps(m.group())[1:-1] if m.group() != "\x7f" else "\\x7f", cut)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def replace_surrogates(value: Any) -> Any:
+    """The value with every lone surrogate in its strings (and keys) replaced by U+FFFD: for a recorded run, whose
+    text is evidence to show, not input to refuse."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [replace_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {replace_surrogates(k): replace_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def plain_name(name: str) -> bool:

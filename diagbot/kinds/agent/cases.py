@@ -26,6 +26,8 @@ ReviewStatus = Literal["draft", "needs_revision", "approved", "rejected"]
 TraceField = Literal["action", "tool_call", "observation", "state_change", "final_state"]
 SHAPE_TAGS = frozenset({"text", "list", "object"})  # the tags `_by_shape` adds to error locations; not field names
 MAX_ITEMS = 1_000  # items in any one list of a case (expected calls, criteria, policies...)
+MAX_COUNT = 10**9  # the largest count a case may give (calls, turns, characters)
+MAX_MS = 10.0**12  # the largest duration a case may give, in milliseconds (about 30 years)
 
 Regex = Annotated[str, AfterValidator(valid_regex)]
 Query = Annotated[str, AfterValidator(valid_query)]
@@ -123,9 +125,9 @@ class Check(Model):
     tool_called: ToolRef | None = None
     tool_not_called: TextOrTexts | None = None
     called_before: CalledBefore | None = None
-    max_tool_calls: int | None = Field(None, ge=0)
-    max_turns: int | None = Field(None, ge=0)
-    max_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_tool_calls: int | None = Field(None, ge=0, le=MAX_COUNT)
+    max_turns: int | None = Field(None, ge=0, le=MAX_COUNT)
+    max_duration_ms: float | None = Field(None, ge=0, le=MAX_MS, allow_inf_nan=False)
     state: StateQuery | None = None
 
     @model_validator(mode="after")
@@ -286,7 +288,7 @@ class TraceRequirement(Model):
 class Constraints(Model):
     must_include: Texts | None = None
     must_not_include: Texts | None = None
-    max_chars: int | None = Field(None, ge=0)
+    max_chars: int | None = Field(None, ge=0, le=MAX_COUNT)
     format: Any = None  # prose: shown as not machine-checked
     tone: Any = None
     length: Any = None
@@ -294,8 +296,8 @@ class Constraints(Model):
 
 
 class ServiceLevel(Model):
-    max_turns: int | None = Field(None, ge=0)
-    max_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_turns: int | None = Field(None, ge=0, le=MAX_COUNT)
+    max_duration_ms: float | None = Field(None, ge=0, le=MAX_MS, allow_inf_nan=False)
     description: Any = None  # prose
 
 

@@ -15,17 +15,21 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import jsonschema
-import referencing.exceptions
 from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, run_query, truthy
 from diagbot.core.regex import Regex, compile_regex
-from diagbot.core.text import Folded, fold
+from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
 from diagbot.kinds.agent.match import args_mismatch, max_matching, ordered_matching, show
 from diagbot.kinds.agent.run import Message, Run, StateChange, ToolCall
+from diagbot.kinds.agent.schema_check import first_error
 
+MAX_MATCHED_CHARS = MAX_TEXT_CHARS
+"""Characters of any one text (answer, user message, tool result) a regex reads; text matching reads as many."""
+MAX_CHECK_STEPS = 2_000_000
+"""Comparisons one check may make on one trial (calls against expected items, preconditions, keys, ...): the
+product of what a case asks and what a run holds is bounded, and a check that hits it fails saying so."""
 _NAMES_SHOWN = 12
 _LISTED = 5  # failures of one kind listed per check before "and N more"
 
@@ -53,6 +57,10 @@ class Code:
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
 DEFAULT_REFUSAL = r"\b(?:no|not|don'?t|do not|never|cancel|stop|wait)\b|不同意|不可以|不确认|不是|不要|别|取消|等一下"
+
+
+class CheckLimit(Exception):
+    """A check hit MAX_CHECK_STEPS: it fails with this message, the other checks run."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,15 @@ class Trial:
     rules: dict[str, Check]  # the suite's named rules
     confirmation: Confirmation
     initial_state: dict[str, Any]  # the case's `initial_state`, else its `state`
+    steps: int = 0  # comparisons made by the check running now
+
+    def spend(self, count: int) -> None:
+        self.steps += count
+        if self.steps > MAX_CHECK_STEPS:
+            raise CheckLimit(
+                f"stopped after {MAX_CHECK_STEPS:,} comparisons, the limit for one check on one run; "
+                "the case asks for more than diagbot compares (fewer expected items or policies would do)"
+            )
 
     @cached_property
     def answer(self) -> Folded:
@@ -185,7 +202,26 @@ def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
 
 
 def _matches(pattern: str, text: str) -> bool:
-    return compile_regex(pattern).search_text(text)
+    return compile_regex(pattern).search_text(text[:MAX_MATCHED_CHARS])
+
+
+def _cut(text: str) -> str:
+    return f" (only its first {MAX_MATCHED_CHARS:,} characters were searched)" if len(text) > MAX_MATCHED_CHARS else ""
+
+
+def _answer_matches(pattern: str, answer: str) -> tuple[bool, str]:
+    if _matches(pattern, answer):
+        return True, f"the answer matches /{pattern}/"
+    return False, f"the answer does not match /{pattern}/{_cut(answer)}"
+
+
+def _answer_not_matches(pattern: str, answer: str) -> tuple[bool, str]:
+    """Not found in the part of a long answer that was searched proves nothing: the check fails, saying why."""
+    if _matches(pattern, answer):
+        return False, f"the answer matches /{pattern}/"
+    if len(answer) > MAX_MATCHED_CHARS:
+        return False, f"the answer may match /{pattern}/ past the part searched{_cut(answer)}"
+    return True, f"the answer does not match /{pattern}/"
 
 
 def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
@@ -196,6 +232,7 @@ def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
     if args is None:
         return True, f"{tool} was called ({len(calls)}×)"
     for call in calls:
+        t.spend(1)
         if call.args_problem is None and args_mismatch(args, call.args) is None:
             return True, f"{_call_label(t.run, call)} was called with {show(args)}"
     why = args_mismatch(args, calls[0].args) if calls[0].args_problem is None else calls[0].args_problem
@@ -227,16 +264,8 @@ def _at_most(value: float | None, limit: float, what: str) -> tuple[bool, str]:
 RULES: dict[str, Callable[[Any, Trial], tuple[bool, str]]] = {
     "answer_contains": lambda spec, t: _contains(spec, t.answer, "the answer"),
     "answer_not_contains": lambda spec, t: _not_contains(spec, t.answer),
-    "answer_matches": lambda spec, t: (
-        (True, f"the answer matches /{spec}/")
-        if _matches(spec, t.run.answer)
-        else (False, f"the answer does not match /{spec}/")
-    ),
-    "answer_not_matches": lambda spec, t: (
-        (False, f"the answer matches /{spec}/")
-        if _matches(spec, t.run.answer)
-        else (True, f"the answer does not match /{spec}/")
-    ),
+    "answer_matches": lambda spec, t: _answer_matches(spec, t.run.answer),
+    "answer_not_matches": lambda spec, t: _answer_not_matches(spec, t.run.answer),
     "replies_contain": lambda spec, t: _contains(spec, t.replies, "the replies"),
     "tool_called": _called,
     "tool_not_called": _not_called,
@@ -265,8 +294,9 @@ def _scoped(case: AgentCase, calls: list[ToolCall]) -> list[ToolCall]:
     return [c for c in calls if not c.failed] if config.ignore_failed else calls
 
 
-def _fits(exact: bool) -> Callable[[Any, ToolCall], bool]:
+def _fits(exact: bool, t: Trial) -> Callable[[Any, ToolCall], bool]:
     def fits(item: Any, call: ToolCall) -> bool:
+        t.spend(1)
         tool, args = (item, None) if isinstance(item, str) else (item.tool, item.args)
         if tool != call.tool:
             return False
@@ -279,7 +309,7 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
     expected = case.expected_tool_sequence or []
     config = case.evaluator_config.tool_sequence
     calls = _scoped(case, t.run.calls)
-    fits = _fits(case.evaluator_config.args_match == "exact")
+    fits = _fits(case.evaluator_config.args_match == "exact", t)
     said = f"expected {_names(expected)} ({config.match}), calls in scope {_names(calls)}"
     if config.match == "subsequence":
         pairing = ordered_matching(expected, calls, fits)
@@ -339,6 +369,7 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
             continue
 
         def fits(args: dict[str, Any], call: ToolCall) -> bool:
+            t.spend(1)
             return call.args_problem is None and args_mismatch(args, call.args, exact) is None
 
         pairing = max_matching(sets, calls, fits)
@@ -359,107 +390,73 @@ def unavailable_tools(case: AgentCase, t: Trial) -> list[str]:
     return _capped([f"{_call_label(t.run, c)} is not in available_tools" for c in t.run.calls if c.tool not in allowed])
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
-    """JSON Schema's `pattern` on RE2 (jsonschema's own runs Python's backtracking `re` on the case's pattern)."""
-    if validator.is_type(instance, "string") and not compile_regex(pattern).search_text(instance):
-        yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
-
-
-# Case loading refuses `patternProperties` (jsonschema would run it on `re` in several keywords) and checks that
-# every `pattern` compiles on RE2, so this validator never runs a backtracking regex.
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
-MAX_VALIDATED_VALUES = 10_000
-
-
-def _size(value: Any, limit: int) -> int:
-    count, todo = 0, [value]
-    while todo and count <= limit:
-        item = todo.pop()
-        count += 1
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return count
-
-
-def _schema_error(schema: Any, args: Any) -> str | None:
-    if _size(args, MAX_VALIDATED_VALUES) > MAX_VALIDATED_VALUES:
-        return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
-    validator = _Validator(schema)
-    try:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
-    except referencing.exceptions.Unresolvable as exc:  # a $ref to nothing (or elsewhere: nothing is fetched)
-        return f"its tool_schema cannot be applied: the reference {str(exc.ref)[:80]!r} does not resolve"
-    except RecursionError:
-        return "its tool_schema cannot be applied: the schema's references nest too deeply for these arguments"
-    if error is None:
-        return None
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    return f"{where or 'arguments'}: {error.message[:160]}"
-
-
 def tool_args(case: AgentCase, t: Trial) -> list[str]:
     schemas = case.tool_schema or {}
     failures = []
     for call in t.run.calls:
         if call.tool not in schemas:
             continue
-        why = call.args_problem or _schema_error(schemas[call.tool], call.args)
+        why = call.args_problem or first_error(schemas[call.tool], call.args, t.spend)
         if why:
             failures.append(f"{_call_label(t.run, call)}: {why}")
     return _capped(failures)
 
 
-def _walk_calls(case: AgentCase, t: Trial) -> list[tuple[ToolCall, int, dict[str, Any], set[str]]]:
-    """Each call with its position, the state just before it and the tools successfully called before it."""
-    state, done = dict(t.initial_state), set[str]()
-    walked: list[tuple[ToolCall, int, dict[str, Any], set[str]]] = []
+def _before_calls(case: AgentCase, t: Trial) -> tuple[list[tuple[ToolCall, int, dict[str, Any]]], dict[str, int]]:
+    """Each call of a tool with preconditions, with its position and the state just before it (only the keys the
+    preconditions name), and where each tool was first called successfully: one walk of the run."""
+    tools = {p.tool for p in case.policies if p.preconditions}
+    keys = {k for p in case.policies for item in p.preconditions for k in item}
+    state = {k: v for k, v in t.initial_state.items() if k in keys}
+    first_success: dict[str, int] = {}
+    found = []
     for position, step in enumerate(t.run.steps):
         if isinstance(step, StateChange):
-            state[step.key] = step.after
+            if step.key in keys:
+                state[step.key] = step.after
         elif isinstance(step, ToolCall):
-            walked.append((step, position, dict(state), set(done)))
+            if step.tool in tools:
+                t.spend(1 + len(state))
+                found.append((step, position, dict(state)))
             if not step.failed:
-                done.add(step.tool)
-    return walked
+                first_success.setdefault(step.tool, position)
+    return found, first_success
 
 
 def preconditions(case: AgentCase, t: Trial) -> list[str]:
     failures = []
-    walked = _walk_calls(case, t)
+    walked, first_success = _before_calls(case, t)
     for policy in case.policies:
-        for call, _, state, done in (w for w in walked if w[0].tool == policy.tool):
+        for call, position, state in (w for w in walked if w[0].tool == policy.tool):
+            label = _call_label(t.run, call)
             for item in policy.preconditions:
                 for key, want in item.items():
+                    t.spend(1)
                     if key == "called" and isinstance(want, str) and len(item) == 1:
-                        if want not in done:
-                            failures.append(f"{_call_label(t.run, call)}: {want} was not successfully called before it")
+                        if first_success.get(want, position) >= position:
+                            failures.append(f"{label}: {want} was not successfully called before it")
                     elif key not in state:
-                        failures.append(
-                            f"{_call_label(t.run, call)}: {key} is not in the state before it (expected {show(want)})"
-                        )
+                        failures.append(f"{label}: {key} is not in the state before it (expected {show(want)})")
                     elif not same(want, state[key]):
-                        got = show(state[key])
-                        failures.append(
-                            f"{_call_label(t.run, call)}: {key} is {got} just before it, expected {show(want)}"
-                        )
+                        failures.append(f"{label}: {key} is {show(state[key])} just before it, expected {show(want)}")
     return _capped(failures)
 
 
 def confirmations(case: AgentCase, t: Trial) -> list[str]:
+    tools = {p.tool for p in case.policies if p.confirmation_required}
     failures = []
-    steps = t.run.steps
-    for policy in (p for p in case.policies if p.confirmation_required):
-        for call, position, _, _ in (w for w in _walk_calls(case, t) if w[0].tool == policy.tool):
-            since = position
-            while since > 0 and not _assistant_text(steps[since - 1]):
-                since -= 1
-            said = [s.text for s in steps[since:position] if isinstance(s, Message) and s.role == "user"]
-            if not any(t.confirmation.confirms(text) for text in said):
-                failures.append(
-                    f"{_call_label(t.run, call)} was made without a user confirmation after the agent's last message"
-                )
+    confirmed = False  # a confirming user message since the agent's last text
+    for step in t.run.steps:
+        if isinstance(step, Message) and step.text:
+            if step.role == "assistant":
+                confirmed = False
+            elif step.role == "user" and not confirmed:
+                t.spend(1)
+                confirmed = t.confirmation.confirms(step.text[:MAX_MATCHED_CHARS])
+        elif isinstance(step, ToolCall) and step.tool in tools and not confirmed:
+            failures.append(
+                f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
+            )
     return _capped(failures)
 
 
@@ -483,16 +480,18 @@ def _shown(value: Any) -> str:
     return "(absent)" if value is _ABSENT else show(value)
 
 
-def _canonical(value: Any) -> str:
-    """One text per JSON value as argument matching compares them: keys sorted, 1.0 written as 1."""
+def _canonical(value: Any, t: Trial) -> str:
+    """One text per JSON value as argument matching compares them: keys sorted, 1.0 written as 1. Each part is
+    charged to the trial's check budget before it is written (a string by its length)."""
+    t.spend(1 + (len(value) // 1000 if isinstance(value, str) else 0))
     if value is _ABSENT:
         return "\0absent"  # no JSON text starts with a NUL
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     elif isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(k)}:{_canonical(v)}" for k, v in sorted(value.items())) + "}"
+        return "{" + ",".join(f"{json.dumps(k)}:{_canonical(v, t)}" for k, v in sorted(value.items())) + "}"
     elif isinstance(value, list):
-        return "[" + ",".join(_canonical(v) for v in value) + "]"
+        return "[" + ",".join(_canonical(v, t) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -506,7 +505,7 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
         for call in t.run.calls:
             if call.tool != policy.tool or call.failed:
                 continue
-            key = tuple(_canonical(_path_value(call.args, path)) for path in paths)
+            key = tuple(_canonical(_path_value(call.args, path), t) for path in paths)
             if key in seen:
                 shown = ", ".join(f"{p}={_shown(_path_value(call.args, p))}" for p in paths)
                 failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
@@ -527,6 +526,7 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
         forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
         allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
         for change in t.run.state_changes:
+            t.spend(1 + len(forbidden) + len(allowed))
             shown = f"{change.key}: {show(change.before)} → {show(change.after)}"
             if any(_fits_transition(i, change) for i in forbidden):
                 failures.append(f"{shown} is a forbidden transition ({policy.tool} policy)")
@@ -541,6 +541,7 @@ def audits(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     for policy in case.policies:
         for call in (c for c in t.run.calls if c.tool == policy.tool):
+            t.spend(1 + len(policy.audit_fields))
             missing = [f for f in policy.audit_fields if f not in (call.audit or {})]
             if missing:
                 failures.append(f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}")
@@ -678,4 +679,12 @@ CHECKS: list[CaseCheck] = [
 
 def judge(case: AgentCase, t: Trial, checks: list[CaseCheck]) -> list[str]:
     """Every failure of one trial, as `"<code>: <message>"`, in registry order."""
-    return [f"{check.code}: {message}" for check in checks for message in check.run(case, t)]
+    failures = []
+    for check in checks:
+        t.steps = 0
+        try:
+            found = check.run(case, t)
+        except CheckLimit as exc:
+            found = [str(exc)]
+        failures += [f"{check.code}: {message}" for message in found]
+    return failures

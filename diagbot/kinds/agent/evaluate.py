@@ -63,11 +63,13 @@ class Fixtures:
         return sorted(found)
 
 
-def _inside(path: Path, root: Path) -> bool:
+def _outside(path: Path, root: Path) -> str | None:
+    """Why a linked trial file cannot be read, or None when it resolves inside the fixtures folder."""
     try:
-        return path.resolve().is_relative_to(root.resolve())
+        inside = path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError, ValueError):
-        return False
+        return "cannot be resolved (a symbolic link loop?)"
+    return None if inside else "a link that leads outside the fixtures folder; diagbot does not follow it"
 
 
 def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) -> str | None:
@@ -144,8 +146,9 @@ def evaluate_case(
     for name, path, linked in files:
         shown = path.relative_to(fixtures.root).as_posix()
         try:
-            if linked and not _inside(path, fixtures.root):
-                raise TraceInvalid("", "a link that leads outside the fixtures folder; diagbot does not follow it")
+            why = _outside(path, fixtures.root) if linked else None
+            if why:
+                raise TraceInvalid("", why)
             run = load_run(path, options.trace_format, max_bytes, error_pattern)
         except TraceMissing:
             failed = [
@@ -167,8 +170,16 @@ def evaluate_case(
             )
         )
     passed_trials = sum(t.passed for t in trials)
-    broken = any(c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID)) for t in trials for c in t.failed_checks)
-    passed = passed_trials >= options.required(len(trials))
+    required = options.required(len(trials))
+    # `trials: n` with fewer trials recorded: say so, or the case would fail with nothing failing
+    short = [] if required <= len(trials) else [
+        f"{Code.TRACE_MISSING}: the suite's trials: {required} needs {required} passing trials; "
+        f"{len(trials)} {'is' if len(trials) == 1 else 'are'} recorded"
+    ]  # fmt: skip
+    broken = bool(short) or any(
+        c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID)) for t in trials for c in t.failed_checks
+    )
+    passed = passed_trials >= required
     status: Status = "unchecked" if not checks and not broken else "passed" if passed else "failed"
     reason = not_gating_because(case, gate, today)
     first_failing = next((t for t in trials if not t.passed), None)
@@ -190,7 +201,7 @@ def evaluate_case(
         trials=len(trials),
         trials_passed=passed_trials,
         trial_results=trials,
-        failed_checks=first_failing.failed_checks if first_failing else [],
+        failed_checks=short + (first_failing.failed_checks if first_failing else []),
         unchecked_expectations=unchecked_expectations(case),
         tool_call_count=len(first_run.calls) if first_run else None,
         turn_count=first_run.turns if first_run else None,

@@ -21,10 +21,12 @@ from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import field_names_at
 from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
+from diagbot.kinds.agent.match import show
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # AgentCase.case_id's pattern
 _ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
 
 
@@ -44,12 +46,12 @@ def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
     if not root.is_dir():
         raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")
     found: list[tuple[Path, str]] = []
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root):  # names are shown escaped (`one_line`); an unusual one is refused
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.endswith(CASE_SUFFIXES) and not name.startswith("."):
                 path = Path(folder) / name
-                found.append((path, f"{label.rstrip('/')}/{path.relative_to(root).as_posix()}"))
+                found.append((path, f"{label.rstrip('/')}/{values.one_line(path.relative_to(root).as_posix(), 300)}"))
                 if len(found) > MAX_CASE_FILES:
                     raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
     return sorted(found, key=lambda pair: pair[1])
@@ -72,10 +74,10 @@ def describe(error: Any, model: type[AgentCase] | type[Check] = AgentCase) -> st
     if kind == "extra_forbidden":
         known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
         close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
-        return f"unknown field '{where}'" + (f" (did you mean {close[0]}?)" if close else "")
+        return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close[0]}?)" if close else "")
     if kind == "missing":
         return f"missing required field '{where}'"
-    found = values.excerpt(json.dumps(error.get("input"), ensure_ascii=False, default=str), 60)
+    found = values.one_line(values.excerpt(show(error.get("input")), 60))
     if kind == "literal_error":
         allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
         close = difflib.get_close_matches(str(error.get("input")), allowed, n=1, cutoff=0.5)
@@ -117,7 +119,7 @@ def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], 
         return {}, []
     if "cases" not in data:
         return {}, [data]  # one case
-    unknown = sorted(str(k) for k in data if k not in ("defaults", "cases"))
+    unknown = sorted(values.one_line(str(k), 100) for k in data if k not in ("defaults", "cases"))
     if unknown:
         problems.append(
             f"{label}: unknown top-level key(s) {', '.join(unknown)}; a file with 'cases' may also have 'defaults'"
@@ -132,7 +134,8 @@ def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], 
         elif key not in FIELD_NAMES:
             close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
             problems.append(
-                f"{label}: defaults: unknown field '{key}'" + (f" (did you mean {close[0]}?)" if close else "")
+                f"{label}: defaults: unknown field '{values.one_line(str(key), 200)}'"
+                + (f" (did you mean {close[0]}?)" if close else "")
             )
     if not isinstance(cases, list):
         problems.append(f"{label}: 'cases' must be a list of cases")
@@ -177,6 +180,9 @@ def iter_cases(
     first_seen: dict[str, str] = {}
     resolved_root = root.resolve()
     for path, shown in case_files(root, label):
+        if not values.plain_name(path.name):
+            problems.append(f"{shown}: a case file name with a control character or undecodable byte; rename it")
+            continue
         try:  # the walk follows no folder links, so only a file that is a link itself can lead elsewhere
             if root.is_dir() and path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
                 problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
@@ -194,6 +200,12 @@ def iter_cases(
             continue
         defaults, raw_cases = _split(data, shown, problems)
         surrogates = values.may_hold_surrogates(text)
+        bad_defaults = values.surrogate_paths(defaults) if surrogates else []
+        if bad_defaults:
+            problems.append(
+                f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
+            )
+            defaults = {}
         lines = _lines(text) if with_lines else {}
         del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
@@ -203,7 +215,7 @@ def iter_cases(
                 problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
                 continue
             case_id = raw.get("case_id")
-            if isinstance(case_id, str) and case_id:
+            if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
                 where = f"{shown}: case {case_id}"
             bad = values.surrogate_paths(raw) if surrogates else []
             if bad:

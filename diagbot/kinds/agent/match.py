@@ -19,8 +19,22 @@ U = TypeVar("U")
 _SHOWN = 60
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    """A value as short JSON for a message: written lazily and stopped after `_SHOWN` characters, so a huge (or
+    hugely shared, like a query's `[@, @]`) value costs no more than its start."""
+    parts, size = [], 0
+    try:
+        for part in _ENCODER.iterencode(value):
+            parts.append(part)
+            size += len(part)
+            if size > _SHOWN:
+                break
+    except (ValueError, RecursionError):  # an integer past Python's digit limit, a value nested too deeply
+        return f"<a {type(value).__name__} too large to show>"
+    text = "".join(parts)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 

@@ -8,6 +8,7 @@ An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JS
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -21,6 +22,10 @@ ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, op
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
 MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
+MAX_MATCHED_CHARS = 1024 * 1024  # characters of a tool result that `tool-error-pattern` reads
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")  # raw UTF-8 cannot hold a surrogate; only an escape can
 
 
 class TraceMissing(Exception):
@@ -35,6 +40,8 @@ def parse_run(data: bytes, fmt: str) -> Run:
         raise TraceInvalid("", "the run file is empty")
     try:
         decoded = values.loads(data)
+        if _SURROGATE_ESCAPE.search(data):  # a lone surrogate is a run's text to show, not to refuse
+            decoded = values.replace_surrogates(decoded)
     except UnicodeDecodeError as exc:
         raise TraceInvalid("", f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
     except json.JSONDecodeError as exc:
@@ -67,6 +74,6 @@ def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) 
     run = parse_run(data, fmt)
     if error_pattern is not None:
         for call in run.calls:
-            if not call.failed and call.has_result and error_pattern.search_text(call.result_text):
+            if not call.failed and call.has_result and error_pattern.search_text(call.result_text[:MAX_MATCHED_CHARS]):
                 call.failed = True
     return run

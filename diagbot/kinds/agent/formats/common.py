@@ -50,7 +50,8 @@ def duration(value: Any, path: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise TraceInvalid(path, f"expected a duration in milliseconds (a number >= 0), found {type_name(value)}")
+        found = type_name(value) if isinstance(value, bool) or not isinstance(value, int | float) else repr(value)
+        raise TraceInvalid(path, f"expected a duration in milliseconds (a finite number >= 0), found {found}")
     return float(value)
 
 

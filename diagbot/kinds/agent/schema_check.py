@@ -1,0 +1,96 @@
+"""Validating a call's arguments against the case's `tool_schema`, with jsonschema, bounded.
+
+A pull request writes the schema, so its cost is bounded as well as the arguments': `pattern` runs on RE2 (case
+loading refuses `patternProperties`, which jsonschema would match with Python's backtracking `re`, and any
+pattern RE2 cannot run), references are never fetched, and every keyword evaluated is charged to the trial's
+check budget (an `enum` by its length, `uniqueItems` by the pairs it may compare, `pattern` by the text's length),
+so an exponential `anyOf` of references or a huge `enum` stops with a message instead of running for hours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jsonschema
+import referencing.exceptions
+
+from diagbot.core.regex import compile_regex
+from diagbot.kinds.agent.match import show
+
+MAX_VALIDATED_VALUES = 10_000
+"""Values in one call's arguments that are validated; a larger call fails the check (it is not validated)."""
+MAX_PATTERN_CHARS = 1024 * 1024
+"""Characters of a string a `pattern` reads."""
+
+_charge: Callable[[int], None] = lambda count: None  # noqa: E731  # the running check's budget, set by first_error
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "string"):
+        return
+    _charge(len(instance) // 1000)
+    if len(instance) > MAX_PATTERN_CHARS:
+        yield jsonschema.ValidationError(f"a string of {len(instance):,} characters, too long for `pattern`")
+    elif not compile_regex(pattern).search_text(instance):
+        yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
+
+
+def _cost(name: str, value: Any, instance: Any) -> int:
+    if name == "enum" and isinstance(value, list):
+        return 1 + len(value)
+    if name == "uniqueItems" and value is True and isinstance(instance, list):
+        return 1 + len(instance) * len(instance) // 2
+    return 1
+
+
+def _metered(name: str, keyword: Callable[..., Any]) -> Callable[..., Any]:
+    def run(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _charge(_cost(name, value, instance))
+        return keyword(validator, value, instance, schema) or ()
+
+    return run
+
+
+_KEYWORDS = {
+    name: _metered(name, _pattern if name == "pattern" else keyword)
+    for name, keyword in jsonschema.Draft202012Validator.VALIDATORS.items()
+}
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, _KEYWORDS)  # type: ignore[no-untyped-call]
+
+
+def _size(value: Any, limit: int) -> int:
+    count, todo = 0, [value]
+    while todo and count <= limit:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return count
+
+
+def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | None:
+    """Why `args` do not validate (the best match, with its path), or None. `charge` raises when the budget is
+    spent; that exception passes through."""
+    global _charge
+    if _size(args, MAX_VALIDATED_VALUES) > MAX_VALIDATED_VALUES:
+        return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
+    _charge = charge
+    try:
+        error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(args))
+    except referencing.exceptions.Unresolvable as exc:  # a $ref to nothing (or elsewhere: nothing is fetched)
+        return f"its tool_schema cannot be applied: the reference {str(exc.ref)[:80]!r} does not resolve"
+    except RecursionError:
+        return "its tool_schema cannot be applied: the schema's references nest too deeply for these arguments"
+    finally:
+        _charge = _no_charge
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    return f"{where or 'arguments'}: {error.message[:160]}"
+
+
+def _no_charge(count: int) -> None:
+    return None
