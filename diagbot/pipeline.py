@@ -13,7 +13,7 @@ from pathlib import Path
 from diagbot.core.diff import DiffReport
 from diagbot.core.errors import DiagbotError
 from diagbot.core.gate import Decision, GateSettings, SuiteFacts, decide
-from diagbot.core.report import RunInfo, SuiteReport, dump_model
+from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.io.baselines import Baselines
 from diagbot.io.config import Config
 from diagbot.io.files import write_file
@@ -174,7 +174,7 @@ def write_outputs(outcome: Outcome, out: Path) -> None:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline)."""
     for suite in outcome.suites:
         if suite.report is not None:
-            write_file(out / "reports" / f"{suite.name}.json", dump_model(suite.report))
+            write_file(out / "reports" / f"{suite.name}.json", dump_model_bytes(suite.report))
         if suite.diff is not None:
             write_file(out / "diff" / f"{suite.name}.json", dump_model(suite.diff))
     write_file(out / "comment.md", outcome.comment)

@@ -85,18 +85,21 @@ _MAX_INT_BITS = int(10**MAX_INT_DIGITS).bit_length()
 
 
 def _check_numbers(value: Any) -> None:
-    stack = [value]
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         if isinstance(node, dict):
-            stack.extend(node.values())
-            stack.extend(k for k in node if not isinstance(k, str))
+            stack.extend(
+                (v, f"{path}.{one_line(str(k), 100)}" if path else one_line(str(k), 100)) for k, v in node.items()
+            )
+            stack.extend((k, f"{path} (a key)") for k in node if not isinstance(k, str))
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
         elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
-            raise BadNumber(f"a number of about {int(node.bit_length() * 0.30103):,} digits (at most {MAX_INT_DIGITS})")
+            digits = int(node.bit_length() * 0.30103)
+            raise BadNumber(f"a number of about {digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})")
         elif isinstance(node, float) and not math.isfinite(node):
-            raise BadNumber(f"{node} is not a JSON number")
+            raise BadNumber(f"{node} at {path or 'the top'}, which is not a JSON number")
 
 
 def may_hold_surrogates(text: str) -> bool:

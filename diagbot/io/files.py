@@ -25,14 +25,27 @@ def scrub(text: str) -> str:
     return text
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write one output file as UTF-8, making its folder first; every file diagbot writes goes through here.
-    A character UTF-8 cannot carry (a lone surrogate) is written as its `\\udxxx` escape rather than failing."""
+def _scrub_bytes(data: bytes) -> bytes:
+    for secret in _SECRETS:
+        encoded = secret.encode("utf-8", "backslashreplace")
+        if encoded in data:
+            data = data.replace(encoded, MASK.encode())
+    return data
+
+
+def write_file(path: Path, text: str | bytes) -> None:
+    """Write one output file as UTF-8 (text, or bytes already UTF-8), making its folder first; every file diagbot
+    writes goes through here. A character UTF-8 cannot carry (a lone surrogate) is written as its `\\udxxx`
+    escape rather than failing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:50]}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
-            stream.write(scrub(text))
+        if isinstance(text, bytes):
+            with os.fdopen(handle, "wb") as raw:
+                raw.write(_scrub_bytes(text))
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(scrub(text))
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:

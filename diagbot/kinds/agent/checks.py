@@ -10,6 +10,7 @@ for criteria that must hold and for those that must not.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -201,15 +202,34 @@ def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
     return (False, f"the answer contains {show(found)}") if found else (True, "the answer contains none of them")
 
 
+def searched(text: str) -> str:
+    """What of a text a regex reads: all of it, or its first MAX_MATCHED_CHARS characters and the one after them
+    (so that `\\b` at the cut sees the real next character)."""
+    return text if len(text) <= MAX_MATCHED_CHARS else text[: MAX_MATCHED_CHARS + 1]
+
+
 def _matches(pattern: str, text: str) -> bool:
-    return compile_regex(pattern).search_text(text[:MAX_MATCHED_CHARS])
+    return compile_regex(pattern).search_text(searched(text))
+
+
+_END_ANCHOR = re.compile(r"(?<!\\)(?:\\\\)*(?:\$|\\z)")
 
 
 def _cut(text: str) -> str:
     return f" (only its first {MAX_MATCHED_CHARS:,} characters were searched)" if len(text) > MAX_MATCHED_CHARS else ""
 
 
+def _too_long(pattern: str, answer: str) -> str | None:
+    """Why a regex cannot be decided on a long answer: `$` (or `\\z`) would match where the search stops."""
+    if len(answer) > MAX_MATCHED_CHARS and _END_ANCHOR.search(pattern):
+        return f"the answer is too long to check /{pattern}/, which looks for its end{_cut(answer)}"
+    return None
+
+
 def _answer_matches(pattern: str, answer: str) -> tuple[bool, str]:
+    undecided = _too_long(pattern, answer)
+    if undecided:
+        return False, undecided
     if _matches(pattern, answer):
         return True, f"the answer matches /{pattern}/"
     return False, f"the answer does not match /{pattern}/{_cut(answer)}"
@@ -217,6 +237,9 @@ def _answer_matches(pattern: str, answer: str) -> tuple[bool, str]:
 
 def _answer_not_matches(pattern: str, answer: str) -> tuple[bool, str]:
     """Not found in the part of a long answer that was searched proves nothing: the check fails, saying why."""
+    undecided = _too_long(pattern, answer)
+    if undecided:
+        return False, undecided
     if _matches(pattern, answer):
         return False, f"the answer matches /{pattern}/"
     if len(answer) > MAX_MATCHED_CHARS:
@@ -480,6 +503,12 @@ def _shown(value: Any) -> str:
     return "(absent)" if value is _ABSENT else show(value)
 
 
+def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
+    if id(value) not in written:
+        written[id(value)] = _canonical(value, t)
+    return written[id(value)]
+
+
 def _canonical(value: Any, t: Trial) -> str:
     """One text per JSON value as argument matching compares them: keys sorted, 1.0 written as 1. Each part is
     charged to the trial's check budget before it is written (a string by its length)."""
@@ -505,7 +534,8 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
         for call in t.run.calls:
             if call.tool != policy.tool or call.failed:
                 continue
-            key = tuple(_canonical(_path_value(call.args, path), t) for path in paths)
+            written: dict[int, str] = {}  # each value once, however many paths name it
+            key = tuple(_written(_path_value(call.args, path), t, written) for path in paths)
             if key in seen:
                 shown = ", ".join(f"{p}={_shown(_path_value(call.args, p))}" for p in paths)
                 failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from pydantic import ValidationError
 
 from diagbot.core import values
 from diagbot.core.errors import CaseFileError
-from diagbot.core.fs import FileProblem, read_text_bounded
+from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import field_names_at
 from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
 from diagbot.kinds.agent.match import show
@@ -85,6 +86,25 @@ def describe(error: Any, model: type[AgentCase] | type[Check] = AgentCase) -> st
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
+
+
+def _text(blob: bytes) -> str:
+    try:
+        return blob.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def _read(blob: bytes, label: str) -> tuple[Any, str | None]:
+    """(decoded content, its text). A JSON file orjson reads holds no lone surrogate and needs no text (the
+    10,000 cases of one file are not also kept as a string); anything else is decoded as text first."""
+    if label.endswith(".json"):
+        try:
+            return orjson.loads(blob), None
+        except orjson.JSONDecodeError:
+            pass  # read again below, for the message users are shown (or the rules of values.loads)
+    text = _text(blob)
+    return _decode(text, label), text
 
 
 def _decode(text: str, label: str) -> Any:
@@ -187,8 +207,9 @@ def iter_cases(
             if root.is_dir() and path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
                 problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
                 continue
-            text = read_text_bounded(path, MAX_CASE_FILE_BYTES)
-            data = _decode(text, shown)
+            blob = read_bounded(path, MAX_CASE_FILE_BYTES)
+            data, text = _read(blob, shown)
+            del blob
         except FileProblem as problem:
             problems.append(f"{shown}: the case file {problem.message}")
             continue
@@ -199,14 +220,14 @@ def iter_cases(
             problems += exc.problems
             continue
         defaults, raw_cases = _split(data, shown, problems)
-        surrogates = values.may_hold_surrogates(text)
+        surrogates = text is not None and values.may_hold_surrogates(text)
         bad_defaults = values.surrogate_paths(defaults) if surrogates else []
         if bad_defaults:
             problems.append(
                 f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
             )
             defaults = {}
-        lines = _lines(text) if with_lines else {}
+        lines = _lines(text if text is not None else _text(path.read_bytes())) if with_lines else {}
         del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
             raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak

@@ -19,23 +19,53 @@ U = TypeVar("U")
 _SHOWN = 60
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
 def show(value: Any) -> str:
-    """A value as short JSON for a message: written lazily and stopped after `_SHOWN` characters, so a huge (or
-    hugely shared, like a query's `[@, @]`) value costs no more than its start."""
-    parts, size = [], 0
-    try:
-        for part in _ENCODER.iterencode(value):
-            parts.append(part)
-            size += len(part)
-            if size > _SHOWN:
-                break
-    except (ValueError, RecursionError):  # an integer past Python's digit limit, a value nested too deeply
-        return f"<a {type(value).__name__} too large to show>"
+    """A value as short JSON for a message, written only as far as `_SHOWN` characters: a huge string, or a hugely
+    shared value like a query's `[@, @]`, costs no more than its start."""
+    parts: list[str] = []
+    size = 0
+    todo: list[Any] = [value]
+    while todo and size <= _SHOWN:
+        item = todo.pop()
+        if isinstance(item, _Raw):
+            part = item.text
+        elif isinstance(item, str):
+            part = json.dumps(item[: _SHOWN + 1], ensure_ascii=False)
+        elif isinstance(item, dict):
+            part = "{"
+            members: list[Any] = []
+            for n, (key, child) in enumerate(item.items()):
+                members += [
+                    _Raw(", " if n else ""),
+                    _Raw(json.dumps(str(key)[: _SHOWN + 1], ensure_ascii=False) + ": "),
+                    child,
+                ]
+                if len(members) > _SHOWN:
+                    break
+            todo += [_Raw("}"), *reversed(members)]
+        elif isinstance(item, list):
+            part = "["
+            members = []
+            for n, child in enumerate(item[: _SHOWN + 1]):
+                members += [_Raw(", " if n else ""), child]
+            todo += [_Raw("]"), *reversed(members)]
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 200:
+            part = f"<a number of about {int(item.bit_length() * 0.30103):,} digits>"
+        else:
+            part = json.dumps(item, default=str)
+        parts.append(part)
+        size += len(part)
     text = "".join(parts)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+    return text if len(text) <= _SHOWN and not todo else text[: _SHOWN - 1] + "…"
+
+
+class _Raw:
+    """Text `show` writes as it is (punctuation between the values it walks)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def _is_number(value: Any) -> bool:

@@ -74,6 +74,10 @@ def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) 
     run = parse_run(data, fmt)
     if error_pattern is not None:
         for call in run.calls:
-            if not call.failed and call.has_result and error_pattern.search_text(call.result_text[:MAX_MATCHED_CHARS]):
+            if (
+                not call.failed
+                and call.has_result
+                and error_pattern.search_text(call.result_text[: MAX_MATCHED_CHARS + 1])
+            ):
                 call.failed = True
     return run

@@ -1,0 +1,828 @@
+"""Hostile input to the agent suite (issue 12), through the command line as a pull request would give it.
+
+Everything a pull request changes is untrusted: case files, run files, diagbot.yml, file names. The promise: a clear
+message naming the file (what, where, what to do), nothing else lost (a bad run fails only its own trial, a bad
+case file makes the suite's input unusable with every problem listed, the report folder is still written whole),
+and every read, regex, schema and query bounded. Never a traceback, never "failed unexpectedly", never a hang.
+
+Each test runs `python -m diagbot run` (or `validate`) in a fresh folder with a suite of one hostile case and one
+good case, under a wall-clock timeout and an address-space limit, and checks the exit code, the messages and the
+report. Tests marked `xfail(strict=True, reason="BUG: ...")` pin problems found in this review: each passes once
+the product behaves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TIMEOUT = 60.0  # seconds a run may take before the test gives up on it
+HANG_TIMEOUT = 30.0  # for inputs that took minutes when this review was written (the bound below is what counts)
+BOUND = 20.0  # seconds any run here must finish in; each takes about half a second when the product behaves
+MEMORY = 4 * 1024**3  # address space of the diagbot process: a runaway allocation fails instead of swapping
+MIB = 1024 * 1024
+
+GOOD_RUN = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]
+BASE_CASE: dict[str, Any] = {
+    "case_version": "v1",
+    "dataset_id": "d",
+    "dataset_version": "v1",
+    "title": "t",
+    "scenario": "s",
+    "user_task": "u",
+    "ability_tags": ["x"],
+    "risk_level": "P2",
+    "difficulty": "Easy",
+    "source": "s",
+    "input": "hi",
+    "expected_behavior": ["does it"],
+    "rubric": "r",
+    "evaluator_config": {"rule_checks": [{"id": "says_done", "answer_contains": ["done"]}]},
+    "metadata": {
+        "dataset_role": "golden",
+        "tags": [],
+        "owner": "o",
+        "review_status": "approved",
+        "usage_rights_status": "approved_for_evaluation",
+    },
+}
+
+
+def case(case_id: str = "hostile", **fields: Any) -> dict[str, Any]:
+    """A valid P2 case that passes on GOOD_RUN (its answer contains "done"), with `fields` replaced."""
+    return {"case_id": case_id, **BASE_CASE, **fields}
+
+
+def yaml_case(case_id: str = "hostile", **fields: Any) -> str:
+    """`case(...)` as YAML text (JSON is YAML), one line per field so a test can swap a value textually."""
+    return "".join(f"{key}: {json.dumps(value)}\n" for key, value in case(case_id, **fields).items())
+
+
+def calls_run(*calls: tuple[str, str], answer: str = "done") -> list[dict[str, Any]]:
+    """An openai-chat run: one assistant message per (tool, arguments string), then the answer."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    for index, (tool, arguments) in enumerate(calls):
+        call = {"id": f"c{index}", "type": "function", "function": {"name": tool, "arguments": arguments}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    messages.append({"role": "assistant", "content": answer})
+    return messages
+
+
+def _bytes(content: Any) -> bytes:
+    if isinstance(content, bytes):
+        return content
+    if isinstance(content, str):
+        return content.encode("utf-8", "surrogatepass")
+    return json.dumps(content).encode()  # ensure_ascii: a lone surrogate is written as its \\udxxx escape
+
+
+def make_suite(
+    root: Path, cases: dict[str, Any] | None = None, runs: dict[str, Any] | None = None, options: str = ""
+) -> Path:
+    """A folder with diagbot.yml (one agent suite `ag`, `options` appended to it), cases/ and fx/: the good case
+    and its run, plus `cases` and `runs` (name -> dict as JSON, str, or raw bytes; a name may hold folders)."""
+    for folder, files, good in ((root / "cases", cases, case("good")), (root / "fx", runs, GOOD_RUN)):
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in {"good.json": good, **(files or {})}.items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_bytes(content))
+    config = "suites:\n  - name: ag\n    kind: agent\n    cases: cases\n    fixtures: fx\n" + options
+    (root / "diagbot.yml").write_text(config)
+    return root
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    root: Path
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @cached_property
+    def report(self) -> dict[str, Any] | None:
+        path = self.out / "reports" / "ag.json"
+        if not path.exists():
+            return None
+        report: dict[str, Any] = json.loads(path.read_text())
+        return report
+
+    def result(self, case_id: str) -> dict[str, Any]:
+        assert self.report is not None, self.stderr[-2000:]
+        found: dict[str, Any] = next(r for r in self.report["results"] if r["caseId"] == case_id)
+        return found
+
+    def trials(self, case_id: str = "hostile") -> list[list[str]]:
+        """The failed checks of each trial of a case."""
+        return [trial["failedChecks"] for trial in self.result(case_id)["trialResults"]]
+
+    @property
+    def errors(self) -> list[str]:
+        return [line.removeprefix("error: ") for line in self.stderr.splitlines() if line.startswith("error: ")]
+
+
+def diagbot(root: Path, command: str = "run", timeout: float = TIMEOUT) -> Result:
+    args = [sys.executable, "-m", "diagbot", command, "--config", str(root / "diagbot.yml")]
+    if command == "run":
+        args += ["--out", str(root / "out")]
+    env = {**os.environ, "PYTHONUTF8": "1"}
+    env.pop("GITHUB_ACTIONS", None)
+    started = time.monotonic()
+    proc = subprocess.run(
+        args,
+        cwd=root,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+        preexec_fn=_limit_memory,  # only sets a limit in the child, before exec
+    )
+    seconds = time.monotonic() - started
+    return Result(proc.returncode, _text(proc.stdout), _text(proc.stderr), seconds, root)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace")
+
+
+def assert_clean(result: Result) -> None:
+    """No traceback, no internal error, in bounded time, and no half-written output file left behind."""
+    both = result.stdout + result.stderr
+    assert "Traceback" not in both, result.stderr[-3000:]
+    assert "failed unexpectedly" not in both, result.stderr[-3000:]
+    assert result.seconds < BOUND, f"took {result.seconds:.1f} s"
+    if result.out.exists():
+        assert not [p for p in result.out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def evaluated(result: Result) -> Result:
+    """A run whose suite was evaluated: exit 0 (no baseline, no gating P0), clean, report and comment written,
+    and the good case passed next to the hostile one."""
+    assert_clean(result)
+    assert result.code == 0, result.stderr[-3000:]
+    assert (result.out / "comment.md").is_file() and (result.out / "summary.md").is_file()
+    good = result.result("good")
+    assert (good["status"], good["trialResults"]) == ("passed", [{"trial": "good.json", "passed": True,
+                                                                  "failedChecks": []}])  # fmt: skip
+    return result
+
+
+def judged(tmp_path: Path, run: Any, name: str = "hostile.json", **fields: Any) -> list[str]:
+    """The failed checks of the hostile case's one trial, recorded as `run` (evaluated next to the good case)."""
+    result = evaluated(diagbot(make_suite(tmp_path, {"hostile.json": case(**fields)}, {name: run})))
+    trials = result.trials()
+    assert len(trials) == 1
+    return trials[0]
+
+
+def refused(result: Result) -> Result:
+    """The suite's cases cannot be used: exit 2, clean, no report for the suite, the comment still written and
+    listing the problems."""
+    assert_clean(result)
+    assert result.code == 2, result.stderr[-3000:]
+    assert result.report is None
+    assert "input could not be used" in (result.out / "comment.md").read_text()
+    return result
+
+
+# --- run files: each fails only its own trial, naming the file and the JSON path ----------------------------------
+
+NESTED = b"[" * 100_000 + b"]" * 100_000
+OVER_VALUES = b"[" * 1_500_000 + b"]" * 1_500_000
+NATIVE = '{"format":"diagbot-agent-trace","version":1,'
+
+
+@pytest.mark.parametrize(
+    ("run", "message"),
+    [
+        (NESTED, "nested too deeply to be a run"),
+        (OVER_VALUES, "holds 1,500,000 JSON values; diagbot reads at most 1,000,000 per run"),
+        ([{"role": "user", "content": "x"}] * 10_001, "$: has 10,001 items; diagbot reads at most 10,000 per run"),
+        ('[{"role":"assistant","content":"done","x":NaN}]', "holds NaN is not a JSON number"),
+        ('[{"role":"assistant","content":"done","x":-Infinity}]', "holds -Infinity is not a JSON number"),
+        ('[{"role":"assistant","content":"done","x":' + "9" * 5000 + "}]",
+         "holds a number with 5000 digits (at most 50)"),
+        (b'[{"role":"assistant","content":"done \xff"}]', "not UTF-8 (bad byte at offset 37); re-save it as UTF-8"),
+        (b"", "the run file is empty"),
+        (b"  \n\t ", "the run file is empty"),
+        (b"\xef\xbb\xbf[]", "not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using utf-8-sig))"),
+        ("null", "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
+        ("5", "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
+        ('"x"', "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
+        ('{"messages": 5}', "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see "
+                            "docs/agent.md)"),
+        ('[{"role":"assistant","content":"done","tool_calls":{"a":1}}]',
+         "$[0].tool_calls: expected an array, found an object"),
+        ('[{"role":"assistant","content":"done","tool_calls":"x"}]',
+         "$[0].tool_calls: expected an array, found a string"),
+        ('[{"role":"assistant","content":"done","tool_calls":["x"]}]',
+         "$[0].tool_calls[0]: expected an object, found a string"),
+        ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a"}]}]',
+         "$[0].tool_calls[0].function: expected an object, found null"),
+        ('[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},'
+         '{"role":"tool","tool_call_id":"a","content":{"rows":[1,2]}},{"role":"assistant","content":"done"}]',
+         "$[1].content: expected an array, found an object"),
+        ('[{"role":"tool","tool_call_id":"zz","content":"x"}]',
+         "$[0].tool_call_id: a tool result for 'zz', which no earlier call made"),
+        ('[{"role":5,"content":"done"}]', "$[0].role: expected a string, found a number"),
+        ('[{"role":"assistant","content":[{"type":"text","text":5}]}]',
+         "$[0].content[0].text: expected a string, found a number"),
+        ([{"role": "assistant", "content": [{"type": "text", "text": "done"}] * 10_001}],
+         "$[0].content: has 10,001 items; diagbot reads at most 10,000 per run"),
+        ('{"messages":[{"role":"assistant","content":"done"}],"duration_ms":1e999}',
+         "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found inf"),
+        (NATIVE + '"steps":[{"kind":"wat"}]}',
+         "$.steps[0].kind: unknown step kind 'wat'; use one of message, tool_call, state_change"),
+        (NATIVE + '"steps":[{"kind":"message","role":"assistant","contnt":"done"}]}',
+         "$.steps[0].contnt: unknown field (did you mean content?)"),
+        (NATIVE + '"steps":[{"kind":"tool_call","tool":"t","error":"yes"}]}',
+         "$.steps[0].error: expected true or false"),
+        (NATIVE + '"steps":[],"final_state":[1]}', "$.final_state: expected an object, found an array"),
+        (NATIVE + '"steps":[],"duration_ms":-1}',
+         "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found -1"),
+        ('{"format":"diagbot-agent-trace","version":true,"steps":[]}',
+         "$.version: expected 1; this diagbot reads version 1 of its format"),
+    ],
+    ids=[
+        "nested-100k", "over-the-value-limit", "10001-messages", "NaN", "-Infinity", "5000-digit-int", "not-utf8",
+        "empty", "whitespace", "bom", "null", "number", "string", "messages-not-a-list", "tool_calls-object",
+        "tool_calls-string", "tool_call-string", "function-missing", "tool-result-object", "result-for-no-call",
+        "role-number", "content-part-number", "10001-content-parts", "duration-1e999", "native-unknown-kind",
+        "native-misspelt-key", "native-error-string", "native-final-state-array", "native-negative-duration",
+        "native-version-true",
+    ],
+)  # fmt: skip
+def test_a_bad_run_fails_only_its_own_trial(tmp_path: Path, run: Any, message: str) -> None:
+    assert judged(tmp_path, run) == [f"trace_invalid: hostile.json: {message}"]
+
+
+def test_ten_thousand_steps_are_read(tmp_path: Path) -> None:
+    run = [{"role": "user", "content": "x"}] * 9_999 + [{"role": "assistant", "content": "done"}]
+    assert judged(tmp_path, run) == []
+
+
+def test_a_huge_answer_is_bounded(tmp_path: Path) -> None:
+    """30 MiB of answer (under the 64 MiB run cap): matched within the bound, and the rule still sees "done"."""
+    assert judged(tmp_path, [{"role": "assistant", "content": "done " + "x" * (30 * MIB)}]) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        (json.dumps([json.loads("[" * 150 + "]" * 150)]), None),
+        ("[" * 100_000 + "]" * 100_000, "arguments are not valid JSON (maximum recursion depth exceeded"),
+        ('{"n": ' + "9" * 5000 + "}", "arguments are not valid JSON (a number with 5000 digits (at most 50))"),
+        ('{"n": NaN}', "arguments are not valid JSON (NaN is not a JSON number)"),
+        ('{"n": ', "arguments are not valid JSON (Expecting value)"),
+    ],
+    ids=["deep-but-parseable", "nested-100k", "5000-digit-int", "NaN", "truncated"],
+)
+def test_unreadable_arguments_fail_the_call_not_the_file(tmp_path: Path, arguments: str, why: str | None) -> None:
+    """`arguments` is a JSON string the model wrote: when it is not JSON, that call's arguments are invalid (a
+    tool_schema says so), the rest of the run is read as usual."""
+    failed = judged(tmp_path, calls_run(("t", arguments)), tool_schema={"t": {"type": "object"}})
+    if why is None:  # parsed: an array, which the schema refuses
+        assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): arguments: [[[")
+    else:
+        assert len(failed) == 1 and failed[0].startswith(f"tool_args_invalid: t (call 1): {why}"), failed
+
+
+def test_arguments_with_too_many_values_are_not_validated(tmp_path: Path) -> None:
+    arguments = json.dumps({"rows": [[0] * 10] * 2_000})
+    failed = judged(tmp_path, calls_run(("t", arguments)), tool_schema={"t": {"type": "object"}})
+    assert failed == ["tool_args_invalid: t (call 1): the arguments hold more than 10,000 values, too many to validate"]
+
+
+# --- the fixtures folder: never read outside it, never block on a special file ------------------------------------
+
+
+def _fixtures_suite(tmp_path: Path, names: list[str]) -> Path:
+    return make_suite(tmp_path, {f"{name}.json": case(name) for name in names})
+
+
+def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
+    names = ["fifo", "zero", "outside", "passwd", "folder", "empty", "both", "many", "fifo_trial", "link_trial",
+             "missing"]  # fmt: skip
+    root = _fixtures_suite(tmp_path, names)
+    fx = root / "fx"
+    secret = root / "secret.json"
+    secret.write_text(json.dumps([{"role": "assistant", "content": "done TOP-SECRET-VALUE"}]))
+    os.mkfifo(fx / "fifo.json")
+    os.symlink("/dev/zero", fx / "zero.json")
+    os.symlink(secret, fx / "outside.json")
+    os.symlink("/etc/passwd", fx / "passwd.json")
+    (fx / "folder.json").mkdir()
+    (fx / "empty").mkdir()
+    (fx / "both").mkdir()
+    (fx / "both" / "t1.json").write_text(json.dumps(GOOD_RUN))
+    (fx / "both.json").write_text(json.dumps(GOOD_RUN))
+    (fx / "many").mkdir()
+    for n in range(1_000):
+        (fx / "many" / f"trial-{n:04d}.json").write_text(json.dumps(GOOD_RUN))
+    (fx / "fifo_trial").mkdir()
+    os.mkfifo(fx / "fifo_trial" / "t.json")
+    (fx / "link_trial").mkdir()
+    os.symlink(secret, fx / "link_trial" / "t.json")
+    result = evaluated(diagbot(root))
+    ((many,),) = result.trials("many")  # the count may be exact or "more than 100": the listing stops early
+    assert many.startswith("trace_invalid: many/ holds ") and many.endswith(" trials; diagbot reads at most 100")
+    names.remove("many")
+    outside = "a link that leads outside the fixtures folder; diagbot does not follow it"
+    assert {name: result.trials(name) for name in names} == {
+        "fifo": [["trace_invalid: fifo.json: the run file is not a regular file (it is a FIFO)"]],
+        "zero": [[f"trace_invalid: zero.json: {outside}"]],
+        "outside": [[f"trace_invalid: outside.json: {outside}"]],
+        "passwd": [[f"trace_invalid: passwd.json: {outside}"]],
+        "folder": [["trace_invalid: folder.json: the run file is not a regular file (it is a folder)"]],
+        "empty": [["trace_missing: the folder empty/ holds no trials"]],
+        "both": [["trace_invalid: both both.json and the folder both/ are recorded; keep one"]],
+        "fifo_trial": [["trace_invalid: fifo_trial/t.json: the run file is not a regular file (it is a FIFO)"]],
+        "link_trial": [[f"trace_invalid: link_trial/t.json: {outside}"]],
+        "missing": [["trace_missing: no run recorded: expected missing.json or a folder missing/ in the fixtures "
+                     "folder"]],
+    }  # fmt: skip
+    written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
+    assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written
+
+
+def test_a_trial_folder_keeps_its_good_trials(tmp_path: Path) -> None:
+    runs = {"hostile/t1.json": GOOD_RUN, "hostile/t2.json": "[", "hostile/t3.json": GOOD_RUN}
+    result = evaluated(diagbot(make_suite(tmp_path, {"hostile.json": case()}, runs, options="    trials: any\n")))
+    assert result.trials() == [[], ["trace_invalid: hostile/t2.json: not valid JSON at line 1 column 2 (Expecting "
+                                    "value)"], []]  # fmt: skip
+    assert (result.result("hostile")["status"], result.result("hostile")["trialsPassed"]) == ("passed", 2)
+
+
+def test_a_run_that_is_a_symlink_loop_says_so(tmp_path: Path) -> None:
+    root = _fixtures_suite(tmp_path, ["loop"])
+    os.symlink(root / "fx" / "loop.json", root / "fx" / "loop.json")
+    (failed,) = evaluated(diagbot(root)).trials("loop")
+    assert len(failed) == 1 and "loop" in failed[0].split(":", 2)[2], failed
+
+
+# --- case files: the suite is refused with every problem listed, each naming its file ------------------------------
+
+BILLION_LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+REFUSED_FILES: list[tuple[str, Any, str]] = [
+    ("laughs.yaml", BILLION_LAUGHS, "not valid YAML (aliases (*a) are not allowed here; write the value out)"),
+    ("int.json", '{"case_id": "i", "n": ' + "9" * 5000 + "}", "int.json: holds a number with 5000 digits (at most 50)"),
+    ("int.yaml", "case_id: i2\ncase_version: " + "9" * 5000 + "\n", "int.yaml: holds a value diagbot cannot read"),
+    ("nan.json", '{"case_id": "n", "x": NaN}', "nan.json: holds NaN is not a JSON number"),
+    ("surrogate.json", case("sj", title="\ud800"), "surrogate.json: case sj: title holds a lone surrogate, which is "
+                                                   "not Unicode text"),
+    ("surrogate.yaml", 'case_id: sy\ntitle: "\\ud800"\n', "surrogate.yaml: case sy: title holds a lone surrogate"),
+    ("typo.yaml", yaml_case("ty", expected_tool_sequnce=["t"]),
+     "typo.yaml: case ty: unknown field 'expected_tool_sequnce' (did you mean expected_tool_sequence?)"),
+    ("nested_typo.yaml", yaml_case("nt", evaluator_config={"tool_sequence": {"mtch": "strict"}}),
+     "nested_typo.yaml: case nt: unknown field 'evaluator_config.tool_sequence.mtch' (did you mean match?)"),
+    ("policy_typo.yaml", yaml_case("pt", side_effect_policy=[{"tool": "t", "confirmaton_required": True}]),
+     "policy_typo.yaml: case pt: unknown field 'side_effect_policy[0].confirmaton_required' (did you mean "
+     "confirmation_required?)"),
+    ("enum.yaml", yaml_case("en", risk_level="P9"), "enum.yaml: case en: 'risk_level': \"P9\" is not one of P0, P1, "
+                                                    "P2, P3 (did you mean P3?)"),
+    ("dup_a.yaml", yaml_case("dup"), "dup_b.json: case dup: duplicate case_id (first defined in "),
+    ("dup_b.json", case("dup"), "dup_b.json: case dup: duplicate case_id"),
+    ("empty.yaml", "", "empty.yaml: the case file is empty; write one case, a list of cases, or {defaults, cases}"),
+    ("latin1.yaml", b"case_id: caf\xe9\n", "latin1.yaml: the case file is not UTF-8 text (byte 12)"),
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "deep.json: nested too deeply to be a case file"),
+    ("deep.yaml", "[" * 100_000 + "]" * 100_000, "deep.yaml: nested too deeply to be a case file"),
+    ("dotdot.yaml", yaml_case("../etc/passwd"), "dotdot.yaml: case #1: 'case_id': string should match "
+                                                "pattern"),
+    ("scalars.yaml", "- 1\n- two\n", "scalars.yaml: case #1: expected a mapping of case fields, found int"),
+    ("scalar.yaml", "hello\n", "scalar.yaml: expected a case, a list of cases, or {defaults, cases}; found str"),
+    ("rule.yaml", yaml_case("ru", evaluator_config={"rule_checks": ["no_privcy_leak"]}),
+     "rule.yaml: case ru: evaluator_config.rule_checks[0]: unknown rule 'no_privcy_leak' (did you mean "
+     "no_privacy_leak?)"),
+    ("regex.yaml", yaml_case("rx", evaluator_config={"rule_checks": [{"answer_matches": "(a)\\1"}]}),
+     "rx: 'evaluator_config.rule_checks[0].answer_matches': invalid regular expression '(a)\\\\1': uses a "
+     "backreference"),
+    ("query.yaml", yaml_case("q", final_state_check={"expr": "a[", "equals": 1}),
+     "q: 'final_state_check.expr': invalid JMESPath expression 'a['"),
+    ("pattern_props.yaml", yaml_case("pp", tool_schema={"t": {"patternProperties": {"^a": {}}}}),
+     "the schema for 't' uses patternProperties, which diagbot does not run; list the properties"),
+    ("schema_regex.yaml", yaml_case("sr", tool_schema={"t": {"properties": {"a": {"pattern": "(?=x)"}}}}),
+     "the schema for 't' has pattern '(?=x)': uses a lookahead or lookbehind"),
+    ("p0.yaml", yaml_case("pz", risk_level="P0"), "p0.yaml: case pz: negative_behavior is required for P0 cases"),
+]  # fmt: skip
+RULES = "    rules:\n      no_privacy_leak: {answer_not_matches: '\\b\\d{16}\\b'}\n"
+
+
+@pytest.mark.parametrize(("name", "content", "message"), REFUSED_FILES, ids=[f[0] for f in REFUSED_FILES])
+def test_a_bad_case_file_is_named(tmp_path: Path, name: str, content: Any, message: str) -> None:
+    files = {name: content}
+    if name.startswith("dup_"):
+        files = {n: c for n, c, _ in REFUSED_FILES if n.startswith("dup_")}
+    result = refused(diagbot(make_suite(tmp_path, files, options=RULES)))
+    cases = tmp_path / "cases"
+    assert any(error.startswith(f"{cases}/") and name in error and message in error for error in result.errors), (
+        result.errors
+    )
+
+
+def test_every_case_file_problem_is_listed_at_once(tmp_path: Path) -> None:
+    """All the files above in one suite, plus special files and links: each problem is listed by `run` and by
+    `validate`; the contents of a file outside the folder are never echoed."""
+    root = make_suite(tmp_path, {name: content for name, content, _ in REFUSED_FILES}, options=RULES)
+    cases = root / "cases"
+    os.mkfifo(cases / "fifo.yaml")
+    os.symlink("/etc/passwd", cases / "passwd.yaml")
+    os.symlink("/dev/zero", cases / "zero.yaml")
+    os.symlink(cases / "loop.yaml", cases / "loop.yaml")
+    special = [
+        "fifo.yaml: the case file is not a regular file (it is a FIFO)",
+        "passwd.yaml: a link that leads outside the cases folder; diagbot does not follow it",
+        "zero.yaml: a link that leads outside the cases folder; diagbot does not follow it",
+        "loop.yaml: cannot be resolved (a symbolic link loop?)",
+    ]
+    for command in ("run", "validate"):
+        result = diagbot(root, command)
+        assert_clean(result)
+        assert result.code == 2
+        for message in [m for _, _, m in REFUSED_FILES] + special:
+            assert any(message in error for error in result.errors), (command, message)
+        assert "root:x:" not in result.stdout + result.stderr
+    comment = (root / "out" / "comment.md").read_text()
+    assert "fifo.yaml" in comment and "root:x:" not in comment
+
+
+def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
+    """One suite's unusable cases never stop another suite: its report is written."""
+    make_suite(tmp_path / "bad", {"bad.yaml": BILLION_LAUGHS})
+    make_suite(tmp_path / "fine")
+    (tmp_path / "diagbot.yml").write_text(
+        "suites:\n"
+        "  - {name: bad, kind: agent, cases: bad/cases, fixtures: bad/fx}\n"
+        "  - {name: fine, kind: agent, cases: fine/cases, fixtures: fine/fx}\n"
+    )
+    result = diagbot(tmp_path)
+    assert_clean(result)
+    assert result.code == 2
+    assert not (tmp_path / "out" / "reports" / "bad.json").exists()
+    fine = json.loads((tmp_path / "out" / "reports" / "fine.json").read_text())
+    assert [(r["caseId"], r["status"]) for r in fine["results"]] == [("good", "passed")]
+
+
+# --- diagbot.yml ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("    trials: 0\n", "suites.0.trials"),
+        ("    trials: -1\n", "suites.0.trials"),
+        ("    trials: 1.5\n", "suites.0.trials"),
+        ("    trials: '2'\n", "suites.0.trials"),
+        ("    trials: true\n", "suites.0.trials"),
+        ("    trials: 100000\n", "suites.0.trials"),
+        ("    trace-format: wat\n", "suites.0.trace-format: Value error, unknown trace format 'wat'; use one of auto, "
+                                    "diagbot, openai-chat"),
+        ("    trace-formt: auto\n", "unknown key 'suites.0.trace-formt' (did you mean trace-format?)"),
+        ("    tool-error-pattern: '(a'\n", "suites.0.tool-error-pattern: Value error, invalid regular expression '(a': "
+                                           "missing )"),
+        ("    tool-error-pattern: '(?<=x)y'\n", "uses a lookahead or lookbehind"),
+        ("    confirmation-pattern: '(a+)+\\1'\n", "uses a backreference"),
+        ("    confirmation-pattern: '" + "a" * 2_000 + "'\n", "is 2,000 characters long; the limit is 1,000"),
+        ("    rules:\n      r: {answer_matches: 'a{1000}{1000}'}\n", "suites.0.rules.r.answer_matches: Value error, "
+                                                                      "invalid regular expression"),
+        ("    rules:\n      r: {answer_matches: 'a{1000}b{1000}'}\n",
+         "compiles to 2,004 RE2 instructions; the limit is 128"),
+        ("    rules:\n      r: {answer_not_contans: [x]}\n", "unknown key 'suites.0.rules.r.answer_not_contans' (did "
+                                                             "you mean answer_not_contains?)"),
+        ("    rules:\n      '../x': {answer_contains: [x]}\n", "suites.0.rules"),
+        ("    rules:\n      r: {state: {expr: 'a[', equals: 1}}\n", "invalid JMESPath expression 'a['"),
+        ("    rules: [1]\n", "suites.0.rules: Input should be a valid dictionary"),
+        ("    max-fixture-bytes: 0\n", "suites.0.max-fixture-bytes: Input should be greater than 0"),
+    ],
+    ids=[
+        "trials-0", "trials-negative", "trials-float", "trials-string", "trials-bool", "trials-huge", "unknown-format",
+        "misspelt-key", "bad-regex", "lookbehind", "backreference", "long-regex", "huge-repeat", "big-program",
+        "rule-typo", "rule-name-path", "bad-query", "rules-not-a-map", "zero-bytes",
+    ],
+)  # fmt: skip
+def test_bad_suite_options_are_named(tmp_path: Path, options: str, message: str) -> None:
+    result = diagbot(make_suite(tmp_path, options=options))
+    assert_clean(result)
+    assert result.code == 2
+    assert any(e.startswith(f"{tmp_path}/diagbot.yml: ") and message in e for e in result.errors), result.errors
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5"])
+def test_a_bad_trials_value_is_one_plain_message(tmp_path: Path, value: str) -> None:
+    """One error for the key, saying what it takes, with none of pydantic's union branch tags (found in this review
+    as two errors, `suites.0.trials.literal['all','any']` and `suites.0.trials.constrained-int`; fixed since)."""
+    result = diagbot(make_suite(tmp_path, options=f"    trials: {value}\n"))
+    assert result.code == 2
+    assert len(result.errors) == 1, result.errors
+    assert "constrained-int" not in result.stderr and "literal[" not in result.stderr
+    assert "all" in result.errors[0] and "any" in result.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "path"),
+    [("fixtures", "/proc/self"), ("cases", "/proc/self/environ"), ("fixtures", "link"),
+     ("fixtures", "../../../../../../../../proc/self/fd"), ("cases", "/sys/kernel"), ("fixtures", "/dev/shm")],
+    ids=["proc", "environ", "link-to-proc", "dotdot-proc", "sys", "dev"],
+)  # fmt: skip
+def test_suite_paths_into_the_kernel_are_refused(tmp_path: Path, key: str, path: str) -> None:
+    root = make_suite(tmp_path)
+    os.symlink("/proc/self", root / "link")
+    given = "cases" if key == "cases" else "fx"
+    config = (root / "diagbot.yml").read_text().replace(f"{key}: {given}", f"{key}: {path}")
+    (root / "diagbot.yml").write_text(config)
+    result = diagbot(root)
+    assert_clean(result)
+    assert result.code == 2
+    assert any(f"suites.0.{key}: {path!r} resolves to " in e and "which diagbot never reads" in e
+               for e in result.errors), result.errors  # fmt: skip
+
+
+# --- regexes run on RE2 --------------------------------------------------------------------------------------------
+
+
+def test_catastrophic_regexes_are_linear(tmp_path: Path) -> None:
+    """Patterns that take exponential time under a backtracking engine, on 20 MiB of text that almost matches:
+    answer checks, the tool-error-pattern over a huge result, and a schema pattern."""
+    text = "a" * (20 * MIB) + "!"
+    checks = [{"id": "nested", "answer_not_matches": "(a+)+$"}, {"id": "alt", "answer_not_matches": "(a|aa)*b"},
+              {"id": "done", "answer_contains": ["done"]}]  # fmt: skip
+    run = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"name": "t", "arguments":
+            json.dumps({"q": "a" * MIB + "!"})}}]},
+        {"role": "tool", "tool_call_id": "1", "content": text},
+        {"role": "assistant", "content": "done " + text},
+    ]  # fmt: skip
+    fields: dict[str, Any] = {
+        "evaluator_config": {"rule_checks": checks},
+        "tool_schema": {"t": {"properties": {"q": {"type": "string", "pattern": "^(a|a)*$"}}}},
+        "expected_tool_sequence": ["t"],
+    }
+    root = make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": run},
+                      options="    tool-error-pattern: '(a+)+$'\n")  # fmt: skip
+    result = evaluated(diagbot(root))
+    (failed,) = result.trials()
+    # Regexes read at most 1 MiB (and one character) of a text: the schema's pattern says the string is too long,
+    # and on the 20 MiB answer neither `answer_not_matches` can be proven, so both fail, saying why.
+    cut = "(only its first 1,048,576 characters were searched)"
+    assert failed == [
+        "tool_args_invalid: t (call 1): q: a string of 1,048,577 characters, too long for `pattern`",
+        f"rule_failed: nested: the answer is too long to check /(a+)+$/, which looks for its end {cut}",
+        f"rule_failed: alt: the answer may match /(a|aa)*b/ past the part searched {cut}",
+    ]
+
+
+def test_slow_path_regexes_on_a_huge_answer_are_bounded(tmp_path: Path) -> None:
+    ab = bytes(b"ab"[n % 2] for n in range(256))
+    answer = random.Random(0).randbytes(20 * MIB).translate(ab).decode()  # no `c`, and no period the DFA could cache
+    checks = [{"id": f"r{n}", "answer_not_matches": "[ab]*a[ab]{60}c"} for n in range(10)]
+    root = make_suite(tmp_path, {"hostile.json": case(evaluator_config={"rule_checks": checks})},
+                      {"hostile.json": [{"role": "assistant", "content": answer}]})  # fmt: skip
+    # Each regex reads the first 1 MiB of the 20 MiB answer (bounded time), and since the rest was not searched,
+    # no `answer_not_matches` can pass: each fails, saying so.
+    cut = "(only its first 1,048,576 characters were searched)"
+    expected = [
+        f"rule_failed: r{n}: the answer may match /[ab]*a[ab]{{60}}c/ past the part searched {cut}" for n in range(10)
+    ]
+    assert evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials() == [expected]
+
+
+# --- JMESPath queries on a big final state ------------------------------------------------------------------------
+
+BIG_STATE = {"s": "x" * MIB, "items": [{"items": [{"items": list(range(50))}] * 50}] * 50, "n": list(range(50_000))}
+STOPPED = "stopped: it would build more than 16,777,216 array items, object members and string characters, the limit "
+STOPPED += "for one query on one file; narrow the query"
+
+
+@pytest.mark.parametrize(
+    ("expr", "said"),
+    [
+        ("join('', [join('', [s,s,s,s,s,s,s,s]), join('', [s,s,s,s,s,s,s,s]), join('', [s,s,s,s])])", STOPPED),
+        ("to_string([[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@])", STOPPED),
+        ("items[*].items[*].items[*][][][]", None),
+        ("sort_by(items, &to_string(@))", None),
+        ("[[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@] == "
+         "[[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@]", None),
+        ("merge(@, @, @, @, @, @, @, @, @, @, @, @, @, @, @, @)", None),
+        ("length(to_string(n))", None),
+        ("max_by(items, &length(to_string(@)))", None),
+    ],
+    ids=["join-doubling", "to-string-of-shared", "flatten", "sort-by-string", "compare-shared", "merge", "numbers",
+         "max-by"],
+)  # fmt: skip
+def test_expensive_queries_fail_their_check_within_bounds(tmp_path: Path, expr: str, said: str | None) -> None:
+    run = {"messages": GOOD_RUN, "final_state": BIG_STATE}
+    failed = judged(tmp_path, run, final_state_check={"id": "q", "expr": expr, "equals": "never"})
+    assert len(failed) == 1 and failed[0].startswith("final_state_mismatch: q: "), failed
+    if said is not None:
+        assert failed == [f"final_state_mismatch: q: {said}"]
+    assert len(failed[0]) < 300
+
+
+def test_a_doubled_query_result_is_shown_bounded(tmp_path: Path) -> None:
+    expr = " | ".join(["[@,@]"] * 30)
+    root = make_suite(tmp_path, {"hostile.json": case(final_state_check={"id": "q", "expr": expr, "equals": 1})},
+                      {"hostile.json": {"messages": GOOD_RUN, "final_state": {"s": "x" * 1000}}})  # fmt: skip
+    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
+    assert len(failed) == 1 and failed[0].startswith("final_state_mismatch: q: ")
+
+
+# --- JSON Schema tool_schema ---------------------------------------------------------------------------------------
+
+
+def _schema_suite(tmp_path: Path, schema: Any, *arguments: Any) -> Path:
+    calls = [("t", json.dumps(args)) for args in arguments or ({"a": 1},)]
+    return make_suite(tmp_path, {"hostile.json": case(tool_schema={"t": schema})}, {"hostile.json": calls_run(*calls)})
+
+
+def test_a_schema_on_a_big_array_is_bounded(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"enum": list(range(100))}}}}
+    (failed,) = evaluated(diagbot(_schema_suite(tmp_path, schema, {"a": [5] * 9_000 + [500]}))).trials()
+    assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): a[9000]: 500 is not one of [0, 1")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"$ref": "#"}, {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+     {"dependentSchemas": {"a": {"$ref": "#"}}}],
+    ids=["ref-self", "defs-loop", "dependent-schemas"],
+)  # fmt: skip
+def test_a_recursive_schema_fails_its_case_not_the_run(tmp_path: Path, schema: Any) -> None:
+    """Found in this review as 'failed unexpectedly (RecursionError)' with no report at all; fixed since."""
+    result = diagbot(_schema_suite(tmp_path, schema))
+    assert_clean(result)
+    if result.code == 2:  # refused when the case loads: fine, if it says where
+        assert any("hostile" in e and "tool_schema" in e for e in result.errors), result.errors
+    else:
+        evaluated(result)
+
+
+def test_a_schema_ref_to_another_document_is_never_fetched(tmp_path: Path) -> None:
+    """A `$ref` to a file or URL: refused when the case loads, or the call fails its own check; never read, never
+    'failed unexpectedly' (found in this review as _WrappedReferencingError with no report; fixed since)."""
+    result = diagbot(_schema_suite(tmp_path, {"$ref": "file:///etc/passwd"}))
+    assert_clean(result)
+    if result.code == 2:
+        assert any("hostile" in e and "$ref" in e for e in result.errors), result.errors
+    else:
+        (failed,) = evaluated(result).trials()
+        assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): ")
+        assert "file:///etc/passwd" in failed[0]
+    assert "root:x:" not in result.stdout + result.stderr + (result.out / "comment.md").read_text()
+
+
+def _exponential_schema(levels: int) -> dict[str, Any]:
+    defs: dict[str, Any] = {"a0": {"type": "string"}}
+    for k in range(1, levels):
+        defs[f"a{k}"] = {"anyOf": [{"$ref": f"#/$defs/a{k - 1}"}, {"$ref": f"#/$defs/a{k - 1}"}]}
+    return {"$defs": defs, "$ref": f"#/$defs/a{levels - 1}"}
+
+
+def test_an_exponential_schema_is_bounded(tmp_path: Path) -> None:
+    result = diagbot(_schema_suite(tmp_path, _exponential_schema(40)), timeout=HANG_TIMEOUT)
+    assert_clean(result)
+    assert result.code in (0, 2)
+
+
+def test_a_huge_enum_on_array_items_is_bounded(tmp_path: Path) -> None:
+    schema = {"properties": {"a": {"items": {"enum": [{"k": i} for i in range(100_000)]}}}}
+    result = diagbot(_schema_suite(tmp_path, schema, {"a": [{"k": -1}] * 4_000}), timeout=HANG_TIMEOUT)
+    evaluated(result)
+
+
+def test_unique_items_on_big_arrays_is_bounded(tmp_path: Path) -> None:
+    schema = {"properties": {"a": {"uniqueItems": True}}}
+    args = {"a": [i if i % 2 else str(i) for i in range(9_990)]}
+    evaluated(diagbot(_schema_suite(tmp_path, schema, *[args] * 10), timeout=HANG_TIMEOUT))
+
+
+# --- messages and outputs never crash on, or echo raw, what a pull request wrote ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run", "fields"),
+    [
+        ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a","function":{"name":"\\ud800x",'
+         '"arguments":"{}"}}]}]', {"available_tools": ["t"]}),
+        ('{"messages":[{"role":"assistant","content":"done"}],"final_state":{"a":"\\ud800"}}',
+         {"final_state_check": {"expr": "a", "equals": 1}}),
+    ],
+    ids=["tool-name", "final-state"],
+)  # fmt: skip
+def test_a_lone_surrogate_in_a_run(tmp_path: Path, run: str, fields: dict[str, Any]) -> None:
+    (failed,) = evaluated(
+        diagbot(make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": run}))
+    ).trials()
+    assert len(failed) == 1
+
+
+def test_a_lone_surrogate_in_a_run_that_no_check_shows(tmp_path: Path) -> None:
+    assert judged(tmp_path, '[{"role":"assistant","content":"done \\ud800"},{"role":"\\udfff","content":"x"}]') == []
+
+
+def test_a_lone_surrogate_in_defaults_is_refused(tmp_path: Path) -> None:
+    raw = {k: v for k, v in case().items() if k != "title"}
+    result = diagbot(make_suite(tmp_path, {"hostile.json": {"defaults": {"title": "\ud800"}, "cases": [raw]}}))
+    refused(result)
+    assert any("hostile.json" in e and "defaults" in e and "lone surrogate" in e for e in result.errors)
+
+
+def test_a_huge_hex_integer_in_a_case_field(tmp_path: Path) -> None:
+    text = yaml_case().replace('case_version: "v1"', "case_version: 0x" + "f" * 4_000)
+    result = refused(diagbot(make_suite(tmp_path, {"hostile.yaml": text})))
+    assert any("hostile.yaml" in e and "case_version" in e for e in result.errors), result.errors
+
+
+def test_a_huge_hex_integer_in_an_expected_value(tmp_path: Path) -> None:
+    text = yaml_case(final_state_check={"expr": "a", "equals": 1}).replace('"equals": 1', '"equals": 0x' + "f" * 4_000)
+    result = diagbot(make_suite(tmp_path, {"hostile.yaml": text},
+                                {"hostile.json": {"messages": GOOD_RUN, "final_state": {"a": 2}}}))  # fmt: skip
+    assert_clean(result)
+    assert result.code in (0, 2)
+
+
+@pytest.mark.parametrize("where", ["case", "config"])
+def test_a_huge_limit(tmp_path: Path, where: str) -> None:
+    huge = "1" + "0" * 400
+    if where == "case":
+        text = yaml_case(evaluator_config={"rule_checks": [{"max_tool_calls": 12345}]}).replace("12345", huge)
+        root = make_suite(tmp_path, {"hostile.yaml": text}, {"hostile.json": GOOD_RUN})
+    else:
+        root = make_suite(
+            tmp_path,
+            {"hostile.json": case(evaluator_config={"rule_checks": ["few"]})},
+            {"hostile.json": GOOD_RUN},
+            options=f"    rules:\n      few: {{max_tool_calls: {huge}}}\n",
+        )
+    result = diagbot(root)  # fmt: skip
+    assert_clean(result)
+    assert result.code in (0, 2)
+
+
+def test_a_trials_policy_the_runs_cannot_meet_says_why(tmp_path: Path) -> None:
+    result = diagbot(make_suite(tmp_path, options="    trials: 3\n"))
+    assert_clean(result)
+    good = result.result("good")
+    assert good["status"] != "failed" or good["failedChecks"], good
+
+
+@pytest.mark.parametrize(
+    "case_id", ["x\n::error file=app.py,line=1::all tests passed\x1b[2J", "x" * 2_000_000], ids=["control", "huge"]
+)
+def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str) -> None:
+    result = refused(diagbot(make_suite(tmp_path, {"hostile.json": case(case_id, title=5)})))
+    assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
+    assert "\x1b" not in result.stderr
+    assert len(result.stderr) < 100_000
+
+
+def test_a_case_file_name_with_control_characters(tmp_path: Path) -> None:
+    result = refused(diagbot(make_suite(tmp_path, {"bad\n::error::pwned\x07.yaml": "case_id: cn\n"})))
+    assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
+    assert "\x07" not in result.stderr
+
+
+# --- checks whose cost is a product of the case's size and the run's ----------------------------------------------
+
+BIG_ARGUMENT = json.dumps({"a": "x" * 50_000_000})
+
+
+def test_many_expected_calls_against_a_huge_argument(tmp_path: Path) -> None:
+    fields: dict[str, Any] = {"expected_tool_sequence": [{"tool": "t", "args": {"a": 1}}] * 1_000,
+              "evaluator_config": {"tool_sequence": {"match": "superset"}}}  # fmt: skip
+    root = make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": calls_run(("t", BIG_ARGUMENT))})
+    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
+    assert len(failed) == 1 and failed[0].startswith("tool_sequence_mismatch: ")
+
+
+def test_many_idempotency_paths_on_a_huge_argument(tmp_path: Path) -> None:
+    policy = {"tool": "t", "idempotency_key": ["a"] * 1_000}
+    root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policy)},
+                      {"hostile.json": calls_run(("t", BIG_ARGUMENT))})  # fmt: skip
+    assert evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials() == [[]]
+
+
+def test_confirmation_on_a_long_run_is_bounded(tmp_path: Path) -> None:
+    policies = [{"tool": "t", "confirmation_required": True}] * 50
+    run = calls_run(*[("t", "{}")] * 4_998)
+    root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policies)}, {"hostile.json": run})
+    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
+    assert failed[0].startswith("confirmation_missing: t (call 1) was made without a user confirmation")
