@@ -90,12 +90,15 @@ def main() -> int:
         run_id = upload_baseline(gh, ws / "diagbot-report")
         shutil.rmtree(ws / "diagbot-report")
 
+        # The pull request changes nothing, so nothing regresses; the bundled agent suite's failing gating P0 case
+        # still fails the check on its own (a push, above, never gates).
         code, log, outputs = run(image, command, gh, root, "pull_request")
-        assert code == 0, log
+        assert code == 1, log
         [comment] = gh.comments.values()
         assert comment.body.startswith("<!-- diagbot:"), comment.body[:200]
+        assert "### ❌ diagbot: 1 gating P0 case failed" in comment.body, comment.body[:300]
         assert f"actions/runs/{run_id}" in comment.body
-        assert [(c.head_sha, c.conclusion) for c in gh.check_runs.values()] == [(HEAD, "success")]
+        assert [(c.head_sha, c.conclusion) for c in gh.check_runs.values()] == [(HEAD, "failure")]
         assert outputs["comment-url"].endswith(str(comment.id)), outputs
         assert outputs["baseline-sha"] == BASE and outputs["has-regression"] == "false"
         assert outputs["report-dir"] == "diagbot-report" and 0 < float(outputs["pass-rate"]) < 1
