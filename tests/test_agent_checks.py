@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from diagbot.core.text import MAX_TEXT_CHARS
+from diagbot.core.values import load_yaml
 from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.cases import AgentCase, Check
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
@@ -1193,3 +1195,73 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
 def test_plain_confirmations_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == []
+
+
+# --- from the review: what must never pass ----------------------------------------------------------------------
+
+
+def test_a_must_not_contain_check_fails_when_the_answer_was_cut() -> None:
+    """Text matching reads the first MAX_TEXT_CHARS of the answer: a forbidden phrase past them cannot be ruled out,
+    so the checks that need its absence fail instead of passing."""
+    long_answer = "x" * (MAX_TEXT_CHARS + 10) + " secret"
+    run = native(say("assistant", long_answer))
+    unread = f"(only its first {MAX_TEXT_CHARS:,} characters were read, so it may hold them further on)"
+    assert failures(make_case(evaluator_config={"rule_checks": [{"answer_not_contains": ["secret"]}]}), run) == [
+        f"rule_failed: rule_checks[0]: the answer contains none of them in the part read {unread}"
+    ]
+    negative = make_case(negative_behavior=[{"id": "leak", "answer_contains": ["secret"]}])
+    assert failures(negative, run) == [
+        f'rule_failed: leak: the answer lacks ["secret"] {unread} (this must not happen)'
+    ]
+    constrained = make_case(constraints={"must_not_include": ["secret"]})
+    assert failures(constrained, run) == [
+        f"constraint_failed: constraints.must_not_include: none of them in the part of the answer read {unread}"
+    ]
+    assert failures(constrained, native(say("assistant", "short and clean"))) == []
+
+
+def test_a_yaml_date_matches_the_string_a_run_records() -> None:
+    """`date: 2024-05-20` in a YAML case is read as its ISO text, as JSON and the run write it."""
+    args = load_yaml("flights:\n  - {date: 2024-05-20}\n")
+    case = make_case(expected_args={"book": args})
+    assert failures(case, native(call("book", {"flights": [{"date": "2024-05-20"}]}))) == []
+    [said] = failures(case, native(call("book", {"flights": [{"date": "2024-05-21"}]})))
+    assert said.endswith('flights[0].date: expected "2024-05-20", got "2024-05-21")')
+
+
+def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id"})
+    assert failures(case, native(call("refund", {"amount": 1}), call("refund", {"amount": 2}))) == []
+    run = native(call("refund", {"order_id": "A"}), call("refund", {"order_id": "A"}))
+    assert failures(case, run) == ['duplicate_side_effect: refund (call 1) and call 2 repeat order_id="A"']
+
+
+@pytest.mark.parametrize("reply", ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认"])
+def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == []
+
+
+def test_tool_called_with_args_follows_args_match_exact() -> None:
+    check = {
+        "evaluator_config": {"args_match": "exact", "rule_checks": [{"tool_called": {"tool": "t", "args": {"a": 1}}}]}
+    }
+    assert failures(make_case(**check), native(call("t", {"a": 1}))) == []
+    [said] = failures(make_case(**check), native(call("t", {"a": 1, "b": 2})))
+    assert (
+        said
+        == 'rule_failed: rule_checks[0]: no call of t has {"a": 1} (t (call 1): b: not expected (args_match is exact))'
+    )
+
+
+def test_an_openai_chat_run_with_more_than_max_steps_is_invalid() -> None:
+    messages = [{"role": "assistant", "content": None, "tool_calls": [chat_call(f"c{i}", "t", {}) for i in range(4)]}]
+    with pytest.raises(TraceInvalid, match="more than 10,000 messages and tool calls"):
+        parse(messages * 2_100)
+
+
+def test_an_empty_expected_sequence_checks_something_only_where_it_forbids_calls() -> None:
+    assert checks.CHECKS[0].code == "tool_sequence_mismatch"
+    assert not checks.CHECKS[0].applies(sequence_case([], "subsequence"))
+    assert not checks.CHECKS[0].applies(sequence_case([], "superset"))
+    assert checks.CHECKS[0].applies(sequence_case([], "strict"))

@@ -202,7 +202,8 @@ def test_templates_load_from_an_install_outside_the_checkout(tmp_path: Path) -> 
         "import diagbot.render.markdown as m, sys; "
         "assert m.__file__.startswith(sys.argv[1]), m.__file__; "
         "print(m.render('comment.md.j2', suites=[], baseline=m.BaselineInfo(source='none', missing_reason='x'), "
-        "current=m.CurrentInfo(), marker='diagbot:t', problems=[], has_regression=False, blocking=0)[:22])"
+        "current=m.CurrentInfo(), marker='diagbot:t', problems=[], has_regression=False, blocking=0, "
+        "regressions=0)[:22])"
     )
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
     command = [sys.executable, "-c", probe, str(target)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import math
 import re
@@ -33,8 +34,10 @@ def _constant(name: str) -> Any:
 
 
 def loads(text: str | bytes) -> Any:
-    """`json.loads` that refuses absurd integers and NaN/Infinity with a BadNumber, instead of a ValueError deep
-    inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits).
+    """`json.loads` that refuses absurd integers and the NaN/Infinity literals with a BadNumber, instead of a
+    ValueError deep inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits).
+    A number too large for a float (`1e400`) reads as infinity, as in `json`; callers that need finite numbers
+    check them.
 
     orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, no
     integer past 64 bits, valid UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses is
@@ -76,30 +79,40 @@ def load_yaml(text: str) -> Any:
             data = yaml.load(text, Loader=_FAST_LOADER)
     if data is _NOT_READ:
         data = yaml.load(text, Loader=_NoAliases)
-    _check_numbers(data)
-    return data
+    return _as_json(data)
 
 
 _NOT_READ = object()
 _MAX_INT_BITS = int(10**MAX_INT_DIGITS).bit_length()
 
 
-def _check_numbers(value: Any) -> None:
+def _as_json(value: Any) -> Any:
+    """YAML's values as JSON has them: a date or time becomes its ISO text (so `date: 2024-05-20` compares equal
+    to the string a run records), and numbers JSON cannot hold are refused (BadNumber)."""
+    if isinstance(value, dt.date):
+        return value.isoformat()
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         node, path = stack.pop()
         if isinstance(node, dict):
+            for key, child in node.items():
+                if isinstance(child, dt.date):
+                    node[key] = child.isoformat()
             stack.extend(
                 (v, f"{path}.{one_line(str(k), 100)}" if path else one_line(str(k), 100)) for k, v in node.items()
             )
             stack.extend((k, f"{path} (a key)") for k in node if not isinstance(k, str))
         elif isinstance(node, list):
+            for i, child in enumerate(node):
+                if isinstance(child, dt.date):
+                    node[i] = child.isoformat()
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
         elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
             digits = int(node.bit_length() * 0.30103)
             raise BadNumber(f"a number of about {digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})")
         elif isinstance(node, float) and not math.isfinite(node):
             raise BadNumber(f"{node} at {path or 'the top'}, which is not a JSON number")
+    return value
 
 
 def may_hold_surrogates(text: str) -> bool:

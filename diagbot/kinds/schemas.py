@@ -51,7 +51,7 @@ def agent_case_file() -> dict[str, Any]:
 
 def agent_trace() -> dict[str, Any]:
     """The native run format, written out by hand: `formats/native.py` reads exactly this."""
-    duration = {"type": "number", "minimum": 0}
+    duration = {"type": ["number", "null"], "minimum": 0}
     step: dict[str, dict[str, Any]] = {
         "message": {"role": {"type": "string"}, "content": {"type": ["string", "null", "array"]}},
         "tool_call": {
@@ -61,7 +61,7 @@ def agent_trace() -> dict[str, Any]:
             "result": {"description": "the tool's result: text or any JSON value"},
             "error": {"type": "boolean"},
             "duration_ms": duration,
-            "audit": {"type": "object"},
+            "audit": {"type": ["object", "null"]},
         },
         "state_change": {"key": {"type": "string"}, "from": {}, "to": {}},
     }
@@ -77,7 +77,7 @@ def agent_trace() -> dict[str, Any]:
             "format": {"const": FORMAT},
             "version": {"const": VERSION},
             "duration_ms": duration,
-            "final_state": {"type": "object"},
+            "final_state": {"type": ["object", "null"]},
             "steps": {
                 "type": "array",
                 "items": {

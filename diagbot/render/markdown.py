@@ -257,6 +257,7 @@ def render_markdown(
             problems=[md(p, 1000) for p in (problems or [])][:50],
             has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
             blocking=sum(v.blocking for v in suites),
+            regressions=sum(v.diff.gating_regressions for v in suites if v.diff is not None),
         )
         overflow = len(body) - limit
         if overflow <= 0:

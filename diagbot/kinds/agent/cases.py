@@ -32,6 +32,7 @@ MAX_MS = 10.0**12  # the largest duration a case may give, in milliseconds (abou
 Regex = Annotated[str, AfterValidator(valid_regex)]
 Query = Annotated[str, AfterValidator(valid_query)]
 Texts = Annotated[list[str], Field(max_length=MAX_ITEMS)]
+NeedleList = Annotated[list[str], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing could never fail
 
 
 def _shape(value: Any) -> str:
@@ -90,10 +91,12 @@ class StateQuery(Model):
 if TYPE_CHECKING:  # what the shape-read unions are, for the type checker
     ContainsSpec = list[str] | AnyAll
     TextOrTexts = str | list[str]
+    Needles = str | list[str]
     ToolRef = str | ToolArgs
 else:
-    ContainsSpec = _by_shape(list=Texts, object=AnyAll)
+    ContainsSpec = _by_shape(list=NeedleList, object=AnyAll)
     TextOrTexts = _by_shape(text=str, list=Texts)
+    Needles = _by_shape(text=str, list=NeedleList)
     ToolRef = _by_shape(text=str, object=ToolArgs)
 
 
@@ -118,12 +121,12 @@ class Check(Model):
 
     id: str | None = Field(None, min_length=1, max_length=200)
     answer_contains: ContainsSpec | None = None
-    answer_not_contains: TextOrTexts | None = None
+    answer_not_contains: Needles | None = None
     answer_matches: Regex | None = None
     answer_not_matches: Regex | None = None
     replies_contain: ContainsSpec | None = None
     tool_called: ToolRef | None = None
-    tool_not_called: TextOrTexts | None = None
+    tool_not_called: Needles | None = None
     called_before: CalledBefore | None = None
     max_tool_calls: int | None = Field(None, ge=0, le=MAX_COUNT)
     max_turns: int | None = Field(None, ge=0, le=MAX_COUNT)

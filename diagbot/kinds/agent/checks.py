@@ -27,7 +27,8 @@ from diagbot.kinds.agent.run import Message, Run, StateChange, ToolCall
 from diagbot.kinds.agent.schema_check import first_error
 
 MAX_MATCHED_CHARS = MAX_TEXT_CHARS
-"""Characters of any one text (answer, user message, tool result) a regex reads; text matching reads as many."""
+"""Characters of the answer a regex reads (and of a user message a confirmation pattern reads); text matching
+reads as many (`core.text.fold`)."""
 MAX_CHECK_STEPS = 2_000_000
 """Comparisons one check may make on one trial (calls against expected items, preconditions, keys, ...): the
 product of what a case asks and what a run holds is bounded, and a check that hits it fails saying so."""
@@ -57,7 +58,11 @@ class Code:
 
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
-DEFAULT_REFUSAL = r"\b(?:no|not|don'?t|do not|never|cancel|stop|wait)\b|不同意|不可以|不确认|不是|不要|别|取消|等一下"
+DEFAULT_REFUSALS = (
+    r"^\W*(?:no|nope|don'?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
+    r"\b(?:not|don'?t|never)\W+(?:\w+\W+)?(?:confirm\w*|proceed|go ahead|yes)\b",  # "do not proceed", "not yet, proceed"
+    r"不同意|不可以|不确认|不要|先别|别(?:这样|了)|取消|等一下",
+)
 
 
 class CheckLimit(Exception):
@@ -70,20 +75,23 @@ class Confirmation:
     do not count in a message that also refuses."""
 
     pattern: Regex
-    refusal: Regex | None
+    refusals: tuple[Regex, ...]
 
     @classmethod
     def of(cls, pattern: str | None) -> Confirmation:
         if pattern is None:
-            return cls(compile_regex(DEFAULT_CONFIRMATION), compile_regex(DEFAULT_REFUSAL))
-        return cls(compile_regex(pattern), None)
+            return cls(compile_regex(DEFAULT_CONFIRMATION), tuple(compile_regex(r) for r in DEFAULT_REFUSALS))
+        return cls(compile_regex(pattern), ())
 
     def confirms(self, text: str) -> bool:
-        """The pattern matches the message as written or NFKC case-folded, and (default only) it does not refuse."""
+        """The pattern matches the message as written or NFKC case-folded, and (default only) it does not refuse.
+        A message too long to read whole is no confirmation."""
+        if len(text) > MAX_MATCHED_CHARS:
+            return False
         folded = fold(text).text
         if not (self.pattern.search_text(text) or self.pattern.search_text(folded)):
             return False
-        return self.refusal is None or not self.refusal.search_text(folded)
+        return not any(refusal.search_text(folded) for refusal in self.refusals)
 
 
 @dataclass
@@ -94,6 +102,7 @@ class Trial:
     rules: dict[str, Check]  # the suite's named rules
     confirmation: Confirmation
     initial_state: dict[str, Any]  # the case's `initial_state`, else its `state`
+    exact: bool = False  # the case's `args_match: exact`
     steps: int = 0  # comparisons made by the check running now
 
     def spend(self, count: int) -> None:
@@ -128,9 +137,8 @@ class Trial:
 
 
 def trial(run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Confirmation) -> Trial:
-    return Trial(
-        run, rules, confirmation, dict(case.initial_state if case.initial_state is not None else case.state or {})
-    )
+    initial = dict(case.initial_state if case.initial_state is not None else case.state or {})
+    return Trial(run, rules, confirmation, initial, exact=case.evaluator_config.args_match == "exact")
 
 
 def _names(calls: list[Any]) -> str:
@@ -197,9 +205,16 @@ def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> tuple[bool, 
     return True, f"{what} {has} {show(needles)}"
 
 
+_UNREAD = f" (only its first {MAX_TEXT_CHARS:,} characters were read, so it may hold them further on)"
+
+
 def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
     found = text.matches([spec] if isinstance(spec, str) else spec)
-    return (False, f"the answer contains {show(found)}") if found else (True, "the answer contains none of them")
+    if found:
+        return False, f"the answer contains {show(found)}"
+    if text.cut:  # not in the part read proves nothing about the rest
+        return False, "the answer contains none of them in the part read" + _UNREAD
+    return True, "the answer contains none of them"
 
 
 def searched(text: str) -> str:
@@ -256,9 +271,9 @@ def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
         return True, f"{tool} was called ({len(calls)}×)"
     for call in calls:
         t.spend(1)
-        if call.args_problem is None and args_mismatch(args, call.args) is None:
+        if call.args_problem is None and args_mismatch(args, call.args, t.exact) is None:
             return True, f"{_call_label(t.run, call)} was called with {show(args)}"
-    why = args_mismatch(args, calls[0].args) if calls[0].args_problem is None else calls[0].args_problem
+    why = args_mismatch(args, calls[0].args, t.exact) if calls[0].args_problem is None else calls[0].args_problem
     return False, f"no call of {tool} has {show(args)} ({_call_label(t.run, calls[0])}: {why})"
 
 
@@ -475,16 +490,12 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
                 confirmed = False
             elif step.role == "user" and not confirmed:
                 t.spend(1)
-                confirmed = t.confirmation.confirms(step.text[:MAX_MATCHED_CHARS])
+                confirmed = t.confirmation.confirms(step.text)
         elif isinstance(step, ToolCall) and step.tool in tools and not confirmed:
             failures.append(
                 f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
             )
     return _capped(failures)
-
-
-def _assistant_text(step: Any) -> bool:
-    return isinstance(step, Message) and step.role == "assistant" and bool(step.text)
 
 
 _ABSENT = object()  # an argument path the call does not have
@@ -532,10 +543,13 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
             continue
         seen: dict[tuple[str, ...], ToolCall] = {}
         for call in t.run.calls:
-            if call.tool != policy.tool or call.failed:
+            if call.tool != policy.tool or call.failed or call.args_problem is not None:
                 continue
+            values = [_path_value(call.args, path) for path in paths]
+            if any(value is _ABSENT for value in values):
+                continue  # a call without the key repeats nothing
             written: dict[int, str] = {}  # each value once, however many paths name it
-            key = tuple(_written(_path_value(call.args, path), t, written) for path in paths)
+            key = tuple(_written(value, t, written) for value in values)
             if key in seen:
                 shown = ", ".join(f"{p}={_shown(_path_value(call.args, p))}" for p in paths)
                 failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
@@ -619,9 +633,18 @@ def rules(case: AgentCase, t: Trial) -> list[str]:
     for label, ref, must in criteria(case):
         check = t.rules[ref] if isinstance(ref, str) else ref
         holds, said = run_rule(check, t)
-        if holds != must:
+        if not must and not holds and _unread(check, t):  # "must not contain" cannot be shown on a cut text
+            failures.append(f"{label}: {said}{_UNREAD} (this must not happen)")
+        elif holds != must:
             failures.append(f"{label}: {said}" + ("" if must else " (this must not happen)"))
     return failures
+
+
+def _unread(check: Check, t: Trial) -> bool:
+    """Whether the text a contains-check reads was cut, so that not finding a needle proves nothing."""
+    if check.key == "answer_contains":
+        return t.answer.cut
+    return check.key == "replies_contain" and t.replies.cut
 
 
 def constraints(case: AgentCase, t: Trial) -> list[str]:
@@ -636,6 +659,8 @@ def constraints(case: AgentCase, t: Trial) -> list[str]:
             found = t.answer.matches(given.must_not_include)
             if found:
                 failures.append(f"constraints.must_not_include: the answer contains {show(found)}")
+            elif t.answer.cut:
+                failures.append("constraints.must_not_include: none of them in the part of the answer read" + _UNREAD)
         if given.max_chars is not None and len(t.run.answer) > given.max_chars:
             failures.append(
                 f"constraints.max_chars: the answer has {len(t.run.answer):,} characters > {given.max_chars:,}"
@@ -657,12 +682,23 @@ class CaseCheck:
     run: Callable[[AgentCase, Trial], list[str]]
 
 
+def _asks_sequence(case: AgentCase) -> bool:
+    """An empty expected sequence asks something only where it forbids every call (strict, unordered, subset)."""
+    if case.expected_tool_sequence is None:
+        return False
+    return bool(case.expected_tool_sequence) or case.evaluator_config.tool_sequence.match in (
+        "strict",
+        "unordered",
+        "subset",
+    )
+
+
 def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
     return lambda case: any(test(policy) for policy in case.policies)
 
 
 CHECKS: list[CaseCheck] = [
-    CaseCheck(Code.TOOL_SEQUENCE_MISMATCH, lambda c: c.expected_tool_sequence is not None, tool_sequence),
+    CaseCheck(Code.TOOL_SEQUENCE_MISMATCH, lambda c: _asks_sequence(c), tool_sequence),
     CaseCheck(Code.EXPECTED_ARGS_MISMATCH, lambda c: bool(c.expected_args), expected_args),
     CaseCheck(Code.UNAVAILABLE_TOOL_CALLED, lambda c: c.available_tools is not None, unavailable_tools),
     CaseCheck(Code.TOOL_ARGS_INVALID, lambda c: bool(c.tool_schema), tool_args),
@@ -716,5 +752,7 @@ def judge(case: AgentCase, t: Trial, checks: list[CaseCheck]) -> list[str]:
             found = check.run(case, t)
         except CheckLimit as exc:
             found = [str(exc)]
+        except RecursionError:  # a value of the run nested deeper than the check can walk
+            found = ["stopped: a value this check reads is nested too deeply"]
         failures += [f"{check.code}: {message}" for message in found]
     return failures

@@ -159,6 +159,8 @@ def evaluate_case(
             ]
         except TraceInvalid as exc:
             failed = [f"{Code.TRACE_INVALID}: {shown}{': ' + exc.path if exc.path else ''}: {exc.message}"]
+        except RecursionError:
+            failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
             first_run = first_run or run
             failed = judge(case, trial(run, case, rules, confirmation), checks)

@@ -12,7 +12,7 @@ from diagbot.core.rates import percent
 from diagbot.core.report import check_version, headline
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, not_gating_because, today_of
+from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
 from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
@@ -88,9 +88,6 @@ class AgentKind:
                                 f"{where}: side_effect_policy.{field}: {label!r} is a label for people, not "
                                 "machine-checked; write {key, from, to} to check it"
                             )
-            reason = not_gating_because(case, suite.governance, today)
-            if reason is None and case.risk_level == "P0" and not is_checked(case):
-                warnings.append(f"{where}: a gating P0 case with nothing machine-checked")
         return warnings
 
     def blocking(self, report: AgentReport) -> list[str]:
@@ -137,7 +134,9 @@ class AgentKind:
                             "(present on both sides with the same case_version)", 300))  # fmt: skip
         return SuiteView(
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
-            pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
+            # with a baseline, both rates are over the comparable cases (same id and case_version), as the diff's
+            pass_rate=diff.current_pass_rate if diff else report.pass_rate,
+            baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
             failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),
             blocking=sum(1 for r in report.results if _blocking(r)),

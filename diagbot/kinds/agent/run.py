@@ -16,7 +16,8 @@ from typing import Any
 from diagbot.core import values
 
 MAX_STEPS = 10_000
-"""Steps (messages, tool calls, state changes) read from one run; more fails the trial as trace_invalid."""
+"""Steps (messages, tool calls, state changes) read from one run; more fails the trial as trace_invalid (each
+adapter checks it as it reads)."""
 
 
 class TraceInvalid(Exception):

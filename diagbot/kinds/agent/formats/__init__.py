@@ -72,7 +72,7 @@ def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) 
         hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
         raise TraceInvalid("", f"the run file {problem.message}{hint}") from None
     run = parse_run(data, fmt)
-    if error_pattern is not None:
+    if error_pattern is not None:  # a result nested too deeply to write as text is caught by the caller
         for call in run.calls:
             if (
                 not call.failed

@@ -1,4 +1,4 @@
-"""What every run adapter needs: typed reads of decoded JSON that fail with the JSON path, and argument decoding."""
+"""What every run adapter needs: typed reads of decoded JSON that fail with the JSON path."""
 
 from __future__ import annotations
 

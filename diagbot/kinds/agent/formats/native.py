@@ -47,7 +47,7 @@ def read(data: Any) -> Run:
         final_state=state(top.get("final_state"), "$.final_state"),
         duration_ms=duration(top.get("duration_ms"), "$.duration_ms"),
     )
-    for index, raw in enumerate(items(top.get("steps"), "$.steps")):
+    for index, raw in enumerate(items(top.get("steps"), "$.steps")):  # at most MAX_STEPS of them
         run.steps.append(_step(obj(raw, f"$.steps[{index}]"), f"$.steps[{index}]"))
     return run
 

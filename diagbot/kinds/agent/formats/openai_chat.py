@@ -51,6 +51,11 @@ def read(data: Any) -> Run:
     steps = run.steps
     waiting: dict[str, list[ToolCall]] = {}  # call id (or, for `function` results, name) -> calls without result
     for index, message in enumerate(messages):
+        if len(steps) > MAX_STEPS:
+            raise TraceInvalid(
+                prefix,
+                f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run",
+            )
         if not isinstance(message, dict):
             raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
         role = message.get("role")
