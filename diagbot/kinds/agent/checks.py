@@ -60,7 +60,8 @@ DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|�
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
 DEFAULT_REFUSALS = (
     r"^\W*(?:no|nope|don'?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
-    r"\b(?:not|don'?t|never)\W+(?:\w+\W+)?(?:confirm\w*|proceed|go ahead|yes)\b",  # "do not proceed", "not yet, proceed"
+    # a negated confirming word: "do not proceed", "not yet, go ahead"
+    r"\b(?:not|don'?t|never)\W+(?:\w+\W+)?(?:confirm\w*|proceed|go ahead|yes)\b",
     r"不同意|不可以|不确认|不要|先别|别(?:这样|了)|取消|等一下",
 )
 
