@@ -929,8 +929,8 @@ def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
     ]
     write_json(tmp_path / "c1.json", {"steps": []})
     assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
-        "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-chat "
-        "(see docs/agent.md)"
+        "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-responses, "
+        "openai-chat (see docs/agent.md)"
     ]
 
 
@@ -1265,3 +1265,70 @@ def test_an_empty_expected_sequence_checks_something_only_where_it_forbids_calls
     assert not checks.CHECKS[0].applies(sequence_case([], "subsequence"))
     assert not checks.CHECKS[0].applies(sequence_case([], "superset"))
     assert checks.CHECKS[0].applies(sequence_case([], "strict"))
+
+
+# --- OpenAI Responses items ---------------------------------------------------------------------------------------
+
+RESPONSES_CASE = make_case(
+    expected_tool_sequence=[{"tool": "order_lookup", "args": {"order_id": "A"}}, "refund_check"],
+    evaluator_config={"tool_sequence": {"match": "strict"}, "rule_checks": [{"answer_contains": ["eligible"]}]},
+)
+
+
+def responses_run(second_order: str = "A") -> list[dict[str, Any]]:
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "refund order A?"}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "order_lookup",
+         "arguments": '{"order_id": "A"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "signed"},
+        {"type": "reasoning", "summary": []},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "refund_check",
+         "arguments": json.dumps({"order_id": second_order})},
+        {"type": "function_call_output", "call_id": "call_2", "output": "ok"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is eligible."}]},
+    ]  # fmt: skip
+
+
+def chat_run(second_order: str = "A") -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "refund order A?"},
+        assistant_calls(chat_call("call_1", "order_lookup", {"order_id": "A"})),
+        tool_result("call_1", "signed"),
+        assistant_calls(chat_call("call_2", "refund_check", {"order_id": second_order})),
+        tool_result("call_2", "ok"),
+        {"role": "assistant", "content": "It is eligible."},
+    ]
+
+
+def test_responses_items_give_the_verdict_the_same_chat_conversation_gets() -> None:
+    assert failures(RESPONSES_CASE, responses_run()) == failures(RESPONSES_CASE, chat_run()) == []
+    wrong = make_case(expected_args={"refund_check": {"order_id": "A"}})
+    assert failures(wrong, responses_run("B")) == failures(wrong, chat_run("B")) != []
+    run = parse(responses_run())
+    assert [(c.tool, c.id, c.result) for c in run.calls] == [
+        ("order_lookup", "call_1", "signed"),
+        ("refund_check", "call_2", "ok"),
+    ]
+    assert run.answer == "It is eligible."
+
+
+def test_responses_pair_on_call_id_the_nearest_unanswered_call_first() -> None:
+    items = [
+        {"type": "function_call", "id": "x", "call_id": "c", "name": "a", "arguments": "{}"},
+        {"type": "function_call", "id": "y", "call_id": "c", "name": "b", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "for b"},
+        {"type": "function_call_output", "call_id": "c", "output": "for a"},
+    ]
+    assert [(c.tool, c.result) for c in parse(items).calls] == [("a", "for a"), ("b", "for b")]
+    with pytest.raises(TraceInvalid, match=r"an output for 'x', which no earlier call made"):
+        parse([{"type": "function_call_output", "call_id": "x", "output": "?"}])
+
+
+def test_responses_input_and_output_object() -> None:
+    items = responses_run()
+    run = parse({"input": "refund order A?", "output": items[1:]})
+    assert run.assistant_texts == ["It is eligible."] and [c.tool for c in run.calls] == [
+        "order_lookup",
+        "refund_check",
+    ]
+    assert AgentOptions.model_validate({"trace-format": "openai-responses"}).trace_format == "openai-responses"

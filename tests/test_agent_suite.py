@@ -418,7 +418,7 @@ def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
     base = "suites:\n  - name: a\n    kind: agent\n    cases: c\n    fixtures: f\n"
     assert config_problems(base + "    trials: 0\n    trace-format: openai\n    tool-eror-pattern: x\n") == [
         "diagbot.yml: suites.0.trace-format: Value error, unknown trace format 'openai'; use one of auto, diagbot, "
-        "openai-chat",
+        "openai-responses, openai-chat",
         "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0",
         "diagbot.yml: unknown key 'suites.0.tool-eror-pattern' (did you mean tool-error-pattern?)",
     ]

@@ -79,6 +79,11 @@ def calls_run(*calls: tuple[str, str], answer: str = "done") -> list[dict[str, A
     return messages
 
 
+UNKNOWN_FORMAT = (
+    "$: not a run format diagbot knows; expected one of diagbot, openai-responses, openai-chat (see docs/agent.md)"
+)
+
+
 def _bytes(content: Any) -> bytes:
     if isinstance(content, bytes):
         return content
@@ -226,11 +231,10 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         (b"", "the run file is empty"),
         (b"  \n\t ", "the run file is empty"),
         (b"\xef\xbb\xbf[]", "not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using utf-8-sig))"),
-        ("null", "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
-        ("5", "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
-        ('"x"', "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see docs/agent.md)"),
-        ('{"messages": 5}', "$: not a run format diagbot knows; expected one of diagbot, openai-chat (see "
-                            "docs/agent.md)"),
+        ("null", UNKNOWN_FORMAT),
+        ("5", UNKNOWN_FORMAT),
+        ('"x"', UNKNOWN_FORMAT),
+        ('{"messages": 5}', UNKNOWN_FORMAT),
         ('[{"role":"assistant","content":"done","tool_calls":{"a":1}}]',
          "$[0].tool_calls: expected an array, found an object"),
         ('[{"role":"assistant","content":"done","tool_calls":"x"}]',
@@ -495,7 +499,7 @@ def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
         ("    trials: true\n", "suites.0.trials"),
         ("    trials: 100000\n", "suites.0.trials"),
         ("    trace-format: wat\n", "suites.0.trace-format: Value error, unknown trace format 'wat'; use one of auto, "
-                                    "diagbot, openai-chat"),
+                                    "diagbot, openai-responses, openai-chat"),
         ("    trace-formt: auto\n", "unknown key 'suites.0.trace-formt' (did you mean trace-format?)"),
         ("    tool-error-pattern: '(a'\n", "suites.0.tool-error-pattern: Value error, invalid regular expression '(a': "
                                            "missing )"),

@@ -15,10 +15,11 @@ from types import ModuleType
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
-from diagbot.kinds.agent.formats import native, openai_chat
+from diagbot.kinds.agent.formats import native, openai_chat, openai_responses
 from diagbot.kinds.agent.run import Run, TraceInvalid
 
-ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_chat)}
+# `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
+ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat)}
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
 MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)

@@ -1,0 +1,70 @@
+"""OpenAI Responses API items: a JSON array of items, or `{input: [...], output: [...]}` (the request's input
+items, then the response's output items).
+
+`message` items carry `role` and `content` parts (`input_text`, `output_text`); `function_call` items carry
+`call_id`, `name` and `arguments` (the JSON string the model wrote); `function_call_output` items carry the
+`call_id` they answer and the `output`. Calls and outputs pair on `call_id`, never on the item's own `id`, the
+nearest earlier call without an output first. Other item types (reasoning, built-in tool calls) are skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagbot.kinds.agent.formats.common import content_text, items, obj, text
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
+
+NAME = "openai-responses"
+_TYPES = frozenset({"message", "function_call", "function_call_output"})
+
+
+def detect(data: Any) -> bool:
+    """Items carry a `type` (chat messages do not); some of the first are ones this format reads."""
+    if isinstance(data, dict):
+        return isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
+    head = data[:20] if isinstance(data, list) else []
+    return (
+        bool(head)
+        and all(isinstance(item, dict) and isinstance(item.get("type"), str) for item in head)
+        and any(item["type"] in _TYPES for item in head)
+    )
+
+
+def read(data: Any) -> Run:
+    if isinstance(data, dict):
+        given = data.get("input", [])
+        parts = [("$.input", [] if isinstance(given, str) else items(given, "$.input"))]
+        parts.append(("$.output", items(data.get("output"), "$.output")))
+        if isinstance(given, str):  # a request may give its input as one user text
+            parts.insert(0, ("$.input", [{"type": "message", "role": "user", "content": given}]))
+    else:
+        parts = [("$", items(data, "$"))]
+    run = Run()
+    waiting: dict[str, list[ToolCall]] = {}
+    for prefix, entries in parts:
+        for index, raw in enumerate(entries):
+            where = f"{prefix}[{index}]"
+            item = obj(raw, where)
+            kind = item.get("type", "message" if "role" in item else None)
+            if kind == "message":
+                role = text(item.get("role"), f"{where}.role")
+                run.steps.append(Message(role, content_text(item.get("content"), f"{where}.content")))
+            elif kind == "function_call":
+                call_id = text(item.get("call_id"), f"{where}.call_id")
+                call = ToolCall(
+                    tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=item.get("arguments")
+                )
+                run.steps.append(call)
+                waiting.setdefault(call_id, []).append(call)
+            elif kind == "function_call_output":
+                call_id = text(item.get("call_id"), f"{where}.call_id")
+                pending = waiting.get(call_id)
+                if not pending:
+                    raise TraceInvalid(f"{where}.call_id", f"an output for {call_id!r}, which no earlier call made")
+                output = item.get("output")
+                call = pending.pop()  # the nearest earlier call with this call_id
+                call.result = output if isinstance(output, str) else content_text(output, f"{where}.output")
+                call.has_result = True
+            if len(run.steps) > MAX_STEPS:
+                raise TraceInvalid(prefix, f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,}")
+    return run
