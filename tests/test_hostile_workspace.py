@@ -29,19 +29,14 @@ import re2
 from hypothesis import given
 from hypothesis import strategies as st
 
+from diagbot.core.query import _INTERPRETER, _METER, MAX_QUERY_BUILT, MAX_QUERY_CHARS, MAX_QUERY_DEPTH, MAX_QUERY_STEPS
+from diagbot.core.regex import _RE2_OPTIONS
+from diagbot.core.regex import compile_regex as _compiled_regex
 from diagbot.kinds.workspace.checks import (
-    _INTERPRETER,
-    _METER,
-    _RE2_OPTIONS,
     MAX_GLOB_CHARS,
-    MAX_QUERY_BUILT,
-    MAX_QUERY_CHARS,
-    MAX_QUERY_DEPTH,
-    MAX_QUERY_STEPS,
     CheckSpec,
     Outcome,
     Workspace,
-    _compiled_regex,
     _glob_regex,
     _preview,
     run_check,

@@ -98,8 +98,9 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
     found = [f"expected_behavior: {t}" for t in case.expected_behavior if isinstance(t, str)]
     for name in ("negative_behavior", "success_criteria", "failure_criteria", "safety_constraints"):
         found += [f"{name}: {t}" for t in getattr(case, name) or [] if isinstance(t, str)]
-    for name in ("rubric", "expected_result_usage", "sop", "policy_constraints", "business_success", "user_journey",
-                 "context_policy", "citation_requirement", "gold_evidence", "evaluation_metrics"):  # fmt: skip
+    for name in ("rubric", "reference", "expected_result_usage", "sop", "policy_constraints", "business_success",
+                 "user_journey", "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
+                 "evaluation_metrics"):  # fmt: skip
         value = getattr(case, name)
         if value not in (None, [], {}):
             found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
@@ -109,6 +110,8 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
         for name in ("allowed_state_transition", "forbidden_state_transition"):
             labels = [i for i in policy.transitions(getattr(policy, name)) if not isinstance(i, Transition)]
             found += [f"side_effect_policy.{name}: {label}" for label in labels]
+    if case.service_level is not None and case.service_level.description is not None:
+        found.append(f"service_level.description: {case.service_level.description}")
     if case.constraints is not None:
         for name in ("format", "tone", "length", "safety"):
             value = getattr(case.constraints, name)

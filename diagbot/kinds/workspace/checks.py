@@ -28,21 +28,10 @@ from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from diagbot.core.models import StrictInput
-from diagbot.core.query import _INTERPRETER as _INTERPRETER
-from diagbot.core.query import _METER as _METER
-from diagbot.core.query import MAX_QUERY_BUILT as MAX_QUERY_BUILT
-from diagbot.core.query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
-from diagbot.core.query import MAX_QUERY_DEPTH as MAX_QUERY_DEPTH
-from diagbot.core.query import MAX_QUERY_STEPS as MAX_QUERY_STEPS
 from diagbot.core.query import QueryLimitError, run_query, truthy, valid_query
-from diagbot.core.regex import _RE2_OPTIONS as _RE2_OPTIONS
 from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.core.text import fold
 from diagbot.core.values import excerpt
-
-# The names imported `as` themselves above, and this one, lived here before the core took the regex and JMESPath
-# bounds over; they stay importable from here for the tests of hostile input.
-_compiled_regex = compile_regex
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
