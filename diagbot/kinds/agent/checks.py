@@ -511,10 +511,6 @@ def _path_value(args: Any, path: str) -> Any:
     return value
 
 
-def _shown(value: Any) -> str:
-    return "(absent)" if value is _ABSENT else show(value)
-
-
 def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
     if id(value) not in written:
         written[id(value)] = _canonical(value, t)
@@ -552,7 +548,7 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
             written: dict[int, str] = {}  # each value once, however many paths name it
             key = tuple(_written(value, t, written) for value in values)
             if key in seen:
-                shown = ", ".join(f"{p}={_shown(_path_value(call.args, p))}" for p in paths)
+                shown = ", ".join(f"{p}={show(v)}" for p, v in zip(paths, values, strict=True))
                 failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
             else:
                 seen[key] = call
