@@ -132,7 +132,7 @@ def failures(
 def evaluate(case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None) -> AgentCaseResult:
     loaded = LoadedCase(case, fixtures / "cases.yaml", "cases.yaml", 1)
     opts = AgentOptions.model_validate(options or {})
-    return evaluate_case(loaded, Fixtures(fixtures), opts, opts.rules, 1 << 20, Governance(), TODAY)
+    return evaluate_case(loaded, Fixtures(fixtures), opts, 1 << 20, Governance(), TODAY)
 
 
 def applied_codes(case: AgentCase) -> list[str]:

@@ -135,8 +135,10 @@ def test_bundled_example_has_what_the_issue_asks_for() -> None:
     assert sum(1 for r in results.values() if r.trials > 1) >= 3
     assert any(r.risk_level == "P0" and r.gating and r.status == "failed" for r in results.values())
     assert results["incident_db_failover_005"].not_gating_because == "review_status is draft"
-    formats = {json.loads(p.read_text()).__class__.__name__ for p in (ROOT / "fixtures/agent").rglob("*.json")}
-    assert formats == {"list", "dict"}  # openai-chat arrays and native objects (and chat objects)
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in (ROOT / "fixtures/agent").rglob("*.json")]
+    native = [r for r in runs if isinstance(r, dict) and r.get("format") == "diagbot-agent-trace"]
+    chat = [r for r in runs if isinstance(r, list) or (isinstance(r, dict) and "messages" in r)]
+    assert len(native) >= 5 and len(chat) >= 5
     baseline = json.loads((ROOT / "examples/baseline/reports/agent.json").read_text())
     versions = {r["caseId"]: r["caseVersion"] for r in baseline["results"]}
     assert (
@@ -235,11 +237,9 @@ def test_a_changed_dataset_version_and_changed_slices_are_shown() -> None:
     baseline = _variant(current, "llm_instruction_001", dataset_version="v1", status="failed", passed=False)
     diff = diff_agent(baseline, current)
     shown = {(i.metric, i.message) for i in diff.items if i.case_id is None and i.type is ItemType.CHANGED}
-    assert (
-        "datasetVersion.refund_regression_set",
-        "dataset refund_regression_set: version v1, v8 → v8",
-    ) in shown or any(m.startswith("datasetVersion.") for m, _ in shown)
-    assert any(m.startswith("slice.scenario.") for m, _ in shown)
+    assert ("datasetVersion.refund_llm_core_set", "dataset refund_llm_core_set: version v1 → v2") in shown
+    assert ("slice.scenario.政策解释", "scenario = 政策解释: pass rate 0.0% → 100.0%") in shown
+    assert not [m for m, _ in shown if m.startswith("datasetVersion.") and "llm_core" not in m]
 
 
 def test_a_stored_report_is_read_back_with_its_aggregates_remade() -> None:

@@ -56,19 +56,24 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
         return Decision(Conclusion.FAILURE, 1, f"no baseline for {_names(uncompared)}, and require-baseline is set")
     blocking = sum(s.blocking for s in suites)
     if blocking:
-        found = f"{blocking} gating P0 case{'' if blocking == 1 else 's'} failed"
-        if gate.fail_on_blocking:
-            return Decision(Conclusion.FAILURE, 1, found)
-        return Decision(Conclusion.SUCCESS, 0, f"{found} (not failing: --no-fail)")
+        return _found(
+            f"{blocking} gating P0 case{'' if blocking == 1 else 's'} failed",
+            gate.fail_on_blocking,
+            "not failing: --no-fail",
+        )
     if all(s.cases == 0 for s in suites):
         return Decision(Conclusion.NEUTRAL, 0, "nothing was evaluated")
     regressions = sum(s.regressions for s in suites)
     if regressions:
-        found = f"{regressions} regression{'' if regressions == 1 else 's'}"
-        if gate.fail_on_regression:
-            return Decision(Conclusion.FAILURE, 1, found)
-        return Decision(Conclusion.SUCCESS, 0, f"{found} (not gating)")
+        return _found(
+            f"{regressions} regression{'' if regressions == 1 else 's'}", gate.fail_on_regression, "not gating"
+        )
     return Decision(Conclusion.SUCCESS, 0, "no regression")
+
+
+def _found(what: str, fails: bool, waived: str) -> Decision:
+    """A finding that fails the check (1) unless the gate settings waive it; then it is a success that says so."""
+    return Decision(Conclusion.FAILURE, 1, what) if fails else Decision(Conclusion.SUCCESS, 0, f"{what} ({waived})")
 
 
 def _names(names: list[str], shown: int = 5) -> str:

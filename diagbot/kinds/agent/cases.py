@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-import jsonschema
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from diagbot.core.models import StrictInput
@@ -350,6 +349,8 @@ def _regexes_in(schema: Any, tool: str) -> None:
 
 
 def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    import jsonschema  # only for cases that have a tool_schema: it takes longer to import than a trace suite to load
+
     for tool, schema in schemas.items():
         if not isinstance(schema, dict | bool):
             raise ValueError(f"the schema for {tool!r} must be a JSON Schema object")

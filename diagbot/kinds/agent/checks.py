@@ -24,7 +24,6 @@ from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
 from diagbot.kinds.agent.match import args_mismatch, max_matching, ordered_matching, show
 from diagbot.kinds.agent.run import Message, Run, StateChange, ToolCall
-from diagbot.kinds.agent.schema_check import first_error
 
 MAX_MATCHED_CHARS = MAX_TEXT_CHARS
 """Characters of the answer a regex reads (and of a user message a confirmation pattern reads); text matching
@@ -430,6 +429,8 @@ def unavailable_tools(case: AgentCase, t: Trial) -> list[str]:
 
 
 def tool_args(case: AgentCase, t: Trial) -> list[str]:
+    from diagbot.kinds.agent.schema_check import first_error  # jsonschema, imported only when a case needs it
+
     schemas = case.tool_schema or {}
     failures = []
     for call in t.run.calls:

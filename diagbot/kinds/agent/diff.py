@@ -103,7 +103,8 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     old = [before[r.case_id] for r in comparable]
     gating_ids = {r.case_id for r in comparable if r.gating}
     items = _aggregate_items(old, comparable, gating_ids)
-    items += _slice_items(build_report(old), build_report(comparable))
+    before_common, after_common = build_report(old), build_report(comparable)
+    items += _slice_items(before_common, after_common)
     for dataset, versions in current.dataset_versions.items():
         old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
         said = f"dataset {dataset}: version {old_version or 'new'} → {new_version}"
@@ -124,6 +125,6 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     return summarize(
         order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (build_report(old).pass_rate, build_report(comparable).pass_rate),
+        (before_common.pass_rate, after_common.pass_rate),
         len(comparable),
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from diagbot.core.report import RunInfo
-from diagbot.kinds.agent.cases import AgentCase, Check, Transition
+from diagbot.kinds.agent.cases import AgentCase, Transition
 from diagbot.kinds.agent.checks import CHECKS, Code, judge, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
@@ -57,7 +57,11 @@ class Fixtures:
             return f"both {single} and the folder {case_id}/ are recorded; keep one"
         found = []
         with os.scandir(self.root / case_id) as entries:
-            for entry in entries:
+            for count, entry in enumerate(entries):
+                if count == MAX_FIXTURE_ENTRIES:
+                    return (
+                        f"{case_id}/ holds more than {MAX_FIXTURE_ENTRIES:,} entries; diagbot lists at most that many"
+                    )
                 if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
                     found.append((entry.name, Path(entry.path), folder[1] or entry.is_symlink()))
                     if len(found) > MAX_TRIALS:
@@ -128,7 +132,6 @@ def evaluate_case(
     loaded: LoadedCase,
     fixtures: Fixtures,
     options: AgentOptions,
-    rules: dict[str, Check],
     max_bytes: int,
     gate: Governance,
     today: dt.date,
@@ -166,7 +169,7 @@ def evaluate_case(
             failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
             first_run = first_run or run
-            failed = judge(case, trial(run, case, rules, confirmation), checks)
+            failed = judge(case, trial(run, case, options.rules, confirmation), checks)
         trials.append(TrialResult(trial=name, passed=not failed, failed_checks=failed))
     if not trials:
         trials.append(
@@ -247,5 +250,5 @@ def evaluate_cases(
 ) -> AgentReport:  # fmt: skip
     today = today_of(run)
     listed = Fixtures(fixtures)
-    results = [evaluate_case(c, listed, options, options.rules, max_bytes, gate, today) for c in cases]
+    results = [evaluate_case(c, listed, options, max_bytes, gate, today) for c in cases]
     return build_report(results, suite, run)

@@ -26,6 +26,7 @@ from diagbot.kinds.agent.match import show
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
+MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # AgentCase.case_id's pattern
 _ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
@@ -47,7 +48,11 @@ def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
     if not root.is_dir():
         raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")
     found: list[tuple[Path, str]] = []
+    listed = 0
     for folder, dirs, files in os.walk(root):  # names are shown escaped (`one_line`); an unusual one is refused
+        listed += len(dirs) + len(files)
+        if listed > MAX_LISTED:  # other files count too: a folder of millions of them is no suite
+            raise CaseFileError(f"{label}: holds more than {MAX_LISTED:,} entries; split the suite")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.endswith(CASE_SUFFIXES) and not name.startswith("."):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
@@ -42,10 +43,10 @@ class AgentOptions(StrictInput):
             return trials
         return 1 if self.trials == "any" else int(self.trials)
 
-    @property
+    @cached_property
     def confirmation(self) -> Confirmation:
         return Confirmation.of(self.confirmation_pattern)
 
-    @property
+    @cached_property
     def error_regex(self) -> Regex | None:
         return compile_regex(self.tool_error_pattern) if self.tool_error_pattern else None
