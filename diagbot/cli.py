@@ -3,6 +3,7 @@
 Commands import what only they need, so `diagbot eval` on a big suite does not pay for templates and GitHub.
 
 Exit codes: 0 done (a report was written), 1 a regression was found, 2 the input is unusable.
+Colour and the progress bar appear only on a terminal (`terminal.py`); what a pipe or a CI log gets is plain.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from diagbot.core.errors import DiagbotError, ReportFormatError
+from diagbot import __version__
+from diagbot.core.errors import CaseFileError, DiagbotError, ReportFormatError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
 from diagbot.core.report import RunInfo, dump_model
 from diagbot.core.values import one_line
-from diagbot.io.config import DEFAULT_CONFIG, Config, given_thresholds, load_config
+from diagbot.io.config import DEFAULT_CONFIG, Config, checked_fixture_bytes, given_thresholds, load_config
 from diagbot.io.files import write_file
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES
+from diagbot.terminal import GREEN, RED, YELLOW, Painter, colour_allowed, progress_bar
 
 if TYPE_CHECKING:
     from diagbot.render.markdown import CurrentInfo
@@ -65,6 +68,18 @@ def say(text: str) -> None:
         os.close(devnull)
 
 
+DEFAULT_OUT = "build/diagbot"
+DEFAULT_SUITE_NOTE = (
+    f"note: there is no {DEFAULT_CONFIG} here, so the built-in default suite was used: one trace suite, diagnosis, "
+    f"from cases/diagnosis-cases.json and fixtures/ (diagbot init writes a {DEFAULT_CONFIG} to start from)"
+)
+
+
+def _default_suite_used(args: argparse.Namespace) -> bool:
+    """No --config and no ./diagbot.yml: `load_config` then falls back to the built-in suite."""
+    return getattr(args, "config", None) is None and not Path(DEFAULT_CONFIG).exists()
+
+
 def _config(args: argparse.Namespace) -> Config:
     """diagbot.yml (or --config), with the threshold flags applied and checked as diagbot.yml's values are."""
     given = getattr(args, "config", None)
@@ -81,9 +96,36 @@ def _gate(config: Config, args: argparse.Namespace) -> GateSettings:
     )
 
 
+def _other_kind(cases: Path, label: str) -> str | None:
+    """Why `eval` cannot read this --cases (a workspace or an agent suite), or None when it may be a trace case
+    file. `eval` stays the trace kind's command; the other kinds run through diagbot.yml and `run`."""
+    if cases.is_dir():
+        entries = [entry for _, entry in zip(range(1000), cases.iterdir(), strict=False)]
+        if any((entry / "case.yaml").is_file() for entry in entries):
+            kind, what = "workspace", "a folder of <case-id>/case.yaml"
+        elif any(entry.suffix in (".yaml", ".yml") for entry in entries):
+            kind, what = "agent", "a folder of YAML case files"
+        else:
+            return None
+    elif cases.name == "case.yaml":
+        kind, what = "workspace", "a workspace case.yaml"
+    elif cases.suffix in (".yaml", ".yml"):
+        kind, what = "agent", "a YAML case file"
+    else:
+        return None
+    return (
+        f"{label}: {what} is a {kind} suite, and diagbot eval reads only a trace case file (JSON); add the suite "
+        f"to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an example)"
+    )
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from diagbot.kinds.trace import TraceKind
 
+    max_fixture_bytes = checked_fixture_bytes(args.max_fixture_bytes)
+    other = _other_kind(Path(args.cases), args.cases)
+    if other is not None:
+        raise CaseFileError(other)
     kind = TraceKind()
     suite = SuiteInput(
         name=args.suite,
@@ -91,12 +133,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         fixtures=Path(args.fixtures),
         cases_label=args.cases,
         fixtures_label=args.fixtures,
-        max_fixture_bytes=args.max_fixture_bytes,
+        max_fixture_bytes=max_fixture_bytes,
         run=run_info(),
     )
     report = kind.evaluate(suite)
     write_file(Path(args.output), dump_model(report))
-    say(kind.console(report))
+    say(Painter(colour_allowed(sys.stdout, os.environ)).console(kind.console(report)))
     say(f"report written to {args.output}")
     return 0
 
@@ -139,9 +181,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     info = BaselineInfo(source="none", missing_reason="no baseline was given") if diff is None else BaselineInfo()
     if args.baseline_info:
         try:
-            info = BaselineInfo.model_validate_json(read_text_bounded(Path(args.baseline_info), 1024 * 1024))
+            text = read_text_bounded(Path(args.baseline_info), 1024 * 1024)
         except FileProblem as problem:
             raise ReportFormatError(f"{args.baseline_info}: the baseline info {problem.message}") from None
+        if not text or text.isspace():
+            raise ReportFormatError(
+                f"{args.baseline_info}: the file is empty; give the baseline info as a JSON object (source, branch, "
+                "sha, runUrl, ...)"
+            )
+        try:
+            info = BaselineInfo.model_validate_json(text)
         except ValueError as exc:
             raise ReportFormatError(
                 f"{args.baseline_info}: not readable baseline info ({str(exc).splitlines()[0]})"
@@ -164,9 +213,13 @@ def _current_info() -> CurrentInfo:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from diagbot.io.baselines import find_baselines
-    from diagbot.pipeline import run_config, write_outputs
+    from diagbot.kinds import registry
+    from diagbot.pipeline import run_config, run_outcome, write_outputs
     from diagbot.render.markdown import BaselineInfo
 
+    default_suite = _default_suite_used(args)
+    if default_suite and not args.quiet:
+        print(DEFAULT_SUITE_NOTE, file=sys.stderr)
     config = _config(args)
     location = Path(args.baseline) if args.baseline else None
     baselines = find_baselines(location, [s.name for s in config.suites])
@@ -177,21 +230,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         info = BaselineInfo(source="none", missing_reason="no --baseline was given")
     else:
         info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
-    outcome = run_config(config, baselines, info, _current_info(), run_info(), _gate(config, args))
+    bar = None if args.quiet else progress_bar(sys.stderr)
+    try:
+        outcome = run_config(config, baselines, info, _current_info(), run_info(), _gate(config, args),
+                             progress=bar.suite if bar is not None else None)  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
     out = Path(args.out)
     write_outputs(outcome, out)
-    say(outcome.comment)
+    if args.format == "json":
+        used = None if default_suite else args.config or DEFAULT_CONFIG
+        say(dump_model(run_outcome(outcome, out, used, args.baseline)).rstrip("\n"))
+    elif not args.quiet:
+        say(outcome.comment)
+    for suite in outcome.suites:  # what a kind says of its input as a whole (the comment lists it under the suite)
+        for warning in registry.warnings(suite.report) if suite.report is not None else []:
+            print(f"warning: {suite.name}: {one_line(warning, 4000)}", file=sys.stderr)
     for warning in outcome.warnings:
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     for problem in outcome.problems:
         print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
-    print(f"diagbot: {outcome.reason}; report folder {out}", file=sys.stderr)
+    if not args.quiet:
+        paint = Painter(colour_allowed(sys.stderr, os.environ))
+        clean = outcome.exit_code == 0 and outcome.reason == "no regression"
+        colour = RED if outcome.exit_code else GREEN if clean else YELLOW
+        print(f"{paint(f'diagbot: {outcome.reason}', colour)}; report folder {out}", file=sys.stderr)
     return outcome.exit_code
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from diagbot.kinds import registry
 
+    if _default_suite_used(args):
+        print(DEFAULT_SUITE_NOTE, file=sys.stderr)
     config = _config(args)
     errors = warnings = 0
     for suite in config.suites:
@@ -210,6 +282,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 2 if errors else 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from diagbot.scaffold import next_steps, starter, write_starter
+
+    target = Path(args.dir)
+    plan = starter(args.kind)
+    written = write_starter(target, plan)
+    say(next_steps(target, plan, written))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     import json
 
@@ -218,6 +300,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
     schema: dict[str, object] = SCHEMAS[args.name]()
     say(json.dumps(schema, indent=2, ensure_ascii=False))
     return 0
+
+
+def _number(text: str) -> int | float | str:
+    """A flag's text as YAML would read it in diagbot.yml (a whole number, another number, or text), so that the
+    value is refused, when it is, with the message diagbot.yml gives (`checked_fixture_bytes`)."""
+    for read in (int, float):
+        try:
+            return read(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
@@ -230,21 +323,32 @@ def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diagbot", description="Deterministic regression gate for diagnosis agents.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    from diagbot.scaffold import INIT_KIND, KINDS
+
+    parser = argparse.ArgumentParser(prog="diagbot", description="Deterministic regression gate for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"diagbot {__version__}", help="print the version")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    it = commands.add_parser("init", help="write a diagbot.yml, two example cases and the GitHub workflow")
+    where = "the folder to write to, made when missing (default: the current folder)"
+    it.add_argument("dir", nargs="?", default=".", metavar="DIR", help=where)
+    which = f"the suite kind to start with (default: {INIT_KIND}, for any tool-calling agent)"
+    it.add_argument("--kind", choices=KINDS, default=INIT_KIND, help=which)
+    it.set_defaults(handler=cmd_init)
 
     ev = commands.add_parser("eval", help="evaluate a case file against trace fixtures and write a report")
     ev.add_argument("--cases", required=True, help="the case file (JSON)")
     ev.add_argument("--fixtures", required=True, help="the folder of trace fixtures")
     ev.add_argument("--output", required=True, help="where to write the report JSON")
     ev.add_argument("--suite", default="diagnosis", help="the suite name recorded in the report")
-    ev.add_argument("--max-fixture-bytes", type=int, default=DEFAULT_MAX_FIXTURE_BYTES)
+    size = "the largest fixture read, in bytes; a larger one fails its case (default: %(default)s)"
+    ev.add_argument("--max-fixture-bytes", type=_number, default=DEFAULT_MAX_FIXTURE_BYTES, help=size)
     ev.set_defaults(handler=cmd_eval)
 
     df = commands.add_parser("diff", help="compare two reports; exit 1 on a regression")
-    df.add_argument("--baseline", required=True)
-    df.add_argument("--current", required=True)
-    df.add_argument("--output", required=True)
+    df.add_argument("--baseline", required=True, help="the baseline report (JSON)")
+    df.add_argument("--current", required=True, help="the current report (JSON)")
+    df.add_argument("--output", required=True, help="where to write the diff JSON")
     df.add_argument("--no-fail", action="store_true", help="exit 0 even when there is a regression")
     df.add_argument("--config", help=f"the config whose thresholds and gate apply (default ./{DEFAULT_CONFIG})")
     _add_threshold_flags(df)
@@ -255,14 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--diff", help="the diff against the baseline (omit when there is no baseline)")
     rd.add_argument("--baseline-info", help="JSON describing the baseline's source (branch, sha, runUrl, ...)")
     rd.add_argument("--suite", help="the suite name shown and used in the comment marker")
-    rd.add_argument("--output", required=True)
+    rd.add_argument("--output", required=True, help="where to write the comment (Markdown)")
     rd.set_defaults(handler=cmd_render)
 
     rn = commands.add_parser("run", help="evaluate every suite of diagbot.yml, diff, render; exit 1 on regression")
     rn.add_argument("--config", help="the config file (default ./diagbot.yml; none means the default suite)")
-    rn.add_argument("--baseline", help="a folder of <suite>.json reports, or one report for a single suite")
-    rn.add_argument("--out", default="build/diagbot", help="the report folder to write")
+    rn.add_argument(
+        "--baseline", help="a previous run's report folder (its --out), or one report file for a one-suite config"
+    )
+    rn.add_argument("--out", default=DEFAULT_OUT, help="the report folder to write (default: %(default)s)")
     rn.add_argument("--no-fail", action="store_true", help="report regressions but exit 0")
+    shown = "what stdout gets: the PR comment (text, the default) or the outcome as JSON (diagbot schema run-outcome)"
+    rn.add_argument("--format", choices=("text", "json"), default="text", help=shown)
+    quiet = "print only warnings and errors (and the JSON outcome with --format json); no progress bar"
+    rn.add_argument("--quiet", "-q", action="store_true", help=quiet)
     _add_threshold_flags(rn)
     rn.set_defaults(handler=cmd_run)
 

@@ -6,6 +6,8 @@ gets. Pure but for reading the suites' own files; writing the report folder is `
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,12 +15,13 @@ from pathlib import Path
 from diagbot.core.diff import DiffReport
 from diagbot.core.errors import DiagbotError
 from diagbot.core.gate import Decision, GateSettings, SuiteFacts, decide
+from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.io.baselines import Baselines
 from diagbot.io.config import Config
 from diagbot.io.files import write_file
 from diagbot.kinds import registry
-from diagbot.kinds.base import SuiteInput
+from diagbot.kinds.base import Progress, SuiteInput
 from diagbot.render.markdown import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
@@ -41,6 +44,7 @@ class SuiteOutcome:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     input: SuiteInput | None = None
+    kind: str = ""
 
     def facts(self) -> SuiteFacts:
         return SuiteFacts(
@@ -112,18 +116,22 @@ def run_config(
     run: RunInfo | None,
     gate: GateSettings,
     comment_limit: int = COMMENT_LIMIT,
+    progress: Callable[[str], Progress] | None = None,
 ) -> Outcome:
     """Evaluate and diff every suite; one suite's bad input never stops the others.
 
     A baseline problem (a report the user pointed at that cannot be read, a suite the baseline has that this
-    config lost) fails the gate with exit 2 rather than letting a suite pass for want of a baseline."""
+    config lost) fails the gate with exit 2 rather than letting a suite pass for want of a baseline. `progress`,
+    when given, makes the progress callback of each suite as it starts (the command line's bar)."""
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
     for suite in config.suites:
-        outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name))
+        outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), kind=suite.kind)
         outcomes.append(outcome)
         try:
             spec = outcome.input = config.suite_input(suite, run)
+            if progress is not None:
+                spec = dataclasses.replace(spec, progress=progress(suite.name))
             outcome.report = registry.evaluate(suite.kind, spec)
             if outcome.baseline is not None:
                 outcome.diff = registry.diff_reports(
@@ -133,7 +141,7 @@ def run_config(
             outcome.problems = exc.problems
         if outcome.report is not None and outcome.report.total_cases == 0:
             outcome.warnings.append(
-                f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {suite.cases}"
+                f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {config.shown(suite.cases)}"
             )
     outcomes += _baseline_outcomes(config, baselines)
     info = _with_warnings(baseline_info, outcomes)
@@ -170,12 +178,50 @@ def _with_warnings(info: BaselineInfo, outcomes: list[SuiteOutcome]) -> Baseline
     return info.model_copy(update={"warnings": [*info.warnings, *warnings]})
 
 
+def report_path(out: Path, suite: str) -> Path:
+    return out / "reports" / f"{suite}.json"
+
+
+def diff_path(out: Path, suite: str) -> Path:
+    return out / "diff" / f"{suite}.json"
+
+
 def write_outputs(outcome: Outcome, out: Path) -> None:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline)."""
     for suite in outcome.suites:
         if suite.report is not None:
-            write_file(out / "reports" / f"{suite.name}.json", dump_model_bytes(suite.report))
+            write_file(report_path(out, suite.name), dump_model_bytes(suite.report))
         if suite.diff is not None:
-            write_file(out / "diff" / f"{suite.name}.json", dump_model(suite.diff))
+            write_file(diff_path(out, suite.name), dump_model(suite.diff))
     write_file(out / "comment.md", outcome.comment)
     write_file(out / "summary.md", outcome.summary)
+
+
+def run_outcome(outcome: Outcome, out: Path, config: str | None, baseline: str | None) -> RunOutcome:
+    """The machine-readable outcome of a run whose report folder `write_outputs` wrote to `out`."""
+    views = {v.name: v for v in outcome.views}
+    suites = [_suite_summary(s, views.get(s.name), out) for s in outcome.suites if s.name != BASELINE]
+    code = outcome.exit_code
+    return RunOutcome(
+        conclusion=outcome.decision.conclusion, exit_code=code if code in (0, 1) else 2, reason=outcome.reason,
+        has_regression=outcome.has_regression, config=config, baseline=baseline, report_dir=str(out),
+        comment=str(out / "comment.md"), summary=str(out / "summary.md"), suites=suites,
+        problems=outcome.problems, warnings=[*outcome.baseline_info.warnings],
+    )  # fmt: skip
+
+
+def _suite_summary(suite: SuiteOutcome, view: SuiteView | None, out: Path) -> SuiteOutcomeSummary:
+    report, diff = suite.report, suite.diff
+    total, passed = (report.total_cases, report.passed_cases) if report is not None else (0, 0)
+    failed = view.failing if view is not None else 0
+    return SuiteOutcomeSummary(
+        name=suite.name, kind=suite.kind, evaluated=report is not None, total_cases=total, passed_cases=passed,
+        failed_cases=failed, unchecked_cases=max(0, total - passed - failed),
+        pass_rate=report.pass_rate if report is not None else None,
+        blocking_cases=view.blocking if view is not None else 0, compared=diff is not None,
+        regressions=diff.regression_count if diff else 0, gating_regressions=diff.gating_regressions if diff else 0,
+        improvements=diff.improvement_count if diff else 0, changes=diff.changed_count if diff else 0,
+        report=str(report_path(out, suite.name)) if report is not None else None,
+        diff=str(diff_path(out, suite.name)) if diff is not None else None,
+        problems=suite.problems, warnings=suite.warnings,
+    )  # fmt: skip

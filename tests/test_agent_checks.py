@@ -925,12 +925,13 @@ def test_trace_invalid_json(tmp_path: Path) -> None:
 def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
     write_json(tmp_path / "c1.json", native(call("t"), {"kind": "msg"}))
     assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
-        "trace_invalid: c1.json: $.steps[1].kind: unknown step kind 'msg'; use one of message, tool_call, state_change"
+        "trace_invalid: c1.json: $.steps[1].kind: unknown step kind 'msg'; use one of message, tool_call, "
+        "state_change, retrieval"
     ]
     write_json(tmp_path / "c1.json", {"steps": []})
     assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
         "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-responses, "
-        "openai-chat (see docs/agent.md)"
+        "openai-chat, otlp (see docs/agent.md)"
     ]
 
 

@@ -36,6 +36,12 @@ RULES = {"no_privacy_leak": Check.model_validate({"answer_not_matches": r"\b\d{1
 # What the bundled example is built to show (cases/agent, fixtures/agent): status, gating, and per failing trial
 # the failing codes. Written down from the cases' design, not from a run.
 EXPECTED: dict[str, tuple[str, bool, dict[str, set[str]]]] = {
+    "rag_refund_policy_014": ("passed", True, {}),  # OTLP GenAI spans with a retrieval span
+    "rag_refund_policy_015": (  # OpenInference spans with a RETRIEVER span
+        "failed",
+        True,
+        {"rag_refund_policy_015.json": {"evidence_recall_low", "citation_inaccurate", "citation_missing"}},
+    ),
     "incident_payment_latency_001": ("passed", True, {}),
     "incident_restart_guard_002": ("passed", True, {}),
     "incident_canary_rollback_003": (
@@ -88,7 +94,7 @@ ALL_CODES = {
     "trace_missing", "trace_invalid", "tool_sequence_mismatch", "expected_args_mismatch", "unavailable_tool_called",
     "tool_args_invalid", "precondition_unmet", "confirmation_missing", "duplicate_side_effect",
     "state_transition_forbidden", "audit_missing", "trace_requirement_missing", "final_state_mismatch", "rule_failed",
-    "constraint_failed",
+    "constraint_failed", "evidence_recall_low", "citation_inaccurate", "citation_missing",
 }  # fmt: skip
 
 
@@ -118,9 +124,9 @@ def test_bundled_example_gives_the_verdicts_it_was_built_for() -> None:
         failing = {t.trial: codes(t.failed_checks) for t in r.trial_results if not t.passed}
         seen[r.case_id] = (r.status, r.gating, failing)
     assert seen == EXPECTED
-    assert (report.total_cases, report.passed_cases, report.unchecked_cases, report.pass_rate) == (15, 9, 1, 0.642857)
-    assert (report.gating_cases, report.gating.passed_cases, report.gating.pass_rate) == (13, 9, 0.75)
-    assert report.gating.pass_hat_k == {"1": 0.777778}  # the mean of c/n over the 12 checked gating cases
+    assert (report.total_cases, report.passed_cases, report.unchecked_cases, report.pass_rate) == (17, 10, 1, 0.625)
+    assert (report.gating_cases, report.gating.passed_cases, report.gating.pass_rate) == (15, 10, 0.714286)
+    assert report.gating.pass_hat_k == {"1": 0.738095}  # the mean of c/n over the 14 checked gating cases
 
 
 def test_every_check_code_fails_somewhere_in_the_bundled_example() -> None:
@@ -165,7 +171,7 @@ def test_golden_comment_against_the_bundled_baseline() -> None:
     outcome = _outcome()
     body = outcome.comment
     assert body.index("Blocking: refund\\_submit\\_confirmed\\_011 (P0) failed") < body.index("#### Regressions")
-    assert "14 of 15 cases were comparable with the baseline" in body
+    assert "16 of 17 cases were comparable with the baseline" in body
     check_golden("agent/comment.md", body)
 
 
@@ -204,7 +210,7 @@ def test_a_changed_case_version_is_one_changed_item_and_leaves_the_aggregates() 
     assert [(i.type, i.metric, i.baseline_value, i.current_value) for i in mine] == [
         (ItemType.CHANGED, "caseVersion", "v0", "v1")
     ]
-    assert diff.common_cases == 14 and not diff.has_regression
+    assert diff.common_cases == 16 and not diff.has_regression
     assert not [i for i in diff.items if i.metric.endswith("passRate") and i.case_id is None and "gating" in i.metric]
 
 
@@ -246,7 +252,7 @@ def test_a_stored_report_is_read_back_with_its_aggregates_remade() -> None:
     data = json.loads(dump_model(bundled_report()))
     data["passRate"], data["gating"]["passRate"] = 1.0, 1.0
     report = AgentKind().parse(data, "report.json")
-    assert (report.pass_rate, report.gating.pass_rate) == (0.642857, 0.75)
+    assert (report.pass_rate, report.gating.pass_rate) == (0.625, 0.714286)
 
 
 # --- case files ----------------------------------------------------------------------------------------------------
@@ -418,7 +424,7 @@ def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
     base = "suites:\n  - name: a\n    kind: agent\n    cases: c\n    fixtures: f\n"
     assert config_problems(base + "    trials: 0\n    trace-format: openai\n    tool-eror-pattern: x\n") == [
         "diagbot.yml: suites.0.trace-format: Value error, unknown trace format 'openai'; use one of auto, diagbot, "
-        "openai-responses, openai-chat",
+        "openai-responses, openai-chat, otlp",
         "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0",
         "diagbot.yml: unknown key 'suites.0.tool-eror-pattern' (did you mean tool-error-pattern?)",
     ]
@@ -478,4 +484,4 @@ def test_annotations_point_at_the_failing_cases_file_and_line() -> None:
     assert "refund_submit_confirmed_011" in lines[p0.line - 1]
     assert p0.message.startswith("1/3 trials passed\nprecondition_unmet: ")
     assert "agent: incident_canary_rollback_003 (P1, informational)" in found
-    assert len(found) == 5
+    assert len(found) == 6

@@ -80,7 +80,8 @@ def calls_run(*calls: tuple[str, str], answer: str = "done") -> list[dict[str, A
 
 
 UNKNOWN_FORMAT = (
-    "$: not a run format diagbot knows; expected one of diagbot, openai-responses, openai-chat (see docs/agent.md)"
+    "$: not a run format diagbot knows; expected one of diagbot, openai-responses, openai-chat, otlp "
+    "(see docs/agent.md)"
 )
 
 
@@ -256,7 +257,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ('{"messages":[{"role":"assistant","content":"done"}],"duration_ms":1e999}',
          "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found inf"),
         (NATIVE + '"steps":[{"kind":"wat"}]}',
-         "$.steps[0].kind: unknown step kind 'wat'; use one of message, tool_call, state_change"),
+         "$.steps[0].kind: unknown step kind 'wat'; use one of message, tool_call, state_change, retrieval"),
         (NATIVE + '"steps":[{"kind":"message","role":"assistant","contnt":"done"}]}',
          "$.steps[0].contnt: unknown field (did you mean content?)"),
         (NATIVE + '"steps":[{"kind":"tool_call","tool":"t","error":"yes"}]}',

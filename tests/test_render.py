@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from diagbot.kinds.registry import view
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, build_report
-from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
+from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown, table
 from tests.conftest import check_golden
 
 ARTIFACT = BaselineInfo(
@@ -210,3 +210,15 @@ def test_templates_load_from_an_install_outside_the_checkout(tmp_path: Path) -> 
     out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("<!-- diagbot:t -->")
+
+
+def test_table_pads_each_column_to_its_widest_cell() -> None:
+    """The GitHub table layout the goldens were reviewed in: a header gets two spaces more than its text, cells
+    are stripped of outer spaces, and an empty body still has its header and rule."""
+    assert table([["✅", " a ", "long cell"], ["", "bb", ""]], ["", "Case", "X"]) == (
+        "|    | Case   | X         |\n"
+        "|----|--------|-----------|\n"
+        "| ✅  | a      | long cell |\n"
+        "|    | bb     |           |"
+    )
+    assert table([], ["Case", "Metric"]) == "| Case   | Metric   |\n|--------|----------|"

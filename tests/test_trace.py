@@ -30,9 +30,21 @@ from tests.conftest import case_dict, trace_dict, write_json
         (b'{"session": {\n "answer": "x",\n}', "f.json: not valid JSON (trailing comma at line 3 column 1)"),
         (b"\xff\xfe{}", "f.json: not UTF-8 (bad byte at offset 0); re-save as UTF-8"),
         (b"[" * 50_000, "f.json: not valid JSON (recursion limit exceeded at line 1 column 202)"),
-        (b"", "f.json: not valid JSON (EOF while parsing a value at line 1 column 0)"),
+        (b"", "f.json is empty (no JSON in it); record the trace again"),
+        (b" \n\t\n", "f.json is empty (no JSON in it); record the trace again"),
     ],
-    ids=["array", "wrong-list", "object-for-list", "number-answer", "string-bool", "syntax", "utf8", "deep", "empty"],
+    ids=[
+        "array",
+        "wrong-list",
+        "object-for-list",
+        "number-answer",
+        "string-bool",
+        "syntax",
+        "utf8",
+        "deep",
+        "empty",
+        "whitespace",
+    ],
 )
 def test_parse_problems(data: bytes, message: str) -> None:
     assert parse_trace(data, "f.json") == FixtureProblem(code="fixture_invalid", message=message)

@@ -44,12 +44,15 @@ def read_bounded(path: Path, cap: int) -> bytes:
         if info.st_size > cap:
             raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit")
         chunks, size = [], 0
+        want = info.st_size + 1  # the whole file in one read; after a short read, one byte to see the end
         while size <= cap:
-            chunk = os.read(fd, min(_CHUNK, cap + 1 - size))
+            ask = max(1, min(want, cap + 1 - size))
+            chunk = os.read(fd, ask)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
+            want = _CHUNK if len(chunk) == ask else 1
         if size > cap:
             raise FileProblem(f"grew past the {cap:,}-byte limit while being read")
         return b"".join(chunks)

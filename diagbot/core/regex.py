@@ -154,6 +154,34 @@ def compile_regex(pattern: str) -> Regex:
     return Regex(compiled, pattern)
 
 
+_CAPTURING = re2.Options()
+_CAPTURING.log_errors = False
+
+
+@lru_cache(maxsize=64)
+def _with_groups(pattern: str) -> Any:
+    compile_regex(pattern)  # the same bounds as any pattern; raises ValueError past them
+    return re2.compile(pattern, _CAPTURING)
+
+
+def named_groups(pattern: str) -> set[str]:
+    """The names of the pattern's named groups (the pattern must be valid: see `valid_regex`)."""
+    return set(_with_groups(pattern).groupindex)
+
+
+def find_named(pattern: str, text: str, limit: int) -> list[dict[str, str | None]]:
+    """The named groups of the first `limit` matches of `pattern` in `text`, left to right (None for a group that
+    took no part in a match). Only this needs captures; every other search runs without them."""
+    found: list[dict[str, str | None]] = []
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")  # RE2 reads UTF-8, which holds no lone surrogate
+    for match in _with_groups(pattern).finditer(text):
+        if len(found) == limit:
+            break
+        found.append(match.groupdict())
+    return found
+
+
 def valid_regex(pattern: str) -> str:
     """A pydantic AfterValidator: the pattern itself when RE2 can run it within the bounds, else a ValueError."""
     try:

@@ -79,6 +79,8 @@ def dump_model_bytes(model: Output | SuiteReport) -> bytes:
 def load_json_object(text: str, where: str) -> dict[str, Any]:
     """A report file's JSON object, or a ReportFormatError that says where it went wrong. Reports may come from
     an artifact a fork wrote, so the count of arrays and objects is capped before anything is built."""
+    if not text or text.isspace():
+        raise ReportFormatError(f"{where}: the file is empty; give one diagbot wrote")
     containers = text.count("[") + text.count("{")
     if containers > MAX_CONTAINERS:
         raise ReportFormatError(

@@ -31,7 +31,13 @@ def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
         text = read_text_bounded(path, cap)
     except FileProblem as problem:
         raise ReportFormatError(f"{path}: the report {problem.message}") from None
-    return parse_any_report(text, str(path))
+    return _report(text, str(path))
+
+
+def _report(text: str, where: str) -> SuiteReport:
+    if not text or text.isspace():  # stops at the first other character: a big report is not copied
+        raise ReportFormatError(f"{where}: the report is empty; give a report a diagbot run or eval wrote")
+    return parse_any_report(text, where)
 
 
 def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
@@ -103,6 +109,6 @@ def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ReportFormatError(f"{where}: the report is not UTF-8 text") from None
-        found.reports[name] = parse_any_report(text, where)
+        found.reports[name] = _report(text, where)
     except DiagbotError as exc:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from diagbot.core import values
 from diagbot.core.diff import Thresholds
@@ -25,6 +25,11 @@ MAX_CONFIG_BYTES = 1024 * 1024
 FORBIDDEN_ROOTS = frozenset({"proc", "sys", "dev"})
 
 
+FixtureBytes = Annotated[int, Field(gt=0)]
+"""The per-fixture read limit, wherever it is given (diagbot.yml's max-fixture-bytes, the --max-fixture-bytes flag)."""
+_FIXTURE_BYTES: TypeAdapter[int] = TypeAdapter(FixtureBytes)
+
+
 class SuiteConfig(StrictInput):
     """One suite. Keys beyond these belong to the suite's kind and are validated by its `options` model."""
 
@@ -34,7 +39,7 @@ class SuiteConfig(StrictInput):
     kind: str = DEFAULT_KIND
     cases: str
     fixtures: str
-    max_fixture_bytes: int = Field(default=64 * 1024 * 1024, gt=0, alias="max-fixture-bytes")
+    max_fixture_bytes: FixtureBytes = Field(default=64 * 1024 * 1024, alias="max-fixture-bytes")
 
     @field_validator("kind")
     @classmethod
@@ -130,6 +135,14 @@ class ThresholdConfig(StrictInput):
         )
 
 
+def checked_fixture_bytes(value: object, where: str = "--max-fixture-bytes") -> int:
+    """A fixture size limit given outside diagbot.yml, refused (ConfigError) with the message diagbot.yml gives."""
+    try:
+        return _FIXTURE_BYTES.validate_python(value)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {exc.errors()[0]['msg']} (got {value!r:.40})") from None
+
+
 def given_thresholds(source: object) -> dict[str, float]:
     """The thresholds `source` sets, keyed like diagbot.yml. CLI flags and action inputs use ThresholdConfig's
     field names, so one function reads both; an unset value (None) is left out."""
@@ -158,6 +171,8 @@ class Config(StrictInput):
     thresholds: ThresholdConfig = ThresholdConfig()
     gate: GateConfig = GateConfig()
     root: Path = Field(default=Path("."), exclude=True)
+    # The config file as it was given (`diagbot.yml`, `sub/diagbot.yml`); None for the built-in default suite.
+    source: str | None = Field(default=None, exclude=True)
     # Every suite path must resolve inside this folder (the action sets it to the workspace); None: anywhere but
     # the kernel's own trees.
     boundary: Path | None = Field(default=None, exclude=True)
@@ -179,36 +194,89 @@ class Config(StrictInput):
     def path(self, relative: str) -> Path:
         return self.root / relative
 
+    @property
+    def where(self) -> str:
+        """How messages name this config: its file as given, or what stands in for it."""
+        return self.source or "the built-in default suite (no diagbot.yml)"
+
+    @property
+    def relative_to(self) -> str:
+        """What the suites' paths are relative to, as messages say it: `relative to ./diagbot.yml`."""
+        if self.source is None:
+            return f"relative to {'the current folder' if self.root == Path('.') else self.root}"
+        return f"relative to {_shown(self.source)}"
+
+    def shown(self, relative: str) -> str:
+        """A configured path as the user wrote it, with what it is relative to."""
+        return f"{relative} ({self.relative_to})"
+
     def confined(self, relative: str, key: str) -> Path:
         """A configured path, refused when it resolves outside the boundary or into /proc, /sys or /dev: a pull
         request's diagbot.yml must not point a check at the runner's environment or secrets."""
         path = self.path(relative)
-        where = f"{self.root / DEFAULT_CONFIG}: {key}: {relative!r}"
+        where = f"{self.where}: {key}: {relative!r}"
+        base = f" ({self.relative_to})"
         try:
             resolved = path.resolve()
         except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
-            raise ConfigError(f"{where} cannot be resolved (a symbolic link loop?); give a plain path") from None
+            raise ConfigError(f"{where} cannot be resolved (a symbolic link loop?); give a plain path{base}") from None
         if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS:
             raise ConfigError(
-                f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository"
+                f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository{base}"
             )
         if self.boundary is not None and not resolved.is_relative_to(self.boundary.resolve()):
-            raise ConfigError(f"{where} resolves outside the workspace ({resolved}); give a path inside the repository")
+            raise ConfigError(
+                f"{where} resolves outside the workspace ({resolved}); give a path inside the repository{base}"
+            )
         return path
+
+    def _existing(self, suite: SuiteConfig, index: int) -> tuple[Path, Path]:
+        """The suite's cases and fixtures, which must exist: a missing one is named as written in the config, with
+        what it is relative to, before any kind looks for it."""
+        cases = self.confined(suite.cases, f"suites.{index}.cases")
+        fixtures = self.confined(suite.fixtures, f"suites.{index}.fixtures")
+        problems = []
+        if not cases.exists():
+            noun = _CASES_NOUN.get(suite.kind, "cases")
+            problems.append(f"{self.shown(suite.cases)}: {noun} not found; {self._fix(f'suites.{index}.cases')}")
+        if not fixtures.is_dir():
+            what = "is not a folder" if fixtures.exists() else "not found"
+            problems.append(
+                f"{self.shown(suite.fixtures)}: fixtures folder {what}, so no case could be judged; "
+                f"{self._fix(f'suites.{index}.fixtures')}"
+            )
+        if problems:
+            raise ConfigError(*problems)
+        return cases, fixtures
+
+    def _fix(self, key: str) -> str:
+        if self.source is None:  # that this is the built-in default suite, the command line's note says once
+            return "write a diagbot.yml that names your suites"
+        return f"fix {key} in {self.where}"
 
     def suite_input(self, suite: SuiteConfig, run: RunInfo | None = None) -> SuiteInput:
         index = self.suites.index(suite) if suite in self.suites else 0
+        cases, fixtures = self._existing(suite, index)
         return SuiteInput(
             name=suite.name,
-            cases=self.confined(suite.cases, f"suites.{index}.cases"),
-            fixtures=self.confined(suite.fixtures, f"suites.{index}.fixtures"),
+            cases=cases,
+            fixtures=fixtures,
             cases_label=str(self.path(suite.cases)),
             fixtures_label=str(self.path(suite.fixtures)),
             max_fixture_bytes=suite.max_fixture_bytes,
             run=run,
-            options=suite.kind_options(str(self.root / DEFAULT_CONFIG), index),
+            options=suite.kind_options(self.source or DEFAULT_CONFIG, index),
             governance=Governance(tuple(self.gate.roles), tuple(self.gate.usage_rights)),
         )
+
+
+_CASES_NOUN = {"trace": "case file", "workspace": "cases folder", "agent": "case file or folder"}
+
+
+def _shown(config: str) -> str:
+    """A config file's path as messages give it: `./diagbot.yml` for one in the current folder."""
+    path = Path(config)
+    return f"./{config}" if not path.is_absolute() and len(path.parts) == 1 else config
 
 
 def default_config(root: Path) -> Config:
@@ -219,6 +287,11 @@ def default_config(root: Path) -> Config:
 
 def parse_config(text: str, where: str, root: Path) -> Config:
     """Validate diagbot.yml's text; every problem is listed with its location and, for typos, a suggestion."""
+    if not text or text.isspace():
+        raise ConfigError(
+            f"{where}: the config file is empty; list the suites under 'suites:' (see the README), or remove the "
+            "file to run the built-in default suite"
+        )
     try:
         data = values.load_yaml(text)
     except RecursionError:
@@ -229,13 +302,15 @@ def parse_config(text: str, where: str, root: Path) -> Config:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         raise ConfigError(f"{where}{at}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if data is None:
+        raise ConfigError(f"{where}: the config file holds only comments; list the suites under 'suites:'")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with a 'suites' list")
     bad_text = values.surrogate_paths(data) if values.may_hold_surrogates(text) else []
     if bad_text:
         raise ConfigError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
     try:
-        config = Config.model_validate({**data, "root": root})
+        config = Config.model_validate({**data, "root": root, "source": where})
     except ValidationError as exc:
         problems = []
         extras = _extra_key_problems(data, where)
@@ -245,7 +320,7 @@ def parse_config(text: str, where: str, root: Path) -> Config:
                 problems += extras.pop(index)
             loc = ".".join(str(p) for p in error["loc"])
             if error["type"] == "extra_forbidden":
-                known = [n for n in field_names_at(Config, error["loc"]) if n != "root"]
+                known = [n for n in field_names_at(Config, error["loc"]) if n not in ("root", "source", "boundary")]
                 close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 problems.append(f"{where}: unknown key '{loc}'{hint}")

@@ -6,9 +6,10 @@ action, CLI) only ever call these methods, looked up by the kind's name in `diag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -17,6 +18,12 @@ from diagbot.core.report import RunInfo, SuiteReport
 from diagbot.render.markdown import SuiteView
 
 R = TypeVar("R", bound=SuiteReport)
+R_contra = TypeVar("R_contra", bound=SuiteReport, contravariant=True)
+T = TypeVar("T")
+
+Progress = Callable[[int, int | None], None]
+"""Told after each case of a suite is judged: how many are done, and how many there are (None when the kind
+streams its cases and cannot know yet). The command line's progress bar is the one user."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,32 @@ class SuiteInput:
     run: RunInfo | None = None
     options: Any = None  # the kind's own diagbot.yml keys, validated by its `options` model (None: it has none)
     governance: Governance = Governance()
+    progress: Progress | None = field(default=None, compare=False, repr=False)
+
+
+def tracked(cases: Iterable[T], progress: Progress | None, total: int | None = None) -> Iterable[T]:
+    """The cases, telling `progress` after each one is judged; the cases themselves when nobody asks."""
+    return cases if progress is None else _report_each(iter(cases), progress, total)
+
+
+def tracked_list(cases: list[T], progress: Progress | None) -> list[T]:
+    """`tracked` for a kind whose evaluation takes a list: the same list, reporting as it is iterated."""
+    return cases if progress is None else _TrackedList(cases, progress)
+
+
+def _report_each(cases: Iterator[T], progress: Progress, total: int | None) -> Iterator[T]:
+    for done, case in enumerate(cases, 1):
+        yield case  # the caller judges it before asking for the next one
+        progress(done, total)
+
+
+class _TrackedList(list[T]):
+    def __init__(self, cases: list[T], progress: Progress) -> None:
+        super().__init__(cases)
+        self._progress = progress
+
+    def __iter__(self) -> Iterator[T]:
+        return _report_each(super().__iter__(), self._progress, len(self))
 
 
 @dataclass(frozen=True)
@@ -90,4 +123,14 @@ class Kind(Protocol[R]):
 
     def console(self, report: R) -> str:
         """A one-screen summary for the terminal."""
+        ...
+
+
+@runtime_checkable
+class HasWarnings(Protocol[R_contra]):
+    """A kind whose reports carry warnings about the suite's input as a whole (the trace kind: fields no fixture
+    held, near-miss keys). Never part of a verdict; a kind without this method has none to give."""
+
+    def warnings(self, report: R_contra) -> list[str]:
+        """The report's warnings, in the order the kind found them."""
         ...

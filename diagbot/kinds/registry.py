@@ -9,7 +9,7 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, load_json_object
 from diagbot.kinds.agent import AgentKind
-from diagbot.kinds.base import Annotation, Kind, SuiteInput
+from diagbot.kinds.base import Annotation, HasWarnings, Kind, SuiteInput
 from diagbot.kinds.trace import TraceKind
 from diagbot.kinds.workspace import WorkspaceKind
 from diagbot.render.markdown import SuiteView
@@ -63,6 +63,12 @@ def console(report: SuiteReport) -> str:
 
 def blocking(report: SuiteReport) -> list[str]:
     return list(kind_of(report).blocking(report))
+
+
+def warnings(report: SuiteReport) -> list[str]:
+    """What the report says about its suite's input as a whole; [] for a kind that says nothing of the kind."""
+    kind = kind_of(report)
+    return list(kind.warnings(report)) if isinstance(kind, HasWarnings) else []
 
 
 def validate(kind: str, suite: SuiteInput) -> list[str]:

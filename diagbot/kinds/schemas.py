@@ -1,5 +1,6 @@
 """The JSON Schemas diagbot publishes (`diagbot schema NAME`, committed under `schemas/`): the agent case file,
-the native agent trace and every kind's report. Editors use them for completion and checking."""
+the native agent trace, the trace fixture, the workspace case.yaml and every kind's report. Editors use them for
+completion and checking."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from diagbot.core.outcome import RunOutcome
 from diagbot.kinds.agent.cases import FIELD_NAMES, AgentCase
 from diagbot.kinds.agent.formats.native import FORMAT, VERSION
 from diagbot.kinds.agent.report import AgentReport
+from diagbot.kinds.trace.fixture import Trace
 from diagbot.kinds.trace.report import TraceReport
-from diagbot.kinds.workspace.judge import WorkspaceReport
+from diagbot.kinds.workspace.judge import WorkspaceCase, WorkspaceReport
 
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _BASE = "https://diagbot.dev/schemas/"  # an identifier only: nothing is fetched from it
@@ -52,8 +55,35 @@ def agent_case_file() -> dict[str, Any]:
 def agent_trace() -> dict[str, Any]:
     """The native run format, written out by hand: `formats/native.py` reads exactly this."""
     duration = {"type": ["number", "null"], "minimum": 0}
+    optional_text = {"type": ["string", "null"]}
+    citation = {
+        "type": "object",
+        "required": ["doc_id"],
+        "additionalProperties": False,
+        "properties": {"doc_id": {"type": "string"}, "passage_id": optional_text},
+    }
+    document = {
+        "type": "object",
+        "required": ["id"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string"},
+            "passage_id": optional_text,
+            "score": {"type": ["number", "null"]},
+            "rank": {"type": ["integer", "null"], "minimum": 1},
+            "content": optional_text,
+        },
+    }
     step: dict[str, dict[str, Any]] = {
-        "message": {"role": {"type": "string"}, "content": {"type": ["string", "null", "array"]}},
+        "message": {
+            "role": {"type": "string"},
+            "content": {"type": ["string", "null", "array"]},
+            "citations": {
+                "type": ["array", "null"],
+                "items": citation,
+                "description": "the sources an assistant message cites; the run's citations are the answer's",
+            },
+        },
         "tool_call": {
             "id": {"type": ["string", "null"]},
             "tool": {"type": "string"},
@@ -64,8 +94,17 @@ def agent_trace() -> dict[str, Any]:
             "audit": {"type": ["object", "null"]},
         },
         "state_change": {"key": {"type": "string"}, "from": {}, "to": {}},
+        "retrieval": {
+            "query": optional_text,
+            "documents": {"type": "array", "items": document, "description": "in the order the retriever returned"},
+        },
     }
-    required = {"message": ["kind", "role"], "tool_call": ["kind", "tool"], "state_change": ["kind", "key"]}
+    required = {
+        "message": ["kind", "role"],
+        "tool_call": ["kind", "tool"],
+        "state_change": ["kind", "key"],
+        "retrieval": ["kind", "documents"],
+    }
     return {
         "$schema": _DRAFT,
         "$id": f"{_BASE}agent-trace.schema.json",
@@ -100,6 +139,9 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "agent-case": agent_case_file,
     "agent-trace": agent_trace,
     "agent-report": lambda: _model(AgentReport, "agent-report", "diagbot agent suite report"),
+    "trace-fixture": lambda: _model(Trace, "trace-fixture", "diagbot trace fixture: one recorded run of a trace suite"),
     "trace-report": lambda: _model(TraceReport, "trace-report", "diagbot trace suite report"),
+    "workspace-case": lambda: _model(WorkspaceCase, "workspace-case", "diagbot workspace case (case.yaml)"),
     "workspace-report": lambda: _model(WorkspaceReport, "workspace-report", "diagbot workspace suite report"),
+    "run-outcome": lambda: _model(RunOutcome, "run-outcome", "diagbot run --format json: the outcome of a run"),
 }

@@ -1,7 +1,7 @@
 """Markdown for people: the PR comment and the job summary, from jinja2 templates in `templates/`.
 
-Python prepares plain rows (already escaped) and the templates lay them out; tables go through tabulate's
-`github` format via the `table` filter. Comment bodies are kept under GitHub's limit by cutting the least
+Python prepares plain rows (already escaped) and the templates lay them out; the `table` filter pads them
+into a GitHub table. Comment bodies are kept under GitHub's limit by cutting the least
 important sections first (all results, then changes, improvements, regressions) and saying what was cut.
 """
 
@@ -13,7 +13,6 @@ from typing import Any
 
 import jinja2
 from pydantic import Field
-from tabulate import tabulate
 
 from diagbot import __version__
 from diagbot.core.diff import DiffItem, DiffReport, ItemType
@@ -122,8 +121,18 @@ def delta_pp(before: float | None, after: float | None) -> str:
 
 
 def table(rows: list[list[str]], headers: list[str]) -> str:
-    """A GitHub-flavoured table; cells must already be escaped with `md`."""
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    """A GitHub-flavoured table, every column padded to its widest cell (a header gets two spaces more); cells
+    must already be escaped with `md`, which leaves no line break in them."""
+    heads = list(headers)
+    body = [[cell.strip() for cell in row] for row in rows]
+    widths = [max([len(h) + 2, *(len(row[i]) for row in body)]) for i, h in enumerate(heads)]
+    lines = [_line(heads, widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += [_line(row, widths) for row in body]
+    return "\n".join(lines)
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "|" + "|".join(f" {cell.ljust(width)} " for cell, width in zip(cells, widths, strict=True)) + "|"
 
 
 def short_sha(sha: str | None) -> str:
@@ -224,7 +233,7 @@ def _common_note(diff: DiffReport | None) -> str:
 
 
 def _row_width(rows: list[list[str]]) -> int:
-    """The width tabulate gives each row of these rows: every cell padded to its column's widest."""
+    """The width `table` gives each row of these rows: every cell padded to its column's widest."""
     if not rows:
         return 1
     return sum(max(len(cell) for cell in column) + 3 for column in zip(*rows, strict=True)) + 1

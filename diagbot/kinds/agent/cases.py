@@ -9,6 +9,7 @@ shape that was written, instead of once per alternative.
 from __future__ import annotations
 
 from datetime import date
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
@@ -31,6 +32,7 @@ MAX_MS = 10.0**12  # the largest duration a case may give, in milliseconds (abou
 Regex = Annotated[str, AfterValidator(valid_regex)]
 Query = Annotated[str, AfterValidator(valid_query)]
 Texts = Annotated[list[str], Field(max_length=MAX_ITEMS)]
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a rate from 0 to 1
 NeedleList = Annotated[list[str], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing could never fail
 
 
@@ -140,8 +142,8 @@ class Check(Model):
             raise ValueError(f"a check object takes exactly one of {', '.join(CHECK_KEYS)} ({found})")
         return self
 
-    @property
-    def key(self) -> str:
+    @cached_property
+    def key(self) -> str:  # computed once: every trial of every case asks
         return next(key for key in CHECK_KEYS if getattr(self, key) is not None)
 
     @property
@@ -220,6 +222,8 @@ class EvaluatorConfig(Model):
     args_match: Literal["partial", "exact"] = "partial"
     rule_checks: Annotated[list[RuleRef], Field(max_length=MAX_ITEMS)] = Field(default_factory=list)
     judge: Any = None  # a judge or rubric run elsewhere: recorded, never machine-checked
+    # the lowest passing value of a machine-checked RAG metric (see rag.py); 1.0 when not given
+    thresholds: Annotated[dict[str, Share], Field(max_length=MAX_ITEMS)] = Field(default_factory=dict)
 
 
 # --- Tool and side-effect fields (12.6, 12.6.1) -------------------------------------------------------------------

@@ -19,11 +19,12 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, run_query, truthy
-from diagbot.core.regex import Regex, compile_regex
+from diagbot.core.regex import Regex, compile_regex, find_named
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
+from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
 from diagbot.kinds.agent.match import args_mismatch, max_matching, ordered_matching, show
-from diagbot.kinds.agent.run import Message, Run, StateChange, ToolCall
+from diagbot.kinds.agent.run import Citation, Message, Run, StateChange, ToolCall
 
 MAX_MATCHED_CHARS = MAX_TEXT_CHARS
 """Characters of the answer a regex reads (and of a user message a confirmation pattern reads); text matching
@@ -31,6 +32,7 @@ reads as many (`core.text.fold`)."""
 MAX_CHECK_STEPS = 2_000_000
 """Comparisons one check may make on one trial (calls against expected items, preconditions, keys, ...): the
 product of what a case asks and what a run holds is bounded, and a check that hits it fails saying so."""
+MAX_CITATIONS = 1_000  # citations of one answer that are compared with the gold evidence
 _NAMES_SHOWN = 12
 _LISTED = 5  # failures of one kind listed per check before "and N more"
 
@@ -53,6 +55,9 @@ class Code:
     FINAL_STATE_MISMATCH = "final_state_mismatch"
     RULE_FAILED = "rule_failed"
     CONSTRAINT_FAILED = "constraint_failed"
+    EVIDENCE_RECALL_LOW = "evidence_recall_low"
+    CITATION_INACCURATE = "citation_inaccurate"
+    CITATION_MISSING = "citation_missing"
 
 
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
@@ -103,6 +108,7 @@ class Trial:
     confirmation: Confirmation
     initial_state: dict[str, Any]  # the case's `initial_state`, else its `state`
     exact: bool = False  # the case's `args_match: exact`
+    citation_pattern: str | None = None  # the suite's `citation-pattern`
     steps: int = 0  # comparisons made by the check running now
 
     def spend(self, count: int) -> None:
@@ -122,6 +128,18 @@ class Trial:
         return fold("\n".join(self.run.assistant_texts))
 
     @cached_property
+    def citations(self) -> list[Citation]:
+        """The answer's citations: those the run records, then those `citation-pattern` finds in the answer (in
+        the part a regex reads), each once, at most MAX_CITATIONS."""
+        found = dict.fromkeys(self.run.citations[:MAX_CITATIONS])
+        if self.citation_pattern is not None:
+            for groups in find_named(self.citation_pattern, searched(self.run.answer), MAX_CITATIONS):
+                doc = groups.get("doc_id")
+                if doc:
+                    found.setdefault(Citation(doc, groups.get("passage_id") or None))
+        return list(found)[:MAX_CITATIONS]
+
+    @cached_property
     def final_state(self) -> dict[str, Any]:
         """The recorded final state, else the initial state with every recorded state change applied."""
         if self.run.final_state is not None:
@@ -136,9 +154,12 @@ class Trial:
         return state
 
 
-def trial(run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Confirmation) -> Trial:
+def trial(
+    run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Confirmation, citation_pattern: str | None = None
+) -> Trial:
     initial = dict(case.initial_state if case.initial_state is not None else case.state or {})
-    return Trial(run, rules, confirmation, initial, exact=case.evaluator_config.args_match == "exact")
+    exact = case.evaluator_config.args_match == "exact"
+    return Trial(run, rules, confirmation, initial, exact=exact, citation_pattern=citation_pattern)
 
 
 def _names(calls: list[Any]) -> str:
@@ -673,6 +694,66 @@ def constraints(case: AgentCase, t: Trial) -> list[str]:
     return failures
 
 
+def metrics(case: AgentCase, t: Trial) -> dict[str, float]:
+    """The machine-checked RAG metrics the case asks for, on this trial (citation accuracy only when the answer
+    cites something)."""
+    gold = case.gold_evidence or []
+    found: dict[str, float] = {}
+    for name in case.evaluation_metrics or []:
+        k = rag.recall_k(name)
+        if k is not None and any(g.required for g in gold):
+            found[name] = rag.recall(gold, t.run.retrievals, k)[0]
+        elif name == rag.ACCURACY and gold:
+            value = rag.accuracy(gold, t.citations)[0]
+            if value is not None:
+                found[name] = value
+    return found
+
+
+def _threshold(case: AgentCase, name: str) -> float:
+    return case.evaluator_config.thresholds.get(name, rag.DEFAULT_THRESHOLD)
+
+
+def _labels(items: list[Any]) -> str:
+    shown = [rag.label(i) for i in items[:_NAMES_SHOWN]]
+    return ", ".join(shown) + (f", … {len(items) - _NAMES_SHOWN} more" if len(items) > _NAMES_SHOWN else "")
+
+
+def evidence_recall(case: AgentCase, t: Trial) -> list[str]:
+    gold, failures = case.gold_evidence or [], []
+    for name in dict.fromkeys(m for m in case.evaluation_metrics or [] if rag.recall_k(m) is not None):
+        k = rag.recall_k(name) or 0
+        value, missed = rag.recall(gold, t.run.retrievals, k)
+        t.spend(len(gold) * sum(min(k, len(r.documents)) for r in t.run.retrievals))
+        if value < _threshold(case, name):
+            where = "the run records no retrieval" if not t.run.retrievals else f"not in the top {k}: {_labels(missed)}"
+            failures.append(f"{name} {value:.2f} < {_threshold(case, name):g} ({where})")
+    return failures
+
+
+def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
+    t.spend(len(case.gold_evidence or []) * len(t.citations))
+    value, wrong = rag.accuracy(case.gold_evidence or [], t.citations)
+    if value is None or value >= _threshold(case, rag.ACCURACY):
+        return []
+    return [f"citation_accuracy {value:.2f} < {_threshold(case, rag.ACCURACY):g} (not gold evidence: {_labels(wrong)})"]
+
+
+def citation_required(case: AgentCase, t: Trial) -> list[str]:
+    gold = case.gold_evidence or []
+    t.spend(len(gold) * len(t.citations))
+    if rag.cites_required(gold, t.citations):
+        return []
+    required = [g for g in gold if g.required]
+    wanted = f"none of {_labels(required)}" if required else "nothing"
+    cited = f"; it cites {_labels(t.citations)}" if t.citations else ""
+    return [f"the answer cites {wanted} (citation_requirement asks for a citation){cited}"]
+
+
+def _asks_metric(test: Callable[[str], bool]) -> Callable[[AgentCase], bool]:
+    return lambda case: any(test(name) for name in case.evaluation_metrics or [])
+
+
 @dataclass(frozen=True)
 class CaseCheck:
     code: str
@@ -738,6 +819,9 @@ CHECKS: list[CaseCheck] = [
         ),
         constraints,
     ),
+    CaseCheck(Code.EVIDENCE_RECALL_LOW, _asks_metric(lambda m: rag.recall_k(m) is not None), evidence_recall),
+    CaseCheck(Code.CITATION_INACCURATE, _asks_metric(lambda m: m == rag.ACCURACY), citation_accuracy),
+    CaseCheck(Code.CITATION_MISSING, lambda c: rag.required_citation(c.citation_requirement), citation_required),
 ]
 
 

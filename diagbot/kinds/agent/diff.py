@@ -58,6 +58,8 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
                 if p
             )
             items += changed(cid, "failedChecks", sorted(before), sorted(after), f"failing checks changed: {said}")
+    for name in sorted(set(old.metrics) & set(new.metrics)):  # RAG metrics: higher is better
+        items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
     items += changed(cid, "gating", old.gating, new.gating,
                      f"gating {'yes' if old.gating else 'no'} → {'yes' if new.gating else 'no'}"
                      + (f" ({new.not_gating_because})" if new.not_gating_because else ""))  # fmt: skip

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
+from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, Transition
-from diagbot.kinds.agent.checks import CHECKS, Code, judge, trial
+from diagbot.kinds.agent.checks import CHECKS, Code, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
@@ -20,7 +22,7 @@ from diagbot.kinds.agent.run import Run, TraceInvalid
 from diagbot.kinds.base import Governance
 
 MAX_TRIALS = 100
-TRIAL_SUFFIXES = (".json",)  # the files of a case's folder that are its trials; anything else there is left alone
+TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are its trials (JSON Lines: OTLP)
 _SHOWN = 160
 
 
@@ -44,15 +46,16 @@ class Fixtures:
                 except OSError:
                     self._entries[entry.name] = (False, True)  # unknowable: treated as a link, resolved when read
 
-    def trials(self, case_id: str) -> list[tuple[str, Path, bool]] | str:
-        """(trial name, file, whether the file may lead outside through a link) of each recorded trial, or why
-        they cannot be listed. An unrecorded case gets its single file, whose read then says it is missing."""
+    def trials(self, case_id: str) -> list[tuple[str, str, Path, bool]] | str:
+        """(trial name, the file as messages name it, the file, whether it may lead outside through a link) of
+        each recorded trial, or why they cannot be listed. An unrecorded case gets its single file, whose read
+        then says it is missing."""
         single = f"{case_id}.json"
         folder = self._entries.get(case_id)
         if folder is None and single not in self._entries and self.cut:
             return f"the fixtures folder holds more than {MAX_FIXTURE_ENTRIES:,} entries; split the suite"
         if folder is None or not folder[0]:
-            return [(single, self.root / single, self._entries.get(single, (False, False))[1])]
+            return [(single, single, self.root / single, self._entries.get(single, (False, False))[1])]
         if single in self._entries:
             return f"both {single} and the folder {case_id}/ are recorded; keep one"
         found = []
@@ -63,7 +66,8 @@ class Fixtures:
                         f"{case_id}/ holds more than {MAX_FIXTURE_ENTRIES:,} entries; diagbot lists at most that many"
                     )
                 if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
-                    found.append((entry.name, Path(entry.path), folder[1] or entry.is_symlink()))
+                    shown = f"{case_id}/{entry.name}"
+                    found.append((entry.name, shown, Path(entry.path), folder[1] or entry.is_symlink()))
                     if len(found) > MAX_TRIALS:
                         return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
         return sorted(found)
@@ -103,11 +107,15 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
     for name in ("negative_behavior", "success_criteria", "failure_criteria", "safety_constraints"):
         found += [f"{name}: {t}" for t in getattr(case, name) or [] if isinstance(t, str)]
     for name in ("rubric", "reference", "expected_result_usage", "sop", "policy_constraints", "business_success",
-                 "user_journey", "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
-                 "evaluation_metrics"):  # fmt: skip
+                 "user_journey", "audit_requirement", "context_policy", "citation_requirement",
+                 "gold_evidence"):  # fmt: skip
         value = getattr(case, name)
+        if name == "gold_evidence" and _uses_gold(case):
+            continue
         if value not in (None, [], {}):
             found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
+    judged = [m for m in case.evaluation_metrics or [] if not rag.is_checked(m)]
+    found += [f"evaluation_metrics: {m} (a judged metric)" for m in judged]
     if case.evaluator_config.judge is not None:
         found.append("evaluator_config.judge: a judge run elsewhere")
     for policy in case.policies:
@@ -122,6 +130,11 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
             if value is not None:
                 found.append(f"constraints.{name}: {value}")
     return [item if len(item) <= _SHOWN else item[: _SHOWN - 1] + "…" for item in found]
+
+
+def _uses_gold(case: AgentCase) -> bool:
+    asked = any(rag.is_checked(m) for m in case.evaluation_metrics or [])
+    return asked or rag.required_citation(case.citation_requirement)
 
 
 def is_checked(case: AgentCase) -> bool:
@@ -151,8 +164,8 @@ def evaluate_case(
             TrialResult(trial=f"{case.case_id}/", passed=False, failed_checks=[f"{Code.TRACE_INVALID}: {files}"])
         )
         files = []
-    for name, path, linked in files:
-        shown = path.relative_to(fixtures.root).as_posix()
+    for name, shown, path, linked in files:
+        found: dict[str, float] = {}
         try:
             why = _outside(path, fixtures.root) if linked else None
             if why:
@@ -169,8 +182,10 @@ def evaluate_case(
             failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
             first_run = first_run or run
-            failed = judge(case, trial(run, case, options.rules, confirmation), checks)
-        trials.append(TrialResult(trial=name, passed=not failed, failed_checks=failed))
+            judged = trial(run, case, options.rules, confirmation, options.citation_pattern)
+            failed = judge(case, judged, checks)
+            found = metrics(case, judged) if case.evaluation_metrics else {}
+        trials.append(TrialResult(trial=name, passed=not failed, failed_checks=failed, metrics=found))
     if not trials:
         trials.append(
             TrialResult(
@@ -216,10 +231,16 @@ def evaluate_case(
         tool_call_count=len(first_run.calls) if first_run else None,
         turn_count=first_run.turns if first_run else None,
         duration_ms=first_run.duration_ms if first_run else None,
+        metrics=_mean_metrics(trials),
     )
     for model in (result, *trials):
         _share_fields_set(model)
     return result
+
+
+def _mean_metrics(trials: list[TrialResult]) -> dict[str, float]:
+    names = dict.fromkeys(name for t in trials for name in t.metrics)
+    return {name: mean([t.metrics[name] for t in trials if name in t.metrics]) for name in names}
 
 
 _FIELDS_SETS: dict[type[BaseModel], set[str]] = {}

@@ -16,7 +16,7 @@ from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
 from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
-from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.kinds.base import Annotation, SuiteInput, tracked
 from diagbot.render.markdown import SuiteView, md
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
@@ -48,16 +48,20 @@ class AgentKind:
                 f"{suite.fixtures_label}: fixtures folder not found, so no case could be judged; fix the suite's "
                 "`fixtures` path (it is relative to the config file)",
             )
-        report = evaluate_cases(cases, suite.fixtures, _options(suite), suite.max_fixture_bytes, suite.governance,
+        judged = tracked(cases, suite.progress)  # through the command line's progress bar, when it shows one
+        report = evaluate_cases(judged, suite.fixtures, _options(suite), suite.max_fixture_bytes, suite.governance,
                                 suite.name, suite.run)  # fmt: skip
         if problems:  # found while the cases streamed past: the suite's input is unusable all the same
             raise CaseFileError(*problems)
         return report
 
     def validate(self, suite: SuiteInput) -> list[str]:
+        loaded_cases = self._load(suite, with_lines=True)
+        if not loaded_cases:  # the same words as the trace kind's (kinds never import each other)
+            return [f"{suite.cases_label}: holds no cases, so the suite evaluates nothing; add cases to it"]
         warnings = []
         today = today_of(suite.run)
-        for loaded in self._load(suite, with_lines=True):
+        for loaded in loaded_cases:
             case, where = loaded.case, f"{loaded.label}:{loaded.line}: case {loaded.case.case_id}"
             if not case.negative_behavior:
                 warnings.append(f"{where}: no negative_behavior; say what must not happen (001 12.9.3)")

@@ -21,6 +21,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import field_names_at
+from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
 from diagbot.kinds.agent.match import show
 
@@ -275,8 +276,39 @@ def case_problems(case: AgentCase, rules: dict[str, Check]) -> list[str]:
                 f"evaluator_config.rule_checks[{i}]: unknown rule '{ref}'{hint}{defined}; define it under the suite's "
                 "rules in diagbot.yml"
             )
+    problems += _metric_problems(case)
     if case.risk_level in ("P0", "P1") and not case.negative_behavior:
         problems.append(
             f"negative_behavior is required for {case.risk_level} cases: say what must not happen (001 12.9.3)"
         )
+    return problems
+
+
+def _metric_problems(case: AgentCase) -> list[str]:
+    """RAG metrics that diagbot would compute wrongly or not at all: a misspelt machine-checked name, a metric
+    without the gold evidence it needs, a threshold for a metric the case does not ask for."""
+    problems = []
+    asked = case.evaluation_metrics or []
+    gold = case.gold_evidence or []
+    for i, name in enumerate(asked):
+        where = f"evaluation_metrics[{i}]: '{values.one_line(name, 80)}'"
+        if rag.recall_k(name) is not None:
+            if not any(g.required for g in gold):
+                problems.append(f"{where} needs gold_evidence with at least one required item")
+        elif name == rag.ACCURACY:
+            if not gold:
+                problems.append(f"{where} needs gold_evidence to compare the answer's citations with")
+        elif name.startswith("evidence_recall"):
+            problems.append(f"{where} is not evidence_recall_at_K with K from 1 to {rag.MAX_K} (evidence_recall_at_5)")
+        elif difflib.get_close_matches(name, [rag.ACCURACY], n=1, cutoff=0.85):
+            problems.append(f"{where} is not a metric diagbot computes (did you mean {rag.ACCURACY}?)")
+    for name in case.evaluator_config.thresholds:
+        if name not in asked or not rag.is_checked(name):
+            shown = values.one_line(name, 80)
+            checked = [m for m in asked if rag.is_checked(m)]
+            known = f"; the case computes {', '.join(checked)}" if checked else ""
+            problems.append(
+                f"evaluator_config.thresholds.{shown}: not a machine-checked metric of this case's "
+                f"evaluation_metrics{known}"
+            )
     return problems

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from diagbot.core.models import StrictInput
-from diagbot.core.regex import Regex, compile_regex, valid_regex
+from diagbot.core.regex import Regex, compile_regex, named_groups, valid_regex
 from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.formats import FORMAT_NAMES
@@ -22,6 +22,7 @@ class AgentOptions(StrictInput):
     trials: Literal["all", "any"] | int = "all"
     confirmation_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="confirmation-pattern")
     rules: dict[RuleName, Check] = Field(default_factory=dict, max_length=10_000)
+    citation_pattern: Annotated[str, AfterValidator(valid_regex)] | None = Field(None, alias="citation-pattern")
 
     @field_validator("trials", mode="before")
     @classmethod
@@ -35,6 +36,16 @@ class AgentOptions(StrictInput):
     def _known_format(cls, value: str) -> str:
         if value not in FORMAT_NAMES:
             raise ValueError(f"unknown trace format {value!r}; use one of {', '.join(FORMAT_NAMES)}")
+        return value
+
+    @field_validator("citation_pattern")
+    @classmethod
+    def _cites_a_document(cls, value: str | None) -> str | None:
+        if value is not None and "doc_id" not in named_groups(value):
+            raise ValueError(
+                "the citation pattern needs a named group doc_id (and may have passage_id), "
+                "for example \\[(?P<doc_id>[^\\]#]+)(?:#(?P<passage_id>[^\\]]+))?\\]"
+            )
         return value
 
     def required(self, trials: int) -> int:

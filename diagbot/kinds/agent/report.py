@@ -20,6 +20,7 @@ class TrialResult(Output):
     trial: str  # the run file's name: `<case_id>.json`, or `trial-1.json` inside `<case_id>/`
     passed: bool
     failed_checks: list[str] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # RAG metrics (rag.py)
 
 
 class AgentCaseResult(Output):
@@ -42,6 +43,7 @@ class AgentCaseResult(Output):
     trial_results: list[TrialResult]
     failed_checks: list[str]  # those of the first failing trial
     unchecked_expectations: list[str] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # mean over its trials
     tool_call_count: int | None = None
     turn_count: int | None = None
     duration_ms: float | None = None

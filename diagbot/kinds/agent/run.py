@@ -1,9 +1,9 @@
 """The run model: one recorded trial of an agent, whatever format recorded it.
 
 Every adapter in `formats/` turns its file into a `Run`, and the checks read nothing else. A run is its steps in
-the order they happened (messages, tool calls, state changes), plus the final state and the duration when the
-format records them. Plain slotted classes, not pydantic: a suite of 10,000 runs of 50 messages builds half a
-million of them, and the adapters have already checked every type.
+the order they happened (messages, tool calls, state changes, retrievals), plus the final state, the duration and
+the answer's citations when the format records them. Plain slotted classes, not pydantic: a suite of 10,000 runs
+of 50 messages builds half a million of them, and the adapters have already checked every type.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from diagbot.core import values
 
 MAX_STEPS = 10_000
-"""Steps (messages, tool calls, state changes) read from one run; more fails the trial as trace_invalid (each
-adapter checks it as it reads)."""
+"""Steps (messages, tool calls, state changes, retrievals) read from one run; more fails the trial as
+trace_invalid (each adapter checks it as it reads)."""
 
 
 class TraceInvalid(Exception):
@@ -81,20 +81,69 @@ class StateChange:
     after: Any
 
 
-Step = Message | ToolCall | StateChange
+@dataclass(slots=True)
+class Document:
+    """One document a retrieval returned, as recorded (None where the recording does not say)."""
+
+    id: str | None  # None when the recording names no id: such a document can never be gold evidence
+    passage_id: str | None = None
+    score: float | None = None
+    rank: int | None = None  # the recorded rank; the documents' order in `Retrieval.documents` is the recorded order
+    content: str | None = None
+
+
+@dataclass(slots=True)
+class Retrieval:
+    """A retrieval step (RAG): the query text, when recorded, and the documents returned, in the recorded order."""
+
+    query: str | None
+    documents: list[Document] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A source the answer cites."""
+
+    doc_id: str
+    passage_id: str | None = None
+
+
+Step = Message | ToolCall | StateChange | Retrieval
 
 
 @dataclass
 class Run:
-    """One trial: steps in order, the recorded final state (None when the format has none), the duration."""
+    """One trial: steps in order, the recorded final state (None when the format has none), the duration, and the
+    citations recorded on the answer."""
 
     steps: list[Step] = field(default_factory=list)
     final_state: dict[str, Any] | None = None
     duration_ms: float | None = None
+    citations: list[Citation] = field(default_factory=list)  # those the format records on the answer
 
     @cached_property
+    def _index(self) -> tuple[list[ToolCall], list[str], int, list[StateChange]]:
+        """The calls, the assistant texts, the assistant turns and the state changes: one walk of the steps."""
+        calls: list[ToolCall] = []
+        texts: list[str] = []
+        changes: list[StateChange] = []
+        turns = 0
+        for step in self.steps:
+            kind = type(step)
+            if kind is ToolCall:
+                calls.append(step)  # type: ignore[arg-type]
+            elif kind is Message:
+                if step.role == "assistant":  # type: ignore[union-attr]
+                    turns += 1
+                    if step.text:  # type: ignore[union-attr]
+                        texts.append(step.text)  # type: ignore[union-attr]
+            elif kind is StateChange:
+                changes.append(step)  # type: ignore[arg-type]
+        return calls, texts, turns, changes
+
+    @property
     def calls(self) -> list[ToolCall]:
-        return [step for step in self.steps if isinstance(step, ToolCall)]
+        return self._index[0]
 
     @cached_property
     def _numbers(self) -> dict[int, int]:
@@ -104,23 +153,28 @@ class Run:
         """The call's place among the run's calls, from 1 (by identity: two equal calls have their own numbers)."""
         return self._numbers[id(call)]
 
-    @cached_property
+    @property
     def assistant_texts(self) -> list[str]:
-        return [s.text for s in self.steps if isinstance(s, Message) and s.role == "assistant" and s.text]
+        return self._index[1]
 
     @property
     def answer(self) -> str:
         """The last assistant message with text; "" when the agent never wrote one."""
-        return self.assistant_texts[-1] if self.assistant_texts else ""
+        texts = self._index[1]
+        return texts[-1] if texts else ""
 
-    @cached_property
+    @property
     def turns(self) -> int:
         """Assistant messages, with or without text (a message that only calls tools is a turn too)."""
-        return sum(1 for s in self.steps if isinstance(s, Message) and s.role == "assistant")
+        return self._index[2]
+
+    @property
+    def state_changes(self) -> list[StateChange]:
+        return self._index[3]
 
     @cached_property
-    def state_changes(self) -> list[StateChange]:
-        return [step for step in self.steps if isinstance(step, StateChange)]
+    def retrievals(self) -> list[Retrieval]:
+        return [step for step in self.steps if isinstance(step, Retrieval)]
 
 
 def decode_args(raw: Any) -> tuple[Any, str | None]:

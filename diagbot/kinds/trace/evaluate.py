@@ -7,7 +7,15 @@ from pathlib import Path
 from diagbot.core.report import RunInfo
 from diagbot.kinds.trace.cases import CaseSuite, TraceCase
 from diagbot.kinds.trace.checks import run_checks
-from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES, FixtureProblem, Trace, load_trace
+from diagbot.kinds.trace.fields import FieldCensus
+from diagbot.kinds.trace.fixture import (
+    DEFAULT_MAX_FIXTURE_BYTES,
+    FixtureProblem,
+    Trace,
+    fixture_label,
+    parse_trace,
+    read_fixture,
+)
 from diagbot.kinds.trace.report import CaseResult, TraceReport, build_report
 
 
@@ -52,8 +60,15 @@ def evaluate_suite(
     run: RunInfo | None = None,
     max_fixture_bytes: int = DEFAULT_MAX_FIXTURE_BYTES,
 ) -> TraceReport:
-    """Evaluate every case, reading one fixture at a time so memory stays flat however big the suite."""
-    results = [
-        evaluate_case(case, load_trace(fixtures_dir, case.trace_fixture, max_fixture_bytes)) for case in suite.cases
-    ]
-    return build_report(results, suite=name, run=run)
+    """Evaluate every case, reading one fixture at a time so memory stays flat however big the suite. The report
+    carries the census's warnings: fields the checks read that no fixture held, and keys that look misspelt."""
+    census = FieldCensus()
+    results = []
+    for case in suite.cases:
+        data = read_fixture(fixtures_dir, case.trace_fixture, max_fixture_bytes)
+        trace = data if isinstance(data, FixtureProblem) else parse_trace(data, fixture_label(case.trace_fixture))
+        if isinstance(trace, Trace) and isinstance(data, bytes):
+            census.observe(case, trace, data, case.trace_fixture)
+        del data
+        results.append(evaluate_case(case, trace))
+    return build_report(results, suite=name, run=run, warnings=census.warnings())

@@ -35,40 +35,67 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
 
 
+# The descriptions are the published schema's (`diagbot schema trace-fixture`): what each field is used for.
+
+
 class ToolInvocation(_Lenient):
-    tool_name: str | None = Field(default=None, alias="toolName")
-    success: bool | None = None
+    """One tool call the agent made."""
+
+    tool_name: str | None = Field(
+        default=None, alias="toolName", description="the tool called; counts as evidence for requiredEvidenceTools"
+    )
+    success: bool | None = Field(
+        default=None, description="whether the call succeeded; type-checked only, since a failed call still counts"
+    )
 
 
 class ToolSummary(_Lenient):
-    tool_name: str | None = None
+    """One entry of the verifier's own summary of the tools used."""
+
+    tool_name: str | None = Field(default=None, description="a tool used; counts as evidence for requiredEvidenceTools")
 
 
 class Claim(_Lenient):
-    status: str | None = None
-    evidence_bindings: Annotated[list[Any] | None, _Items] = None
+    """One claim of the executor's structured answer."""
+
+    status: str | None = Field(default=None, description="`confirmed` or absent: the claim needs evidence_bindings")
+    evidence_bindings: Annotated[list[Any] | None, _Items] = Field(
+        default=None, description="the evidence a confirmed claim rests on; empty or absent fails claim_unbound"
+    )
 
 
 class ExecutorOutput(_Lenient):
-    claims: Annotated[list[Claim] | None, _Items] = None
+    claims: Annotated[list[Claim] | None, _Items] = Field(default=None, description="checked by claim_unbound")
 
 
 class GatekeeperResult(_Lenient):
-    status: str | None = None
-    rule_set_version: str | None = None
+    status: str | None = Field(
+        default=None, description="compared with expectedGatekeeperStatuses; `fail` with a PASS verdict fails"
+    )
+    rule_set_version: str | None = Field(default=None, description="compared with expectedGatekeeperRuleSetVersion")
 
 
 class ComposerOutput(_Lenient):
-    status: str | None = None
+    status: str | None = Field(default=None, description="compared with expectedComposerStatuses")
 
 
 class VerifierEvaluation(_Lenient):
-    verdict: str | None = None
-    tool_trace_summary: Annotated[list[ToolSummary] | None, _Items] = None
+    """The verifier's judgement of the run, and the V2 audit artifacts."""
+
+    verdict: str | None = Field(default=None, description="PASS, REJECT, ...: checked against allowedVerdicts")
+    tool_trace_summary: Annotated[list[ToolSummary] | None, _Items] = Field(
+        default=None, description="tools the verifier saw used, besides toolInvocations"
+    )
     executor_structured_output: ExecutorOutput | None = None
-    gatekeeper_result: GatekeeperResult | None = None
-    claim_checks: Annotated[list[Any] | None, _Items] = None
-    composer_output: ComposerOutput | None = None
+    gatekeeper_result: GatekeeperResult | None = Field(default=None, description="required by requireV2AuditClosure")
+    claim_checks: Annotated[list[Any] | None, _Items] = Field(
+        default=None,
+        description="objects with claim_id, verification and detail; required by requireV2AuditClosure and "
+        "requireClaimChecks",
+    )
+    composer_output: ComposerOutput | None = Field(
+        default=None, description="required by requireV2AuditClosure and requireComposerOutput"
+    )
 
 
 class SelfEvaluation(_Lenient):
@@ -76,8 +103,13 @@ class SelfEvaluation(_Lenient):
 
 
 class Session(_Lenient):
-    answer: str | None = None
-    total_duration_ms: float | None = Field(default=None, alias="totalDurationMs", allow_inf_nan=False)
+    answer: str | None = Field(default=None, description="the final answer the keyword checks search")
+    total_duration_ms: float | None = Field(
+        default=None,
+        alias="totalDurationMs",
+        allow_inf_nan=False,
+        description="the run's duration in milliseconds, compared with the baseline",
+    )
     self_evaluation: SelfEvaluation | None = Field(default=None, alias="selfEvaluation")
 
 
@@ -86,7 +118,10 @@ class Trace(_Lenient):
 
     session: Session | None = None
     tool_invocations: list[ToolInvocation] | None = Field(
-        default=None, alias="toolInvocations", max_length=MAX_LIST_ITEMS
+        default=None,
+        alias="toolInvocations",
+        max_length=MAX_LIST_ITEMS,
+        description="every tool call, in order; their number is compared with the baseline",
     )
 
     @property
@@ -170,6 +205,10 @@ def _too_many_values(data: bytes) -> int | None:
 
 def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
     """Parse a fixture's bytes. Pure: never raises for any input."""
+    if not data or data.isspace():  # `isspace` stops at the first other byte: no copy, no full scan
+        return FixtureProblem(
+            code=Code.FIXTURE_INVALID, message=f"{where} is empty (no JSON in it); record the trace again"
+        )
     values = _too_many_values(data)
     if values is not None:
         return FixtureProblem(
@@ -211,9 +250,20 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
 
 
 def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> Trace | FixtureProblem:
-    """Read one fixture from inside `fixtures_dir`; links that lead outside it are refused, and so is anything
+    """Read and parse one fixture from inside `fixtures_dir` (see `read_fixture`)."""
+    data = read_fixture(fixtures_dir, name, max_bytes)
+    return data if isinstance(data, FixtureProblem) else parse_trace(data, fixture_label(name))
+
+
+def fixture_label(name: str) -> str:
+    """How messages name a fixture: as the case's traceFixture wrote it, relative to the fixtures folder."""
+    return f"fixture '{name}'"
+
+
+def read_fixture(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> bytes | FixtureProblem:
+    """The bytes of one fixture inside `fixtures_dir`; links that lead outside it are refused, and so is anything
     that is not a regular file (a FIFO, a device, a link loop)."""
-    where = f"fixture '{name}'"
+    where = fixture_label(name)
     try:
         root = fixtures_dir.resolve()
         path = (fixtures_dir / name).resolve()
@@ -231,4 +281,4 @@ def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTU
             )
         hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
         return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} {problem.message}{hint}")
-    return parse_trace(data, where)
+    return data

@@ -9,12 +9,27 @@ from pydantic import BaseModel
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, DiagbotError
 from diagbot.core.report import headline
-from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.core.values import one_line
+from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
 from diagbot.kinds.trace.cases import load_case_file
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.report import TraceReport, parse_report
 from diagbot.render.markdown import SuiteView, md
+
+MAX_NOTES = 25  # warnings shown under a suite's headline; a report from a fork's artifact may hold any number
+
+
+def no_cases_warning(label: str) -> str:
+    return f"{label}: holds no cases, so the suite evaluates nothing; add cases to it"
+
+
+def warning_notes(warnings: list[str]) -> tuple[str, ...]:
+    """The report's warnings as escaped lines for the comment, capped."""
+    shown = [md(f"Warning: {warning}", 400) for warning in warnings[:MAX_NOTES]]
+    if len(warnings) > MAX_NOTES:
+        shown.append(f"... and {len(warnings) - MAX_NOTES} more warnings in the report")
+    return tuple(shown)
 
 
 class TraceKind:
@@ -22,19 +37,24 @@ class TraceKind:
     options: type[BaseModel] | None = None
 
     def validate(self, suite: SuiteInput) -> list[str]:
-        load_case_file(suite.cases, suite.cases_label)
-        return []
+        cases = load_case_file(suite.cases, suite.cases_label)
+        return [] if cases.cases else [no_cases_warning(suite.cases_label)]
 
     def blocking(self, report: TraceReport) -> list[str]:
         return []
+
+    def warnings(self, report: TraceReport) -> list[str]:
+        return list(report.warnings)
 
     def evaluate(self, suite: SuiteInput) -> TraceReport:
         cases = load_case_file(suite.cases, suite.cases_label)
         if not suite.fixtures.is_dir():
             raise CaseFileError(
                 f"{suite.fixtures_label}: fixtures folder not found, so no case could be judged; "
-                "fix the suite's `fixtures` path (it is relative to the config file)"
+                "check the --fixtures path or the suite's fixtures in diagbot.yml"
             )
+        if suite.progress is not None:
+            cases = cases.model_copy(update={"cases": tracked_list(cases.cases, suite.progress)})
         return evaluate_suite(cases, suite.fixtures, suite.name, suite.run, suite.max_fixture_bytes)
 
     def parse(self, data: dict[str, Any], where: str) -> TraceReport:
@@ -61,7 +81,7 @@ class TraceKind:
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
             pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Verdict", "Failed checks"], result_rows=rows,
-            failing=report.total_cases - report.passed_cases,
+            failing=report.total_cases - report.passed_cases, notes=warning_notes(report.warnings),
         )  # fmt: skip
 
     def annotations(self, suite: SuiteInput, report: TraceReport) -> list[Annotation]:
@@ -87,4 +107,9 @@ class TraceKind:
             lines.append(f"  FAIL {result.case_id}: {first}{more}")
         if len(failing) > limit:
             lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
+        if not report.total_cases:
+            lines.append("  warning: the case file holds no cases, so nothing was evaluated")
+        lines += [f"  warning: {one_line(warning, 500)}" for warning in report.warnings[:MAX_NOTES]]
+        if len(report.warnings) > MAX_NOTES:
+            lines.append(f"  ... and {len(report.warnings) - MAX_NOTES} more warnings (see the report)")
         return "\n".join(lines)

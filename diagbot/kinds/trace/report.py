@@ -51,6 +51,9 @@ class TraceReport(Output):
     verdict_distribution: dict[str, int] = Field(default_factory=dict)
     average_tool_call_count: float | None = None
     average_duration_ms: float | None = None
+    # Said about the fixtures as a whole (a field no fixture held, a misspelt key); never part of a verdict. Added
+    # within schema version 1: older reports read as having none, and older diagbots skip the key.
+    warnings: list[str] = Field(default_factory=list)
     results: list[CaseResult]
     run: RunInfo | None = None
 
@@ -68,7 +71,12 @@ def _average(values: list[int | float | None]) -> float:
     return round(sum(present) / len(present), 3) if present else 0.0
 
 
-def build_report(results: list[CaseResult], suite: str | None = None, run: RunInfo | None = None) -> TraceReport:
+def build_report(
+    results: list[CaseResult],
+    suite: str | None = None,
+    run: RunInfo | None = None,
+    warnings: list[str] | None = None,
+) -> TraceReport:
     """Aggregate per-case results. Averages are over the cases whose trace had a value."""
     passed = sum(r.passed for r in results)
     verdicts = Counter(r.verdict or NO_VERDICT for r in results)
@@ -81,6 +89,7 @@ def build_report(results: list[CaseResult], suite: str | None = None, run: RunIn
         verdict_distribution=dict(sorted(verdicts.items())),
         average_tool_call_count=_average([r.tool_call_count for r in results]),
         average_duration_ms=_average([r.duration_ms for r in results]),
+        warnings=warnings or [],
         results=results,
         run=run,
     )

@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, NamedTuple, TypeVar
 
 from jmespath.exceptions import JMESPathError, JMESPathTypeError
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from diagbot.core.models import StrictInput
@@ -131,6 +131,9 @@ class CheckKind(StrEnum):
 
 class CheckSpec(StrictInput):
     """One check of a bucket, as written in case.yaml: common fields plus exactly one kind key."""
+
+    # The published schema says "exactly one kind key" too (`diagbot schema workspace-case`).
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [kind.value]} for kind in CheckKind]})
 
     id: str = Field(min_length=1)
     required: bool = True
@@ -334,6 +337,8 @@ def _plainly_valid(blob: _Blob) -> bool:
 def _parse(blob: _Blob) -> tuple[bool, Any, str]:
     if blob.size > len(blob.data):
         return False, None, f"{_bytes(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
+    if not blob.data or blob.data.isspace():
+        return False, None, "empty: no JSON in it"
     try:
         return True, from_json(blob.data, allow_inf_nan=False), "valid JSON"  # the parser checks UTF-8 itself
     except ValueError as exc:

@@ -8,6 +8,7 @@ precedence, and the score band keeps `invalid` at 0, `fail` in 1..69 and `pass` 
 
 from __future__ import annotations
 
+import difflib
 import gc
 import os
 import stat
@@ -24,7 +25,7 @@ from pydantic.dataclasses import dataclass
 
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.models import Output, StrictInput
+from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, with_rate
 from diagbot.kinds.workspace.checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
@@ -153,6 +154,25 @@ def _mode_contract(summary_glob: str) -> tuple[CheckSpec, ...]:
     )
 
 
+def contract_needs(summary_glob: str = Evaluation.model_fields["summary_glob"].default) -> str:
+    """What evidence-only mode requires of a run folder, in words, from the contract's own checks."""
+    parts = []
+    for check in _mode_contract(summary_glob):
+        if check.kind is CheckKind.JSON_VALID:
+            parts.append(f"{check.payload} (valid JSON)")
+        elif check.kind is CheckKind.FILE_EXISTS:
+            parts.append(f"a file matching evaluation.summary_glob ({check.payload} by default)")
+        else:
+            parts.append(f"no {check.payload} (the diagnosis agent must not have run)")
+    return f"evidence-only mode needs {', '.join(parts[:-1])}, and {parts[-1]}"
+
+
+def contract_failures(result: WorkspaceResult) -> list[str]:
+    """The details of the mode_contract checks a run failed: which required files were missing, invalid or present."""
+    bucket = result.packet.buckets.get(Bucket.MODE_CONTRACT.value)
+    return [check.detail for check in bucket.checks if not check.passed] if bucket else []
+
+
 # ---- loading -------------------------------------------------------------------------------------------
 
 _CHECK_KEYS = "id, required, weight, description and exactly one of " + ", ".join(CheckKind)
@@ -186,7 +206,10 @@ def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[Work
 
 def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]]:
     try:
-        raw = values.load_yaml(read_text_bounded(path, MAX_CASE_BYTES))
+        text = read_text_bounded(path, MAX_CASE_BYTES)
+        if not text or text.isspace():
+            return None, [f"{path}: case {folder}: case.yaml is empty; write its id, title, evaluation and judge"]
+        raw = values.load_yaml(text)
     except FileProblem as problem:
         if problem.missing:
             return None, [f"{path}: case {folder}: no case.yaml; add one or remove the folder"]
@@ -238,13 +261,25 @@ def _case_rules(raw: dict[str, Any], folder: str) -> list[tuple[tuple[int | str,
 def _explain(err: Any) -> str:
     kind, message = err["type"], str(err["msg"])
     if kind == "extra_forbidden":
-        hint = f" (a check takes {_CHECK_KEYS})" if len(err["loc"]) == 4 and err["loc"][0] == "judge" else ""
+        loc = tuple(err["loc"])
+        close = _closest(str(loc[-1]), field_names_at(WorkspaceCase, loc))
+        if close is not None:
+            return f"unknown key; did you mean {close}?"
+        hint = f" (a check takes {_CHECK_KEYS})" if len(loc) == 4 and loc[0] == "judge" else ""
         return f"unknown key; remove it or fix its spelling{hint}"
     if kind == "missing":
         return "is required; add it"
     if kind == "value_error":
         return message.removeprefix("Value error, ")
     return f"{message} (got {err['input']!r:.80})"
+
+
+def _closest(name: str, known: list[str]) -> str | None:
+    """The known name `name` most likely misspells (as case files and diagbot.yml suggest them)."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if not close:
+        close = [k for k in known if k.casefold() == name.casefold()]
+    return close[0] if close else None
 
 
 def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, raw: dict[str, Any]) -> str:

@@ -9,19 +9,36 @@ from pydantic import BaseModel, ValidationError
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, ReportFormatError
 from diagbot.core.report import check_version, headline
-from diagbot.kinds.base import Annotation, SuiteInput
+from diagbot.core.values import one_line
+from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
 from diagbot.kinds.workspace.diff import diff_workspace
 from diagbot.kinds.workspace.judge import (
     WORKSPACE_SCHEMA_VERSION,
     Bucket,
+    Reason,
     Verdict,
     WorkspaceReport,
+    WorkspaceResult,
+    contract_failures,
+    contract_needs,
     judge_suite,
     load_workspace_suite,
 )
 from diagbot.render.markdown import SuiteView, md
 
 _ICONS = {Verdict.PASS: "✅", Verdict.FAIL: "❌", Verdict.INVALID: "⛔"}
+_CONTRACT = (Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING, Reason.EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _reason(result: WorkspaceResult) -> str:
+    """The verdict's reason; for a broken evidence-only contract, with what was missing, invalid or present."""
+    if result.reason in _CONTRACT:
+        return f"{result.reason}: {'; '.join(contract_failures(result))}"
+    return result.reason or ""
 
 
 class WorkspaceKind:
@@ -29,10 +46,10 @@ class WorkspaceKind:
     options: type[BaseModel] | None = None
 
     def validate(self, suite: SuiteInput) -> list[str]:
-        _, problems = load_workspace_suite(suite.cases, suite.fixtures)
+        cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
         if problems:
             raise CaseFileError(*problems)
-        return []
+        return [] if cases else [f"{suite.cases_label}: holds no <case-id>/case.yaml, so the suite evaluates nothing"]
 
     def blocking(self, report: WorkspaceReport) -> list[str]:
         return []
@@ -41,7 +58,7 @@ class WorkspaceKind:
         cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
         if problems:
             raise CaseFileError(*problems)
-        return judge_suite(cases, suite.fixtures, suite.name, suite.run)
+        return judge_suite(tracked_list(cases, suite.progress), suite.fixtures, suite.name, suite.run)
 
     def parse(self, data: dict[str, Any], where: str) -> WorkspaceReport:
         check_version(data, where, WORKSPACE_SCHEMA_VERSION, "workspace report")
@@ -65,7 +82,7 @@ class WorkspaceKind:
                 _ICONS[r.verdict],
                 md(r.case_id, 80),
                 f"{r.score:g}",
-                md(r.reason or ""),
+                md(_reason(r)),
                 *[f"{r.packet.buckets[b].score:g}/{r.packet.buckets[b].points:g}" if b in r.packet.buckets else "—"
                   for b in buckets],
             ]
@@ -76,6 +93,7 @@ class WorkspaceKind:
             pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Score", "Reason", *buckets], result_rows=rows,
             failing=report.total_cases - report.passed_cases,
+            notes=(md(_capital(contract_needs()), 500),) if any(r.reason in _CONTRACT for r in report.results) else (),
         )  # fmt: skip
 
     def annotations(self, suite: SuiteInput, report: WorkspaceReport) -> list[Annotation]:
@@ -96,7 +114,10 @@ class WorkspaceKind:
     def console(self, report: WorkspaceReport, limit: int = 20) -> str:
         lines = [headline(report)]
         failing = [r for r in report.results if r.verdict is not Verdict.PASS]
-        lines += [f"  {r.verdict.value.upper()} {r.case_id}: {r.reason}, score {r.score:g}" for r in failing[:limit]]
+        lines += [f"  {r.verdict.value.upper()} {r.case_id}: {one_line(_reason(r), 500)}, score {r.score:g}"
+                  for r in failing[:limit]]  # fmt: skip
         if len(failing) > limit:
             lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
+        if any(r.reason in _CONTRACT for r in failing):
+            lines.append(f"  note: {contract_needs()}")
         return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JSON look like mine?) and
 `read(data) -> Run` (raising TraceInvalid with the JSON path). A new format is one module and one entry in
-`ADAPTERS`; `auto` tries them in order.
+`ADAPTERS`; `auto` tries them in order. A file of several JSON documents, one a line (JSON Lines), is read only
+as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import json
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import orjson
 
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
-from diagbot.kinds.agent.formats import native, openai_chat, openai_responses
-from diagbot.kinds.agent.run import Run, TraceInvalid
+from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
+from diagbot.kinds.agent.formats.common import MAX_JSON_VALUES, JsonLines
+from diagbot.kinds.agent.run import MAX_STEPS, Run, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
-ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat)}
+ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat, otlp)}
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
-MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
 MAX_MATCHED_CHARS = 1024 * 1024  # characters of a tool result that `tool-error-pattern` reads
 
 
@@ -37,20 +41,10 @@ def parse_run(data: bytes, fmt: str) -> Run:
     """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path."""
     if len(data) > 2 * MAX_JSON_VALUES and (count := values.count_values(data)) > MAX_JSON_VALUES:
         raise TraceInvalid("", f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
-    if not data.strip():
-        raise TraceInvalid("", "the run file is empty")
     try:
-        decoded = values.loads(data)
-        if _SURROGATE_ESCAPE.search(data):  # a lone surrogate is a run's text to show, not to refuse
-            decoded = values.replace_surrogates(decoded)
-    except UnicodeDecodeError as exc:
-        raise TraceInvalid("", f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise TraceInvalid("", f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
-    except values.BadNumber as exc:
-        raise TraceInvalid("", f"holds {exc}") from None
-    except RecursionError:
-        raise TraceInvalid("", "nested too deeply to be a run") from None
+        decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
+    except orjson.JSONDecodeError:
+        decoded = _decode_slowly(data, fmt)
     if fmt == AUTO:
         adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
         if adapter is None:
@@ -61,6 +55,49 @@ def parse_run(data: bytes, fmt: str) -> Run:
         adapter = ADAPTERS[fmt]
     run: Run = adapter.read(decoded)
     return run
+
+
+def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:
+    """What orjson refused, read again by `values.loads` for its rules and its messages. A lone surrogate is a
+    run's text to show, not a reason to refuse the file. A file whose first document is followed by more is read
+    as JSON Lines where the format may be OTLP; `where` names the line of one."""
+    if not data.strip():
+        raise TraceInvalid("", "the run file is empty")
+    try:
+        decoded = values.loads(data)
+    except UnicodeDecodeError as exc:
+        raise TraceInvalid(where, f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        problem = TraceInvalid(where, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})")
+        if exc.msg == "Extra data" and not where and fmt in (AUTO, otlp.NAME):
+            return _json_lines(data, fmt, problem)
+        raise problem from None
+    except values.BadNumber as exc:
+        raise TraceInvalid(where, f"holds {exc}") from None
+    except RecursionError:
+        raise TraceInvalid(where, "nested too deeply to be a run") from None
+    return values.replace_surrogates(decoded) if _SURROGATE_ESCAPE.search(data) else decoded
+
+
+def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
+    """Each non-blank line one JSON document (at most MAX_STEPS of them), for the OTLP adapter. Under `auto`, a
+    file whose first line is no OTLP request is not JSON Lines but broken JSON: `otherwise` says how."""
+    documents: list[tuple[int, Any]] = []
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        if len(documents) == MAX_STEPS:
+            raise TraceInvalid(f"line {number}", f"more than {MAX_STEPS:,} JSON Lines; diagbot reads at most that many")
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if fmt == AUTO and not documents:
+                raise otherwise from None
+            document = _decode_slowly(line, fmt, f"line {number}")
+        documents.append((number, document))
+        if fmt == AUTO and len(documents) == 1 and not otlp.detect(document):
+            raise otherwise
+    return JsonLines(documents)
 
 
 def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:

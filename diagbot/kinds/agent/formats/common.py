@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
+import re
+from dataclasses import dataclass
 from typing import Any
 
+from diagbot.core import values
 from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
+
+MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # only an escape can give a lone surrogate
+
+
+@dataclass(frozen=True)
+class JsonLines:
+    """A run file of several JSON documents, one a line (as the OpenTelemetry Collector's file exporter writes):
+    each document with its line number, from 1."""
+
+    documents: list[tuple[int, Any]]
 
 
 def type_name(value: Any) -> str:
@@ -55,6 +70,26 @@ def duration(value: Any, path: str) -> float | None:
     return float(value)
 
 
+def optional_number(value: Any, path: str) -> float | None:
+    """A finite number (a document's score), or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        found = type_name(value) if isinstance(value, bool) or not isinstance(value, int | float) else repr(value)
+        raise TraceInvalid(path, f"expected a finite number, found {found}")
+    return float(value)
+
+
+def optional_rank(value: Any, path: str) -> int | None:
+    """A rank: a whole number from 1, or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000_000:
+        found = type_name(value) if isinstance(value, bool) or not isinstance(value, int) else repr(value)
+        raise TraceInvalid(path, f"expected a rank (a whole number from 1), found {found}")
+    return value
+
+
 def state(value: Any, path: str) -> dict[str, Any] | None:
     return None if value is None else obj(value, path)
 
@@ -80,3 +115,21 @@ def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> 
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
             raise TraceInvalid(f"{path}.{key}", f"unknown field{hint}")
+
+
+def embedded_json(value: str, path: str) -> Any:
+    """A JSON document recorded as a string inside the run (OpenTelemetry attributes hold messages that way),
+    decoded within the bounds of a run file; a problem names the string's path."""
+    if len(value) > 2 * MAX_JSON_VALUES:
+        count = values.count_values(value.encode("utf-8", "surrogatepass"))
+        if count > MAX_JSON_VALUES:
+            raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+    try:
+        decoded = values.loads(value)
+    except json.JSONDecodeError as exc:
+        raise TraceInvalid(path, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
+    except values.BadNumber as exc:
+        raise TraceInvalid(path, f"holds {exc}") from None
+    except RecursionError:
+        raise TraceInvalid(path, "nested too deeply to read") from None
+    return values.replace_surrogates(decoded) if _SURROGATE_ESCAPE.search(value) else decoded

@@ -1,8 +1,11 @@
 """diagbot's own run format (`schemas/agent-trace.schema.json`): for agents that record their runs themselves.
 
 `{format: "diagbot-agent-trace", version: 1, steps: [...], final_state?, duration_ms?}`; each step is a
-`message` (role, content), a `tool_call` (id, tool, args, result, error, duration_ms, audit) or a
-`state_change` (key, from, to). Strict: an unknown key or step kind names its path and the closest known name.
+`message` (role, content, and on an assistant message the `citations` [{doc_id, passage_id?}] it makes), a
+`tool_call` (id, tool, args, result, error, duration_ms, audit), a `state_change` (key, from, to) or a
+`retrieval` (query, documents [{id, passage_id?, score?, rank?, content?}]). The run's citations are the answer's:
+those of the last assistant message with text. Strict: an unknown key or step kind names its path and the
+closest known name.
 """
 
 from __future__ import annotations
@@ -15,21 +18,36 @@ from diagbot.kinds.agent.formats.common import (
     items,
     no_unknown_keys,
     obj,
+    optional_number,
+    optional_rank,
     optional_text,
     state,
     text,
 )
-from diagbot.kinds.agent.run import Message, Run, StateChange, Step, ToolCall, TraceInvalid
+from diagbot.kinds.agent.run import (
+    Citation,
+    Document,
+    Message,
+    Retrieval,
+    Run,
+    StateChange,
+    Step,
+    ToolCall,
+    TraceInvalid,
+)
 
 NAME = "diagbot"
 FORMAT = "diagbot-agent-trace"
 VERSION = 1
 _TOP = ("format", "version", "steps", "final_state", "duration_ms")
 _STEP_KEYS = {
-    "message": ("kind", "role", "content"),
+    "message": ("kind", "role", "content", "citations"),
     "tool_call": ("kind", "id", "tool", "args", "result", "error", "duration_ms", "audit"),
     "state_change": ("kind", "key", "from", "to"),
+    "retrieval": ("kind", "query", "documents"),
 }
+_DOCUMENT_KEYS = ("id", "passage_id", "score", "rank", "content")
+_CITATION_KEYS = ("doc_id", "passage_id")
 
 
 def detect(data: Any) -> bool:
@@ -48,7 +66,15 @@ def read(data: Any) -> Run:
         duration_ms=duration(top.get("duration_ms"), "$.duration_ms"),
     )
     for index, raw in enumerate(items(top.get("steps"), "$.steps")):  # at most MAX_STEPS of them
-        run.steps.append(_step(obj(raw, f"$.steps[{index}]"), f"$.steps[{index}]"))
+        path = f"$.steps[{index}]"
+        step = _step(obj(raw, path), path)
+        run.steps.append(step)
+        if isinstance(step, Message):
+            cited = _citations(raw.get("citations"), f"{path}.citations")
+            if cited and step.role != "assistant":
+                raise TraceInvalid(f"{path}.citations", "only an assistant message cites sources")
+            if step.role == "assistant" and step.text:  # the answer so far: the last assistant message with text
+                run.citations = cited
     return run
 
 
@@ -61,6 +87,12 @@ def _step(step: dict[str, Any], path: str) -> Step:
         return Message(text(step.get("role"), f"{path}.role"), content_text(step.get("content"), f"{path}.content"))
     if kind == "state_change":
         return StateChange(text(step.get("key"), f"{path}.key"), step.get("from"), step.get("to"))
+    if kind == "retrieval":
+        documents = [
+            _document(obj(raw, f"{path}.documents[{i}]"), f"{path}.documents[{i}]")
+            for i, raw in enumerate(items(step.get("documents"), f"{path}.documents"))
+        ]
+        return Retrieval(optional_text(step.get("query"), f"{path}.query"), documents)
     error = step.get("error", False)
     if not isinstance(error, bool):
         raise TraceInvalid(f"{path}.error", "expected true or false")
@@ -75,3 +107,30 @@ def _step(step: dict[str, Any], path: str) -> Step:
         duration_ms=duration(step.get("duration_ms"), f"{path}.duration_ms"),
         audit=None if audit is None else obj(audit, f"{path}.audit"),
     )
+
+
+def _document(doc: dict[str, Any], path: str) -> Document:
+    no_unknown_keys(doc, _DOCUMENT_KEYS, path)
+    return Document(
+        id=text(doc.get("id"), f"{path}.id"),
+        passage_id=optional_text(doc.get("passage_id"), f"{path}.passage_id"),
+        score=optional_number(doc.get("score"), f"{path}.score"),
+        rank=optional_rank(doc.get("rank"), f"{path}.rank"),
+        content=optional_text(doc.get("content"), f"{path}.content"),
+    )
+
+
+def _citations(value: Any, path: str) -> list[Citation]:
+    if value is None:
+        return []
+    found = []
+    for i, raw in enumerate(items(value, path)):
+        cited = obj(raw, f"{path}[{i}]")
+        no_unknown_keys(cited, _CITATION_KEYS, f"{path}[{i}]")
+        found.append(
+            Citation(
+                text(cited.get("doc_id"), f"{path}[{i}].doc_id"),
+                optional_text(cited.get("passage_id"), f"{path}[{i}].passage_id"),
+            )
+        )
+    return found

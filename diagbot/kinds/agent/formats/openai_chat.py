@@ -34,9 +34,8 @@ def detect(data: Any) -> bool:
     return isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data[:5])
 
 
-def _content(message: dict[str, Any], prefix: str, index: int) -> str:
-    content = message.get("content")
-    return content if isinstance(content, str) else content_text(content, f"{prefix}[{index}].content")
+def _content(content: Any, prefix: str, index: int) -> str:
+    return content if type(content) is str else content_text(content, f"{prefix}[{index}].content")
 
 
 def read(data: Any) -> Run:
@@ -48,36 +47,32 @@ def read(data: Any) -> Run:
         messages, prefix = items(data.get("messages"), "$.messages"), "$.messages"
     else:
         run, messages, prefix = Run(), items(data, "$"), "$"
-    steps = run.steps
+    steps = run.steps  # at most MAX_STEPS messages (`items`); the calls they add are counted where they are added
     waiting: dict[str, list[ToolCall]] = {}  # call id (or, for `function` results, name) -> calls without result
     for index, message in enumerate(messages):
-        if len(steps) > MAX_STEPS:
-            raise TraceInvalid(
-                prefix,
-                f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run",
-            )
-        if not isinstance(message, dict):
+        if type(message) is not dict:
             raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
         role = message.get("role")
-        if not isinstance(role, str):
+        if type(role) is not str:
             raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
+        content = message.get("content")
         if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)
-            pending = waiting.get(answered) if isinstance(answered, str) else None
+            pending = waiting.get(answered) if type(answered) is str else None
             if not pending:
                 where = f"{prefix}[{index}].{key}"
                 text(answered, where)
                 raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
             call = pending.pop()  # the nearest earlier call with this id
-            call.result, call.has_result = _content(message, prefix, index), True
+            call.result, call.has_result = _content(content, prefix, index), True
             continue
-        steps.append(Message(role, _content(message, prefix, index)))
+        steps.append(Message(role, _content(content, prefix, index)))
         if role != "assistant":
             continue
         calls = message.get("tool_calls")
         if calls is not None:
-            if not isinstance(calls, list) or len(calls) > MAX_STEPS:
+            if type(calls) is not list or len(calls) > MAX_STEPS:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             for k, raw in enumerate(calls):
                 call = _call(raw, prefix, index, k)
@@ -91,6 +86,11 @@ def read(data: Any) -> Run:
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
             steps.append(call)
             waiting.setdefault(call.tool, []).append(call)
+        if len(steps) > MAX_STEPS:
+            raise TraceInvalid(
+                prefix,
+                f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run",
+            )
     return run
 
 

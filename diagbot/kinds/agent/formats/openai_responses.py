@@ -1,5 +1,6 @@
-"""OpenAI Responses API items: a JSON array of items, or `{input: [...], output: [...]}` (the request's input
-items, then the response's output items).
+"""OpenAI Responses API items: a JSON array of items, or `{input: [...], output: [...], final_state?,
+duration_ms?}` (the request's input items, then the response's output items; the run's final state and duration
+as in openai-chat's object form).
 
 `message` items carry `role` and `content` parts (`input_text`, `output_text`); `function_call` items carry
 `call_id`, `name` and `arguments` (the JSON string the model wrote); `function_call_output` items carry the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import content_text, items, obj, text
+from diagbot.kinds.agent.formats.common import content_text, duration, items, obj, state, text
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 NAME = "openai-responses"
@@ -31,15 +32,17 @@ def detect(data: Any) -> bool:
 
 
 def read(data: Any) -> Run:
+    run = Run()
     if isinstance(data, dict):
         given = data.get("input", [])
         parts = [("$.input", [] if isinstance(given, str) else items(given, "$.input"))]
         parts.append(("$.output", items(data.get("output"), "$.output")))
         if isinstance(given, str):  # a request may give its input as one user text
             parts.insert(0, ("$.input", [{"type": "message", "role": "user", "content": given}]))
+        run.final_state = state(data.get("final_state"), "$.final_state")
+        run.duration_ms = duration(data.get("duration_ms"), "$.duration_ms")
     else:
         parts = [("$", items(data, "$"))]
-    run = Run()
     waiting: dict[str, list[ToolCall]] = {}
     for prefix, entries in parts:
         for index, raw in enumerate(entries):

@@ -1,0 +1,133 @@
+"""OpenTelemetry GenAI spans (semantic conventions, "Development" status), as the OTLP adapter reads them.
+
+`gen_ai.operation.name` says what a span is: `chat` / `text_completion` / `generate_content` (a model call, whose
+`gen_ai.input.messages` and `gen_ai.output.messages` hold the conversation so far: `{role, parts}` with `text`,
+`tool_call` and `tool_call_response` parts, as JSON text or structured values), `execute_tool` (one call:
+`gen_ai.tool.name`, `gen_ai.tool.call.id`, `.arguments`, `.result`), `retrieval` (`gen_ai.retrieval.query.text`,
+`gen_ai.retrieval.documents`) and `invoke_agent` (the run). Older instrumentations record the messages as
+`gen_ai.prompt` / `gen_ai.completion` lists, in chat-completions shape or in parts; both are read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagbot.kinds.agent.formats.common import content_text, items, obj, optional_number, optional_text, text
+from diagbot.kinds.agent.formats.otel_spans import (
+    AGENT,
+    INFERENCE,
+    RETRIEVAL,
+    TOOL,
+    Said,
+    Span,
+    ToolSpan,
+    document_id,
+)
+from diagbot.kinds.agent.run import Document, Retrieval, ToolCall
+
+_ROLES = {
+    "chat": INFERENCE,
+    "text_completion": INFERENCE,
+    "generate_content": INFERENCE,
+    "execute_tool": TOOL,
+    "retrieval": RETRIEVAL,
+    "invoke_agent": AGENT,
+}
+_INPUT, _OUTPUT = ("gen_ai.input.messages", "gen_ai.prompt"), ("gen_ai.output.messages", "gen_ai.completion")
+_RESULT_KEYS = ("response", "result")  # the JSON schema says `response`; the spec's own example, `result`
+
+
+def role(span: Span) -> str | None:
+    operation = span.text("gen_ai.operation.name")
+    if operation is None and (span.has("gen_ai.prompt") or span.has("gen_ai.completion")):
+        return INFERENCE  # older conventions, before the operation name
+    return _ROLES.get(operation) if operation is not None else None
+
+
+def records_messages(span: Span) -> bool:
+    return any(span.has(key) for key in (*_INPUT, *_OUTPUT))
+
+
+def conversation(span: Span) -> tuple[list[Said], list[Said]]:
+    """The span's input messages (after its system instructions) and its output messages."""
+    said: list[Said] = []
+    instructions = span.json("gen_ai.system_instructions")
+    if instructions is not None:
+        where = span.where("gen_ai.system_instructions")
+        said.append(_message({"role": "system", "parts": instructions}, where))
+    return said + _messages(span, _INPUT), _messages(span, _OUTPUT)
+
+
+def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
+    key = next((k for k in keys if span.has(k)), None)
+    if key is None:
+        return []
+    value, where = span.json(key), span.where(key)
+    return [_message(obj(m, f"{where}[{i}]"), f"{where}[{i}]") for i, m in enumerate(items(value, where))]
+
+
+def _message(message: dict[str, Any], path: str) -> Said:
+    said = Said(text(message.get("role"), f"{path}.role"), "")
+    if "parts" not in message:
+        return _chat_message(message, said, path)
+    texts = []
+    for j, raw in enumerate(items(message["parts"], f"{path}.parts")):
+        where = f"{path}.parts[{j}]"
+        part = obj(raw, where)
+        kind = text(part.get("type"), f"{where}.type")
+        if kind == "text":
+            texts.append(text(part.get("content"), f"{where}.content"))
+        elif kind == "tool_call":
+            call_id = optional_text(part.get("id"), f"{where}.id")
+            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, part.get("arguments")))
+        elif kind == "tool_call_response":
+            key = next((k for k in _RESULT_KEYS if k in part), None)
+            answered = optional_text(part.get("id"), f"{where}.id")
+            said.answers.append((answered, key is not None, part[key] if key else None, where))
+        # other parts (reasoning, blob, uri, file, server tool calls) say nothing the checks read
+    said.text = "\n".join(texts)
+    return said
+
+
+def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
+    """A message of an older instrumentation, shaped as in the Chat Completions API."""
+    content = content_text(message.get("content"), f"{path}.content")
+    if said.role == "tool":
+        answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
+        said.answers.append((answered, True, content, f"{path}.tool_call_id"))
+        return said
+    said.text = content
+    for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):
+        where = f"{path}.tool_calls[{k}]"
+        call = obj(raw, where)
+        function = obj(call.get("function"), f"{where}.function")
+        name = text(function.get("name"), f"{where}.function.name")
+        said.calls.append(ToolCall(name, optional_text(call.get("id"), f"{where}.id"), function.get("arguments")))
+    return said
+
+
+def tool(span: Span) -> ToolSpan:
+    return ToolSpan(
+        tool=span.required_text("gen_ai.tool.name", "a tool span"),
+        id=span.text("gen_ai.tool.call.id"),
+        raw_args=span.get("gen_ai.tool.call.arguments"),
+        result=span.get("gen_ai.tool.call.result"),
+        has_result=span.has("gen_ai.tool.call.result"),
+        failed=span.error or span.has("error.type"),
+    )
+
+
+def retrieval(span: Span) -> Retrieval:
+    found = Retrieval(span.text("gen_ai.retrieval.query.text"))
+    value = span.json("gen_ai.retrieval.documents")
+    where = span.where("gen_ai.retrieval.documents")
+    for i, raw in enumerate(items(value if value is not None else [], where)):
+        doc = obj(raw, f"{where}[{i}]")
+        found.documents.append(
+            Document(
+                id=document_id(doc.get("id"), f"{where}[{i}].id"),
+                score=optional_number(doc.get("score"), f"{where}[{i}].score"),
+                content=optional_text(doc.get("content"), f"{where}[{i}].content"),
+            )
+        )
+    return found

@@ -1,0 +1,159 @@
+"""What the OTLP adapter's two span conventions (OpenTelemetry GenAI, OpenInference) share: a span as read from
+OTLP/JSON with its attributes decoded on first use, the roles a span can play in a run, and `Said`, one message
+of a recorded conversation before it becomes steps.
+
+Attribute values are OTLP `AnyValue`s (`{stringValue | boolValue | intValue | doubleValue | arrayValue |
+kvlistValue | bytesValue}`); 64-bit integers are decimal strings. Only the attributes a convention asks for are
+decoded, so a run's many repeated histories cost one string each until one of them is read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from diagbot.kinds.agent.formats.common import embedded_json, items, obj, text, type_name
+from diagbot.kinds.agent.run import ToolCall, TraceInvalid
+
+# What a span is to the run.
+INFERENCE = "inference"  # a model call that may record the conversation so far
+TOOL = "tool"  # one tool call
+RETRIEVAL = "retrieval"  # one retrieval (RAG)
+AGENT = "agent"  # the agent's run: the root, whose duration is the run's
+
+MAX_DEPTH = 32  # nested arrays and key-value lists in one attribute value
+_INT = re.compile(r"-?[0-9]{1,20}")
+_INT_RANGE = (-(2**63), 2**64 - 1)  # int64 values and the fixed64 times
+
+
+@dataclass(slots=True)
+class Span:
+    path: str  # the span's JSON path in the file, for messages
+    trace_id: str  # lower-case hex
+    name: str
+    start: int  # Unix nanoseconds
+    end: int
+    error: bool  # status.code 2 (ERROR)
+    order: int  # place in the file, to keep ties in time stable
+    attributes: dict[str, Any] = field(default_factory=dict)  # key -> the AnyValue as recorded
+
+    def has(self, key: str) -> bool:
+        return key in self.attributes
+
+    def where(self, key: str) -> str:
+        return f'{self.path}.attributes["{key}"]'
+
+    def get(self, key: str) -> Any:
+        """The attribute's value decoded (None when absent or empty)."""
+        raw = self.attributes.get(key)
+        return None if raw is None else any_value(raw, self.where(key))
+
+    def text(self, key: str) -> str | None:
+        value = self.get(key)
+        return None if value is None else text(value, self.where(key))
+
+    def required_text(self, key: str, what: str) -> str:
+        value = self.text(key)
+        if value is None:
+            raise TraceInvalid(f"{self.path}.attributes", f"{what} without {key}")
+        return value
+
+    def json(self, key: str) -> Any:
+        """A structured attribute, recorded as a value or as JSON text (where an SDK can only record strings)."""
+        value = self.get(key)
+        return embedded_json(value, self.where(key)) if isinstance(value, str) else value
+
+    @property
+    def duration_ms(self) -> float:
+        if self.end < self.start:
+            raise TraceInvalid(f"{self.path}.endTimeUnixNano", "the span ends before it starts")
+        return (self.end - self.start) / 1e6
+
+
+@dataclass(slots=True)
+class ToolSpan:
+    """What a tool span records of its call; `raw_args` and `result` are None when not recorded."""
+
+    tool: str
+    id: str | None
+    raw_args: Any
+    result: Any
+    has_result: bool
+    failed: bool
+
+
+@dataclass(slots=True)
+class Said:
+    """One recorded message: its text, the calls it makes and the results it answers (call id, whether a result
+    is recorded, the result, the JSON path of the answer)."""
+
+    role: str
+    text: str
+    calls: list[ToolCall] = field(default_factory=list)
+    answers: list[tuple[str | None, bool, Any, str]] = field(default_factory=list)
+
+
+def int64(value: Any, path: str) -> int:
+    """A 64-bit integer: OTLP/JSON writes them as decimal strings; a plain JSON number is taken too."""
+    if isinstance(value, str) and _INT.fullmatch(value):
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        found = repr(value[:40]) if isinstance(value, str) else type_name(value)
+        raise TraceInvalid(path, f"expected a 64-bit integer as a decimal string, found {found}")
+    if not _INT_RANGE[0] <= number <= _INT_RANGE[1]:
+        raise TraceInvalid(path, f"{number} does not fit in 64 bits")
+    return number
+
+
+def any_value(raw: Any, path: str, depth: int = 0) -> Any:
+    """An OTLP AnyValue as a plain value: arrays as lists, key-value lists as objects, bytes as their base64 text,
+    an empty AnyValue as None."""
+    value = obj(raw, path)
+    if "stringValue" in value:
+        return text(value["stringValue"], f"{path}.stringValue")
+    if "boolValue" in value:
+        if not isinstance(value["boolValue"], bool):
+            raise TraceInvalid(f"{path}.boolValue", f"expected true or false, found {type_name(value['boolValue'])}")
+        return value["boolValue"]
+    if "intValue" in value:
+        return int64(value["intValue"], f"{path}.intValue")
+    if "doubleValue" in value:
+        return _double(value["doubleValue"], f"{path}.doubleValue")
+    if "bytesValue" in value:
+        return text(value["bytesValue"], f"{path}.bytesValue")
+    if depth == MAX_DEPTH and ("arrayValue" in value or "kvlistValue" in value):
+        raise TraceInvalid(path, f"nested more than {MAX_DEPTH} levels deep")
+    if "arrayValue" in value:
+        where = f"{path}.arrayValue.values"
+        found = items(obj(value["arrayValue"], f"{path}.arrayValue").get("values", []), where)
+        return [any_value(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(found)]
+    if "kvlistValue" in value:
+        where = f"{path}.kvlistValue.values"
+        pairs = {}
+        for i, entry in enumerate(items(obj(value["kvlistValue"], f"{path}.kvlistValue").get("values", []), where)):
+            entry = obj(entry, f"{where}[{i}]")
+            pairs[text(entry.get("key"), f"{where}[{i}].key")] = any_value(
+                entry.get("value", {}), f"{where}[{i}].value", depth + 1
+            )
+        return pairs
+    return None
+
+
+def _double(value: Any, path: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if value in ("NaN", "Infinity", "-Infinity"):  # how the protobuf JSON mapping writes what JSON cannot
+        return float(value)
+    raise TraceInvalid(path, f"expected a number, found {type_name(value)}")
+
+
+def document_id(value: Any, path: str) -> str | None:
+    """A document's id: text, or a whole number written as text; None when not recorded."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TraceInvalid(path, f"expected a string or a whole number, found {type_name(value)}")

@@ -1,0 +1,274 @@
+"""OTLP/JSON: the spans of one agent run as an OpenTelemetry exporter or the Collector's file exporter writes them
+(`{resourceSpans: [{scopeSpans: [{spans: [...]}]}]}`, or JSON Lines of such requests), in the OpenTelemetry GenAI
+or the OpenInference conventions (each span read by the one whose attributes it carries).
+
+The OTLP rules: ids are hex, enums integers (`status.code` 2 is ERROR), 64-bit integers decimal strings,
+unknown fields ignored. One file is one run, so spans of two traces are refused, naming them; spans are taken in
+start-time order.
+
+One conversation from many spans: every model call records the history so far, so the run's messages are those
+of the latest inference span that records any (its input messages, then its output messages). Tool spans attach
+to that conversation's calls by call id, in order, adding status, duration and what the messages left out
+(result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
+With no messages recorded (content capture is opt-in) the run is its tool spans and retrievals in time order. The
+agent span (`invoke_agent`, OpenInference `AGENT`) gives the duration, and its `diagbot.final_state` attribute (an
+object, or its JSON text) the final state, for agents that record it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from types import ModuleType
+from typing import Any
+
+from diagbot.kinds.agent.formats import openinference, otel_genai
+from diagbot.kinds.agent.formats.common import JsonLines, items, obj, text, type_name
+from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid
+
+NAME = "otlp"
+FINAL_STATE = "diagbot.final_state"
+_IDS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}  # hex digits
+_HEX = re.compile(r"[0-9a-fA-F]*")
+_SHOWN_TRACES = 5
+
+Roles = list[tuple[Span, ModuleType, str | None]]  # each span, its convention, what it is to the run
+
+
+def detect(data: Any) -> bool:
+    if isinstance(data, JsonLines):
+        data = data.documents[0][1]
+    return isinstance(data, dict) and isinstance(data.get("resourceSpans"), list)
+
+
+def read(data: Any) -> Run:
+    requests = data.documents if isinstance(data, JsonLines) else [(0, data)]
+    spans: list[Span] = []
+    for line, request in requests:
+        _request(request, f"line {line}: $" if line else "$", spans)
+    if not spans:
+        raise TraceInvalid("$", "holds no spans")
+    traces = list(dict.fromkeys(span.trace_id for span in spans))
+    if len(traces) > 1:
+        more = len(traces) - _SHOWN_TRACES
+        shown = ", ".join(traces[:_SHOWN_TRACES]) + (f" and {more} more" if more > 0 else "")
+        raise TraceInvalid(
+            "$", f"holds spans of {len(traces)} traces ({shown}); a file is one run: export each trace to a file"
+        )
+    spans.sort(key=lambda span: (span.start, span.order))
+    roles: Roles = []
+    for span in spans:
+        convention = openinference if openinference.uses(span) else otel_genai
+        roles.append((span, convention, convention.role(span)))
+    return _run(roles)
+
+
+# --- the envelope ------------------------------------------------------------------------------------------------
+
+
+def _request(request: Any, root: str, spans: list[Span]) -> None:
+    top = obj(request, root)
+    for r, resource in enumerate(items(top.get("resourceSpans", []), f"{root}.resourceSpans")):
+        where = f"{root}.resourceSpans[{r}]"
+        for s, scope in enumerate(items(obj(resource, where).get("scopeSpans", []), f"{where}.scopeSpans")):
+            inner = f"{where}.scopeSpans[{s}]"
+            for k, raw in enumerate(items(obj(scope, inner).get("spans", []), f"{inner}.spans")):
+                path = f"{inner}.spans[{k}]"
+                if len(spans) == MAX_STEPS:
+                    raise TraceInvalid(path, f"more than {MAX_STEPS:,} spans; diagbot reads at most that many per run")
+                spans.append(_span(obj(raw, path), path, len(spans)))
+
+
+def _span(span: dict[str, Any], path: str, order: int) -> Span:
+    status = obj(span.get("status", {}), f"{path}.status")
+    code = status.get("code", 0)
+    if isinstance(code, bool) or not isinstance(code, int):
+        found = repr(code) if isinstance(code, str) else type_name(code)
+        raise TraceInvalid(
+            f"{path}.status.code", f"expected an integer (OTLP/JSON writes enums as numbers; 2 is ERROR), found {found}"
+        )
+    attributes: dict[str, Any] = {}
+    for i, raw in enumerate(items(span.get("attributes", []), f"{path}.attributes")):
+        attribute = obj(raw, f"{path}.attributes[{i}]")
+        attributes[text(attribute.get("key"), f"{path}.attributes[{i}].key")] = attribute.get("value")
+    trace_id = _id(span.get("traceId"), "traceId", path)
+    _id(span.get("spanId"), "spanId", path)
+    if span.get("parentSpanId"):
+        _id(span["parentSpanId"], "parentSpanId", path)
+    name = span.get("name", "")
+    return Span(
+        path=path,
+        trace_id=trace_id,
+        name=text(name, f"{path}.name"),
+        start=int64(span.get("startTimeUnixNano", "0"), f"{path}.startTimeUnixNano"),
+        end=int64(span.get("endTimeUnixNano", "0"), f"{path}.endTimeUnixNano"),
+        error=code == 2,
+        order=order,
+        attributes=attributes,
+    )
+
+
+def _id(value: Any, field: str, path: str) -> str:
+    digits = _IDS[field]
+    if not isinstance(value, str) or len(value) != digits or not _HEX.fullmatch(value):
+        found = repr(value[:40]) if isinstance(value, str) else type_name(value)
+        raise TraceInvalid(
+            f"{path}.{field}", f"expected {digits} hex digits (OTLP/JSON writes ids in hex, not base64), found {found}"
+        )
+    return value.lower()
+
+
+# --- one conversation from many spans ----------------------------------------------------------------------------
+
+
+def _run(roles: Roles) -> Run:
+    agent = next((span for span, _, role in roles if role == AGENT), None)
+    run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
+    latest = next(((s, c) for s, c, role in reversed(roles) if role == INFERENCE and c.records_messages(s)), None)
+    steps: list[Step] = []
+    anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
+    owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
+    if latest is not None:
+        span, convention = latest
+        said_in, said_out = convention.conversation(span)
+        waiting: dict[str | None, list[ToolCall]] = {}
+        _conversation(said_in, steps, waiting, owners)
+        anchors = [None] * len(steps)
+        _conversation(said_out, steps, waiting, owners)
+        anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
+    run.steps = _merge(steps, anchors, _attach(roles, steps, anchors, owners))
+    if len(run.steps) > MAX_STEPS:
+        raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
+    return run
+
+
+def _conversation(
+    said: list[Said], steps: list[Step], waiting: dict[str | None, list[ToolCall]], owners: dict[int, int]
+) -> None:
+    """Messages as steps, as openai-chat reads them: a result goes to the nearest earlier call with its id that
+    has none yet, and a message that only gives results is not a step."""
+    for message in said:
+        for call_id, has_result, result, path in message.answers:
+            pending = waiting.get(call_id)
+            if not pending:
+                raise TraceInvalid(path, f"a tool result for {call_id!r}, which no earlier call made")
+            call = pending.pop()
+            call.result, call.has_result = result, has_result
+        owner = None
+        if message.role != "tool" and (message.text or message.calls or not message.answers):
+            steps.append(Message(message.role, message.text))
+            owner = len(steps) - 1
+        for call in message.calls:
+            steps.append(call)
+            waiting.setdefault(call.id, []).append(call)
+            if owner is not None:
+                owners[len(steps) - 1] = owner
+        if len(steps) > MAX_STEPS:
+            raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
+
+
+def _attach(
+    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int]
+) -> list[tuple[int, Step]]:
+    """Tool spans onto the conversation's calls; returns the steps of their own (tool spans of calls no message
+    made, retrievals) with their start times, in time order.
+
+    A span takes the first call not yet taken with its call id. A span without an id (OpenInference often records
+    none), or whose id no message has while some calls have none, takes the first free call of its tool. A span
+    whose id the messages have but whose calls are all taken repeats the last of them (a retry): counted once,
+    that call takes the last attempt's status, a result if it had none, and a duration to the attempt's end."""
+    by_id: dict[str, deque[tuple[int, ToolCall]]] = {}
+    by_tool: dict[str, deque[tuple[int, ToolCall]]] = {}
+    no_id: dict[str, deque[tuple[int, ToolCall]]] = {}
+    for i, step in enumerate(steps):
+        if isinstance(step, ToolCall):
+            by_tool.setdefault(step.tool, deque()).append((i, step))
+            (
+                by_id.setdefault(step.id, deque()) if step.id is not None else no_id.setdefault(step.tool, deque())
+            ).append((i, step))
+    taken: set[int] = set()
+    first: dict[str, tuple[ToolCall, Span]] = {}  # call id -> the last call of that id a span took, and that span
+    later: list[tuple[int, Step]] = []
+    for span, convention, role in roles:
+        if role == RETRIEVAL:
+            later.append((span.start, convention.retrieval(span)))
+        if role != TOOL:
+            continue
+        found: ToolSpan = convention.tool(span)
+        if found.id is not None and found.id in by_id:
+            match = _first_free(by_id[found.id], taken)
+            if match is None:
+                _retried(*first[found.id], found, span)
+                continue
+        else:
+            match = _first_free((by_tool if found.id is None else no_id).get(found.tool), taken)
+        if match is None:
+            later.append((span.start, _call(found, span)))
+            continue
+        i, call = match
+        taken.add(i)
+        if call.id is not None:
+            first[call.id] = (call, span)
+        _enrich(call, found, span)
+        anchors[i] = span.start
+        owner = owners.get(i)
+        if owner is not None and ((known := anchors[owner]) is None or span.start < known):
+            anchors[owner] = span.start  # the message that made the call started no later
+    return later
+
+
+def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
+    call.failed = found.failed
+    if not call.has_result and found.has_result:
+        call.result, call.has_result = found.result, True
+    call.duration_ms = max(span.end - first.start, 0) / 1e6
+
+
+def _first_free(queue: deque[tuple[int, ToolCall]] | None, taken: set[int]) -> tuple[int, ToolCall] | None:
+    while queue and queue[0][0] in taken:
+        queue.popleft()
+    return queue.popleft() if queue else None
+
+
+def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
+    call.failed = call.failed or found.failed
+    call.duration_ms = span.duration_ms
+    if not call.has_result and found.has_result:
+        call.result, call.has_result = found.result, True
+    if call.raw_args is None:
+        call.raw_args = found.raw_args
+
+
+def _call(found: ToolSpan, span: Span) -> ToolCall:
+    return ToolCall(
+        tool=found.tool,
+        id=found.id,
+        raw_args=found.raw_args,
+        result=found.result,
+        has_result=found.has_result,
+        failed=found.failed,
+        duration_ms=span.duration_ms,
+    )
+
+
+def _merge(steps: list[Step], anchors: list[int | None], later: list[tuple[int, Step]]) -> list[Step]:
+    """`later` (in time order) placed among `steps`: each before the first step known to have started after it.
+    That place only moves forward as the start grows, so one pass does it."""
+    if not later:
+        return steps
+    merged: list[Step] = []
+    i = 0
+    for start, step in later:
+        while i < len(steps) and not ((anchor := anchors[i]) is not None and anchor > start):
+            merged.append(steps[i])
+            i += 1
+        merged.append(step)
+    merged.extend(steps[i:])
+    return merged
+
+
+def _final_state(agent: Span | None) -> dict[str, Any] | None:
+    if agent is None or not agent.has(FINAL_STATE):
+        return None
+    return obj(agent.json(FINAL_STATE), agent.where(FINAL_STATE))

@@ -1,0 +1,123 @@
+"""`diagbot init`: a working starting point for one suite kind, written from the templates shipped in the package
+(`templates/init/<kind>/`, plus the GitHub workflow): a diagbot.yml, one passing and one failing example case
+with its recorded run, and `.github/workflows/diagbot.yml`. It never overwrites a file: when any of them exists,
+nothing is written."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path, PurePosixPath
+
+from diagbot.core.errors import DiagbotError
+
+KINDS = ("agent", "trace", "workspace")
+INIT_KIND = "agent"  # any tool-calling agent's OpenAI messages: what a newcomer most likely has
+WORKFLOW = PurePosixPath(".github/workflows/diagbot.yml")
+BASELINE = "build/baseline"
+
+EXAMPLES = {  # what `diagbot run` will show, and why the failing case does not fail it
+    "agent": "order_status_001 passes; refund_timeline_002 fails without failing the gate, because it is P2 and "
+    "only a failing P0 case fails it on its own",
+    "trace": "payment-timeout passes; disk-full fails without failing the gate, because with no baseline nothing "
+    "can regress",
+    "workspace": "latency-evidence-001 passes; latency-evidence-002 fails without failing the gate, because with no "
+    "baseline nothing can regress",
+}
+
+
+class InitRefused(DiagbotError):
+    """A file `diagbot init` would write is there already."""
+
+
+@dataclass(frozen=True)
+class Starter:
+    kind: str
+    files: dict[PurePosixPath, bytes]  # path in the folder -> content, in the order they are written
+
+
+def starter(kind: str) -> Starter:
+    """The files of the starting point for `kind`, read from the package's templates."""
+    root = files("diagbot") / "templates" / "init"
+    found: dict[PurePosixPath, bytes] = {}
+    _collect(root / kind, PurePosixPath(), found)
+    config = PurePosixPath("diagbot.yml")
+    ordered = {config: found.pop(config), **found, WORKFLOW: (root / "workflow.yml").read_bytes()}
+    return Starter(kind, ordered)
+
+
+def _collect(folder: Traversable, at: PurePosixPath, found: dict[PurePosixPath, bytes]) -> None:
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            _collect(entry, at / entry.name, found)
+        elif entry.is_file():
+            found[at / entry.name] = entry.read_bytes()
+
+
+def conflicts(target: Path, plan: Starter) -> list[Path]:
+    """Every path in the way: a file that exists, or a file where a folder has to be."""
+    if target.exists() and not target.is_dir():
+        return [target]
+    blocked: set[Path] = set()
+    for relative in plan.files:
+        path = target / relative
+        if os.path.lexists(path):
+            blocked.add(path)
+        for parent in path.relative_to(target).parents:
+            folder = target / parent
+            if parent != Path(".") and os.path.lexists(folder) and not folder.is_dir():
+                blocked.add(folder)
+    return sorted(blocked)
+
+
+def write_starter(target: Path, plan: Starter) -> list[Path]:
+    """Write every file of `plan` under `target`, or none: InitRefused lists what is in the way. Files are created
+    exclusively, so one that appears meanwhile is not overwritten either; what was written is then removed."""
+    blocked = conflicts(target, plan)
+    if blocked:
+        raise InitRefused(*_refusal(blocked))
+    written: list[Path] = []
+    try:
+        for relative, content in plan.files.items():
+            path = target / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("xb") as handle:
+                written.append(path)
+                handle.write(content)
+    except FileExistsError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise InitRefused(*_refusal([Path(str(exc.filename))])) from None
+    return written
+
+
+def _refusal(blocked: list[Path]) -> list[str]:
+    return [f"{path}: exists already" for path in blocked] + [
+        "diagbot init wrote nothing, because it never overwrites a file: move the files above away, or give "
+        "another folder (diagbot init DIR)"
+    ]
+
+
+def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
+    """What `diagbot init` prints: what it wrote, the examples, the workflow's placeholder and the next commands."""
+    article = "an" if plan.kind[0] in "aeiou" else "a"
+    lines = [f"diagbot init: wrote {article} {plan.kind} suite ({len(written)} files):"]
+    lines += [f"  {path}" for path in written]
+    lines += [
+        "",
+        f"The example cases: {EXAMPLES[plan.kind]} (see the comments in diagbot.yml).",
+        f"Before the workflow runs on GitHub, set the commit it uses in {target / WORKFLOW}: replace "
+        "OWNER/diagbot@COMMIT_SHA with the repository and commit sha of diagbot to run.",
+        "",
+        "Next:",
+    ]
+    if target != Path("."):
+        lines.append(f"  cd {shlex.quote(str(target))}")
+    lines += [
+        f"  diagbot run --out {BASELINE}        # evaluate and print the PR comment; keep this run as a baseline",
+        f"  diagbot run --baseline {BASELINE}   # after changing a case or a run: compare with that baseline",
+    ]
+    return "\n".join(lines)

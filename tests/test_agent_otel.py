@@ -1,0 +1,1073 @@
+"""The agent suite's OpenTelemetry run formats (issue 13): OTLP/JSON of GenAI or OpenInference spans, JSON Lines,
+the conversation rebuilt once from many spans, retrievals and citations in the run model, and OpenAI Responses
+items as the third new way to record the same conversation.
+
+Every export here is made by the real OpenTelemetry SDK and its OTLP protobuf encoder (tests/otel_recorder.py),
+never typed by hand; hostile variants are those exports with one value changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.trace import SpanKind
+
+from diagbot.cli import main
+from diagbot.kinds import registry
+from diagbot.kinds.agent import checks
+from diagbot.kinds.agent.cases import AgentCase
+from diagbot.kinds.agent.formats import FORMAT_NAMES, openai_chat, parse_run
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.report import AgentReport
+from diagbot.kinds.agent.run import Citation, Document, Message, Retrieval, Run, ToolCall, TraceInvalid
+from scripts import make_otel_fixtures
+from tests import otel_recorder
+from tests.conftest import ROOT
+from tests.otel_recorder import Recorder, json_lines
+from tests.test_agent_suite import RUN, agent_config
+
+SOURCES = ROOT / "tests/data/agent/otel"
+SPAN = "$.resourceSpans[0].scopeSpans[0].spans[0]"  # the first span of an export, in messages
+
+# --- factories ---------------------------------------------------------------------------------------------------
+
+
+def parse(doc: Any, fmt: str = "auto") -> Run:
+    data = doc if isinstance(doc, bytes) else json.dumps(doc, ensure_ascii=False).encode()
+    return parse_run(data, fmt)
+
+
+def problem(doc: Any, fmt: str = "auto") -> str:
+    with pytest.raises(TraceInvalid) as caught:
+        parse(doc, fmt)
+    return str(caught.value)
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def call_part(call_id: str | None, name: str, arguments: Any = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "tool_call", "name": name}
+    if call_id is not None:
+        part["id"] = call_id
+    if arguments is not None:
+        part["arguments"] = arguments
+    return part
+
+
+def response_part(call_id: str, value: Any, key: str = "response") -> dict[str, Any]:
+    return {"type": "tool_call_response", "id": call_id, key: value}
+
+
+def say(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def chat(rec: Recorder, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], structured: bool = False) -> None:
+    """A GenAI model-call span recording `inputs` (the history so far) and `outputs`."""
+    encode: Callable[[Any], Any] = (lambda v: v) if structured else json.dumps
+    rec.span(
+        "chat gpt-4.1",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": encode(inputs),
+            "gen_ai.output.messages": encode(outputs),
+        },
+        kind=SpanKind.CLIENT,
+    )
+
+
+def tool(rec: Recorder, name: str, call_id: str | None = None, error: bool = False, **attributes: Any) -> None:
+    """A GenAI execute_tool span; `arguments=` / `result=` record those, other keywords any attribute."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+    if call_id is not None:
+        attrs["gen_ai.tool.call.id"] = call_id
+    for key, value in attributes.items():
+        attrs[{"arguments": "gen_ai.tool.call.arguments", "result": "gen_ai.tool.call.result"}.get(key, key)] = value
+    rec.span(f"execute_tool {name}", attrs, error=error)
+
+
+def steps(run: Run) -> list[tuple[Any, ...]]:
+    """The run's steps as plain tuples (a call: tool, id, args, result or "-" when none, failed)."""
+    shown: list[tuple[Any, ...]] = []
+    for step in run.steps:
+        if isinstance(step, Message):
+            shown.append((step.role, step.text))
+        elif isinstance(step, ToolCall):
+            shown.append(("call", step.tool, step.id, step.args, step.result if step.has_result else "-", step.failed))
+        elif isinstance(step, Retrieval):
+            shown.append(("retrieval", step.query, [(d.id, d.score) for d in step.documents]))
+        else:
+            shown.append(("state", step.key))
+    return shown
+
+
+def two_turns(rec: Recorder, *, args: Any = None, result_key: str = "response", structured: bool = False) -> None:
+    """A refund conversation over two model calls, the second repeating the history, with its tool span."""
+    args = {"order_id": "A"} if args is None else args
+    history = [say("system", text("You refund orders.")), say("user", text("Refund order A?"))]
+    calling = say("assistant", call_part("call_1", "order_lookup", args))
+    chat(rec, history, [calling], structured)
+    tool(rec, "order_lookup", "call_1", arguments=json.dumps({"order_id": "A"}), result="signed")
+    history += [calling, say("tool", response_part("call_1", "signed", result_key))]
+    chat(rec, history, [say("assistant", text("It is eligible."))], structured)
+
+
+TWO_TURNS = [
+    ("system", "You refund orders."),
+    ("user", "Refund order A?"),
+    ("assistant", ""),
+    ("call", "order_lookup", "call_1", {"order_id": "A"}, "signed", False),
+    ("assistant", "It is eligible."),
+]
+
+
+# --- the same conversation in every format gives the same verdicts ------------------------------------------------
+
+
+def _bundled_chat_runs(fixtures: Path) -> Iterator[tuple[Path, Any]]:
+    """Every openai-chat run of the bundled example, with the chat originals of those recorded in other formats
+    put back in place."""
+    for source in sorted(SOURCES.rglob("*.json")):
+        target = fixtures / source.relative_to(SOURCES)
+        shutil.copyfile(source, target)
+    for path in sorted(fixtures.rglob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if openai_chat.detect(doc):
+            yield path, doc
+
+
+def _verdicts(root: Path) -> dict[str, Any]:
+    config = agent_config(root)
+    report = registry.evaluate("agent", config.suite_input(config.suites[0], RUN))
+    assert isinstance(report, AgentReport)
+    return {
+        r.case_id: (r.status, r.failed_checks, [(t.trial, t.passed, t.failed_checks) for t in r.trial_results])
+        for r in report.results
+    }
+
+
+def _bundled_copy(tmp_path: Path) -> Path:
+    for name in ("cases", "fixtures"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    shutil.copyfile(ROOT / "diagbot.yml", tmp_path / "diagbot.yml")
+    return tmp_path
+
+
+def _as_json_lines(doc: Any) -> bytes:
+    """A GenAI export split as the Collector's file exporter writes batches: one request a line, one span each."""
+    export = otel_recorder.genai(doc)
+    [resource] = export["resourceSpans"]
+    [scope] = resource["scopeSpans"]
+    requests = [
+        {"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [span]}]}]} for span in scope["spans"]
+    ]
+    return json_lines(*requests)
+
+
+CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "otlp GenAI (messages as JSON text)": otel_recorder.genai,
+    "otlp GenAI (structured messages, result parts)": lambda d: otel_recorder.genai(
+        d, structured=True, result_key="result", structured_args=False
+    ),
+    "otlp GenAI JSON Lines": _as_json_lines,
+    "otlp GenAI legacy gen_ai.prompt": lambda d: otel_recorder.genai(d, legacy=True),
+    "otlp OpenInference": otel_recorder.openinference,
+    "otlp OpenInference (no tool ids, plain content)": lambda d: otel_recorder.openinference(
+        d, tool_ids=False, parts=False
+    ),
+    "openai-responses": otel_recorder.responses,
+}
+
+
+@pytest.fixture(scope="module")
+def chat_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = _bundled_copy(tmp_path_factory.mktemp("chat"))
+    assert len(list(_bundled_chat_runs(root / "fixtures/agent"))) == 8
+    return _verdicts(root)
+
+
+@pytest.mark.parametrize("name", list(CONVERSIONS))
+def test_every_bundled_chat_run_gets_the_same_verdicts_in_each_new_format(
+    name: str, tmp_path: Path, chat_verdicts: dict[str, Any]
+) -> None:
+    root = _bundled_copy(tmp_path)
+    converted = []
+    for path, doc in list(_bundled_chat_runs(root / "fixtures/agent")):
+        written = CONVERSIONS[name](doc)
+        path.write_bytes(written if isinstance(written, bytes) else json.dumps(written, ensure_ascii=False).encode())
+        converted.append(path.relative_to(root / "fixtures/agent").as_posix())
+    assert len(converted) == 8
+    assert _verdicts(root) == chat_verdicts
+    # the comparison means something: the converted runs include failing ones, with the checks they fail
+    assert chat_verdicts["refund_tool_partial_amount_003"][0] == "failed"
+    assert chat_verdicts["incident_canary_rollback_003"][1][2].startswith("final_state_mismatch: ")
+
+
+def test_a_changed_conversation_changes_the_verdict_in_every_format(tmp_path: Path) -> None:
+    """The check above could not pass by ignoring the runs: dropping a call fails the same case everywhere."""
+    original = json.loads((SOURCES / "incident_payment_latency_001.json").read_text(encoding="utf-8"))
+    cut = copy.deepcopy(original)
+    cut["messages"][4]["tool_calls"] = []  # the second call (logs_search) is never made
+    del cut["messages"][5]
+    root = _bundled_copy(tmp_path)
+    target = root / "fixtures/agent/incident_payment_latency_001.json"
+    seen = set()
+    for conversion in [lambda d: d, *CONVERSIONS.values()]:
+        written = conversion(cut)
+        target.write_bytes(written if isinstance(written, bytes) else json.dumps(written).encode())
+        status, failed, _ = _verdicts(root)["incident_payment_latency_001"]
+        seen.add((status, tuple(failed)))
+    [(status, failed)] = seen
+    assert status == "failed" and failed[0].startswith("tool_sequence_mismatch: ")
+
+
+def test_the_bundled_runs_in_the_new_formats_are_what_the_script_writes() -> None:
+    for name in make_otel_fixtures.RECORDINGS:
+        assert (ROOT / "fixtures/agent" / name).read_text(encoding="utf-8") == make_otel_fixtures.render(name), name
+    genai = json.loads((ROOT / "fixtures/agent/incident_payment_latency_001.json").read_text(encoding="utf-8"))
+    assert parse(genai).duration_ms == 14300.0 and len(parse(genai, "otlp").calls) == 3
+    inference = json.loads((ROOT / "fixtures/agent/refund_tool_partial_amount_003.json").read_text(encoding="utf-8"))
+    assert "openinference.span.kind" in json.dumps(inference)
+
+
+# --- one conversation from many spans ------------------------------------------------------------------------------
+
+
+def test_the_history_repeated_in_every_model_call_is_counted_once() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    run = parse(rec.otlp())
+    assert steps(run) == TWO_TURNS
+    assert (len(run.calls), run.turns, run.answer) == (1, 2, "It is eligible.")
+    assert run.calls[0].duration_ms == 1.0 and run.duration_ms is None
+
+
+def test_the_run_is_read_in_start_time_order_whatever_the_file_order() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    export = rec.otlp()
+    export["resourceSpans"][0]["scopeSpans"][0]["spans"].reverse()
+    assert steps(parse(export)) == TWO_TURNS
+
+
+def test_structured_messages_and_result_parts_read_as_json_text_and_response_parts() -> None:
+    rec = Recorder()
+    two_turns(rec, structured=True, result_key="result")
+    export = rec.otlp()
+    assert "kvlistValue" in json.dumps(export)  # the SDK recorded them as OTLP values, not text
+    assert steps(parse(export)) == TWO_TURNS
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "problem_text"),
+    [
+        ({"order_id": "A"}, {"order_id": "A"}, None),
+        ('{"order_id": "A"}', {"order_id": "A"}, None),
+        ('{"order_id": ', None, "arguments are not valid JSON (Expecting value): '{\"order_id\": '"),
+    ],
+    ids=["object", "JSON string", "not JSON"],
+)
+def test_arguments_as_an_object_or_a_json_string(args: Any, expected: Any, problem_text: str | None) -> None:
+    rec = Recorder()
+    two_turns(rec, args=args)
+    [call] = parse(rec.otlp()).calls
+    assert (call.args, call.args_problem) == (expected, problem_text)
+
+
+def test_repeated_call_ids_pair_in_order_and_tool_spans_attach_in_order() -> None:
+    rec = Recorder()
+    history = [say("user", text("Look up A and B"))]
+    first = say("assistant", call_part("call_1", "order_lookup", {"order_id": "A"}))
+    chat(rec, history, [first])
+    tool(rec, "order_lookup", "call_1", result="A: signed")
+    history += [first, say("tool", response_part("call_1", "A: signed"))]
+    second = say("assistant", call_part("call_1", "order_lookup", {"order_id": "B"}))  # the id again
+    chat(rec, history, [second])
+    tool(rec, "order_lookup", "call_1", error=True, result="Error: B is locked")
+    history += [second]  # its result is recorded only by the tool span
+    chat(rec, history, [say("assistant", text("A is signed; B is locked."))])
+    run = parse(rec.otlp())
+    assert [(c.args, c.result, c.failed) for c in run.calls] == [
+        ({"order_id": "A"}, "A: signed", False),
+        ({"order_id": "B"}, "Error: B is locked", True),
+    ]
+
+
+def test_results_pair_with_the_nearest_earlier_call_of_their_id() -> None:
+    rec = Recorder()
+    both = say("assistant", call_part("c", "a", {}), call_part("c", "b", {}))
+    answers = [say("tool", response_part("c", "for b")), say("tool", response_part("c", "for a"))]
+    chat(rec, [say("user", text("go")), both, *answers], [say("assistant", text("done"))])
+    assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("a", "for a"), ("b", "for b")]
+    rec = Recorder()
+    chat(rec, [say("tool", response_part("x", "?"))], [])
+    assert problem(rec.otlp()) == (
+        f"{SPAN}.attributes[\"gen_ai.input.messages\"][0].parts[0]: a tool result for 'x', which no earlier call made"
+    )
+
+
+def test_a_missing_result_stays_missing_and_a_tool_span_fills_it() -> None:
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "order_lookup", {"order_id": "A"}))
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "order_lookup", "call_1")  # records no result either
+    chat(rec, [say("user", text("A?")), calling, say("tool", {"type": "tool_call_response", "id": "call_1"})], [])
+    [call] = parse(rec.otlp()).calls
+    assert (call.has_result, call.result) == (False, None)
+    case = AgentCase.model_validate({**_case(), "trace_requirement": {"required_fields": ["observation"]}})
+    assert _failures(case, rec.otlp()) == ["trace_requirement_missing: the run records no observation"]
+    rec = Recorder()
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "order_lookup", "call_1", result={"status": "signed"})  # a structured result
+    [call] = parse(rec.otlp()).calls
+    assert (call.has_result, call.result, call.result_text) == (True, {"status": "signed"}, '{"status":"signed"}')
+
+
+@pytest.mark.parametrize(
+    ("status_error", "attributes"), [(True, {}), (False, {"error.type": "timeout"})], ids=["status ERROR", "error.type"]
+)
+def test_a_failed_tool_span_fails_its_call(status_error: bool, attributes: dict[str, Any]) -> None:
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "refund_submit", {"order_id": "A"}))
+    chat(rec, [say("user", text("Refund A"))], [calling])
+    tool(rec, "refund_submit", "call_1", error=status_error, result="busy", **attributes)
+    tool(rec, "refund_submit", "call_2", result="ok")  # no message made it: a call of its own
+    [failed, own] = parse(rec.otlp()).calls
+    assert (failed.failed, own.failed, own.id, own.args) == (True, False, "call_2", None)
+    case = AgentCase.model_validate(
+        {
+            **_case(),
+            "expected_tool_sequence": ["refund_submit"],
+            "evaluator_config": {"tool_sequence": {"match": "strict", "ignore_failed": True}},
+        }
+    )
+    assert _failures(case, rec.otlp()) == []  # the failed call is left out; the other matches
+
+
+def test_a_tool_span_of_no_recorded_call_is_placed_by_its_start_time() -> None:
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "order_lookup", {"order_id": "A"}))
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "policy_search", "call_9", result="7-day rule")  # made by a sub-agent, in no message
+    tool(rec, "order_lookup", "call_1", result="signed")
+    chat(
+        rec,
+        [say("user", text("A?")), calling, say("tool", response_part("call_1", "signed"))],
+        [say("assistant", text("ok"))],
+    )
+    assert [s[1] if s[0] == "call" else s[0] for s in steps(parse(rec.otlp()))] == [
+        "user",
+        "policy_search",
+        "assistant",
+        "order_lookup",
+        "assistant",
+    ]
+
+
+def test_a_tool_span_without_a_call_id_takes_the_first_free_call_of_its_tool() -> None:
+    rec = Recorder()
+    history = [say("user", text("A and B?"))]
+    both = say("assistant", call_part("c1", "lookup", {"id": "A"}), call_part("c2", "lookup", {"id": "B"}))
+    chat(rec, history, [both])
+    tool(rec, "lookup", result="A ok")
+    tool(rec, "lookup", error=True, result="B down")
+    tool(rec, "lookup", result="a third, made by no message")
+    chat(rec, [*history, both], [say("assistant", text("done"))])
+    assert [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls] == [
+        ("c1", "A ok", False),
+        ("c2", "B down", True),
+        (None, "a third, made by no message", False),
+    ]
+
+
+def test_a_call_taken_by_a_span_without_an_id_is_not_counted_again_by_its_id() -> None:
+    rec = Recorder()
+    calling = say("assistant", call_part("c1", "lookup", {}))
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "lookup", result="first")
+    tool(rec, "lookup", "c1", error=True, result="second")
+    assert [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls] == [("c1", "first", True)]
+
+
+CALL_IDS = st.sampled_from(["c1", "c2", "c3", None])
+TOOLS = st.sampled_from(["lookup", "refund"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    made=st.lists(st.tuples(CALL_IDS, TOOLS), max_size=5),
+    spans=st.lists(st.tuples(CALL_IDS, TOOLS, st.booleans()), max_size=6),
+    capture=st.booleans(),
+)
+def test_every_tool_span_claims_at_most_one_call_and_no_call_is_counted_twice(
+    made: list[tuple[str | None, str]], spans: list[tuple[str | None, str, bool]], capture: bool
+) -> None:
+    rec = Recorder()
+    rec.span("GET /refunds", {"http.request.method": "GET"}, kind=SpanKind.SERVER)  # no GenAI span: ignored
+    calling = say("assistant", *(call_part(i, t, {"n": n}) for n, (i, t) in enumerate(made)))
+    if capture:
+        chat(rec, [say("user", text("go"))], [calling])
+    for call_id, name, failed in spans:
+        tool(rec, name, call_id, error=failed)
+    run = parse(rec.otlp())
+    recorded = made if capture else []
+    assert len(recorded) <= len(run.calls) <= len(recorded) + len(spans)
+    from_messages = [c for c in run.calls if isinstance(c.args, dict)]  # only the messages record arguments here
+    assert [(c.id, c.tool, c.args) for c in from_messages] == [(i, t, {"n": n}) for n, (i, t) in enumerate(recorded)]
+    assert sum(c.failed for c in run.calls) <= sum(failed for *_, failed in spans)
+
+
+def test_a_retried_call_is_counted_once_with_its_last_attempts_outcome() -> None:
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "order_lookup", {}))
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "order_lookup", "call_1", error=True)
+    tool(rec, "order_lookup", "call_1", result="signed")  # the framework retried it, and it worked
+    assert [(c.failed, c.result, c.duration_ms) for c in parse(rec.otlp()).calls] == [(False, "signed", 2.0)]
+
+
+def test_content_capture_off_gives_the_tool_spans_in_time_order() -> None:
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4.1"})
+    tool(rec, "order_lookup", "call_1")
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
+    tool(rec, "refund_check", "call_2", error=True)
+    run = parse(rec.otlp())
+    assert steps(run) == [
+        ("call", "order_lookup", "call_1", None, "-", False),
+        ("call", "refund_check", "call_2", None, "-", True),
+    ]
+    assert (run.answer, run.turns) == ("", 0)
+    sequence = AgentCase.model_validate({**_case(), "expected_tool_sequence": ["order_lookup", "refund_check"]})
+    assert _failures(sequence, rec.otlp()) == []
+
+
+def test_the_latest_model_call_that_records_messages_gives_them() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})  # a later call with capture off: skipped
+    assert steps(parse(rec.otlp())) == TWO_TURNS
+
+
+def test_older_gen_ai_prompt_and_completion_lists() -> None:
+    rec = Recorder()
+    prompt = [
+        {"role": "user", "content": "Refund order A?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "order_lookup", "arguments": '{"order_id": "A"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "signed"}]},
+    ]
+    rec.span(
+        "openai.chat",
+        {
+            "gen_ai.system": "openai",
+            "gen_ai.prompt": json.dumps(prompt),
+            "gen_ai.completion": json.dumps([{"role": "assistant", "content": "Eligible."}]),
+        },
+    )
+    assert steps(parse(rec.otlp())) == [
+        ("user", "Refund order A?"),
+        ("assistant", ""),
+        ("call", "order_lookup", "call_1", {"order_id": "A"}, "signed", False),
+        ("assistant", "Eligible."),
+    ]
+
+
+def test_system_instructions_come_first() -> None:
+    rec = Recorder()
+    rec.span(
+        "chat m",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system_instructions": json.dumps([text("Be brief.")]),
+            "gen_ai.input.messages": json.dumps([say("user", text("hi"))]),
+            "gen_ai.output.messages": json.dumps([say("assistant", text("hello"))]),
+        },
+    )
+    assert steps(parse(rec.otlp())) == [("system", "Be brief."), ("user", "hi"), ("assistant", "hello")]
+
+
+def test_the_agent_span_gives_the_duration_and_the_final_state() -> None:
+    rec = Recorder()
+    with rec.root(
+        "invoke_agent refunds",
+        {"gen_ai.operation.name": "invoke_agent", "diagbot.final_state": json.dumps({"refund": "submitted"})},
+        2500,
+    ):
+        two_turns(rec)
+    run = parse(rec.otlp())
+    assert (run.duration_ms, run.final_state, steps(run)) == (2500.0, {"refund": "submitted"}, TWO_TURNS)
+    rec = Recorder()
+    with rec.root("agent", {"openinference.span.kind": "AGENT", "diagbot.final_state": {"refund": "none"}}, 10):
+        tool(rec, "order_lookup", "call_1")
+    assert (parse(rec.otlp()).duration_ms, parse(rec.otlp()).final_state) == (10.0, {"refund": "none"})
+
+
+def test_an_export_of_two_traces_is_refused_naming_both() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    rec.new_trace(2)
+    tool(rec, "order_lookup", "call_7")
+    assert problem(rec.otlp()) == (
+        "$: holds spans of 2 traces (00005eed000000000000000000000001, 00005eed000000000000000000000002); a file "
+        "is one run: export each trace to a file"
+    )
+
+
+def test_an_export_of_no_spans_says_so() -> None:
+    assert problem({"resourceSpans": []}) == "$: holds no spans"
+    assert problem({}, "otlp") == "$: holds no spans"
+
+
+# --- JSON Lines ------------------------------------------------------------------------------------------------------
+
+
+def _split(export: dict[str, Any]) -> list[dict[str, Any]]:
+    [resource] = export["resourceSpans"]
+    [scope] = resource["scopeSpans"]
+    return [{"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [s]}]}]} for s in scope["spans"]]
+
+
+def test_json_lines_of_requests_are_one_run() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    lines = json_lines(*_split(rec.otlp()))
+    assert lines.count(b"\n") == 3
+    assert steps(parse_run(lines, "auto")) == steps(parse_run(lines, "otlp")) == TWO_TURNS
+    assert steps(parse_run(b"\n" + lines.replace(b"\n", b"\r\n\n"), "auto")) == TWO_TURNS
+
+
+def test_json_lines_problems_name_the_line() -> None:
+    rec = Recorder()
+    two_turns(rec)
+    first, second, third = (json.dumps(r) for r in _split(rec.otlp()))
+    assert problem(f"{first}\n{second}\n{third[:-1]}\n".encode()) == (
+        "line 3: not valid JSON at line 1 column " + str(len(third)) + " (Expecting ',' delimiter)"
+    )
+    broken = json.loads(second)
+    broken["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = 7
+    assert problem(f"{first}\n\n{json.dumps(broken)}\n".encode()) == (
+        "line 3: $.resourceSpans[0].scopeSpans[0].spans[0].traceId: expected 32 hex digits (OTLP/JSON writes ids "
+        "in hex, not base64), found a number"
+    )
+    assert problem(b'[{"role": "user", "content": "hi"}]\n[]\n') == "not valid JSON at line 2 column 1 (Extra data)"
+    assert problem(b'{\n  "messages": []\n}\n{}\n') == "not valid JSON at line 4 column 1 (Extra data)"  # no JSON Lines
+    assert problem(f"{first}\n{second}\n".encode(), "openai-chat") == "not valid JSON at line 2 column 1 (Extra data)"
+    assert (
+        problem(b"{}\n" * 10_001, "otlp") == "line 10001: more than 10,000 JSON Lines; diagbot reads at most that many"
+    )
+
+
+# --- OpenInference -------------------------------------------------------------------------------------------------
+
+
+def _flat(prefix: str, role: str, content: str | None = None, **extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {f"{prefix}.message.role": role}
+    if content is not None:
+        attrs[f"{prefix}.message.content"] = content
+    attrs.update({f"{prefix}.message.{k.replace('__', '.')}": v for k, v in extra.items()})
+    return attrs
+
+
+def test_openinference_spans_unflattened() -> None:
+    rec = Recorder()
+    llm = {
+        "openinference.span.kind": "LLM",
+        **_flat(
+            "llm.input_messages.0",
+            "user",
+            contents__0__message_content__type="text",
+            contents__0__message_content__text="Refund A?",
+            contents__1__message_content__type="image",
+            contents__1__message_content__text="(an image)",
+            contents__2__message_content__text="Thanks",
+        ),
+        **_flat(
+            "llm.output_messages.0",
+            "assistant",
+            tool_calls__0__tool_call__id="call_1",
+            tool_calls__0__tool_call__function__name="order_lookup",
+            tool_calls__0__tool_call__function__arguments='{"order_id": "A"}',
+        ),
+    }
+    llm["llm.input_messages.\u00b2.message.role"] = "user"  # a superscript two is no list index: not a message
+    rec.span("ChatCompletion", llm)
+    rec.span(
+        "order_lookup",
+        {
+            "openinference.span.kind": "TOOL",
+            "tool.name": "order_lookup",
+            "tool.id": "call_1",
+            "tool.parameters": '{"order_id": {"type": "string"}}',
+            "output.value": "signed",
+        },
+    )
+    assert steps(parse(rec.otlp())) == [
+        ("user", "Refund A?\nThanks"),
+        ("assistant", ""),
+        ("call", "order_lookup", "call_1", {"order_id": "A"}, "signed", False),
+    ]  # the arguments are the call's, never tool.parameters (the tool's definition)
+
+
+def test_openinference_retriever_spans_are_retrievals() -> None:
+    rec = Recorder()
+    rec.span(
+        "retrieve",
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "input.value": "7-day return policy",
+            "retrieval.documents.1.document.id": 42,
+            "retrieval.documents.1.document.score": 0.5,
+            "retrieval.documents.0.document.id": "policy_7day",
+            "retrieval.documents.0.document.score": 0.91,
+            "retrieval.documents.0.document.content": "Unopened items within 7 days...",
+            "retrieval.documents.0.document.metadata": '{"section": "2.1"}',
+        },
+    )
+    [retrieval] = parse(rec.otlp()).retrievals
+    assert retrieval == Retrieval(
+        "7-day return policy",
+        [Document("policy_7day", score=0.91, content="Unopened items within 7 days..."), Document("42", score=0.5)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        (
+            {"llm.input_messages.0.message.content": "hi"},
+            'attributes["llm.input_messages.0.message.role"]: a message without its role',
+        ),
+        (
+            {
+                "llm.input_messages.0.message.role": "assistant",
+                "llm.input_messages.0.message.tool_calls.0.tool_call.id": "c",
+            },
+            'attributes["llm.input_messages.0.message.tool_calls.0.tool_call.function.name"]: a tool call without its '
+            "name",
+        ),
+        (
+            {"llm.input_messages.0.message.role": 3},
+            'attributes["llm.input_messages.0.message.role"]: expected a string, found a number',
+        ),
+        (
+            {"llm.input_messages.10000.message.role": "user"},
+            'attributes["llm.input_messages.10000"]: index 10000; diagbot reads at most 10,000',
+        ),
+        (
+            {"llm.input_messages.0.message": "flat", "llm.input_messages.0.message.role": "user"},
+            'attributes["llm.input_messages.0.message.role"]: a key under another attribute\'s value',
+        ),
+    ],
+    ids=["no role", "no tool name", "role not text", "huge index", "value and keys"],
+)
+def test_openinference_problems_name_the_attribute(attributes: dict[str, Any], message: str) -> None:
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM", **attributes})
+    assert problem(rec.otlp()) == f"$.resourceSpans[0].scopeSpans[0].spans[0].{message}"
+
+
+# --- retrievals and citations ----------------------------------------------------------------------------------------
+
+
+def test_genai_retrieval_spans_are_retrievals_placed_by_time() -> None:
+    rec = Recorder()
+    question = say("user", text("Can I return opened earphones?"))
+    rec.span(
+        "retrieval policies",
+        {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.data_source.id": "policies",
+            "gen_ai.retrieval.query.text": "return opened earphones",
+            "gen_ai.retrieval.documents": json.dumps([{"id": "p_12", "score": 0.8}, {"id": 7}]),
+        },
+    )
+    chat(rec, [question], [say("assistant", text("Opened earphones can be returned for a fault [p_12]."))])
+    rec.span(
+        "retrieval again",
+        {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": [{"id": "p_13", "score": 1}]},
+    )
+    run = parse(rec.otlp())
+    assert steps(run) == [
+        ("user", "Can I return opened earphones?"),
+        ("retrieval", "return opened earphones", [("p_12", 0.8), ("7", None)]),
+        ("assistant", "Opened earphones can be returned for a fault [p_12]."),
+        ("retrieval", None, [("p_13", 1.0)]),
+    ]
+    assert (run.citations, len(run.retrievals)) == ([], 2)
+
+
+def _native(*steps_: dict[str, Any]) -> dict[str, Any]:
+    return {"format": "diagbot-agent-trace", "version": 1, "steps": list(steps_)}
+
+
+RETRIEVAL_STEP = {
+    "kind": "retrieval",
+    "query": "return window for opened items",
+    "documents": [
+        {"id": "policy_v3", "passage_id": "2.1", "score": 0.92, "rank": 1, "content": "Opened items: 7 days."},
+        {"id": "faq_12"},
+    ],
+}
+
+
+def test_native_retrieval_steps_and_the_answers_citations() -> None:
+    run = parse(
+        _native(
+            {"kind": "message", "role": "user", "content": "Can I return it opened?"},
+            RETRIEVAL_STEP,
+            {"kind": "message", "role": "assistant", "content": "Let me check.", "citations": [{"doc_id": "faq_12"}]},
+            {
+                "kind": "message",
+                "role": "assistant",
+                "content": "Yes, within 7 days [policy_v3 2.1].",
+                "citations": [{"doc_id": "policy_v3", "passage_id": "2.1"}],
+            },
+        )
+    )
+    assert run.retrievals == [
+        Retrieval(
+            "return window for opened items",
+            [Document("policy_v3", "2.1", 0.92, 1, "Opened items: 7 days."), Document("faq_12")],
+        )
+    ]
+    assert run.citations == [Citation("policy_v3", "2.1")]  # the answer's, not an earlier reply's
+    later = parse(
+        _native(
+            {"kind": "message", "role": "assistant", "content": "x", "citations": [{"doc_id": "d"}]},
+            {"kind": "message", "role": "assistant", "content": "final"},
+        )
+    )
+    assert later.citations == []
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        (
+            {**RETRIEVAL_STEP, "documents": [{"id": "a", "scroe": 1}]},
+            "$.steps[0].documents[0].scroe: unknown field (did you mean score?)",
+        ),
+        ({**RETRIEVAL_STEP, "documents": [{"id": 3}]}, "$.steps[0].documents[0].id: expected a string, found a number"),
+        (
+            {**RETRIEVAL_STEP, "documents": [{"id": "a", "rank": 0}]},
+            "$.steps[0].documents[0].rank: expected a rank (a whole number from 1), found 0",
+        ),
+        (
+            {**RETRIEVAL_STEP, "documents": [{"id": "a", "score": True}]},
+            "$.steps[0].documents[0].score: expected a finite number, found a boolean",
+        ),
+        ({"kind": "retrieval", "query": "q"}, "$.steps[0].documents: expected an array, found null"),
+        (
+            {"kind": "message", "role": "user", "content": "hi", "citations": [{"doc_id": "a"}]},
+            "$.steps[0].citations: only an assistant message cites sources",
+        ),
+        (
+            {"kind": "message", "role": "assistant", "content": "hi", "citations": [{"doc": "a"}]},
+            "$.steps[0].citations[0].doc: unknown field (did you mean doc_id?)",
+        ),
+        (
+            {"kind": "retrival", "documents": []},
+            "$.steps[0].kind: unknown step kind 'retrival'; use one of message, tool_call, state_change, retrieval",
+        ),
+    ],
+    ids=["misspelt key", "id type", "rank", "score", "no documents", "user cites", "citation key", "kind"],
+)
+def test_native_retrieval_and_citation_problems(step: dict[str, Any], message: str) -> None:
+    assert problem(_native(step)) == message
+
+
+def test_the_published_trace_schema_has_the_retrieval_step(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "agent-trace"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    kinds = [s["properties"]["kind"]["const"] for s in schema["properties"]["steps"]["items"]["oneOf"]]
+    assert kinds == ["message", "tool_call", "state_change", "retrieval"]
+    validator = jsonschema.Draft202012Validator(schema)
+    good = _native(
+        RETRIEVAL_STEP,
+        {
+            "kind": "message",
+            "role": "assistant",
+            "content": "a",
+            "citations": [{"doc_id": "policy_v3", "passage_id": "2.1"}],
+        },
+    )
+    assert not list(validator.iter_errors(good))
+    assert list(validator.iter_errors(_native({**RETRIEVAL_STEP, "documents": [{"passage_id": "x"}]})))
+
+
+def test_checks_that_walk_the_steps_pass_over_retrievals() -> None:
+    """Every check runs on a run holding retrieval steps without tripping over them."""
+    run = _native(
+        {"kind": "message", "role": "user", "content": "yes, go ahead"},
+        RETRIEVAL_STEP,
+        {"kind": "tool_call", "tool": "refund_submit", "args": {"order_id": "A"}, "result": "ok"},
+        {"kind": "state_change", "key": "refund", "from": "none", "to": "submitted"},
+        {"kind": "message", "role": "assistant", "content": "Submitted."},
+    )
+    case = AgentCase.model_validate(
+        {
+            **_case(),
+            "expected_tool_sequence": ["refund_submit"],
+            "side_effect_policy": {
+                "tool": "refund_submit",
+                "confirmation_required": True,
+                "precondition": [{"refund": "none"}],
+                "idempotency_key": "order_id",
+                "forbidden_state_transition": [{"from": "submitted", "to": "none"}],
+            },
+            "initial_state": {"refund": "none"},
+            "trace_requirement": {"required_fields": ["tool_call", "state_change"]},
+            "final_state_check": {"expr": "refund", "equals": "submitted"},
+            "success_criteria": [{"answer_contains": ["submitted"]}, {"max_turns": 1}],
+        }
+    )
+    assert _failures(case, run) == []
+
+
+# --- the trace-format option ----------------------------------------------------------------------------------------
+
+
+def test_otlp_and_openai_responses_are_trace_formats() -> None:
+    assert FORMAT_NAMES == ("auto", "diagbot", "openai-responses", "openai-chat", "otlp")
+    for name in ("otlp", "openai-responses"):
+        assert AgentOptions.model_validate({"trace-format": name}).trace_format == name
+    rec = Recorder()
+    two_turns(rec)
+    assert steps(parse(rec.otlp(), "otlp")) == TWO_TURNS
+    assert problem([{"role": "user", "content": "hi"}], "otlp") == "$: expected an object, found an array"
+
+
+def test_responses_carry_the_final_state_and_duration_like_chat() -> None:
+    run = parse({"input": "Refund A?", "output": [], "final_state": {"refund": "none"}, "duration_ms": 120})
+    assert (run.final_state, run.duration_ms) == ({"refund": "none"}, 120.0)
+    assert problem({"input": [], "output": [], "duration_ms": -1}) == (
+        "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found -1"
+    )
+
+
+# --- hostile exports ------------------------------------------------------------------------------------------------
+
+
+def _export() -> dict[str, Any]:
+    rec = Recorder()
+    with rec.root(
+        "invoke_agent a", {"gen_ai.operation.name": "invoke_agent", "diagbot.final_state": json.dumps({"k": 1})}, 50
+    ):
+        two_turns(rec, structured=True)
+        rec.span(
+            "retrieval",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": "q",
+                "gen_ai.retrieval.documents": json.dumps([{"id": "d", "score": 0.5}]),
+            },
+        )
+        rec.span("llm", {"openinference.span.kind": "LLM", **_flat("llm.input_messages.0", "user", "hi")})
+    return rec.otlp()
+
+
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield path
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _nodes(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _nodes(child, (*path, index))
+
+
+def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    doc = copy.deepcopy(doc)
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return doc
+
+
+WRONG = [None, True, 7, 1.5, "x", [], {}, [[]], {"stringValue": 1}, {"arrayValue": {"values": [{}]}}]
+
+
+def test_a_wrong_type_anywhere_in_an_export_is_trace_invalid_never_a_crash() -> None:
+    export = _export()
+    assert steps(parse(export))  # the export itself reads
+    refused = 0
+    for path in _nodes(export):
+        for value in WRONG:
+            try:
+                parse(_replaced(export, path, value), "otlp")
+            except TraceInvalid as exc:
+                refused += 1
+                assert exc.path.startswith("$") and exc.message, (path, value, str(exc))
+    assert refused > 500
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("resourceSpans",), {}, "$.resourceSpans: expected an array, found an object"),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0),
+            "span",
+            f"{SPAN}: expected an object, found a string",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "traceId"),
+            "ZuMeaL38q3ZoI4yyRzfKMw==",
+            f"{SPAN}.traceId: expected 32 hex digits (OTLP/JSON writes ids in hex, not "
+            "base64), found 'ZuMeaL38q3ZoI4yyRzfKMw=='",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "spanId"),
+            None,
+            f"{SPAN}.spanId: expected 16 hex digits (OTLP/JSON writes ids in hex, not base64), found null",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "startTimeUnixNano"),
+            "soon",
+            f"{SPAN}.startTimeUnixNano: expected a 64-bit integer as a decimal string, found 'soon'",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "startTimeUnixNano"),
+            "99999999999999999999",
+            f"{SPAN}.startTimeUnixNano: 99999999999999999999 does not fit in 64 bits",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "status", "code"),
+            "STATUS_CODE_ERROR",
+            f"{SPAN}.status.code: expected an integer (OTLP/JSON writes enums as "
+            "numbers; 2 is ERROR), found 'STATUS_CODE_ERROR'",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes", 0, "key"),
+            5,
+            f"{SPAN}.attributes[0].key: expected a string, found a number",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes", 0, "value"),
+            {"intValue": "x"},
+            f'{SPAN}.attributes["gen_ai.operation.name"].intValue: expected a 64-bit '
+            "integer as a decimal string, found 'x'",
+        ),
+        (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 2, "attributes", 1, "value", "stringValue"),
+            "[{]",  # the latest model call's: the earlier ones' histories are never read
+            '$.resourceSpans[0].scopeSpans[0].spans[2].attributes["gen_ai.input.messages"]: not valid JSON at line 1 '
+            "column 3 (Expecting property name enclosed in double quotes)",
+        ),
+    ],
+    ids=[
+        "resourceSpans",
+        "span",
+        "base64 id",
+        "no span id",
+        "time",
+        "time overflow",
+        "enum name",
+        "key",
+        "intValue",
+        "messages JSON",
+    ],
+)
+def test_hostile_exports_name_the_path(where: tuple[Any, ...], value: Any, message: str) -> None:
+    rec = Recorder()
+    two_turns(rec)
+    export = rec.otlp()
+    assert problem(_replaced(export, where, value), "otlp") == message
+
+
+def test_huge_counts_are_bounded() -> None:
+    rec = Recorder()
+    tool(rec, "t", "c")
+    export = rec.otlp()
+    [span] = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans_path = "$.resourceSpans[0].scopeSpans[0].spans"
+    many = _replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans"), [span] * 10_001)
+    assert problem(many) == f"{spans_path}: has 10,001 items; diagbot reads at most 10,000 per run"
+    split = {"resourceSpans": [{"scopeSpans": [{"spans": [span] * 5_000}]}] * 3}
+    assert (
+        problem(split)
+        == "$.resourceSpans[2].scopeSpans[0].spans[0]: more than 10,000 spans; diagbot reads at most that many per run"
+    )
+    deep: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(40):
+        deep = {"arrayValue": {"values": [deep]}}
+    attrs = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": "t"}},
+        {"key": "gen_ai.tool.call.result", "value": deep},
+    ]
+    message = problem(_replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes"), attrs))
+    assert message.endswith(".arrayValue.values[0]: nested more than 32 levels deep")
+    assert message.startswith(f'{spans_path}[0].attributes["gen_ai.tool.call.result"].arrayValue.values[0]')
+    rec = Recorder()
+    rec.span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[" + "0," * 1_100_000 + "0]"})
+    assert problem(rec.otlp()) == (
+        f'{spans_path}[0].attributes["gen_ai.input.messages"]: holds 1,100,002 JSON values; diagbot reads at most '
+        "1,000,000 per run"
+    )
+    rec = Recorder()
+    chat(rec, [say("user", *[text("x")] * 10_001)], [])
+    assert problem(rec.otlp()) == (
+        f'{spans_path}[0].attributes["gen_ai.input.messages"][0].parts: has 10,001 items; diagbot reads at most '
+        "10,000 per run"
+    )
+
+
+# --- helpers for verdicts -------------------------------------------------------------------------------------------
+
+
+def _case() -> dict[str, Any]:
+    return {
+        "case_id": "c1",
+        "case_version": "v1",
+        "dataset_id": "d",
+        "dataset_version": "v1",
+        "title": "t",
+        "scenario": "refund",
+        "user_task": "u",
+        "ability_tags": ["tool_use"],
+        "risk_level": "P2",
+        "difficulty": "Easy",
+        "source": "s",
+        "input": "i",
+        "expected_behavior": ["e"],
+        "rubric": "r",
+        "evaluator_config": {},
+        "metadata": {
+            "dataset_role": "golden",
+            "tags": [],
+            "owner": "o",
+            "review_status": "approved",
+            "usage_rights_status": "approved_for_evaluation",
+        },
+    }
+
+
+def _failures(case: AgentCase, doc: Any) -> list[str]:
+    run = parse(doc)
+    applied = [c for c in checks.CHECKS if c.applies(case)]
+    return checks.judge(case, checks.trial(run, case, {}, AgentOptions().confirmation), applied)
