@@ -5,6 +5,7 @@ nothing is written."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ EXAMPLES = {  # what `diagbot run` will show, and why the failing case does not 
 
 
 class InitRefused(DiagbotError):
-    """A file `diagbot init` would write is there already."""
+    """A file `diagbot init` would write is there already, or cannot be written."""
 
 
 @dataclass(frozen=True)
@@ -73,25 +74,64 @@ def conflicts(target: Path, plan: Starter) -> list[Path]:
     return sorted(blocked)
 
 
+def links_out(target: Path, plan: Starter) -> list[Path]:
+    """The folders on the way that are symbolic links leading out of `target`: writing through one would put a
+    file elsewhere (a folder of a checked-out repository is not to be trusted with that)."""
+    links = {target / parent for relative in plan.files for parent in relative.parents if parent != PurePosixPath(".")}
+    links = {folder for folder in links if folder.is_symlink()}
+    if not links:
+        return []
+    inside = target.resolve()  # a folder, or a link to one (the folders below it are real: `conflicts`)
+    return sorted(folder for folder in links if not folder.resolve().is_relative_to(inside))
+
+
 def write_starter(target: Path, plan: Starter) -> list[Path]:
     """Write every file of `plan` under `target`, or none: InitRefused lists what is in the way. Files are created
-    exclusively, so one that appears meanwhile is not overwritten either; what was written is then removed."""
-    blocked = conflicts(target, plan)
+    exclusively, so one that appears meanwhile is not overwritten either; on any failure what was written (files,
+    and the folders made for them) is removed again."""
+    try:
+        blocked = conflicts(target, plan)
+        links = [] if blocked else links_out(target, plan)
+    except OSError as exc:  # a name too long for the system, a folder that cannot be looked into, ...
+        raise InitRefused(*_unwritable(exc, target)) from None
     if blocked:
         raise InitRefused(*_refusal(blocked))
+    if links:
+        raise InitRefused(
+            *[f"{path}: a symbolic link to a folder outside {target}" for path in links],
+            f"diagbot init wrote nothing, because it writes only inside {target}: remove the links above, or give "
+            "another folder (diagbot init DIR)",
+        )
     written: list[Path] = []
+    made: list[Path] = []
     try:
         for relative, content in plan.files.items():
             path = target / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
+            for folder in reversed(path.parents):
+                if not os.path.lexists(folder):
+                    folder.mkdir()
+                    made.append(folder)
             with path.open("xb") as handle:
                 written.append(path)
                 handle.write(content)
-    except FileExistsError as exc:
+    except OSError as exc:
         for path in written:
             path.unlink(missing_ok=True)
-        raise InitRefused(*_refusal([Path(str(exc.filename))])) from None
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, FileExistsError):
+            raise InitRefused(*_refusal([Path(str(exc.filename))])) from None
+        raise InitRefused(*_unwritable(exc, target)) from None
     return written
+
+
+def _unwritable(exc: OSError, target: Path) -> list[str]:
+    where = exc.filename if exc.filename is not None else target
+    return [
+        f"{where}: cannot be written ({exc.strerror or exc})",
+        "diagbot init wrote nothing: give a folder you can write to (diagbot init DIR)",
+    ]
 
 
 def _refusal(blocked: list[Path]) -> list[str]:

@@ -157,6 +157,12 @@ def compile_regex(pattern: str) -> Regex:
 _CAPTURING = re2.Options()
 _CAPTURING.log_errors = False
 
+MAX_SCANNED_CHARS = 8 * 1024 * 1024
+"""Characters that the searches for the successive matches of one text may read in all (`find_named`). A search
+can read on to the end of the text to learn where a match ends (`(?P<doc_id>a)(?:.*z)?` does), so each counts the
+text from where it starts: however many matches, the worst case is that of one search of an 8 MiB text (see
+MAX_REGEX_PROGRAM), not that search once per match."""
+
 
 @lru_cache(maxsize=64)
 def _with_groups(pattern: str) -> Any:
@@ -169,17 +175,27 @@ def named_groups(pattern: str) -> set[str]:
     return set(_with_groups(pattern).groupindex)
 
 
-def find_named(pattern: str, text: str, limit: int) -> list[dict[str, str | None]]:
-    """The named groups of the first `limit` matches of `pattern` in `text`, left to right (None for a group that
-    took no part in a match). Only this needs captures; every other search runs without them."""
-    found: list[dict[str, str | None]] = []
+def find_named(pattern: str, text: str, limit: int, needed: str) -> tuple[list[dict[str, str | None]], bool]:
+    """The named groups of the matches of `pattern` in `text` in which the group `needed` holds some text, left to
+    right, each distinct one once and at most `limit` of them (None for a group that took no part in a match);
+    and whether every match was read: False when there were more, or when the searches read MAX_SCANNED_CHARS.
+    Only this needs captures; every other search runs without them."""
+    found: dict[tuple[str | None, ...], dict[str, str | None]] = {}
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")  # RE2 reads UTF-8, which holds no lone surrogate
+    scanned = len(text)  # what the first search may read
     for match in _with_groups(pattern).finditer(text):
-        if len(found) == limit:
-            break
-        found.append(match.groupdict())
-    return found
+        groups: dict[str, str | None] = match.groupdict()
+        if groups.get(needed):
+            key = tuple(groups.values())
+            if key not in found:
+                if len(found) == limit:
+                    return list(found.values()), False
+                found[key] = groups
+        scanned += len(text) - match.end()  # what the next search may read
+        if scanned > MAX_SCANNED_CHARS and match.end() < len(text):
+            return list(found.values()), False
+    return list(found.values()), True
 
 
 def valid_regex(pattern: str) -> str:

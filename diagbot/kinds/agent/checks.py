@@ -19,7 +19,7 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, run_query, truthy
-from diagbot.core.regex import Regex, compile_regex, find_named
+from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
@@ -128,16 +128,26 @@ class Trial:
         return fold("\n".join(self.run.assistant_texts))
 
     @cached_property
-    def citations(self) -> list[Citation]:
+    def citations(self) -> rag.Cited:
         """The answer's citations: those the run records, then those `citation-pattern` finds in the answer (in
-        the part a regex reads), each once, at most MAX_CITATIONS."""
-        found = dict.fromkeys(self.run.citations[:MAX_CITATIONS])
+        the part a regex reads), each once, at most MAX_CITATIONS; and what was left unread, if anything."""
+        found = dict.fromkeys(self.run.citations)
+        unread, complete = "", True
         if self.citation_pattern is not None:
-            for groups in find_named(self.citation_pattern, searched(self.run.answer), MAX_CITATIONS):
-                doc = groups.get("doc_id")
-                if doc:
-                    found.setdefault(Citation(doc, groups.get("passage_id") or None))
-        return list(found)[:MAX_CITATIONS]
+            answer = self.run.answer
+            matches, complete = find_named(self.citation_pattern, searched(answer), MAX_CITATIONS, "doc_id")
+            for groups in matches:
+                found.setdefault(Citation(groups["doc_id"] or "", groups.get("passage_id") or None))
+            if len(answer) > MAX_MATCHED_CHARS:
+                unread = f"only the first {MAX_MATCHED_CHARS:,} characters of the answer were searched for citations"
+            elif not complete and len(matches) < MAX_CITATIONS:
+                unread = (
+                    f"the search for citations stopped after reading {MAX_SCANNED_CHARS:,} characters, each search "
+                    "for the next one counting the rest of the answer"
+                )
+        if len(found) > MAX_CITATIONS or not (complete or unread):  # more distinct citations than are compared
+            unread = f"the answer cites more than {MAX_CITATIONS:,} sources and only {MAX_CITATIONS:,} were read"
+        return rag.Cited(list(found)[:MAX_CITATIONS], unread)
 
     @cached_property
     def final_state(self) -> dict[str, Any]:
@@ -698,16 +708,17 @@ def metrics(case: AgentCase, t: Trial) -> dict[str, float]:
     """The machine-checked RAG metrics the case asks for, on this trial (citation accuracy only when the answer
     cites something)."""
     gold = case.gold_evidence or []
+    asked = list(dict.fromkeys(case.evaluation_metrics or []))
+    ks = {name: k for name in asked if (k := rag.recall_k(name)) is not None}
     found: dict[str, float] = {}
-    for name in case.evaluation_metrics or []:
-        k = rag.recall_k(name)
-        if k is not None and any(g.required for g in gold):
-            found[name] = rag.recall(gold, t.run.retrievals, k)[0]
-        elif name == rag.ACCURACY and gold:
-            value = rag.accuracy(gold, t.citations)[0]
-            if value is not None:
-                found[name] = value
-    return found
+    if ks and any(g.required for g in gold):
+        recalls = rag.recalls(gold, t.run.retrievals, set(ks.values()))
+        found.update({name: recalls[k][0] for name, k in ks.items()})
+    if rag.ACCURACY in asked and gold:
+        value = rag.accuracy(gold, t.citations.citations)[0]
+        if value is not None:
+            found[rag.ACCURACY] = value
+    return {name: found[name] for name in asked if name in found}
 
 
 def _threshold(case: AgentCase, name: str) -> float:
@@ -721,33 +732,41 @@ def _labels(items: list[Any]) -> str:
 
 def evidence_recall(case: AgentCase, t: Trial) -> list[str]:
     gold, failures = case.gold_evidence or [], []
-    for name in dict.fromkeys(m for m in case.evaluation_metrics or [] if rag.recall_k(m) is not None):
-        k = rag.recall_k(name) or 0
-        value, missed = rag.recall(gold, t.run.retrievals, k)
-        t.spend(len(gold) * sum(min(k, len(r.documents)) for r in t.run.retrievals))
+    ks = {name: k for name in dict.fromkeys(case.evaluation_metrics or []) if (k := rag.recall_k(name)) is not None}
+    t.spend(sum(len(r.documents) for r in t.run.retrievals) + len(ks) * len(gold))  # a lookup per document and item
+    recalls = rag.recalls(gold, t.run.retrievals, set(ks.values()))
+    for name, k in ks.items():
+        value, missed = recalls[k]
         if value < _threshold(case, name):
             where = "the run records no retrieval" if not t.run.retrievals else f"not in the top {k}: {_labels(missed)}"
             failures.append(f"{name} {value:.2f} < {_threshold(case, name):g} ({where})")
-    return failures
+    return _capped(failures)
 
 
 def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
-    t.spend(len(case.gold_evidence or []) * len(t.citations))
-    value, wrong = rag.accuracy(case.gold_evidence or [], t.citations)
-    if value is None or value >= _threshold(case, rag.ACCURACY):
-        return []
-    return [f"citation_accuracy {value:.2f} < {_threshold(case, rag.ACCURACY):g} (not gold evidence: {_labels(wrong)})"]
+    gold, cited = case.gold_evidence or [], t.citations
+    t.spend(len(gold) + len(cited.citations))
+    value, wrong = rag.accuracy(gold, cited.citations)
+    threshold = _threshold(case, rag.ACCURACY)
+    if value is not None and value < threshold:
+        unread = f"; {cited.unread}" if cited.unread else ""
+        return [f"citation_accuracy {value:.2f} < {threshold:g} (not gold evidence: {_labels(wrong)}){unread}"]
+    if cited.unread:  # the part read is fine, but a citation further on may not be
+        read = "no citation" if value is None else f"citation_accuracy {value:.2f}"
+        return [f"{read} in the part read, but {cited.unread}: a citation not read may not be gold evidence"]
+    return []
 
 
 def citation_required(case: AgentCase, t: Trial) -> list[str]:
-    gold = case.gold_evidence or []
-    t.spend(len(gold) * len(t.citations))
-    if rag.cites_required(gold, t.citations):
+    gold, cited = case.gold_evidence or [], t.citations
+    t.spend(len(gold) + len(cited.citations))
+    if rag.cites_required(gold, cited.citations):
         return []
     required = [g for g in gold if g.required]
     wanted = f"none of {_labels(required)}" if required else "nothing"
-    cited = f"; it cites {_labels(t.citations)}" if t.citations else ""
-    return [f"the answer cites {wanted} (citation_requirement asks for a citation){cited}"]
+    cites = f"; it cites {_labels(cited.citations)}" if cited.citations else ""
+    unread = f" in the part read ({cited.unread})" if cited.unread else ""
+    return [f"the answer cites {wanted}{unread} (citation_requirement asks for a citation){cites}"]
 
 
 def _asks_metric(test: Callable[[str], bool]) -> Callable[[AgentCase], bool]:

@@ -300,15 +300,17 @@ def _metric_problems(case: AgentCase) -> list[str]:
                 problems.append(f"{where} needs gold_evidence to compare the answer's citations with")
         elif name.startswith("evidence_recall"):
             problems.append(f"{where} is not evidence_recall_at_K with K from 1 to {rag.MAX_K} (evidence_recall_at_5)")
-        elif difflib.get_close_matches(name, [rag.ACCURACY], n=1, cutoff=0.85):
+        elif len(name) <= 2 * len(rag.ACCURACY) and difflib.get_close_matches(name, [rag.ACCURACY], n=1, cutoff=0.85):
             problems.append(f"{where} is not a metric diagbot computes (did you mean {rag.ACCURACY}?)")
+    checked = [m for m in dict.fromkeys(asked) if rag.is_checked(m)]
+    most = 12  # names listed in each threshold's problem
+    shown = ", ".join(checked[:most]) + (f", … {len(checked) - most} more" if len(checked) > most else "")
+    known = f"; the case computes {shown}" if checked else ""
+    computed = set(checked)
     for name in case.evaluator_config.thresholds:
-        if name not in asked or not rag.is_checked(name):
-            shown = values.one_line(name, 80)
-            checked = [m for m in asked if rag.is_checked(m)]
-            known = f"; the case computes {', '.join(checked)}" if checked else ""
+        if name not in computed:
             problems.append(
-                f"evaluator_config.thresholds.{shown}: not a machine-checked metric of this case's "
-                f"evaluation_metrics{known}"
+                f"evaluator_config.thresholds.{values.one_line(name, 80)}: not a machine-checked metric of this "
+                f"case's evaluation_metrics{known}"
             )
     return problems

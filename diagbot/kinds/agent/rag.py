@@ -9,13 +9,19 @@ The case names its gold evidence (`gold_evidence: [{doc_id, passage_id?, require
 
 A document or citation points at a gold item when the doc ids are equal and, where both name a passage, the
 passages are equal too. Any other metric (`faithfulness`, ...) needs a judge and is listed as not machine-checked.
+
+The work is linear: documents and gold items are looked up by id, never compared pair by pair, and one pass over
+a run's retrievals gives the recall at every K a case asks for.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from diagbot.core import values
 from diagbot.core.rates import rate
 from diagbot.kinds.agent.run import Citation, Document, Retrieval
 
@@ -24,6 +30,16 @@ ACCURACY = "citation_accuracy"
 MAX_K = 1000
 MACHINE_CHECKED = ("evidence_recall_at_K", ACCURACY)
 DEFAULT_THRESHOLD = 1.0
+MAX_LABEL_CHARS = 80  # of a doc id or a passage id shown in a message
+
+
+@dataclass(frozen=True)
+class Cited:
+    """The answer's citations that are compared with the gold evidence, and what of the answer's citations was
+    not read ("" when nothing was left): a citation not read could be a wrong one."""
+
+    citations: list[Citation]
+    unread: str = ""
 
 
 def recall_k(metric: str) -> int | None:
@@ -36,32 +52,68 @@ def is_checked(metric: str) -> bool:
     return metric == ACCURACY or recall_k(metric) is not None
 
 
-def _points_at(doc_id: str | None, passage_id: str | None, gold: Any) -> bool:
-    if doc_id is None or doc_id != gold.doc_id:
-        return False
-    return passage_id is None or gold.passage_id is None or passage_id == gold.passage_id
+class _Places:
+    """Where sources occur, for lookups by id: for each doc id the first place of any of its sources, of each of
+    its passages, and of the sources that name no passage (which stand for the whole document)."""
+
+    def __init__(self) -> None:
+        self.any: dict[str, int] = {}
+        self.passage: dict[tuple[str, str], int] = {}
+        self.whole: dict[str, int] = {}
+
+    def add(self, doc_id: str | None, passage_id: str | None, place: int = 0) -> None:
+        if doc_id is None:
+            return  # a source recorded without an id can never be gold evidence
+        self.any.setdefault(doc_id, place)
+        if passage_id is None:
+            self.whole.setdefault(doc_id, place)
+        else:
+            self.passage.setdefault((doc_id, passage_id), place)
+
+    def first(self, doc_id: str, passage_id: str | None) -> int | None:
+        """The first place of a source that `doc_id#passage_id` points at (see the module), or None."""
+        if passage_id is None:
+            return self.any.get(doc_id)
+        places = [p for p in (self.passage.get((doc_id, passage_id)), self.whole.get(doc_id)) if p is not None]
+        return min(places) if places else None
 
 
-def _top(retrieval: Retrieval, k: int) -> list[Document]:
+def _places(items: Iterable[Any]) -> _Places:
+    found = _Places()
+    for item in items:
+        found.add(item.doc_id, item.passage_id)
+    return found
+
+
+def _ordered(retrieval: Retrieval) -> list[Document]:
     docs = retrieval.documents
     if docs and all(d.rank is not None for d in docs):
         docs = sorted(docs, key=lambda d: d.rank if d.rank is not None else 0)
-    return docs[:k]
+    return docs
 
 
-def recall(gold: list[Any], retrievals: list[Retrieval], k: int) -> tuple[float, list[Any]]:
-    """(share of required gold items found in the top k of some retrieval, the required items not found)."""
+def recalls(gold: list[Any], retrievals: list[Retrieval], ks: Iterable[int]) -> dict[int, tuple[float, list[Any]]]:
+    """For each k: (share of required gold items found in the top k of some retrieval, the required items not
+    found). One pass over the documents whatever the number of k."""
+    places = _Places()
+    for retrieval in retrievals:
+        for place, doc in enumerate(_ordered(retrieval)):
+            places.add(doc.id, doc.passage_id, place)
     required = [g for g in gold if g.required]
-    tops = [_top(r, k) for r in retrievals]
-    missed = [g for g in required if not any(_points_at(d.id, d.passage_id, g) for top in tops for d in top)]
-    return rate(len(required) - len(missed), len(required)), missed
+    first = [places.first(g.doc_id, g.passage_id) for g in required]
+    found: dict[int, tuple[float, list[Any]]] = {}
+    for k in ks:
+        missed = [g for g, place in zip(required, first, strict=True) if place is None or place >= k]
+        found[k] = (rate(len(required) - len(missed), len(required)), missed)
+    return found
 
 
 def accuracy(gold: list[Any], citations: list[Citation]) -> tuple[float | None, list[Citation]]:
     """(share of citations that point at gold evidence, or None with no citation; the citations that do not)."""
     if not citations:
         return None, []
-    wrong = [c for c in citations if not any(_points_at(c.doc_id, c.passage_id, g) for g in gold)]
+    places = _places(gold)
+    wrong = [c for c in citations if places.first(c.doc_id, c.passage_id) is None]
     return rate(len(citations) - len(wrong), len(citations)), wrong
 
 
@@ -70,7 +122,8 @@ def cites_required(gold: list[Any], citations: list[Citation]) -> bool:
     required = [g for g in gold if g.required]
     if not required:
         return bool(citations)
-    return any(_points_at(c.doc_id, c.passage_id, g) for c in citations for g in required)
+    places = _places(required)
+    return any(places.first(c.doc_id, c.passage_id) is not None for c in citations)
 
 
 def required_citation(requirement: Any) -> bool:
@@ -79,5 +132,6 @@ def required_citation(requirement: Any) -> bool:
 
 
 def label(item: Any) -> str:
-    """A gold item or a citation as `doc_id#passage_id`."""
-    return str(item.doc_id) + (f"#{item.passage_id}" if item.passage_id else "")
+    """A gold item or a citation as `doc_id#passage_id`, each id cut to MAX_LABEL_CHARS."""
+    shown = values.one_line(str(item.doc_id), MAX_LABEL_CHARS)
+    return shown + (f"#{values.one_line(str(item.passage_id), MAX_LABEL_CHARS)}" if item.passage_id else "")

@@ -213,7 +213,11 @@ def _raw_objects(data: Any, parent: str) -> list[dict[str, Any]]:
 
 
 def _close(key: str, names: list[str]) -> str | None:
-    """The name `key` most likely misspells: the same but for case and separators, else difflib's closest."""
+    """The name `key` most likely misspells: the same but for case and separators, else difflib's closest. A key
+    more than thrice as long as every name is close to none of them (the cutoff), and is not compared: difflib's
+    tables of a long key would take tens of times its size."""
+    if len(key) > 3 * max(map(len, names)):
+        return None
     folded = key.casefold().replace("_", "").replace("-", "")
     same = [n for n in names if n.casefold().replace("_", "") == folded]
     if same:

@@ -28,6 +28,9 @@ ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, op
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
 MAX_MATCHED_CHARS = 1024 * 1024  # characters of a tool result that `tool-error-pattern` reads
+MAX_PROBLEM_CHARS = 2_000
+"""Characters of a problem's JSON path, and of its message, kept: both quote the run (a key, an id), and a trial's
+failure lands in the report, the comment and the next run's baseline."""
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")  # raw UTF-8 cannot hold a surrogate; only an escape can
@@ -53,8 +56,17 @@ def parse_run(data: bytes, fmt: str) -> Run:
             )
     else:
         adapter = ADAPTERS[fmt]
-    run: Run = adapter.read(decoded)
+    try:
+        run: Run = adapter.read(decoded)
+    except TraceInvalid as exc:
+        if max(len(exc.path), len(exc.message)) <= MAX_PROBLEM_CHARS:
+            raise
+        raise TraceInvalid(_shortened(exc.path), _shortened(exc.message)) from None
     return run
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
 def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:

@@ -109,21 +109,44 @@ def content_text(value: Any, path: str) -> str:
 
 
 def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> None:
-    """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent."""
+    """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent.
+    A key more than thrice the longest known name's length is close to none (difflib's cutoff), and is not compared:
+    difflib's tables of a long key would take tens of times its size."""
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
+            close = (
+                difflib.get_close_matches(str(key), known, n=1)
+                if len(str(key)) <= 3 * max(map(len, known))
+                else []
+            )
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
             raise TraceInvalid(f"{path}.{key}", f"unknown field{hint}")
 
 
-def embedded_json(value: str, path: str) -> Any:
-    """A JSON document recorded as a string inside the run (OpenTelemetry attributes hold messages that way),
-    decoded within the bounds of a run file; a problem names the string's path."""
-    if len(value) > 2 * MAX_JSON_VALUES:
-        count = values.count_values(value.encode("utf-8", "surrogatepass"))
-        if count > MAX_JSON_VALUES:
-            raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+class Quota:
+    """The JSON values that the strings of one run may still hold, decoded (OpenTelemetry attributes hold messages
+    and documents as JSON text): MAX_JSON_VALUES in all, as many as the file itself, so that values written as
+    text inside strings are no way past the file's bound."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_JSON_VALUES
+
+
+def embedded_json(value: str, path: str, quota: Quota) -> Any:
+    """A JSON document recorded as a string inside the run, decoded within the bounds of a run file, its values
+    counted (before decoding) against the run's `quota`; a problem names the string's path."""
+    count = values.count_values(value.encode("utf-8", "surrogatepass"))
+    if count > MAX_JSON_VALUES:
+        raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+    if count > quota.left:
+        raise TraceInvalid(
+            path,
+            f"holds {count:,} JSON values, more than the {quota.left:,} left of the {MAX_JSON_VALUES:,} that diagbot "
+            "reads from the JSON text of one run's attributes",
+        )
+    quota.left -= count
     try:
         decoded = values.loads(value)
     except json.JSONDecodeError as exc:

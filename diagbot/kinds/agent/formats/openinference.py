@@ -27,6 +27,7 @@ from diagbot.kinds.agent.formats.otel_spans import (
 from diagbot.kinds.agent.run import MAX_STEPS, Document, Retrieval, ToolCall, TraceInvalid
 
 KIND = "openinference.span.kind"
+MAX_KEY_PARTS = 16  # dot-separated parts of a flattened key after its list's prefix (the conventions use at most 8)
 _ROLES = {"LLM": INFERENCE, "TOOL": TOOL, "RETRIEVER": RETRIEVAL, "AGENT": AGENT}
 _INPUT, _OUTPUT = "llm.input_messages.", "llm.output_messages."
 
@@ -117,6 +118,11 @@ def _tree(span: Span, prefix: str) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for key in span.attributes:
         if key.startswith(prefix):
+            parts = key.count(".", len(prefix)) + 1  # counted before a dict is made for each part
+            if parts > MAX_KEY_PARTS:
+                raise TraceInvalid(
+                    span.where(key), f"{parts:,} parts after {prefix.rstrip('.')}; diagbot reads at most {MAX_KEY_PARTS}"
+                )
             node = tree
             *inner, last = key[len(prefix) :].split(".")
             for name in inner:

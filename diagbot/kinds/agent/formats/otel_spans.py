@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import embedded_json, items, obj, text, type_name
+from diagbot.kinds.agent.formats.common import Quota, embedded_json, items, obj, text, type_name
 from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 
 # What a span is to the run.
@@ -37,6 +37,7 @@ class Span:
     error: bool  # status.code 2 (ERROR)
     order: int  # place in the file, to keep ties in time stable
     attributes: dict[str, Any] = field(default_factory=dict)  # key -> the AnyValue as recorded
+    quota: Quota = field(default_factory=Quota)  # what JSON text its attributes may still decode: the run's, shared
 
     def has(self, key: str) -> bool:
         return key in self.attributes
@@ -62,7 +63,7 @@ class Span:
     def json(self, key: str) -> Any:
         """A structured attribute, recorded as a value or as JSON text (where an SDK can only record strings)."""
         value = self.get(key)
-        return embedded_json(value, self.where(key)) if isinstance(value, str) else value
+        return embedded_json(value, self.where(key), self.quota) if isinstance(value, str) else value
 
     @property
     def duration_ms(self) -> float:

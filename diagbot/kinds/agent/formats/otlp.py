@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from diagbot.kinds.agent.formats import openinference, otel_genai
-from diagbot.kinds.agent.formats.common import JsonLines, items, obj, text, type_name
+from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text, type_name
 from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid
 
@@ -45,8 +45,9 @@ def detect(data: Any) -> bool:
 def read(data: Any) -> Run:
     requests = data.documents if isinstance(data, JsonLines) else [(0, data)]
     spans: list[Span] = []
+    quota = Quota()  # the JSON text of all the run's attributes, together
     for line, request in requests:
-        _request(request, f"line {line}: $" if line else "$", spans)
+        _request(request, f"line {line}: $" if line else "$", spans, quota)
     if not spans:
         raise TraceInvalid("$", "holds no spans")
     traces = list(dict.fromkeys(span.trace_id for span in spans))
@@ -67,7 +68,7 @@ def read(data: Any) -> Run:
 # --- the envelope ------------------------------------------------------------------------------------------------
 
 
-def _request(request: Any, root: str, spans: list[Span]) -> None:
+def _request(request: Any, root: str, spans: list[Span], quota: Quota) -> None:
     top = obj(request, root)
     for r, resource in enumerate(items(top.get("resourceSpans", []), f"{root}.resourceSpans")):
         where = f"{root}.resourceSpans[{r}]"
@@ -77,10 +78,10 @@ def _request(request: Any, root: str, spans: list[Span]) -> None:
                 path = f"{inner}.spans[{k}]"
                 if len(spans) == MAX_STEPS:
                     raise TraceInvalid(path, f"more than {MAX_STEPS:,} spans; diagbot reads at most that many per run")
-                spans.append(_span(obj(raw, path), path, len(spans)))
+                spans.append(_span(obj(raw, path), path, len(spans), quota))
 
 
-def _span(span: dict[str, Any], path: str, order: int) -> Span:
+def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
     status = obj(span.get("status", {}), f"{path}.status")
     code = status.get("code", 0)
     if isinstance(code, bool) or not isinstance(code, int):
@@ -106,6 +107,7 @@ def _span(span: dict[str, Any], path: str, order: int) -> Span:
         error=code == 2,
         order=order,
         attributes=attributes,
+        quota=quota,
     )
 
 
