@@ -223,5 +223,6 @@ def _suite_summary(suite: SuiteOutcome, view: SuiteView | None, out: Path) -> Su
         improvements=diff.improvement_count if diff else 0, changes=diff.changed_count if diff else 0,
         report=str(report_path(out, suite.name)) if report is not None else None,
         diff=str(diff_path(out, suite.name)) if diff is not None else None,
-        problems=suite.problems, warnings=suite.warnings,
+        problems=suite.problems,
+        warnings=[*suite.warnings, *(registry.warnings(report) if report is not None else [])],
     )  # fmt: skip

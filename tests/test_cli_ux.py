@@ -272,6 +272,9 @@ def test_run_prints_a_trace_suites_warnings_on_stderr_even_when_quiet(
     assert capsys.readouterr() == ("", warnings)
     assert main(["run"]) == 0
     assert capsys.readouterr().err == warnings + "diagbot: no regression; report folder build/diagbot\n"
+    assert main(["run", "--format", "json"]) == 0  # and in the machine-readable outcome, under the suite
+    suite = json.loads(capsys.readouterr().out)["suites"][0]
+    assert suite["warnings"] == [line.removeprefix("warning: diagnosis: ") for line in warnings.splitlines()]
 
 
 # --- colour ------------------------------------------------------------------------------------------------------
