@@ -1071,3 +1071,55 @@ def _failures(case: AgentCase, doc: Any) -> list[str]:
     run = parse(doc)
     applied = [c for c in checks.CHECKS if c.applies(case)]
     return checks.judge(case, checks.trial(run, case, {}, AgentOptions().confirmation), applied)
+
+
+# --- hostile sizes past the file's own bounds ----------------------------------------------------------------------
+
+
+def test_json_text_in_attributes_counts_toward_the_runs_values() -> None:
+    """Retrieval spans whose documents are JSON text each held less than the run's bound, and the file counted each
+    string as one value: 1,000 of them gave five million documents (900 MB) from a 57 MB file."""
+    rec = Recorder()
+    documents = json.dumps([{"id": "a", "m": [0] * 38}] * 10_000)  # 410,001 values each
+    for _ in range(3):
+        rec.span("retrieval", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": documents})
+    assert problem(rec.otlp()) == (
+        '$.resourceSpans[0].scopeSpans[0].spans[2].attributes["gen_ai.retrieval.documents"]: holds 410,001 JSON '
+        "values, more than the 179,998 left of the 1,000,000 that diagbot reads from the JSON text of one run's "
+        "attributes"
+    )
+    rec = Recorder()
+    for _ in range(2):  # what fits is read: counted only once the lengths no longer show it fits
+        rec.span("retrieval", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": documents})
+    assert [len(r.documents) for r in parse(rec.otlp()).retrievals] == [10_000, 10_000]
+
+
+def test_a_deeply_dotted_openinference_key_is_refused_before_it_is_unflattened() -> None:
+    """A key of 19 million parts under llm.input_messages.0 made one dict per part: 4 GB from a 38 MB file."""
+    rec = Recorder()
+    rec.span(
+        "llm",
+        {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.x." + "a." * 1_000_000 + "b": "v",
+        },
+    )
+    message = problem(rec.otlp())
+    assert message.startswith(f'{SPAN}.attributes["llm.input_messages.0.x.a.a.a.')
+    assert message.endswith(".a.…: 1,000,003 parts after llm.input_messages; diagbot reads at most 16")
+    assert len(message) < 2_100  # the path is cut to 2,000 characters
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role" + ".x" * 14: "user"})
+    assert problem(rec.otlp()) == (
+        f'{SPAN}.attributes["llm.input_messages.0.message.role{".x" * 14}"]: 17 parts after llm.input_messages; '
+        "diagbot reads at most 16"
+    )
+
+
+def test_a_problem_quoting_the_run_is_cut() -> None:
+    """An id or a key of the run is quoted in the problem, which lands in the report: a 5 MB key wrote 10 MB."""
+    rec = Recorder()
+    chat(rec, [say("tool", response_part("c" * 5_000_000, "r"))], [])
+    quoted = "a tool result for '" + "c" * 5_000_000
+    assert problem(rec.otlp()) == f'{SPAN}.attributes["gen_ai.input.messages"][0].parts[0]: {quoted[:1_999]}…'

@@ -7,19 +7,24 @@ Runs are diagbot's native format with `retrieval` steps and an answer's `citatio
 
 from __future__ import annotations
 
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from diagbot.kinds.agent import checks
-from diagbot.kinds.agent.cases import AgentCase
+from diagbot.kinds.agent import checks, rag
+from diagbot.kinds.agent.cases import AgentCase, GoldEvidence
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import unchecked_expectations
 from diagbot.kinds.agent.load import case_problems
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import build_report
+from diagbot.kinds.agent.run import Document, Retrieval
 from tests.conftest import write_json
 from tests.test_agent_checks import evaluate, make_case, native, parse, say
 
@@ -219,3 +224,149 @@ def test_the_diff_treats_a_lower_metric_as_a_regression(tmp_path: Path) -> None:
     ]
     back = diff_agent(build_report([after]), build_report([before])).items
     assert [i.type.value for i in back if i.metric == "metrics.evidence_recall_at_5"] == ["IMPROVEMENT"]
+
+
+# --- hostile sizes: the work is linear and every message bounded ---------------------------------------------------
+
+
+def _brute_recall(gold: list[Any], retrievals: list[Any], k: int) -> list[Any]:
+    """The required gold items not in the top k of any retrieval, by the module's definition, pair by pair."""
+
+    def points_at(doc: Any, g: Any) -> bool:
+        same_passage = doc.passage_id is None or g.passage_id is None or doc.passage_id == g.passage_id
+        return doc.id is not None and doc.id == g.doc_id and same_passage
+
+    def top(r: Any) -> list[Any]:
+        ranked = r.documents and all(d.rank is not None for d in r.documents)
+        return (sorted(r.documents, key=lambda d: d.rank) if ranked else r.documents)[:k]
+
+    return [g for g in gold if g.required and not any(points_at(d, g) for r in retrievals for d in top(r))]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from([None, "1", "2"]), st.booleans()), max_size=6),
+    st.lists(
+        st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from([None, "1", "2"]), st.integers(1, 4)), max_size=5),
+        max_size=3,
+    ),
+    st.booleans(),
+)
+@settings(max_examples=300, deadline=None)
+def test_recall_by_lookup_is_recall_pair_by_pair(gold_items: list[Any], found: list[Any], ranked: bool) -> None:
+    gold = [GoldEvidence(doc_id=d, passage_id=p, required=r) for d, p, r in gold_items]
+    retrievals = [
+        Retrieval("q", [Document(d, p, rank=rank if ranked else None) for d, p, rank in docs]) for docs in found
+    ]
+    ks = [1, 2, 3, 6]
+    recalls = rag.recalls(gold, retrievals, ks)
+    for k in ks:
+        assert recalls[k][1] == _brute_recall(gold, retrievals, k)
+
+
+def test_recall_of_many_metrics_over_many_documents_is_linear() -> None:
+    """1,000 required gold items against 300 retrievals of 1,000 documents, for 1,000 values of K: this took 26 s
+    in the check and 27 s more for the metrics (compared pair by pair, the budget charged only afterwards)."""
+    gold = [{"doc_id": f"g{i}", "required": True} for i in range(1_000)]
+    case = rag_case([f"evidence_recall_at_{k}" for k in range(1_000, 0, -1)], gold_evidence=gold)
+    docs = [{"id": f"d{j}"} for j in range(999)] + [{"id": "g7"}]
+    doc = native(*[{"kind": "retrieval", "query": "q", "documents": docs}] * 300, answer("done"))
+    started = time.monotonic()
+    failed, metrics = judged(case, doc)
+    assert time.monotonic() - started < 5
+    assert failed == [
+        "evidence_recall_low: evidence_recall_at_1000 0.00 < 1 (not in the top 1000: g0, g1, g2, g3, g4, g5, g6, g8, "
+        "g9, g10, g11, g12, … 987 more)",
+        *[f"evidence_recall_low: evidence_recall_at_{k} 0.00 < 1 (not in the top {k}: g0, g1, g2, g3, g4, g5, g6, g7, "
+          "g8, g9, g10, g11, … 988 more)" for k in (999, 998, 997, 996)],
+        "evidence_recall_low: and 995 more like these",
+    ]  # fmt: skip
+    assert len(metrics) == 1_000 and metrics["evidence_recall_at_1000"] == 0.001
+
+
+def test_long_ids_are_cut_in_messages() -> None:
+    """Twelve gold ids of a million characters, missed at 20 values of K, wrote a 480 MB report."""
+    gold = [{"doc_id": f"{i}" + "g" * 1_000_000, "required": True} for i in range(12)]
+    case = rag_case([f"evidence_recall_at_{k}" for k in range(1, 21)], gold_evidence=gold)
+    failed, _ = judged(case, native(retrieval(("other", None)), answer("done")))
+    shown = ", ".join(f"{i}" + "g" * 78 + "…" for i in range(10)) + ", " + ", ".join(f"{i}" + "g" * 77 + "…"
+                                                                                    for i in (10, 11))  # fmt: skip
+    assert failed[0] == f"evidence_recall_low: evidence_recall_at_1 0.00 < 1 (not in the top 1: {shown})"
+    assert len(failed) == 6 and sum(map(len, failed)) < 10_000
+
+
+PATTERN = r"\[(?P<doc_id>[^\]#]+)(?:#(?P<passage_id>[^\]]+))?\]"
+ACCURATE = rag_case(["citation_accuracy"])
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern", "expected"),
+    [
+        # a wrong citation after a thousand repeats of a right one was never read: it passed
+        ("[policy_audio#p12] " * 1_000 + "[made_up]", PATTERN,
+         "citation_accuracy 0.50 < 1 (not gold evidence: made_up)"),
+        # a pattern that matches the empty string spent the thousand matches on nothing: it passed
+        ("y" * 5_000 + " [made_up]", r"(?P<doc_id>\[\w+\])?",
+         "citation_accuracy 0.00 < 1 (not gold evidence: [made_up])"),
+        ("y" * 20_000 + " [made_up]", r"(?P<doc_id>\[\w+\])?",
+         "no citation in the part read, but the search for citations stopped after reading 16,777,216 characters, "
+         "each search for the next one counting the rest of the answer: a citation not read may not be gold "
+         "evidence"),
+        # a wrong citation past the part a regex reads: it passed
+        ("[policy_audio#p12] " + "x" * (1 << 20) + " [made_up]", PATTERN,
+         "citation_accuracy 1.00 in the part read, but only the first 1,048,576 characters of the answer were "
+         "searched for citations: a citation not read may not be gold evidence"),
+        (" ".join(f"[d{i}]" for i in range(1_001)), PATTERN,
+         "citation_accuracy 0.00 < 1 (not gold evidence: d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, … 988 "
+         "more); the answer cites more than 1,000 sources and only 1,000 were read"),
+    ],
+    ids=["repeated", "empty matches", "empty matches over long text", "past the cut", "too many"],
+)  # fmt: skip
+def test_citations_that_were_not_read_never_pass(text: str, pattern: str, expected: str) -> None:
+    failed, _ = judged(
+        ACCURATE, native(answer(text)), AgentOptions.model_validate({"citation-pattern": pattern}).citation_pattern
+    )
+    assert failed == [f"citation_inaccurate: {expected}"]
+
+
+def test_recorded_citations_past_the_limit_fail_too() -> None:
+    cited = [("policy_audio", "p12")] + [(f"d{i}", None) for i in range(1_000)]
+    failed, metrics = judged(ACCURATE, native(answer("see sources", *cited)))
+    assert failed == [
+        "citation_inaccurate: citation_accuracy 0.00 < 1 (not gold evidence: d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, "
+        "d10, d11, … 987 more); the answer cites more than 1,000 sources and only 1,000 were read"
+    ]
+    assert metrics == {"citation_accuracy": 0.001}
+
+
+def test_a_required_citation_past_the_cut_says_where_it_looked() -> None:
+    case = rag_case(["faithfulness"], citation_requirement="cite the policy")
+    failed, _ = judged(case, native(answer("x" * (1 << 20) + " [policy_audio#p12]")), PATTERN)
+    assert failed == [
+        "citation_missing: the answer cites none of policy_audio#p12 in the part read (only the first 1,048,576 "
+        "characters of the answer were searched for citations) (citation_requirement asks for a citation)"
+    ]
+
+
+def test_thresholds_of_unknown_metrics_list_the_metrics_once_and_briefly() -> None:
+    """Each of 1,000 bad thresholds listed all 1,000 metrics: 4 MB of problems from a 50 KB case file."""
+    metrics = [f"evidence_recall_at_{k}" for k in range(1, 1_001)]
+    thresholds = {f"bogus{i}": 0.5 for i in range(1_000)}
+    problems = case_problems(rag_case(metrics, evaluator_config={"thresholds": thresholds}), {})
+    listed = ", ".join(metrics[:12])
+    assert problems[0] == (
+        "evaluator_config.thresholds.bogus0: not a machine-checked metric of this case's evaluation_metrics; the "
+        f"case computes {listed}, … 988 more"
+    )
+    assert len(problems) == 1_000 and sum(map(len, problems)) < 500_000
+
+
+def test_a_huge_metric_name_is_not_fuzzy_matched() -> None:
+    """A 15 MB metric name made difflib build tables of 600 MB to find it close to nothing."""
+    case = rag_case(["x" * 5_000_000])
+    tracemalloc.start()
+    try:
+        assert case_problems(case, {}) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 1024 * 1024

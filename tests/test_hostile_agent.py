@@ -20,12 +20,17 @@ import resource
 import subprocess
 import sys
 import time
+import tracemalloc
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from diagbot.kinds.agent.formats.common import no_unknown_keys
+from diagbot.kinds.agent.run import TraceInvalid
+from diagbot.kinds.trace import fields
 
 TIMEOUT = 60.0  # seconds a run may take before the test gives up on it
 HANG_TIMEOUT = 30.0  # for inputs that took minutes when this review was written (the bound below is what counts)
@@ -831,3 +836,58 @@ def test_confirmation_on_a_long_run_is_bounded(tmp_path: Path) -> None:
     root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policies)}, {"hostile.json": run})
     (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
     assert failed[0].startswith("confirmation_missing: t (call 1) was made without a user confirmation")
+
+
+# --- RAG checks and what the OpenTelemetry adapters quote ---------------------------------------------------------
+
+RAG_FIELDS: dict[str, Any] = {"gold_evidence": [{"doc_id": "policy"}], "evaluation_metrics": ["citation_accuracy"]}
+
+
+def test_a_citation_pattern_that_reads_on_to_the_end_of_the_answer(tmp_path: Path) -> None:
+    """Each search for the next citation read the rest of the answer on RE2's slow path: 1,000 of them over a
+    megabyte took 250 s for one trial. Now the searches read at most 16 MiB in all, and the check says it stopped."""
+    rng = random.Random(0)
+    answer = "done " + "".join(rng.choice("ab") for _ in range(1_000_000))
+    pattern = r"(?P<doc_id>[ab])(?:[ab]*a[ab]{40}c)?"
+    root = make_suite(tmp_path, {"hostile.json": case(**RAG_FIELDS)},
+                      {"hostile.json": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]},
+                      f"    citation-pattern: '{pattern}'\n")  # fmt: skip
+    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
+    cited = ", ".join(dict.fromkeys(char for char in answer if char in "ab"))
+    assert failed == [
+        f"citation_inaccurate: citation_accuracy 0.00 < 1 (not gold evidence: {cited}); the search for citations "
+        "stopped after reading 16,777,216 characters, each search for the next one counting the rest of the answer"
+    ]
+
+
+def test_a_huge_unknown_key_of_a_native_run_is_cut_and_not_fuzzy_matched(tmp_path: Path) -> None:
+    """A 5 MB key was quoted whole (a 10 MB report per trial) and compared by difflib (2.5 GB for a 60 MB key)."""
+    key = "k" * 5_000_000
+    run = {"format": "diagbot-agent-trace", "version": 1, "steps": [], key: 1}
+    root = make_suite(tmp_path, {"hostile.json": case()}, {"hostile.json": run})
+    result = evaluated(diagbot(root))
+    assert result.trials() == [
+        [f"trace_invalid: hostile.json: $.{key[:1_997]}…: unknown field (known: format, version, steps, final_state, "
+         "duration_ms)"]
+    ]  # fmt: skip
+    assert (result.out / "reports" / "ag.json").stat().st_size < 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(TraceInvalid):
+            no_unknown_keys({key * 2: 1}, ("format", "version", "steps"), "$")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * MIB  # the message quotes the key; difflib's tables of it took 400 MiB
+
+
+def test_a_huge_near_miss_key_of_a_trace_fixture_is_not_fuzzy_matched() -> None:
+    """The same class in the trace kind's typo warnings: two 40 MB keys took 1.7 GB and 8 s (0.2 GB, 0.9 s now)."""
+    tracemalloc.start()
+    try:
+        assert fields._close("totalDurationM" + "s" * 5_000_000, ["totalDurationMs", "answer"]) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * MIB
+    assert fields._close("totalDurationMS", ["totalDurationMs", "answer"]) == "totalDurationMs"

@@ -212,3 +212,56 @@ def test_the_installed_wheel_is_the_package_that_runs(tmp_path_factory: pytest.T
     assert diagbot.script.read_text().startswith("#!")
     version = diagbot.run("--version", cwd=folder)
     assert (version.returncode, version.stdout) == (0, "diagbot 0.1.0\n")
+
+
+def test_init_where_nothing_can_be_written_says_so_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder that cannot be made or written was "diagbot failed unexpectedly (OSError ...)"."""
+    (tmp_path / "file").write_text("")
+    for target, reason in [(tmp_path / "file/new", "Not a directory"), (tmp_path / ("a" * 300), "File name too long")]:
+        assert main(["init", str(target)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {target}: cannot be written ({reason})\n"
+            "error: diagbot init wrote nothing: give a folder you can write to (diagbot init DIR)\n"
+        )
+    assert _files(tmp_path) == {"file"}
+
+
+def test_a_failure_midway_removes_the_files_and_folders_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = scaffold.starter("agent")
+    opened = Path.open
+
+    def full_disk(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == "refund_timeline_002.json":
+            raise OSError(28, "No space left on device", str(self))
+        return opened(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", full_disk)
+    with pytest.raises(scaffold.InitRefused) as refused:
+        scaffold.write_starter(tmp_path / "new", plan)
+    assert refused.value.problems == [
+        f"{tmp_path / 'new/fixtures/agent/refund_timeline_002.json'}: cannot be written (No space left on device)",
+        "diagbot init wrote nothing: give a folder you can write to (diagbot init DIR)",
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_does_not_write_through_a_link_out_of_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checked-out `.github` linked elsewhere had the workflow written there."""
+    elsewhere, target = tmp_path / "elsewhere", tmp_path / "repo"
+    elsewhere.mkdir()
+    target.mkdir()
+    (target / ".github").symlink_to(elsewhere, target_is_directory=True)
+    (target / "cases").symlink_to(target, target_is_directory=True)  # a link that stays inside is fine
+    assert main(["init", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {target / '.github'}: a symbolic link to a folder outside {target}\n"
+        f"error: diagbot init wrote nothing, because it writes only inside {target}: remove the links above, or "
+        "give another folder (diagbot init DIR)\n"
+    )
+    assert list(elsewhere.iterdir()) == [] and _files(target) == set()

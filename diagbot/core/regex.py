@@ -157,11 +157,11 @@ def compile_regex(pattern: str) -> Regex:
 _CAPTURING = re2.Options()
 _CAPTURING.log_errors = False
 
-MAX_SCANNED_CHARS = 8 * 1024 * 1024
+MAX_SCANNED_CHARS = 16 * 1024 * 1024
 """Characters that the searches for the successive matches of one text may read in all (`find_named`). A search
 can read on to the end of the text to learn where a match ends (`(?P<doc_id>a)(?:.*z)?` does), so each counts the
-text from where it starts: however many matches, the worst case is that of one search of an 8 MiB text (see
-MAX_REGEX_PROGRAM), not that search once per match."""
+text from where it starts: however many matches, the worst case is that of one search of a 16 MiB text (seconds:
+see MAX_REGEX_PROGRAM), not that of a search of the whole text once per match. A thousand matches fit in 32 KiB."""
 
 
 @lru_cache(maxsize=64)

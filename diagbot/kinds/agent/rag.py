@@ -53,8 +53,8 @@ def is_checked(metric: str) -> bool:
 
 
 class _Places:
-    """Where sources occur, for lookups by id: for each doc id the first place of any of its sources, of each of
-    its passages, and of the sources that name no passage (which stand for the whole document)."""
+    """Where sources occur, for lookups by id: for each doc id the best (lowest) place of any of its sources, of
+    each of its passages, and of the sources that name no passage (which stand for the whole document)."""
 
     def __init__(self) -> None:
         self.any: dict[str, int] = {}
@@ -64,18 +64,23 @@ class _Places:
     def add(self, doc_id: str | None, passage_id: str | None, place: int = 0) -> None:
         if doc_id is None:
             return  # a source recorded without an id can never be gold evidence
-        self.any.setdefault(doc_id, place)
+        _lower(self.any, doc_id, place)
         if passage_id is None:
-            self.whole.setdefault(doc_id, place)
+            _lower(self.whole, doc_id, place)
         else:
-            self.passage.setdefault((doc_id, passage_id), place)
+            _lower(self.passage, (doc_id, passage_id), place)
 
     def first(self, doc_id: str, passage_id: str | None) -> int | None:
-        """The first place of a source that `doc_id#passage_id` points at (see the module), or None."""
+        """The best place of a source that `doc_id#passage_id` points at (see the module), or None."""
         if passage_id is None:
             return self.any.get(doc_id)
         places = [p for p in (self.passage.get((doc_id, passage_id)), self.whole.get(doc_id)) if p is not None]
         return min(places) if places else None
+
+
+def _lower(places: dict[Any, int], key: Any, place: int) -> None:
+    if places.get(key, place) >= place:
+        places[key] = place
 
 
 def _places(items: Iterable[Any]) -> _Places:

@@ -114,39 +114,55 @@ def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> 
     difflib's tables of a long key would take tens of times its size."""
     for key in data:
         if key not in known:
-            close = (
-                difflib.get_close_matches(str(key), known, n=1)
-                if len(str(key)) <= 3 * max(map(len, known))
-                else []
-            )
+            name = str(key)
+            close = difflib.get_close_matches(name, known, n=1) if len(name) <= 3 * max(map(len, known)) else []
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
             raise TraceInvalid(f"{path}.{key}", f"unknown field{hint}")
 
 
 class Quota:
-    """The JSON values that the strings of one run may still hold, decoded (OpenTelemetry attributes hold messages
-    and documents as JSON text): MAX_JSON_VALUES in all, as many as the file itself, so that values written as
-    text inside strings are no way past the file's bound."""
+    """The JSON values that the strings of one run may hold, decoded (OpenTelemetry attributes hold messages and
+    documents as JSON text): MAX_JSON_VALUES in all, as many as the file itself, so that values written as text
+    inside strings are no way past the file's bound.
 
-    __slots__ = ("left",)
+    Counting is dearer than decoding, so a string is charged what its length allows ((n + 1) // 2 values in n
+    characters) while those bounds fit; only past that are the strings counted, each once."""
+
+    __slots__ = ("_bounded", "_bounds", "left")
 
     def __init__(self) -> None:
-        self.left = MAX_JSON_VALUES
+        self.left = MAX_JSON_VALUES  # less the values counted
+        self._bounded: list[str] = []  # strings charged by their length only, not counted yet
+        self._bounds = 0
+
+    def charge(self, value: str, path: str) -> None:
+        bound = (len(value) + 1) // 2
+        if self._bounds + bound <= self.left:
+            self._bounded.append(value)
+            self._bounds += bound
+            return
+        self.left -= sum(map(_count, self._bounded))
+        self._bounded, self._bounds = [], 0
+        count = _count(value)
+        if count > MAX_JSON_VALUES:
+            raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+        if count > self.left:
+            raise TraceInvalid(
+                path,
+                f"holds {count:,} JSON values, more than the {self.left:,} left of the {MAX_JSON_VALUES:,} that "
+                "diagbot reads from the JSON text of one run's attributes",
+            )
+        self.left -= count
+
+
+def _count(value: str) -> int:
+    return values.count_values(value.encode("utf-8", "surrogatepass"))
 
 
 def embedded_json(value: str, path: str, quota: Quota) -> Any:
     """A JSON document recorded as a string inside the run, decoded within the bounds of a run file, its values
-    counted (before decoding) against the run's `quota`; a problem names the string's path."""
-    count = values.count_values(value.encode("utf-8", "surrogatepass"))
-    if count > MAX_JSON_VALUES:
-        raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
-    if count > quota.left:
-        raise TraceInvalid(
-            path,
-            f"holds {count:,} JSON values, more than the {quota.left:,} left of the {MAX_JSON_VALUES:,} that diagbot "
-            "reads from the JSON text of one run's attributes",
-        )
-    quota.left -= count
+    charged (before decoding) to the run's `quota`; a problem names the string's path."""
+    quota.charge(value, path)
     try:
         decoded = values.loads(value)
     except json.JSONDecodeError as exc:

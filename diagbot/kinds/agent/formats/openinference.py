@@ -121,7 +121,8 @@ def _tree(span: Span, prefix: str) -> dict[str, Any]:
             parts = key.count(".", len(prefix)) + 1  # counted before a dict is made for each part
             if parts > MAX_KEY_PARTS:
                 raise TraceInvalid(
-                    span.where(key), f"{parts:,} parts after {prefix.rstrip('.')}; diagbot reads at most {MAX_KEY_PARTS}"
+                    span.where(key),
+                    f"{parts:,} parts after {prefix.rstrip('.')}; diagbot reads at most {MAX_KEY_PARTS}",
                 )
             node = tree
             *inner, last = key[len(prefix) :].split(".")
