@@ -212,6 +212,7 @@ def _current_info() -> CurrentInfo:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from diagbot.core.outcome import unusable
     from diagbot.io.baselines import find_baselines
     from diagbot.kinds import registry
     from diagbot.pipeline import run_config, run_outcome, write_outputs
@@ -220,9 +221,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     default_suite = _default_suite_used(args)
     if default_suite and not args.quiet:
         print(DEFAULT_SUITE_NOTE, file=sys.stderr)
-    config = _config(args)
+    used = None if default_suite else args.config or DEFAULT_CONFIG
     location = Path(args.baseline) if args.baseline else None
-    baselines = find_baselines(location, [s.name for s in config.suites])
+    try:
+        config = _config(args)
+        baselines = find_baselines(location, [s.name for s in config.suites])
+    except DiagbotError as exc:
+        if args.format != "json":
+            raise
+        for problem in exc.problems:
+            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+        say(dump_model(unusable(list(exc.problems), args.out, used, args.baseline)).rstrip("\n"))
+        return 2
     if baselines.reports:
         first = next(iter(baselines.reports.values()))
         info = BaselineInfo(source="file", label=str(location), sha=first.run.git_sha if first.run else None)
@@ -240,7 +250,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     write_outputs(outcome, out)
     if args.format == "json":
-        used = None if default_suite else args.config or DEFAULT_CONFIG
         say(dump_model(run_outcome(outcome, out, used, args.baseline)).rstrip("\n"))
     elif not args.quiet:
         say(outcome.comment)

@@ -145,6 +145,9 @@ def test_a_citation_pattern_without_a_doc_id_group_is_refused() -> None:
         AgentOptions.model_validate({"citation-pattern": r"\[(\w+)\]"})
     with pytest.raises(ValidationError, match="invalid regular expression"):
         AgentOptions.model_validate({"citation-pattern": r"(?P<doc_id>\w+)(?=x)"})
+    with pytest.raises(ValidationError, match="the citation pattern matches empty text, so it would find a citation"):
+        AgentOptions.model_validate({"citation-pattern": r"(?P<doc_id>\w*)"})
+    assert AgentOptions.model_validate({"citation-pattern": r"\[(?P<doc_id>\w*)\]"}).citation_pattern
 
 
 @pytest.mark.parametrize(
@@ -322,9 +325,9 @@ ACCURATE = rag_case(["citation_accuracy"])
     ids=["repeated", "empty matches", "empty matches over long text", "past the cut", "too many"],
 )  # fmt: skip
 def test_citations_that_were_not_read_never_pass(text: str, pattern: str, expected: str) -> None:
-    failed, _ = judged(
-        ACCURATE, native(answer(text)), AgentOptions.model_validate({"citation-pattern": pattern}).citation_pattern
-    )
+    """The patterns go straight to the check: diagbot.yml now refuses one that matches empty text, and the check
+    still never passes on citations it did not read."""
+    failed, _ = judged(ACCURATE, native(answer(text)), pattern)
     assert failed == [f"citation_inaccurate: {expected}"]
 
 

@@ -131,6 +131,25 @@ def test_run_format_json_is_the_outcome_and_matches_its_schema(
     assert (tmp_path / "build/diagbot/comment.md").is_file()
 
 
+def test_run_format_json_with_an_unusable_config_still_prints_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script reading stdout gets JSON whatever went wrong: here diagbot.yml cannot be used at all."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "diagbot.yml").write_text("suites: [{name: a, kind: agent, cases: c, fixtures: f, trials: 0}]\n")
+    assert main(["run", "--format", "json"]) == 2
+    captured = capsys.readouterr()
+    problem = "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0"
+    assert captured.err == f"error: {problem}\n"
+    assert _validated(captured.out) == {
+        "schemaVersion": 1, "conclusion": "failure", "exitCode": 2,
+        "reason": "input could not be used: nothing was evaluated", "hasRegression": False, "config": "diagbot.yml",
+        "baseline": None, "reportDir": "build/diagbot", "comment": None, "summary": None, "suites": [],
+        "problems": [problem], "warnings": [],
+    }  # fmt: skip
+    assert not (tmp_path / "build").exists()
+
+
 def test_run_format_json_with_regressions_and_a_blocking_case(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from diagbot.kinds.agent.formats.common import no_unknown_keys
-from diagbot.kinds.agent.run import TraceInvalid
+from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 from diagbot.kinds.trace import fields
 
 TIMEOUT = 60.0  # seconds a run may take before the test gives up on it
@@ -891,3 +891,12 @@ def test_a_huge_near_miss_key_of_a_trace_fixture_is_not_fuzzy_matched() -> None:
         tracemalloc.stop()
     assert peak < 20 * MIB
     assert fields._close("totalDurationMS", ["totalDurationMs", "answer"]) == "totalDurationMs"
+
+
+def test_arguments_written_as_json_text_are_counted_before_they_are_decoded() -> None:
+    """A run file counts a call's argument string as one value; the text inside is counted when it is decoded, so
+    a 2.4 MB string cannot become 1.2 million values (the call's arguments are invalid, the run is fine)."""
+    call = ToolCall("lookup", "c1", json.dumps({"rows": [1] * 1_200_000}))
+    assert call.args is None
+    assert call.args_problem == "arguments hold 1,200,002 JSON values; diagbot decodes at most 1,000,000 per call"
+    assert ToolCall("lookup", "c2", json.dumps({"rows": [1] * 1_000})).args == {"rows": [1] * 1_000}

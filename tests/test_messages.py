@@ -5,6 +5,7 @@ and limits refused with diagbot.yml's own message."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from diagbot.core import values
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import CaseFileError, ConfigError, ReportFormatError
 from diagbot.core.report import dump_model, load_json_object
+from diagbot.core.text import closest
 from diagbot.io.baselines import baselines_in_archive, read_report_file
 from diagbot.io.config import ThresholdConfig, checked_fixture_bytes, load_config, parse_config
 from diagbot.kinds.agent.kind import AgentKind
@@ -567,3 +569,24 @@ def test_the_bundled_fixtures_and_cases_validate_against_the_new_schemas(repo_ro
     two_kinds = {**good, "judge": {"evidence_collection": [{"id": "a", "file_exists": "x", "json_valid": "x"}]}}
     assert list(case.iter_errors(two_kinds))
     assert list(case.iter_errors({**good, "judge": {"critical_evidnce": []}}))
+
+
+# ---- suggestions for misspelt names -------------------------------------------------------------------------------
+
+
+def test_closest_suggests_a_near_name_and_never_compares_a_name_too_long_to_be_close() -> None:
+    """difflib's ratio is 2 * matches / total length: with the longest known name 8 long, a name of more than
+    8 * (2 / 0.6 - 1) = 18.67 characters can reach 0.6 with none of them, so it is not compared at all."""
+    known = ["toolName", "verdict"]
+    assert closest("toolNme", known) == "toolName"
+    assert closest("toolNameXXXXXXXXXXX", known) is None  # 19 characters: past the bound
+    assert closest("toolNameXXXXXXXXXX", known, cutoff=0.5) == "toolName"  # 18 <= 8 * 3 is compared: 16/26
+    assert closest("x" * 10_000_000, known) is None
+    assert closest("anything", []) is None
+    long_name = "toolNam" * 2_000_000
+    tracemalloc.start()
+    try:
+        closest(long_name, known)
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000  # difflib would build tables of the 14 MB name
+    finally:
+        tracemalloc.stop()

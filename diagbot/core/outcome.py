@@ -47,8 +47,17 @@ class RunOutcome(Output):
     config: str | None = Field(description="the config file read; null when the built-in default suite was used")
     baseline: str | None = Field(description="the --baseline given; null without one")
     report_dir: str
-    comment: str = Field(description="the PR comment written (Markdown)")
-    summary: str = Field(description="the job summary written (Markdown, every row)")
+    comment: str | None = Field(description="the PR comment written (Markdown); null when nothing could be run")
+    summary: str | None = Field(description="the job summary written (Markdown, every row); null likewise")
     suites: list[SuiteOutcomeSummary]
     problems: list[str] = Field(description="every problem of the run, the baseline's included")
     warnings: list[str]
+
+
+def unusable(problems: list[str], report_dir: str, config: str | None, baseline: str | None) -> RunOutcome:
+    """The outcome of a run stopped before any suite was evaluated (an unusable diagbot.yml or --baseline)."""
+    return RunOutcome(
+        conclusion=Conclusion.FAILURE, exit_code=2, reason="input could not be used: nothing was evaluated",
+        has_regression=False, config=config, baseline=baseline, report_dir=report_dir, comment=None, summary=None,
+        suites=[], problems=problems, warnings=[],
+    )  # fmt: skip

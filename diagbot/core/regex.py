@@ -175,6 +175,11 @@ def named_groups(pattern: str) -> set[str]:
     return set(_with_groups(pattern).groupindex)
 
 
+def matches_empty(pattern: str) -> bool:
+    """Whether the (valid) pattern matches the empty text, and so matches at every position of any text."""
+    return _with_groups(pattern).search("") is not None
+
+
 def find_named(pattern: str, text: str, limit: int, needed: str) -> tuple[list[dict[str, str | None]], bool]:
     """The named groups of the matches of `pattern` in `text` in which the group `needed` holds some text, left to
     right, each distinct one once and at most `limit` of them (None for a group that took no part in a match);

@@ -7,6 +7,7 @@ form it keeps, and says when it cut; `Folded.matches` then folds each short need
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -115,3 +116,16 @@ def _stable(char: str) -> bool:
         and not unicodedata.category(first).startswith("M")
         and not "\u1160" <= first <= "\u11ff"
     )
+
+
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The known name that `name` most likely misspells (difflib's ratio of at least `cutoff`), or None.
+
+    A name from untrusted input may be megabytes long, and difflib's tables of it take tens of times its size. A
+    ratio is 2 * matches / (both lengths), so a name longer than `longest * (2 / cutoff - 1)` is close to none:
+    it is not compared at all."""
+    names = list(known)
+    if not names or len(name) > max(map(len, names)) * (2 / cutoff - 1):
+        return None
+    found = difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
+    return found[0] if found else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput, field_names_at
 from diagbot.core.report import RunInfo
+from diagbot.core.text import closest
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
@@ -69,8 +69,8 @@ def _option_problems(exc: ValidationError, model: type[BaseModel] | None, where:
         if error["type"] == "extra_forbidden":
             known = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
             known += field_names_at(model, error["loc"]) if model else []
-            close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
-            problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close[0]}?)" if close else ""))
+            close = closest(str(error["loc"][-1]), known)
+            problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close}?)" if close else ""))
         else:
             problems.append(f"{where}: {loc}: {error['msg']}")
     return problems
@@ -321,8 +321,8 @@ def parse_config(text: str, where: str, root: Path) -> Config:
             loc = ".".join(str(p) for p in error["loc"])
             if error["type"] == "extra_forbidden":
                 known = [n for n in field_names_at(Config, error["loc"]) if n not in ("root", "source", "boundary")]
-                close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
+                close = closest(str(error["loc"][-1]), known)
+                hint = f" (did you mean {close}?)" if close else ""
                 problems.append(f"{where}: unknown key '{loc}'{hint}")
             else:
                 problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")

@@ -4,7 +4,6 @@ suite is refused with all of them, as the trace suite's case file is."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import field_names_at
+from diagbot.core.text import closest
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
 from diagbot.kinds.agent.match import show
@@ -80,15 +80,15 @@ def describe(error: Any, model: type[AgentCase] | type[Check] = AgentCase) -> st
     where = _loc(loc)
     if kind == "extra_forbidden":
         known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
-        return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close[0]}?)" if close else "")
+        close = closest(str(loc[-1]), known)
+        return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close}?)" if close else "")
     if kind == "missing":
         return f"missing required field '{where}'"
     found = values.one_line(values.excerpt(show(error.get("input")), 60))
     if kind == "literal_error":
         allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
-        close = difflib.get_close_matches(str(error.get("input")), allowed, n=1, cutoff=0.5)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        close = closest(str(error.get("input")), allowed, cutoff=0.5)
+        hint = f" (did you mean {close}?)" if close else ""
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
@@ -158,10 +158,10 @@ def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], 
         if key == "case_id":
             problems.append(f"{label}: defaults: case_id cannot have a default; give each case its own")
         elif key not in FIELD_NAMES:
-            close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
+            close = closest(str(key), FIELD_NAMES)
             problems.append(
                 f"{label}: defaults: unknown field '{values.one_line(str(key), 200)}'"
-                + (f" (did you mean {close[0]}?)" if close else "")
+                + (f" (did you mean {close}?)" if close else "")
             )
     if not isinstance(cases, list):
         problems.append(f"{label}: 'cases' must be a list of cases")
@@ -269,8 +269,8 @@ def case_problems(case: AgentCase, rules: dict[str, Check]) -> list[str]:
     problems = []
     for i, ref in enumerate(case.evaluator_config.rule_checks):
         if isinstance(ref, str) and ref not in rules:
-            close = difflib.get_close_matches(ref, list(rules), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            close = closest(ref, rules)
+            hint = f" (did you mean {close}?)" if close else ""
             defined = f"; the suite defines {', '.join(sorted(rules))}" if rules and not close else ""
             problems.append(
                 f"evaluator_config.rule_checks[{i}]: unknown rule '{ref}'{hint}{defined}; define it under the suite's "
@@ -300,7 +300,7 @@ def _metric_problems(case: AgentCase) -> list[str]:
                 problems.append(f"{where} needs gold_evidence to compare the answer's citations with")
         elif name.startswith("evidence_recall"):
             problems.append(f"{where} is not evidence_recall_at_K with K from 1 to {rag.MAX_K} (evidence_recall_at_5)")
-        elif len(name) <= 2 * len(rag.ACCURACY) and difflib.get_close_matches(name, [rag.ACCURACY], n=1, cutoff=0.85):
+        elif closest(name, [rag.ACCURACY], cutoff=0.85):
             problems.append(f"{where} is not a metric diagbot computes (did you mean {rag.ACCURACY}?)")
     checked = [m for m in dict.fromkeys(asked) if rag.is_checked(m)]
     most = 12  # names listed in each threshold's problem

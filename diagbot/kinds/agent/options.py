@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from diagbot.core.models import StrictInput
-from diagbot.core.regex import Regex, compile_regex, named_groups, valid_regex
+from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, valid_regex
 from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.formats import FORMAT_NAMES
@@ -46,6 +46,8 @@ class AgentOptions(StrictInput):
                 "the citation pattern needs a named group doc_id (and may have passage_id), "
                 "for example \\[(?P<doc_id>[^\\]#]+)(?:#(?P<passage_id>[^\\]]+))?\\]"
             )
+        if value is not None and matches_empty(value):
+            raise ValueError("the citation pattern matches empty text, so it would find a citation everywhere")
         return value
 
     def required(self, trials: int) -> int:

@@ -20,6 +20,11 @@ MAX_STEPS = 10_000
 trace_invalid (each adapter checks it as it reads)."""
 
 
+MAX_ARG_VALUES = 1_000_000
+"""JSON values in one call's arguments recorded as JSON text, counted before decoding (the run file's own bound
+counts such text as one value)."""
+
+
 class TraceInvalid(Exception):
     """A run file that cannot be read or placed: its trial fails with `trace_invalid`, naming the JSON path."""
 
@@ -185,6 +190,11 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
         return raw, None
     if not raw.strip():
         return {}, None  # some SDKs record no arguments as ""
+    if (
+        len(raw) > 2 * MAX_ARG_VALUES
+        and (count := values.count_values(raw.encode("utf-8", "replace"))) > MAX_ARG_VALUES
+    ):
+        return None, f"arguments hold {count:,} JSON values; diagbot decodes at most {MAX_ARG_VALUES:,} per call"
     try:
         return values.loads(raw), None
     except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError) as exc:

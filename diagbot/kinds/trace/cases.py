@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import posixpath
 import re
@@ -15,6 +14,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput
+from diagbot.core.text import closest
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 
@@ -62,7 +62,8 @@ class CaseSuite(StrictInput):
 
 
 def _suggest(name: str) -> str:
-    close = difflib.get_close_matches(name, FIELD_NAMES, n=1, cutoff=0.6)
+    found = closest(name, FIELD_NAMES)
+    close = [found] if found else []
     if not close:
         close = [f for f in FIELD_NAMES if f.lower() == name.lower()]
     return f" (did you mean {close[0]}?)" if close else f" (known fields: {', '.join(FIELD_NAMES)})"

@@ -14,7 +14,6 @@ object.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,6 +23,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from diagbot.core import values
+from diagbot.core.text import closest
 from diagbot.kinds.trace.cases import TraceCase
 from diagbot.kinds.trace.fixture import Trace
 
@@ -213,17 +213,13 @@ def _raw_objects(data: Any, parent: str) -> list[dict[str, Any]]:
 
 
 def _close(key: str, names: list[str]) -> str | None:
-    """The name `key` most likely misspells: the same but for case and separators, else difflib's closest. A key
-    more than thrice as long as every name is close to none of them (the cutoff), and is not compared: difflib's
-    tables of a long key would take tens of times its size."""
-    if len(key) > 3 * max(map(len, names)):
-        return None
+    """The name `key` most likely misspells: the same but for case and separators, else the closest by
+    `core.text.closest` (which never compares a key too long to be close to any name)."""
     folded = key.casefold().replace("_", "").replace("-", "")
     same = [n for n in names if n.casefold().replace("_", "") == folded]
     if same:
         return same[0]
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    return close[0] if close else None
+    return closest(key, names)
 
 
 @dataclass

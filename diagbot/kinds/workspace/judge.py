@@ -8,7 +8,6 @@ precedence, and the score band keeps `invalid` at 0, `fail` in 1..69 and `pass` 
 
 from __future__ import annotations
 
-import difflib
 import gc
 import os
 import stat
@@ -28,6 +27,7 @@ from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, with_rate
+from diagbot.core.text import closest
 from diagbot.kinds.workspace.checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
 
 
@@ -276,10 +276,7 @@ def _explain(err: Any) -> str:
 
 def _closest(name: str, known: list[str]) -> str | None:
     """The known name `name` most likely misspells (as case files and diagbot.yml suggest them)."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    if not close:
-        close = [k for k in known if k.casefold() == name.casefold()]
-    return close[0] if close else None
+    return closest(name, known) or next((k for k in known if k.casefold() == name.casefold()), None)
 
 
 def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, raw: dict[str, Any]) -> str:

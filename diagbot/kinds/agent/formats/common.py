@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagbot.core import values
+from diagbot.core.text import closest
 from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
 
 MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
@@ -109,14 +109,13 @@ def content_text(value: Any, path: str) -> str:
 
 
 def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> None:
-    """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent.
-    A key more than thrice the longest known name's length is close to none (difflib's cutoff), and is not compared:
-    difflib's tables of a long key would take tens of times its size."""
+    """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent,
+    with the closest known name (`core.text.closest`, which bounds the comparison)."""
     for key in data:
         if key not in known:
             name = str(key)
-            close = difflib.get_close_matches(name, known, n=1) if len(name) <= 3 * max(map(len, known)) else []
-            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+            close = closest(name, known)
+            hint = f" (did you mean {close}?)" if close else f" (known: {', '.join(known)})"
             raise TraceInvalid(f"{path}.{key}", f"unknown field{hint}")
 
 
