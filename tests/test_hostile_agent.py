@@ -900,3 +900,13 @@ def test_arguments_written_as_json_text_are_counted_before_they_are_decoded() ->
     assert call.args is None
     assert call.args_problem == "arguments hold 1,200,002 JSON values; diagbot decodes at most 1,000,000 per call"
     assert ToolCall("lookup", "c2", json.dumps({"rows": [1] * 1_000})).args == {"rows": [1] * 1_000}
+
+
+def test_a_key_with_a_line_break_is_escaped_in_the_problem(tmp_path: Path) -> None:
+    """A run's key reaches the trace_invalid path; a raw newline there would end the log line and start another
+    that GitHub Actions could read as a workflow command (`::error::`)."""
+    run = {"format": "diagbot-agent-trace", "version": 1, "steps": [], "x\n::error::hi\x1b[2J": 1}
+    assert judged(tmp_path, run) == [
+        "trace_invalid: hostile.json: $.x\\n::error::hi\\u001b[2J: unknown field (known: format, version, steps, "
+        "final_state, duration_ms)"
+    ]

@@ -46,7 +46,7 @@ def read_bounded(path: Path, cap: int) -> bytes:
         chunks, size = [], 0
         want = info.st_size + 1  # the whole file in one read; after a short read, one byte to see the end
         while size <= cap:
-            ask = max(1, min(want, cap + 1 - size))
+            ask = min(want, cap + 1 - size)  # at least 1: the loop runs while size <= cap
             chunk = os.read(fd, ask)
             if not chunk:
                 break

@@ -9,6 +9,7 @@ for criteria that must hold and for those that must not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -110,6 +111,8 @@ class Trial:
     exact: bool = False  # the case's `args_match: exact`
     citation_pattern: str | None = None  # the suite's `citation-pattern`
     steps: int = 0  # comparisons made by the check running now
+    recalls: dict[str, tuple[float, list[Any]]] | None = None  # evidence recall per metric name, once computed
+    accuracy: tuple[float | None, list[Citation]] | None = None  # citation accuracy and the citations off gold
 
     def spend(self, count: int) -> None:
         self.steps += count
@@ -704,18 +707,30 @@ def constraints(case: AgentCase, t: Trial) -> list[str]:
     return failures
 
 
+def _recalls(case: AgentCase, t: Trial) -> dict[str, tuple[float, list[Any]]]:
+    """Each `evidence_recall_at_K` the case asks for: (its value, the required gold items missed), computed once
+    per trial (the check and the report's metrics both read it), its work charged to the check's budget."""
+    if t.recalls is None:
+        gold = case.gold_evidence or []
+        ks = {name: k for name in dict.fromkeys(case.evaluation_metrics or []) if (k := rag.recall_k(name))}
+        t.spend(sum(len(r.documents) for r in t.run.retrievals) + len(ks) * len(gold))  # a lookup per item
+        by_k = rag.recalls(gold, t.run.retrievals, set(ks.values()))
+        t.recalls = {name: by_k[k] for name, k in ks.items()}
+    return t.recalls
+
+
 def metrics(case: AgentCase, t: Trial) -> dict[str, float]:
     """The machine-checked RAG metrics the case asks for, on this trial (citation accuracy only when the answer
     cites something)."""
     gold = case.gold_evidence or []
     asked = list(dict.fromkeys(case.evaluation_metrics or []))
-    ks = {name: k for name in asked if (k := rag.recall_k(name)) is not None}
     found: dict[str, float] = {}
-    if ks and any(g.required for g in gold):
-        recalls = rag.recalls(gold, t.run.retrievals, set(ks.values()))
-        found.update({name: recalls[k][0] for name, k in ks.items()})
+    if any(g.required for g in gold):
+        t.steps = 0
+        with contextlib.suppress(CheckLimit):  # over the budget: evidence_recall_low has already said so
+            found.update({name: value for name, (value, _) in _recalls(case, t).items()})
     if rag.ACCURACY in asked and gold:
-        value = rag.accuracy(gold, t.citations.citations)[0]
+        value = _accuracy(case, t)[0]
         if value is not None:
             found[rag.ACCURACY] = value
     return {name: found[name] for name in asked if name in found}
@@ -731,22 +746,26 @@ def _labels(items: list[Any]) -> str:
 
 
 def evidence_recall(case: AgentCase, t: Trial) -> list[str]:
-    gold, failures = case.gold_evidence or [], []
-    ks = {name: k for name in dict.fromkeys(case.evaluation_metrics or []) if (k := rag.recall_k(name)) is not None}
-    t.spend(sum(len(r.documents) for r in t.run.retrievals) + len(ks) * len(gold))  # a lookup per document and item
-    recalls = rag.recalls(gold, t.run.retrievals, set(ks.values()))
-    for name, k in ks.items():
-        value, missed = recalls[k]
+    failures = []
+    for name, (value, missed) in _recalls(case, t).items():
+        k = rag.recall_k(name)
         if value < _threshold(case, name):
             where = "the run records no retrieval" if not t.run.retrievals else f"not in the top {k}: {_labels(missed)}"
             failures.append(f"{name} {value:.2f} < {_threshold(case, name):g} ({where})")
     return _capped(failures)
 
 
+def _accuracy(case: AgentCase, t: Trial) -> tuple[float | None, list[Citation]]:
+    """Citation accuracy and the citations that point at no gold item, computed once per trial."""
+    if t.accuracy is None:
+        t.accuracy = rag.accuracy(case.gold_evidence or [], t.citations.citations)
+    return t.accuracy
+
+
 def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
-    gold, cited = case.gold_evidence or [], t.citations
-    t.spend(len(gold) + len(cited.citations))
-    value, wrong = rag.accuracy(gold, cited.citations)
+    cited = t.citations
+    t.spend(len(case.gold_evidence or []) + len(cited.citations))
+    value, wrong = _accuracy(case, t)
     threshold = _threshold(case, rag.ACCURACY)
     if value is not None and value < threshold:
         unread = f"; {cited.unread}" if cited.unread else ""

@@ -215,6 +215,8 @@ def iter_cases(
                 continue
             blob = read_bounded(path, MAX_CASE_FILE_BYTES)
             data, text = _read(blob, shown)
+            if with_lines and text is None:  # the lines are looked up in the bytes already read, never read twice
+                text = _text(blob)
             del blob
         except FileProblem as problem:
             problems.append(f"{shown}: the case file {problem.message}")
@@ -233,7 +235,7 @@ def iter_cases(
                 f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
             )
             defaults = {}
-        lines = _lines(text if text is not None else _text(path.read_bytes())) if with_lines else {}
+        lines = _lines(text) if with_lines and text is not None else {}
         del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
             raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak

@@ -127,11 +127,12 @@ class Run:
     citations: list[Citation] = field(default_factory=list)  # those the format records on the answer
 
     @cached_property
-    def _index(self) -> tuple[list[ToolCall], list[str], int, list[StateChange]]:
-        """The calls, the assistant texts, the assistant turns and the state changes: one walk of the steps."""
+    def _index(self) -> tuple[list[ToolCall], list[str], int, list[StateChange], list[Retrieval]]:
+        """The calls, the assistant texts, the assistant turns, the state changes and the retrievals: one walk."""
         calls: list[ToolCall] = []
         texts: list[str] = []
         changes: list[StateChange] = []
+        retrievals: list[Retrieval] = []
         turns = 0
         for step in self.steps:
             kind = type(step)
@@ -144,7 +145,9 @@ class Run:
                         texts.append(step.text)  # type: ignore[union-attr]
             elif kind is StateChange:
                 changes.append(step)  # type: ignore[arg-type]
-        return calls, texts, turns, changes
+            elif kind is Retrieval:
+                retrievals.append(step)  # type: ignore[arg-type]
+        return calls, texts, turns, changes, retrievals
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -177,9 +180,9 @@ class Run:
     def state_changes(self) -> list[StateChange]:
         return self._index[3]
 
-    @cached_property
+    @property
     def retrievals(self) -> list[Retrieval]:
-        return [step for step in self.steps if isinstance(step, Retrieval)]
+        return self._index[4]
 
 
 def decode_args(raw: Any) -> tuple[Any, str | None]:

@@ -58,15 +58,12 @@ def parse_run(data: bytes, fmt: str) -> Run:
         adapter = ADAPTERS[fmt]
     try:
         run: Run = adapter.read(decoded)
-    except TraceInvalid as exc:
-        if max(len(exc.path), len(exc.message)) <= MAX_PROBLEM_CHARS:
+    except TraceInvalid as exc:  # its path and message quote the run: cut and escaped, for the report and the log
+        path, message = values.one_line(exc.path, MAX_PROBLEM_CHARS), values.one_line(exc.message, MAX_PROBLEM_CHARS)
+        if (path, message) == (exc.path, exc.message):
             raise
-        raise TraceInvalid(_shortened(exc.path), _shortened(exc.message)) from None
+        raise TraceInvalid(path, message) from None
     return run
-
-
-def _shortened(text: str) -> str:
-    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
 def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:

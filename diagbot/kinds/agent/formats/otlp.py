@@ -85,7 +85,7 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
     status = obj(span.get("status", {}), f"{path}.status")
     code = status.get("code", 0)
     if isinstance(code, bool) or not isinstance(code, int):
-        found = repr(code) if isinstance(code, str) else type_name(code)
+        found = repr(code[:40]) if isinstance(code, str) else type_name(code)
         raise TraceInvalid(
             f"{path}.status.code", f"expected an integer (OTLP/JSON writes enums as numbers; 2 is ERROR), found {found}"
         )
