@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 from bench_eval import paired
-from measure import load, machine, python_code, python_module, run_child
+from measure import load, machine, precompile, python_code, python_module, run_child
 
 PLAIN_LOOP = """
 import json, sys
@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=9, help="plain / run (JSON cases) pairs")
     parser.add_argument("--yaml-pairs", type=int, default=3, help="plain / run (YAML case files) pairs")
     args = parser.parse_args()
+    precompile()
     print(f"{machine()}, load average {load()}")
     with tempfile.TemporaryDirectory(prefix="diagbot-bench-agent-") as tmp:
         folder = Path(tmp)

@@ -28,7 +28,7 @@ from typing import Any
 
 from bench_agent import CONFIG, PLAIN_LOOP, make_case, make_run
 from bench_eval import paired
-from measure import load, machine, python_code, python_module, run_child
+from measure import load, machine, precompile, python_code, python_module, run_child
 
 START_NS = 1_796_000_000_000_000_000
 STEP_NS = 40_000_000  # 40 ms per span
@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--pairs", type=int, default=9, help="plain / run pairs")
     args = parser.parse_args()
+    precompile()
     print(f"{machine()}, load average {load()}")
     with tempfile.TemporaryDirectory(prefix="diagbot-bench-otlp-") as tmp:
         folder = Path(tmp)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from measure import Child, load, machine, python_code, python_module, run_child, spread
+from measure import Child, load, machine, precompile, python_code, python_module, run_child, spread
 
 # The baseline: what any evaluator must at least do, read the case file, then read and parse every fixture.
 # (The loop used before, over sorted(glob("*.json")) with nothing else alive, paid ~0.2 s of page faults on 5,000
@@ -206,6 +206,7 @@ def main() -> None:
     parser.add_argument("--keep", help="generate into this folder and keep it")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
+    precompile()
     print(f"{machine()}, load average {load()}")
     with tempfile.TemporaryDirectory(prefix="diagbot-bench-") as tmp:
         folder = Path(args.keep or tmp)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
-from measure import load, machine, python_code, run_child, spread
+from measure import load, machine, precompile, python_code, run_child, spread
 
 from diagbot.kinds.workspace.judge import WorkspaceCase, judge_suite
 
@@ -226,6 +226,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,3000,6000", help="suite sizes for the memory measurement")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
+    precompile()
     print(f"{machine()}, load average {load()}")
     with tempfile.TemporaryDirectory(prefix="diagbot-bench-") as folder:
         root = Path(folder)

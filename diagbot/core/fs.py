@@ -25,7 +25,7 @@ class FileProblem(Exception):
         self.missing = missing
 
 
-def read_bounded(path: Path, cap: int) -> bytes:
+def read_bounded(path: str | Path, cap: int) -> bytes:
     """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes."""
     try:
         fd = os.open(path, _FLAGS)

@@ -12,13 +12,15 @@ from pydantic.alias_generators import to_camel
 class StrictInput(BaseModel):
     """Hand-written input (case files, config): an unknown key is an error, never silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class Output(BaseModel):
     """Something diagbot writes and later reads back (reports, diffs): camelCase on the wire, extra keys tolerated."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="ignore", populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True, defer_build=True
+    )
 
 
 def field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -44,11 +44,14 @@ def _by_shape(**branches: Any) -> Any:
     """A union read by the value's shape (a string, a list, anything else): only that branch reports errors.
     A shape with no branch is read by the last one, which then says what it expected."""
     fallback = list(branches)[-1]
+    tag_of = {shape: shape if shape in branches else fallback for shape in ("text", "list", "object")}
+    by_type: dict[type, str] = {str: tag_of["text"], list: tag_of["list"], dict: tag_of["object"]}  # YAML, JSON
+
+    def pick(value: Any) -> str:
+        return by_type.get(type(value)) or tag_of[_shape(value)]
+
     tagged = tuple(Annotated[kind, Tag(tag)] for tag, kind in branches.items())
-    return Annotated[
-        Union[tagged],  # noqa: UP007  # built at run time, so not spelt with |
-        Discriminator(lambda value: _shape(value) if _shape(value) in branches else fallback),
-    ]
+    return Annotated[Union[tagged], Discriminator(pick)]  # noqa: UP007  # built at run time, so not spelt with |
 
 
 class Model(StrictInput):
@@ -136,7 +139,7 @@ class Check(Model):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Check:
-        given = [key for key in CHECK_KEYS if getattr(self, key) is not None]
+        given = [key for key in CHECK_KEYS if key in self.model_fields_set and getattr(self, key) is not None]
         if len(given) != 1:
             found = f"found {', '.join(given)}" if given else "found none"
             raise ValueError(f"a check object takes exactly one of {', '.join(CHECK_KEYS)} ({found})")

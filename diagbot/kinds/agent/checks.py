@@ -382,7 +382,10 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
     config = case.evaluator_config.tool_sequence
     calls = _scoped(case, t.run.calls)
     fits = _fits(case.evaluator_config.args_match == "exact", t)
-    said = f"expected {_names(expected)} ({config.match}), calls in scope {_names(calls)}"
+
+    def said() -> str:  # the start of every failure message, written only for a failure
+        return f"expected {_names(expected)} ({config.match}), calls in scope {_names(calls)}"
+
     if config.match == "subsequence":
         pairing = ordered_matching(expected, calls, fits)
         missing = next((i for i, p in enumerate(pairing) if p is None), None)
@@ -390,27 +393,27 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
             return []
         item = expected[missing]
         near = _nearest(item, calls, case.evaluator_config.args_match == "exact")
-        return [f"{said}: no call matches item {missing + 1} ({_names([item])[1:-1]}) in order{near}"]
+        return [f"{said()}: no call matches item {missing + 1} ({_names([item])[1:-1]}) in order{near}"]
     if config.match == "strict":
         if len(calls) != len(expected):
-            return [f"{said}: {_count(calls)}, expected exactly {len(expected)}"]
+            return [f"{said()}: {_count(calls)}, expected exactly {len(expected)}"]
         wrong = next((i for i, (e, c) in enumerate(zip(expected, calls, strict=True)) if not fits(e, c)), None)
         if wrong is None:
             return []
         near = _nearest(expected[wrong], calls, case.evaluator_config.args_match == "exact", wrong)
-        return [f"{said}: call {wrong + 1} does not match item {wrong + 1}{near}"]
+        return [f"{said()}: call {wrong + 1} does not match item {wrong + 1}{near}"]
     if config.match == "subset":
         pairing = max_matching(calls, expected, lambda c, e: fits(e, c))
         extra = [calls[i] for i, p in enumerate(pairing) if p is None]
-        return [f"{said}: not expected: {_names(extra)[1:-1]}"] if extra else []
+        return [f"{said()}: not expected: {_names(extra)[1:-1]}"] if extra else []
     if config.match == "unordered" and len(calls) != len(expected):
-        return [f"{said}: {_count(calls)}, expected exactly {len(expected)}"]
+        return [f"{said()}: {_count(calls)}, expected exactly {len(expected)}"]
     pairing = max_matching(expected, calls, fits)  # unordered (same count) and superset
     unmatched = [expected[i] for i, p in enumerate(pairing) if p is None]
     if not unmatched:
         return []
     near = _nearest(unmatched[0], calls, case.evaluator_config.args_match == "exact")
-    return [f"{said}: no distinct call matches {_names(unmatched)[1:-1]}{near}"]
+    return [f"{said()}: no distinct call matches {_names(unmatched)[1:-1]}{near}"]
 
 
 def _nearest(item: Any, calls: list[ToolCall], exact: bool, start: int = 0) -> str:
@@ -642,33 +645,32 @@ def final_state(case: AgentCase, t: Trial) -> list[str]:
     return [said for check in case.state_checks for holds, said in [state_holds(check, t.final_state)] if not holds]
 
 
-def criteria(case: AgentCase) -> list[tuple[str, Check | str, bool]]:
-    """Every check object of the case (or rule name) with its label and whether it must hold."""
-    found: list[tuple[str, Check | str, bool]] = []
-    for i, ref in enumerate(case.evaluator_config.rule_checks):
-        found.append((ref if isinstance(ref, str) else ref.id or f"rule_checks[{i}]", ref, True))
-    for name, must in (
-        ("expected_behavior", True),
-        ("success_criteria", True),
-        ("safety_constraints", True),
-        ("failure_criteria", False),
-        ("negative_behavior", False),
-    ):
-        for i, item in enumerate(getattr(case, name) or []):
+def criteria(case: AgentCase) -> list[tuple[str, int, Check | str, bool]]:
+    """Every check object of the case (or rule name) with where it is (field, index) and whether it must hold."""
+    found: list[tuple[str, int, Check | str, bool]] = [
+        ("rule_checks", i, ref, True) for i, ref in enumerate(case.evaluator_config.rule_checks)
+    ]
+    for name, must in _CRITERIA_FIELDS:
+        for i, item in enumerate(getattr(case, name) or ()):
             if isinstance(item, Check):
-                found.append((item.id or f"{name}[{i}]", item, must))
+                found.append((name, i, item, must))
     return found
+
+
+def _label(name: str, index: int, ref: Check | str) -> str:
+    """How a failure names its criterion: the rule's name, the check's id, else where it is in the case."""
+    return ref if isinstance(ref, str) else ref.id or f"{name}[{index}]"
 
 
 def rules(case: AgentCase, t: Trial) -> list[str]:
     failures = []
-    for label, ref, must in criteria(case):
+    for name, index, ref, must in criteria(case):
         check = t.rules[ref] if isinstance(ref, str) else ref
         holds, said = run_rule(check, t)
         if not must and not holds and _unread(check, t):  # "must not contain" cannot be shown on a cut text
-            failures.append(f"{label}: {said}{_UNREAD} (this must not happen)")
+            failures.append(f"{_label(name, index, ref)}: {said}{_UNREAD} (this must not happen)")
         elif holds != must:
-            failures.append(f"{label}: {said}" + ("" if must else " (this must not happen)"))
+            failures.append(f"{_label(name, index, ref)}: {said}" + ("" if must else " (this must not happen)"))
     return failures
 
 
@@ -789,7 +791,7 @@ def citation_required(case: AgentCase, t: Trial) -> list[str]:
 
 
 def _asks_metric(test: Callable[[str], bool]) -> Callable[[AgentCase], bool]:
-    return lambda case: any(test(name) for name in case.evaluation_metrics or [])
+    return lambda case: case.evaluation_metrics is not None and any(test(name) for name in case.evaluation_metrics)
 
 
 @dataclass(frozen=True)
@@ -811,7 +813,23 @@ def _asks_sequence(case: AgentCase) -> bool:
 
 
 def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
-    return lambda case: any(test(policy) for policy in case.policies)
+    return lambda case: case.side_effect_policy is not None and any(test(policy) for policy in case.policies)
+
+
+_CRITERIA_FIELDS = (
+    ("expected_behavior", True),
+    ("success_criteria", True),
+    ("safety_constraints", True),
+    ("failure_criteria", False),
+    ("negative_behavior", False),
+)
+
+
+def _has_criteria(case: AgentCase) -> bool:
+    """Whether the case has a check object or rule name anywhere `criteria` looks (without labelling them)."""
+    if case.evaluator_config.rule_checks:
+        return True
+    return any(isinstance(item, Check) for name, _ in _CRITERIA_FIELDS for item in getattr(case, name) or ())
 
 
 CHECKS: list[CaseCheck] = [
@@ -840,7 +858,7 @@ CHECKS: list[CaseCheck] = [
         trace_requirement,
     ),
     CaseCheck(Code.FINAL_STATE_MISMATCH, lambda c: bool(c.state_checks), final_state),
-    CaseCheck(Code.RULE_FAILED, lambda c: bool(criteria(c)), rules),
+    CaseCheck(Code.RULE_FAILED, _has_criteria, rules),
     CaseCheck(
         Code.CONSTRAINT_FAILED,
         lambda c: bool(

@@ -34,6 +34,7 @@ class Fixtures:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._prefix = os.path.join(root, "")  # trial paths joined as text: a Path per case costs more than its read
         self._entries: dict[str, tuple[bool, bool]] = {}  # name -> (is a folder, is a link)
         self.cut = False
         with os.scandir(root) as entries:
@@ -46,7 +47,7 @@ class Fixtures:
                 except OSError:
                     self._entries[entry.name] = (False, True)  # unknowable: treated as a link, resolved when read
 
-    def trials(self, case_id: str) -> list[tuple[str, str, Path, bool]] | str:
+    def trials(self, case_id: str) -> list[tuple[str, str, str, bool]] | str:
         """(trial name, the file as messages name it, the file, whether it may lead outside through a link) of
         each recorded trial, or why they cannot be listed. An unrecorded case gets its single file, whose read
         then says it is missing."""
@@ -55,11 +56,11 @@ class Fixtures:
         if folder is None and single not in self._entries and self.cut:
             return f"the fixtures folder holds more than {MAX_FIXTURE_ENTRIES:,} entries; split the suite"
         if folder is None or not folder[0]:
-            return [(single, single, self.root / single, self._entries.get(single, (False, False))[1])]
+            return [(single, single, self._prefix + single, self._entries.get(single, (False, False))[1])]
         if single in self._entries:
             return f"both {single} and the folder {case_id}/ are recorded; keep one"
         found = []
-        with os.scandir(self.root / case_id) as entries:
+        with os.scandir(self._prefix + case_id) as entries:
             for count, entry in enumerate(entries):
                 if count == MAX_FIXTURE_ENTRIES:
                     return (
@@ -67,16 +68,16 @@ class Fixtures:
                     )
                 if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
                     shown = f"{case_id}/{entry.name}"
-                    found.append((entry.name, shown, Path(entry.path), folder[1] or entry.is_symlink()))
+                    found.append((entry.name, shown, entry.path, folder[1] or entry.is_symlink()))
                     if len(found) > MAX_TRIALS:
                         return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
         return sorted(found)
 
 
-def _outside(path: Path, root: Path) -> str | None:
+def _outside(path: str, root: Path) -> str | None:
     """Why a linked trial file cannot be read, or None when it resolves inside the fixtures folder."""
     try:
-        inside = path.resolve().is_relative_to(root.resolve())
+        inside = Path(path).resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError, ValueError):
         return "cannot be resolved (a symbolic link loop?)"
     return None if inside else "a link that leads outside the fixtures folder; diagbot does not follow it"
@@ -101,19 +102,22 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     return None
 
 
+_PROSE_FIELDS = (
+    "rubric", "reference", "expected_result_usage", "sop", "policy_constraints", "business_success", "user_journey",
+    "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
+)  # fmt: skip
+
+
 def unchecked_expectations(case: AgentCase) -> list[str]:
     """The prose of a case, for people: listed in the report as not machine-checked."""
     found = [f"expected_behavior: {t}" for t in case.expected_behavior if isinstance(t, str)]
     for name in ("negative_behavior", "success_criteria", "failure_criteria", "safety_constraints"):
         found += [f"{name}: {t}" for t in getattr(case, name) or [] if isinstance(t, str)]
-    for name in ("rubric", "reference", "expected_result_usage", "sop", "policy_constraints", "business_success",
-                 "user_journey", "audit_requirement", "context_policy", "citation_requirement",
-                 "gold_evidence"):  # fmt: skip
+    for name in _PROSE_FIELDS:
         value = getattr(case, name)
-        if name == "gold_evidence" and _uses_gold(case):
+        if value is None or value == [] or value == {} or (name == "gold_evidence" and _uses_gold(case)):
             continue
-        if value not in (None, [], {}):
-            found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
+        found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
     judged = [m for m in case.evaluation_metrics or [] if not rag.is_checked(m)]
     found += [f"evaluation_metrics: {m} (a judged metric)" for m in judged]
     if case.evaluator_config.judge is not None:
@@ -250,8 +254,10 @@ def _share_fields_set(model: BaseModel) -> None:
     """pydantic keeps, per instance, the set of fields it was given (2 KB for a case's result, 20 MB for a suite
     of 10,000); every result is given every field, so all of them share one set. Nothing reads it but pydantic's
     `exclude_unset`, which diagbot does not use, and assigning a field adds a name the set already holds."""
-    shared = _FIELDS_SETS.setdefault(type(model), set(type(model).model_fields))
-    if model.model_fields_set == shared:
+    shared = _FIELDS_SETS.get(type(model))
+    if shared is None:
+        shared = _FIELDS_SETS[type(model)] = set(type(model).model_fields)
+    if len(model.model_fields_set) == len(shared):  # a subset of the fields, so all of them
         object.__setattr__(model, "__pydantic_fields_set__", shared)
 
 

@@ -109,7 +109,7 @@ def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
     return JsonLines(documents)
 
 
-def load_run(path: Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:
+def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:
     """Read one trial's file; a call whose result text matches `error_pattern` is marked failed."""
     try:
         data = read_bounded(path, max_bytes)

@@ -34,10 +34,6 @@ def detect(data: Any) -> bool:
     return isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data[:5])
 
 
-def _content(content: Any, prefix: str, index: int) -> str:
-    return content if type(content) is str else content_text(content, f"{prefix}[{index}].content")
-
-
 def read(data: Any) -> Run:
     if isinstance(data, dict):
         run = Run(
@@ -48,6 +44,7 @@ def read(data: Any) -> Run:
     else:
         run, messages, prefix = Run(), items(data, "$"), "$"
     steps = run.steps  # at most MAX_STEPS messages (`items`); the calls they add are counted where they are added
+    append = steps.append
     waiting: dict[str, list[ToolCall]] = {}  # call id (or, for `function` results, name) -> calls without result
     for index, message in enumerate(messages):
         if type(message) is not dict:
@@ -56,6 +53,8 @@ def read(data: Any) -> Run:
         if type(role) is not str:
             raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
         content = message.get("content")
+        if type(content) is not str:
+            content = content_text(content, f"{prefix}[{index}].content")
         if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)
@@ -65,9 +64,9 @@ def read(data: Any) -> Run:
                 text(answered, where)
                 raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
             call = pending.pop()  # the nearest earlier call with this id
-            call.result, call.has_result = _content(content, prefix, index), True
+            call.result, call.has_result = content, True
             continue
-        steps.append(Message(role, _content(content, prefix, index)))
+        append(Message(role, content))
         if role != "assistant":
             continue
         calls = message.get("tool_calls")
@@ -76,7 +75,7 @@ def read(data: Any) -> Run:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             for k, raw in enumerate(calls):
                 call = _call(raw, prefix, index, k)
-                steps.append(call)
+                append(call)
                 if call.id is not None:
                     waiting.setdefault(call.id, []).append(call)
         legacy = message.get("function_call")
@@ -84,7 +83,7 @@ def read(data: Any) -> Run:
             where = f"{prefix}[{index}].function_call"
             function = obj(legacy, where)
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
-            steps.append(call)
+            append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:
             raise TraceInvalid(
