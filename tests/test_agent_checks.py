@@ -1029,7 +1029,9 @@ def test_repeated_call_ids_results_go_to_the_nearest_open_call() -> None:
     run = parse(messages)
     assert [(c.args, c.result) for c in run.calls] == [({"q": 1}, "second result"), ({"q": 2}, "first result")]
     with pytest.raises(
-        TraceInvalid, match=r"^\$\[4\]\.tool_call_id: a tool result for 'x', which no earlier call made$"
+        TraceInvalid,
+        match=r"^\$\[4\]\.tool_call_id: a second tool result for 'x': every earlier call with this id is already "
+        r"answered$",
     ):
         parse([*messages, tool_result("x", "third")])
 
@@ -1216,7 +1218,7 @@ def test_a_must_not_contain_check_fails_when_the_answer_was_cut() -> None:
     ]
     constrained = make_case(constraints={"must_not_include": ["secret"]})
     assert failures(constrained, run) == [
-        f"constraint_failed: constraints.must_not_include: none of them in the part of the answer read {unread}"
+        f"constraint_failed: constraints.must_not_include: the answer contains none of them in the part read {unread}"
     ]
     assert failures(constrained, native(say("assistant", "short and clean"))) == []
 

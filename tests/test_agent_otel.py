@@ -315,6 +315,13 @@ def test_results_pair_with_the_nearest_earlier_call_of_their_id() -> None:
     assert problem(rec.otlp()) == (
         f"{SPAN}.attributes[\"gen_ai.input.messages\"][0].parts[0]: a tool result for 'x', which no earlier call made"
     )
+    rec = Recorder()
+    chat(rec, [say("assistant", call_part("x", "a", {})), say("tool", response_part("x", "1")),
+               say("tool", response_part("x", "2"))], [])  # fmt: skip
+    assert problem(rec.otlp()) == (
+        f"{SPAN}.attributes[\"gen_ai.input.messages\"][2].parts[0]: a second tool result for 'x': every earlier "
+        "call with this id is already answered"
+    )
 
 
 def test_a_missing_result_stays_missing_and_a_tool_span_fills_it() -> None:

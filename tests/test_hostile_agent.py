@@ -206,6 +206,12 @@ def judged(tmp_path: Path, run: Any, name: str = "hostile.json", **fields: Any) 
     return trials[0]
 
 
+def failed_with(result: Result, *checks: str, case_id: str = "hostile") -> None:
+    """The case's one trial failed with exactly `checks`, and so did the case."""
+    found = result.result(case_id)
+    assert (found["status"], found["failedChecks"], result.trials(case_id)) == ("failed", [*checks], [[*checks]])
+
+
 def refused(result: Result) -> Result:
     """The suite's cases cannot be used: exit 2, clean, no report for the suite, the comment still written and
     listing the problems."""
@@ -254,6 +260,18 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
          "$[1].content: expected an array, found an object"),
         ('[{"role":"tool","tool_call_id":"zz","content":"x"}]',
          "$[0].tool_call_id: a tool result for 'zz', which no earlier call made"),
+        ('[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},'
+         '{"role":"tool","tool_call_id":"a","content":"r"},{"role":"tool","tool_call_id":"a","content":"again"}]',
+         "$[2].tool_call_id: a second tool result for 'a': every earlier call with this id is already answered"),
+        ('[{"role":"function","name":"t","content":"x"}]',
+         "$[0].name: a tool result for 't', which no earlier call made"),
+        ('[{"role":"assistant","content":null,"function_call":{"name":"t","arguments":"{}"}},'
+         '{"role":"function","name":"t","content":"r"},{"role":"function","name":"t","content":"again"}]',
+         "$[2].name: a second tool result for 't': every earlier call with this name is already answered"),
+        ('[{"type":"function_call","call_id":"c","name":"t","arguments":"{}"},'
+         '{"type":"function_call_output","call_id":"c","output":"r"},'
+         '{"type":"function_call_output","call_id":"c","output":"again"}]',
+         "$[2].call_id: a second output for 'c': every earlier call with this call_id is already answered"),
         ('[{"role":5,"content":"done"}]', "$[0].role: expected a string, found a number"),
         ('[{"role":"assistant","content":[{"type":"text","text":5}]}]',
          "$[0].content[0].text: expected a string, found a number"),
@@ -277,6 +295,8 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         "nested-100k", "over-the-value-limit", "10001-messages", "NaN", "-Infinity", "5000-digit-int", "not-utf8",
         "empty", "whitespace", "bom", "null", "number", "string", "messages-not-a-list", "tool_calls-object",
         "tool_calls-string", "tool_call-string", "function-missing", "tool-result-object", "result-for-no-call",
+        "second-result-for-an-answered-call", "function-result-for-no-call", "second-function-result",
+        "second-responses-output",
         "role-number", "content-part-number", "10001-content-parts", "duration-1e999", "native-unknown-kind",
         "native-misspelt-key", "native-error-string", "native-final-state-array", "native-negative-duration",
         "native-version-true",
@@ -317,6 +337,22 @@ def test_unreadable_arguments_fail_the_call_not_the_file(tmp_path: Path, argumen
         assert len(failed) == 1 and failed[0].startswith(f"tool_args_invalid: t (call 1): {why}"), failed
 
 
+@pytest.mark.parametrize(
+    ("schema", "arguments", "where", "why"),
+    [
+        ({"type": "object"}, [json.loads("[" * 150 + "]" * 150)], "arguments", "is not of type 'object'"),
+        ({"properties": {"a": {"type": "integer"}}}, {"a": "x" * 500}, "a", "is not of type 'integer'"),
+    ],
+    ids=["deep-array", "long-string"],
+)
+def test_a_schema_failure_on_a_long_value_says_why(
+    tmp_path: Path, schema: dict[str, Any], arguments: Any, where: str, why: str
+) -> None:
+    failed = judged(tmp_path, calls_run(("t", json.dumps(arguments))), tool_schema={"t": schema})
+    assert len(failed) == 1 and failed[0].startswith(f"tool_args_invalid: t (call 1): {where}: "), failed
+    assert failed[0].endswith(f"… {why}") and len(failed[0]) < 300, failed  # the value cut, the reason whole
+
+
 def test_arguments_with_too_many_values_are_not_validated(tmp_path: Path) -> None:
     arguments = json.dumps({"rows": [[0] * 10] * 2_000})
     failed = judged(tmp_path, calls_run(("t", arguments)), tool_schema={"t": {"type": "object"}})
@@ -354,8 +390,8 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     (fx / "link_trial").mkdir()
     os.symlink(secret, fx / "link_trial" / "t.json")
     result = evaluated(diagbot(root))
-    ((many,),) = result.trials("many")  # the count may be exact or "more than 100": the listing stops early
-    assert many.startswith("trace_invalid: many/ holds ") and many.endswith(" trials; diagbot reads at most 100")
+    # the listing stops at the 101st trial, so the count is never exact
+    failed_with(result, "trace_invalid: many/ holds more than 100 trials; diagbot reads at most 100", case_id="many")
     names.remove("many")
     outside = "a link that leads outside the fixtures folder; diagbot does not follow it"
     assert {name: result.trials(name) for name in names} == {
@@ -386,8 +422,8 @@ def test_a_trial_folder_keeps_its_good_trials(tmp_path: Path) -> None:
 def test_a_run_that_is_a_symlink_loop_says_so(tmp_path: Path) -> None:
     root = _fixtures_suite(tmp_path, ["loop"])
     os.symlink(root / "fx" / "loop.json", root / "fx" / "loop.json")
-    (failed,) = evaluated(diagbot(root)).trials("loop")
-    assert len(failed) == 1 and "loop" in failed[0].split(":", 2)[2], failed
+    failed_with(evaluated(diagbot(root)), "trace_invalid: loop.json: cannot be resolved (a symbolic link loop?)",
+                case_id="loop")  # fmt: skip
 
 
 # --- case files: the suite is refused with every problem listed, each naming its file ------------------------------
@@ -487,6 +523,9 @@ def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
     result = diagbot(tmp_path)
     assert_clean(result)
     assert result.code == 2
+    assert result.errors == [f"{tmp_path}/bad/cases/bad.yaml:2:8: not valid YAML (aliases (*a) are not allowed "
+                             "here; write the value out)"]  # fmt: skip
+    assert "input could not be used: bad" in result.stderr
     assert not (tmp_path / "out" / "reports" / "bad.json").exists()
     fine = json.loads((tmp_path / "out" / "reports" / "fine.json").read_text())
     assert [(r["caseId"], r["status"]) for r in fine["results"]] == [("good", "passed")]
@@ -544,7 +583,8 @@ def test_a_bad_trials_value_is_one_plain_message(tmp_path: Path, value: str) -> 
     assert result.code == 2
     assert len(result.errors) == 1, result.errors
     assert "constrained-int" not in result.stderr and "literal[" not in result.stderr
-    assert "all" in result.errors[0] and "any" in result.errors[0]
+    assert result.errors == [f"{tmp_path}/diagbot.yml: suites.0.trials: Value error, expected all, any or a number "
+                             f"of trials from 1 to 1000, not {value}"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -627,23 +667,27 @@ STOPPED += "for one query on one file; narrow the query"
     [
         ("join('', [join('', [s,s,s,s,s,s,s,s]), join('', [s,s,s,s,s,s,s,s]), join('', [s,s,s,s])])", STOPPED),
         ("to_string([[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@])", STOPPED),
-        ("items[*].items[*].items[*][][][]", None),
-        ("sort_by(items, &to_string(@))", None),
+        ("items[*].items[*].items[*][][][]",
+         'expected "never", got [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, …'),
+        ("sort_by(items, &to_string(@))",
+         'expected "never", got [{"items": [{"items": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11…'),
         ("[[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@] == "
-         "[[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@]", None),
-        ("merge(@, @, @, @, @, @, @, @, @, @, @, @, @, @, @, @)", None),
-        ("length(to_string(n))", None),
-        ("max_by(items, &length(to_string(@)))", None),
+         "[[[[[[[[[[[[[[[[[[[[@,@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@],@]",
+         'expected "never", got true'),
+        ("merge(@, @, @, @, @, @, @, @, @, @, @, @, @, @, @, @)",
+         'expected "never", got {"s": "' + "x" * 52 + '…'),
+        ("length(to_string(n))", 'expected "never", got 288891'),
+        ("max_by(items, &length(to_string(@)))",
+         'expected "never", got {"items": [{"items": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,…'),
     ],
     ids=["join-doubling", "to-string-of-shared", "flatten", "sort-by-string", "compare-shared", "merge", "numbers",
          "max-by"],
 )  # fmt: skip
-def test_expensive_queries_fail_their_check_within_bounds(tmp_path: Path, expr: str, said: str | None) -> None:
+def test_expensive_queries_fail_their_check_within_bounds(tmp_path: Path, expr: str, said: str) -> None:
+    """A query over the limit stops, saying so; one under it is answered, and its result is shown cut."""
     run = {"messages": GOOD_RUN, "final_state": BIG_STATE}
     failed = judged(tmp_path, run, final_state_check={"id": "q", "expr": expr, "equals": "never"})
-    assert len(failed) == 1 and failed[0].startswith("final_state_mismatch: q: "), failed
-    if said is not None:
-        assert failed == [f"final_state_mismatch: q: {said}"]
+    assert failed == [f"final_state_mismatch: q: {said}"]
     assert len(failed[0]) < 300
 
 
@@ -651,8 +695,8 @@ def test_a_doubled_query_result_is_shown_bounded(tmp_path: Path) -> None:
     expr = " | ".join(["[@,@]"] * 30)
     root = make_suite(tmp_path, {"hostile.json": case(final_state_check={"id": "q", "expr": expr, "equals": 1})},
                       {"hostile.json": {"messages": GOOD_RUN, "final_state": {"s": "x" * 1000}}})  # fmt: skip
-    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
-    assert len(failed) == 1 and failed[0].startswith("final_state_mismatch: q: ")
+    result = evaluated(diagbot(root, timeout=HANG_TIMEOUT))
+    failed_with(result, "final_state_mismatch: q: expected 1, got " + "[" * 30 + '{"s": "' + "x" * 22 + "…")
 
 
 # --- JSON Schema tool_schema ---------------------------------------------------------------------------------------
@@ -665,8 +709,10 @@ def _schema_suite(tmp_path: Path, schema: Any, *arguments: Any) -> Path:
 
 def test_a_schema_on_a_big_array_is_bounded(tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"enum": list(range(100))}}}}
-    (failed,) = evaluated(diagbot(_schema_suite(tmp_path, schema, {"a": [5] * 9_000 + [500]}))).trials()
+    result = evaluated(diagbot(_schema_suite(tmp_path, schema, {"a": [5] * 9_000 + [500]})))
+    (failed,) = result.trials()
     assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): a[9000]: 500 is not one of [0, 1")
+    assert result.result("hostile")["status"] == "failed"
 
 
 @pytest.mark.parametrize(
@@ -676,27 +722,21 @@ def test_a_schema_on_a_big_array_is_bounded(tmp_path: Path) -> None:
     ids=["ref-self", "defs-loop", "dependent-schemas"],
 )  # fmt: skip
 def test_a_recursive_schema_fails_its_case_not_the_run(tmp_path: Path, schema: Any) -> None:
-    """Found in this review as 'failed unexpectedly (RecursionError)' with no report at all; fixed since."""
-    result = diagbot(_schema_suite(tmp_path, schema))
-    assert_clean(result)
-    if result.code == 2:  # refused when the case loads: fine, if it says where
-        assert any("hostile" in e and "tool_schema" in e for e in result.errors), result.errors
-    else:
-        evaluated(result)
+    """Found in this review as 'failed unexpectedly (RecursionError)' with no report at all; fixed since: the call
+    fails its own check, saying the schema cannot be applied, and the good case is judged as usual."""
+    failed_with(evaluated(diagbot(_schema_suite(tmp_path, schema))),
+                "tool_args_invalid: t (call 1): its tool_schema cannot be applied: the schema's references nest too "
+                "deeply for these arguments")  # fmt: skip
 
 
 def test_a_schema_ref_to_another_document_is_never_fetched(tmp_path: Path) -> None:
-    """A `$ref` to a file or URL: refused when the case loads, or the call fails its own check; never read, never
-    'failed unexpectedly' (found in this review as _WrappedReferencingError with no report; fixed since)."""
-    result = diagbot(_schema_suite(tmp_path, {"$ref": "file:///etc/passwd"}))
-    assert_clean(result)
-    if result.code == 2:
-        assert any("hostile" in e and "$ref" in e for e in result.errors), result.errors
-    else:
-        (failed,) = evaluated(result).trials()
-        assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): ")
-        assert "file:///etc/passwd" in failed[0]
-    assert "root:x:" not in result.stdout + result.stderr + (result.out / "comment.md").read_text()
+    """A `$ref` to a file or URL: the call fails its own check; never read, never 'failed unexpectedly' (found in
+    this review as _WrappedReferencingError with no report; fixed since)."""
+    result = evaluated(diagbot(_schema_suite(tmp_path, {"$ref": "file:///etc/passwd"})))
+    failed_with(result, "tool_args_invalid: t (call 1): its tool_schema cannot be applied: the reference "
+                        "'file:///etc/passwd' does not resolve")  # fmt: skip
+    written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
+    assert "root:x:" not in written
 
 
 def _exponential_schema(levels: int) -> dict[str, Any]:
@@ -706,42 +746,73 @@ def _exponential_schema(levels: int) -> dict[str, Any]:
     return {"$defs": defs, "$ref": f"#/$defs/a{levels - 1}"}
 
 
+SCHEMA_STOPPED = "stopped after 2,000,000 comparisons, the limit for one check on one run"
+
+
+def _stopped(result: Result) -> str:
+    """The hostile case failed on its one call's schema, which stopped at the check budget; the good case passed."""
+    (failed,) = evaluated(result).trials()
+    assert result.result("hostile")["status"] == "failed"
+    assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: ") and SCHEMA_STOPPED in failed[0], failed
+    return failed[0]
+
+
 def test_an_exponential_schema_is_bounded(tmp_path: Path) -> None:
-    result = diagbot(_schema_suite(tmp_path, _exponential_schema(40)), timeout=HANG_TIMEOUT)
-    assert_clean(result)
-    assert result.code in (0, 2)
+    """2^39 `anyOf` branches, none of which the call meets: the check stops at its budget and the call fails."""
+    _stopped(diagbot(_schema_suite(tmp_path, _exponential_schema(40)), timeout=HANG_TIMEOUT))
 
 
 def test_a_huge_enum_on_array_items_is_bounded(tmp_path: Path) -> None:
     schema = {"properties": {"a": {"items": {"enum": [{"k": i} for i in range(100_000)]}}}}
-    result = diagbot(_schema_suite(tmp_path, schema, {"a": [{"k": -1}] * 4_000}), timeout=HANG_TIMEOUT)
-    evaluated(result)
+    _stopped(diagbot(_schema_suite(tmp_path, schema, {"a": [{"k": -1}] * 4_000}), timeout=HANG_TIMEOUT))
 
 
 def test_unique_items_on_big_arrays_is_bounded(tmp_path: Path) -> None:
+    """The items are distinct, but `uniqueItems` is charged a comparison per pair (50 million here): the check
+    cannot finish, so the call fails saying so. It never passes unchecked."""
     schema = {"properties": {"a": {"uniqueItems": True}}}
     args = {"a": [i if i % 2 else str(i) for i in range(9_990)]}
-    evaluated(diagbot(_schema_suite(tmp_path, schema, *[args] * 10), timeout=HANG_TIMEOUT))
+    _stopped(diagbot(_schema_suite(tmp_path, schema, *[args] * 10), timeout=HANG_TIMEOUT))
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        (_exponential_schema(40), [{"a": 1}]),
+        ({"properties": {"a": {"items": {"enum": [{"k": i} for i in range(100_000)]}}}}, [{"a": [{"k": -1}] * 4_000}]),
+        ({"properties": {"a": {"uniqueItems": True}}}, [{"a": [i if i % 2 else str(i) for i in range(9_990)]}] * 10),
+    ],
+    ids=["exponential", "huge-enum", "unique-items"],
+)
+def test_a_schema_stopped_at_the_budget_names_the_call_and_the_schema(
+    tmp_path: Path, schema: dict[str, Any], arguments: list[Any]
+) -> None:
+    failed = _stopped(diagbot(_schema_suite(tmp_path, schema, *arguments), timeout=HANG_TIMEOUT))
+    assert failed == (
+        "tool_args_invalid: t (call 1): checking it against tool_schema.t stopped after 2,000,000 comparisons, the "
+        "limit for one check on one run; a simpler schema (fewer anyOf/oneOf branches or references, a shorter enum, "
+        "no uniqueItems on long arrays) would do"
+    )
 
 
 # --- messages and outputs never crash on, or echo raw, what a pull request wrote ----------------------------------
 
 
 @pytest.mark.parametrize(
-    ("run", "fields"),
+    ("run", "fields", "message"),
     [
         ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a","function":{"name":"\\ud800x",'
-         '"arguments":"{}"}}]}]', {"available_tools": ["t"]}),
+         '"arguments":"{}"}}]}]', {"available_tools": ["t"]},
+         "unavailable_tool_called: \ufffdx (call 1) is not in available_tools"),
         ('{"messages":[{"role":"assistant","content":"done"}],"final_state":{"a":"\\ud800"}}',
-         {"final_state_check": {"expr": "a", "equals": 1}}),
+         {"final_state_check": {"expr": "a", "equals": 1}}, 'final_state_mismatch: a: expected 1, got "\ufffd"'),
     ],
     ids=["tool-name", "final-state"],
 )  # fmt: skip
-def test_a_lone_surrogate_in_a_run(tmp_path: Path, run: str, fields: dict[str, Any]) -> None:
-    (failed,) = evaluated(
-        diagbot(make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": run}))
-    ).trials()
-    assert len(failed) == 1
+def test_a_lone_surrogate_in_a_run(tmp_path: Path, run: str, fields: dict[str, Any], message: str) -> None:
+    """The check fails as it would on any other text, the surrogate shown as U+FFFD (the report stays UTF-8)."""
+    result = evaluated(diagbot(make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": run})))
+    failed_with(result, message)
 
 
 def test_a_lone_surrogate_in_a_run_that_no_check_shows(tmp_path: Path) -> None:
@@ -763,10 +834,10 @@ def test_a_huge_hex_integer_in_a_case_field(tmp_path: Path) -> None:
 
 def test_a_huge_hex_integer_in_an_expected_value(tmp_path: Path) -> None:
     text = yaml_case(final_state_check={"expr": "a", "equals": 1}).replace('"equals": 1', '"equals": 0x' + "f" * 4_000)
-    result = diagbot(make_suite(tmp_path, {"hostile.yaml": text},
-                                {"hostile.json": {"messages": GOOD_RUN, "final_state": {"a": 2}}}))  # fmt: skip
-    assert_clean(result)
-    assert result.code in (0, 2)
+    runs = {"hostile.json": {"messages": GOOD_RUN, "final_state": {"a": 2}}}
+    result = refused(diagbot(make_suite(tmp_path, {"hostile.yaml": text}, runs)))
+    assert result.errors == [f"{tmp_path}/cases/hostile.yaml: holds a number of about 4,816 digits at "
+                             "final_state_check.equals (at most 50)"]  # fmt: skip
 
 
 @pytest.mark.parametrize("where", ["case", "config"])
@@ -782,23 +853,45 @@ def test_a_huge_limit(tmp_path: Path, where: str) -> None:
             {"hostile.json": GOOD_RUN},
             options=f"    rules:\n      few: {{max_tool_calls: {huge}}}\n",
         )
-    result = diagbot(root)  # fmt: skip
-    assert_clean(result)
-    assert result.code in (0, 2)
+    result = diagbot(root)
+    if where == "case":  # a case file diagbot cannot read: the suite is refused, naming the file and the field
+        refused(result)
+        assert result.errors == [f"{tmp_path}/cases/hostile.yaml: holds a number of about 400 digits at "
+                                 "evaluator_config.rule_checks[0].max_tool_calls (at most 50)"]  # fmt: skip
+    else:  # diagbot.yml diagbot cannot read: nothing runs
+        assert_clean(result)
+        assert result.code == 2
+        assert result.errors == [f"{tmp_path}/diagbot.yml: holds a value diagbot cannot read (a number of about 400 "
+                                 "digits at suites[0].rules.few.max_tool_calls (at most 50))"]  # fmt: skip
 
 
 def test_a_trials_policy_the_runs_cannot_meet_says_why(tmp_path: Path) -> None:
+    """One trial recorded where the suite asks for 3: the trial passes, the case fails saying why (exit 0: no
+    baseline, no gating P0)."""
     result = diagbot(make_suite(tmp_path, options="    trials: 3\n"))
     assert_clean(result)
+    assert result.code == 0, result.stderr[-3000:]
+    assert (result.out / "comment.md").is_file()
     good = result.result("good")
-    assert good["status"] != "failed" or good["failedChecks"], good
+    assert (good["status"], good["trialsPassed"], good["trialResults"], good["failedChecks"]) == (
+        "failed", 1, [{"trial": "good.json", "passed": True, "failedChecks": []}],
+        ["trace_missing: the suite's trials: 3 needs 3 passing trials; 1 is recorded"],
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "case_id", ["x\n::error file=app.py,line=1::all tests passed\x1b[2J", "x" * 2_000_000], ids=["control", "huge"]
-)
-def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str) -> None:
+    ("case_id", "shown"),
+    [("x\n::error file=app.py,line=1::all tests passed\x1b[2J", '"x\\n::error file=app.py,line=1::all tests passed'
+      '\\u001b[2J"'), ("x" * 2_000_000, '"' + "x" * 58 + "…")],
+    ids=["control", "huge"],
+)  # fmt: skip
+def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str, shown: str) -> None:
     result = refused(diagbot(make_suite(tmp_path, {"hostile.json": case(case_id, title=5)})))
+    file = f"{tmp_path}/cases/hostile.json: case #1"
+    assert result.errors == [
+        f"{file}: 'case_id': string should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{{0,199}}$' (found {shown})",
+        f"{file}: 'title': input should be a valid string (found 5)",
+    ]
     assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
     assert "\x1b" not in result.stderr
     assert len(result.stderr) < 100_000
@@ -806,6 +899,8 @@ def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str) -> N
 
 def test_a_case_file_name_with_control_characters(tmp_path: Path) -> None:
     result = refused(diagbot(make_suite(tmp_path, {"bad\n::error::pwned\x07.yaml": "case_id: cn\n"})))
+    assert result.errors == [f"{tmp_path}/cases/bad\\n::error::pwned\\u0007.yaml: a case file name with a control "
+                             "character or undecodable byte; rename it"]  # fmt: skip
     assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
     assert "\x07" not in result.stderr
 
@@ -819,8 +914,10 @@ def test_many_expected_calls_against_a_huge_argument(tmp_path: Path) -> None:
     fields: dict[str, Any] = {"expected_tool_sequence": [{"tool": "t", "args": {"a": 1}}] * 1_000,
               "evaluator_config": {"tool_sequence": {"match": "superset"}}}  # fmt: skip
     root = make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": calls_run(("t", BIG_ARGUMENT))})
-    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
-    assert len(failed) == 1 and failed[0].startswith("tool_sequence_mismatch: ")
+    ts = "t, " * 12 + "… 988 more"
+    failed_with(evaluated(diagbot(root, timeout=HANG_TIMEOUT)),
+                f"tool_sequence_mismatch: expected [{ts}] (superset), calls in scope [t]: no distinct call matches "
+                f'{ts}; t (call 1 in scope): a: expected 1, got "{"x" * 58}…')  # fmt: skip
 
 
 def test_many_idempotency_paths_on_a_huge_argument(tmp_path: Path) -> None:
@@ -834,8 +931,11 @@ def test_confirmation_on_a_long_run_is_bounded(tmp_path: Path) -> None:
     policies = [{"tool": "t", "confirmation_required": True}] * 50
     run = calls_run(*[("t", "{}")] * 4_998)
     root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policies)}, {"hostile.json": run})
-    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
-    assert failed[0].startswith("confirmation_missing: t (call 1) was made without a user confirmation")
+    missing = [f"confirmation_missing: t (call {n}) was made without a user confirmation after the agent's last "
+               "message" for n in range(1, 6)]  # fmt: skip
+    failed_with(
+        evaluated(diagbot(root, timeout=HANG_TIMEOUT)), *missing, "confirmation_missing: and 4993 more like these"
+    )
 
 
 # --- RAG checks and what the OpenTelemetry adapters quote ---------------------------------------------------------

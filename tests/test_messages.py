@@ -583,6 +583,8 @@ def test_closest_suggests_a_near_name_and_never_compares_a_name_too_long_to_be_c
     assert closest("toolNameXXXXXXXXXX", known, cutoff=0.5) == "toolName"  # 18 <= 8 * 3 is compared: 16/26
     assert closest("x" * 10_000_000, known) is None
     assert closest("anything", []) is None
+    assert closest("CASE_ID", ["case_id", "title"]) == "case_id"  # difflib's ratio is case-sensitive: 0 here
+    assert closest("TOOLNAME", known) == "toolName"
     long_name = "toolNam" * 2_000_000
     tracemalloc.start()
     try:

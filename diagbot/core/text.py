@@ -119,7 +119,8 @@ def _stable(char: str) -> bool:
 
 
 def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The known name that `name` most likely misspells (difflib's ratio of at least `cutoff`), or None.
+    """The known name that `name` most likely misspells (difflib's ratio of at least `cutoff`, else the one that
+    differs only in case: `CASE_ID` for `case_id`), or None.
 
     A name from untrusted input may be megabytes long, and difflib's tables of it take tens of times its size. A
     ratio is 2 * matches / (both lengths), so a name longer than `longest * (2 / cutoff - 1)` is close to none:
@@ -128,4 +129,7 @@ def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     if not names or len(name) > max(map(len, names)) * (2 / cutoff - 1):
         return None
     found = difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
-    return found[0] if found else None
+    if found:
+        return found[0]
+    folded = name.casefold()
+    return next((known_name for known_name in names if known_name.casefold() == folded), None)

@@ -16,7 +16,8 @@ import yaml
 MAX_INT_DIGITS = 50
 _COUNT_CHUNK = 1024 * 1024
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # a JSON escape that can give a lone surrogate
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
 class BadNumber(ValueError):
@@ -117,7 +118,15 @@ def _as_json(value: Any) -> Any:
 
 def may_hold_surrogates(text: str) -> bool:
     """False when `text` (JSON or YAML source) cannot decode to a lone surrogate: the cheap test first."""
-    return bool(_SURROGATE_ESCAPE.search(text) or _SURROGATE.search(text))
+    return bool(escapes_surrogates(text) or _SURROGATE.search(text))
+
+
+def escapes_surrogates(source: str | bytes) -> bool:
+    """Whether JSON source holds an escape that can decode to a lone surrogate: the only way valid UTF-8 (or text
+    decoded from it) can give one."""
+    if isinstance(source, bytes):
+        return _SURROGATE_ESCAPE_BYTES.search(source) is not None
+    return _SURROGATE_ESCAPE.search(source) is not None
 
 
 def surrogate_paths(value: Any, path: str = "", limit: int = 10) -> list[str]:

@@ -25,6 +25,7 @@ Difficulty = Literal["Easy", "Medium", "Hard", "Hard Negative", "Adversarial"]
 ReviewStatus = Literal["draft", "needs_revision", "approved", "rejected"]
 TraceField = Literal["action", "tool_call", "observation", "state_change", "final_state"]
 SHAPE_TAGS = frozenset({"text", "list", "object"})  # the tags `_by_shape` adds to error locations; not field names
+CASE_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"  # also a file or folder name under the fixtures
 MAX_ITEMS = 1_000  # items in any one list of a case (expected calls, criteria, policies...)
 MAX_COUNT = 10**9  # the largest count a case may give (calls, turns, characters)
 MAX_MS = 10.0**12  # the largest duration a case may give, in milliseconds (about 30 years)
@@ -375,7 +376,7 @@ def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
 class AgentCase(Model):
     """One case. Required generic fields first (12.10), then the optional and extension fields (12.11)."""
 
-    case_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    case_id: str = Field(pattern=f"^{CASE_ID_PATTERN}$")
     case_version: str = Field(min_length=1)
     dataset_id: str = Field(min_length=1)
     dataset_version: str = Field(min_length=1)

@@ -103,9 +103,9 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
 
 
 _PROSE_FIELDS = (
-    "rubric", "reference", "expected_result_usage", "sop", "policy_constraints", "business_success", "user_journey",
-    "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
-)  # fmt: skip
+    "goal", "user_goal", "rubric", "reference", "expected_result_usage", "sop", "policy_constraints",
+    "business_success", "user_journey", "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
+)  # fmt: skip  # what a case expects in words: `interaction` and `business_scenario` describe the setting instead
 
 
 def unchecked_expectations(case: AgentCase) -> list[str]:

@@ -22,14 +22,14 @@ from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import field_names_at
 from diagbot.core.text import closest
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
+from diagbot.kinds.agent.cases import CASE_ID_PATTERN, FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
 from diagbot.kinds.agent.match import show
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
 MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
-_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # AgentCase.case_id's pattern
+_PLAIN_ID = re.compile(CASE_ID_PATTERN)
 _ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
 
 

@@ -26,6 +26,9 @@ KEYWORD_COST = 20
 """What one keyword evaluated costs in the check budget (`checks.MAX_CHECK_STEPS`): jsonschema takes about 25 us
 per keyword, twenty times a plain comparison, so a schema gets about 100,000 keywords (2 to 3 s) per run."""
 
+MAX_REASON_CHARS = 160  # characters of jsonschema's message shown
+MAX_VALUE_CHARS = 60  # characters of the value's repr kept in it, when the message is longer than that
+
 _charge: Callable[[int], None] = lambda count: None  # noqa: E731  # the running check's budget, set by first_error
 
 
@@ -94,7 +97,16 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    return f"{where or 'arguments'}: {error.message[:160]}"
+    return f"{where or 'arguments'}: {_reason(error)}"
+
+
+def _reason(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, bounded: most start with the value's repr, which is cut first, so that a long value
+    never pushes out the reason ("[[[[…]]]] is not of type 'object'")."""
+    message, value = error.message, repr(error.instance)
+    if len(message) > MAX_REASON_CHARS and message.startswith(value) and len(value) > MAX_VALUE_CHARS:
+        message = value[: MAX_VALUE_CHARS - 1] + "…" + message[len(value) :]
+    return message if len(message) <= MAX_REASON_CHARS else message[: MAX_REASON_CHARS - 1] + "…"
 
 
 def _no_charge(count: int) -> None:

@@ -262,7 +262,7 @@ def _explain(err: Any) -> str:
     kind, message = err["type"], str(err["msg"])
     if kind == "extra_forbidden":
         loc = tuple(err["loc"])
-        close = _closest(str(loc[-1]), field_names_at(WorkspaceCase, loc))
+        close = closest(str(loc[-1]), field_names_at(WorkspaceCase, loc))
         if close is not None:
             return f"unknown key; did you mean {close}?"
         hint = f" (a check takes {_CHECK_KEYS})" if len(loc) == 4 and loc[0] == "judge" else ""
@@ -272,11 +272,6 @@ def _explain(err: Any) -> str:
     if kind == "value_error":
         return message.removeprefix("Value error, ")
     return f"{message} (got {err['input']!r:.80})"
-
-
-def _closest(name: str, known: list[str]) -> str | None:
-    """The known name `name` most likely misspells (as case files and diagbot.yml suggest them)."""
-    return closest(name, known) or next((k for k in known if k.casefold() == name.casefold()), None)
 
 
 def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, raw: dict[str, Any]) -> str:

@@ -9,7 +9,6 @@ as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +19,7 @@ from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
-from diagbot.kinds.agent.formats.common import MAX_JSON_VALUES, JsonLines
+from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
 from diagbot.kinds.agent.run import MAX_STEPS, Run, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
@@ -33,17 +32,14 @@ MAX_PROBLEM_CHARS = 2_000
 failure lands in the report, the comment and the next run's baseline."""
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")  # raw UTF-8 cannot hold a surrogate; only an escape can
-
-
 class TraceMissing(Exception):
     """No run was recorded for the case."""
 
 
 def parse_run(data: bytes, fmt: str) -> Run:
     """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path."""
-    if len(data) > 2 * MAX_JSON_VALUES and (count := values.count_values(data)) > MAX_JSON_VALUES:
-        raise TraceInvalid("", f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+    if len(data) > 2 * MAX_JSON_VALUES:  # a shorter file cannot hold more values
+        count_json(data, "")
     try:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
@@ -74,18 +70,12 @@ def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:
         raise TraceInvalid("", "the run file is empty")
     try:
         decoded = values.loads(data)
-    except UnicodeDecodeError as exc:
-        raise TraceInvalid(where, f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        problem = TraceInvalid(where, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})")
-        if exc.msg == "Extra data" and not where and fmt in (AUTO, otlp.NAME):
+    except DECODE_ERRORS as exc:
+        problem = json_problem(exc, where, "nested too deeply to be a run")
+        if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data" and not where and fmt in (AUTO, otlp.NAME):
             return _json_lines(data, fmt, problem)
         raise problem from None
-    except values.BadNumber as exc:
-        raise TraceInvalid(where, f"holds {exc}") from None
-    except RecursionError:
-        raise TraceInvalid(where, "nested too deeply to be a run") from None
-    return values.replace_surrogates(decoded) if _SURROGATE_ESCAPE.search(data) else decoded
+    return values.replace_surrogates(decoded) if values.escapes_surrogates(data) else decoded
 
 
 def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:

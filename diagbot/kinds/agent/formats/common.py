@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,8 @@ from diagbot.core.text import closest
 from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
 
 MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
-_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # only an escape can give a lone surrogate
+DECODE_ERRORS = (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeDecodeError)
+"""What `values.loads` raises for a document it will not read; `json_problem` says it for the run."""
 
 
 @dataclass(frozen=True)
@@ -142,9 +142,7 @@ class Quota:
             return
         self.left -= sum(map(_count, self._bounded))
         self._bounded, self._bounds = [], 0
-        count = _count(value)
-        if count > MAX_JSON_VALUES:
-            raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+        count = count_json(value, path)
         if count > self.left:
             raise TraceInvalid(
                 path,
@@ -158,16 +156,32 @@ def _count(value: str) -> int:
     return values.count_values(value.encode("utf-8", "surrogatepass"))
 
 
+def count_json(source: str | bytes, path: str) -> int:
+    """The JSON values in `source`, counted before decoding (core.values.count_values); more than one run may hold
+    is a TraceInvalid at `path`."""
+    count = values.count_values(source) if isinstance(source, bytes) else _count(source)
+    if count > MAX_JSON_VALUES:
+        raise TraceInvalid(path, f"holds {count:,} JSON values; diagbot reads at most {MAX_JSON_VALUES:,} per run")
+    return count
+
+
+def json_problem(exc: Exception, path: str, too_deep: str) -> TraceInvalid:
+    """One of DECODE_ERRORS as the problem at `path`; `too_deep` is the message for a RecursionError."""
+    if isinstance(exc, json.JSONDecodeError):
+        return TraceInvalid(path, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})")
+    if isinstance(exc, values.BadNumber):
+        return TraceInvalid(path, f"holds {exc}")
+    if isinstance(exc, UnicodeDecodeError):
+        return TraceInvalid(path, f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8")
+    return TraceInvalid(path, too_deep)
+
+
 def embedded_json(value: str, path: str, quota: Quota) -> Any:
     """A JSON document recorded as a string inside the run, decoded within the bounds of a run file, its values
     charged (before decoding) to the run's `quota`; a problem names the string's path."""
     quota.charge(value, path)
     try:
         decoded = values.loads(value)
-    except json.JSONDecodeError as exc:
-        raise TraceInvalid(path, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
-    except values.BadNumber as exc:
-        raise TraceInvalid(path, f"holds {exc}") from None
-    except RecursionError:
-        raise TraceInvalid(path, "nested too deeply to read") from None
-    return values.replace_surrogates(decoded) if _SURROGATE_ESCAPE.search(value) else decoded
+    except DECODE_ERRORS as exc:
+        raise json_problem(exc, path, "nested too deeply to read") from None
+    return values.replace_surrogates(decoded) if values.escapes_surrogates(value) else decoded

@@ -59,10 +59,16 @@ def read(data: Any) -> Run:
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)
             pending = waiting.get(answered) if type(answered) is str else None
-            if not pending:
+            if not pending:  # None: no earlier call with this id (or name); []: each has its result already
                 where = f"{prefix}[{index}].{key}"
                 text(answered, where)
-                raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
+                if pending is None:
+                    raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
+                keyed = "id" if role == "tool" else "name"
+                raise TraceInvalid(
+                    where,
+                    f"a second tool result for {answered!r}: every earlier call with this {keyed} is already answered",
+                )
             call = pending.pop()  # the nearest earlier call with this id
             call.result, call.has_result = content, True
             continue

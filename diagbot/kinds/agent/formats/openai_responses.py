@@ -62,8 +62,13 @@ def read(data: Any) -> Run:
             elif kind == "function_call_output":
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
-                if not pending:
+                if pending is None:
                     raise TraceInvalid(f"{where}.call_id", f"an output for {call_id!r}, which no earlier call made")
+                if not pending:
+                    raise TraceInvalid(
+                        f"{where}.call_id",
+                        f"a second output for {call_id!r}: every earlier call with this call_id is already answered",
+                    )
                 output = item.get("output")
                 call = pending.pop()  # the nearest earlier call with this call_id
                 call.result = output if isinstance(output, str) else content_text(output, f"{where}.output")

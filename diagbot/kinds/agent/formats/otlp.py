@@ -153,8 +153,12 @@ def _conversation(
     for message in said:
         for call_id, has_result, result, path in message.answers:
             pending = waiting.get(call_id)
-            if not pending:
+            if pending is None:
                 raise TraceInvalid(path, f"a tool result for {call_id!r}, which no earlier call made")
+            if not pending:
+                raise TraceInvalid(
+                    path, f"a second tool result for {call_id!r}: every earlier call with this id is already answered"
+                )
             call = pending.pop()
             call.result, call.has_result = result, has_result
         owner = None
