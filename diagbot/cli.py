@@ -9,6 +9,7 @@ Colour and the progress bar appear only on a terminal (`terminal.py`); what a pi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import io
@@ -17,10 +18,10 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from diagbot import __version__
-from diagbot.core.errors import CaseFileError, DiagbotError, ReportFormatError
+from diagbot.core.errors import CaseFileError, DiagbotError, OutputError, ReportFormatError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
 from diagbot.core.report import RunInfo, dump_model
@@ -59,13 +60,44 @@ def _git(*args: str) -> str | None:
 
 def say(text: str) -> None:
     """Print to stdout; a reader that left early (`diagbot run | head`) must not change the exit code (the gate),
-    so a closed pipe silences stdout for the rest of the run instead of raising."""
+    so a closed pipe silences stdout for the rest of the run instead of raising. A stdout that cannot take the
+    output otherwise (a full disk) is an error: what was asked for was not delivered."""
     try:
         print(text, flush=True)
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _silence_stdout()
+    except OSError as exc:
+        _silence_stdout()  # or Python's own flush at exit fails again
+        raise OutputError(f"stdout cannot be written ({exc.strerror or exc})") from None
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class _Diagnostics(io.TextIOBase):
+    """stderr as the command line uses it: warnings, errors, the progress bar. A stderr that cannot take them
+    (full, closed) drops them instead of raising, for they must never change the exit code, the gate's verdict."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError):
+            self._stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
 
 
 DEFAULT_OUT = "build/diagbot"
@@ -248,7 +280,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     out = Path(args.out)
-    write_outputs(outcome, out)
+    try:
+        write_outputs(outcome, out)
+    except OutputError as exc:  # main() lists the problems; a JSON reader still gets the outcome
+        if args.format == "json":
+            say(dump_model(run_outcome(outcome, out, used, args.baseline, exc.problems)).rstrip("\n"))
+        raise
     if args.format == "json":
         say(dump_model(run_outcome(outcome, out, used, args.baseline)).rstrip("\n"))
     elif not args.quiet:
@@ -331,6 +368,14 @@ def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--score-points", type=float, help="workspace score drop that counts (default 5)")
 
 
+def _path(value: str) -> str:
+    """A path argument: never empty, since `Path("")` is the working folder (and `--out "$UNSET"` would write
+    there, `--baseline "$UNSET"` would read as no baseline)."""
+    if not value:
+        raise argparse.ArgumentTypeError("is empty; give a path (is a variable in the command not set?)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from diagbot.scaffold import INIT_KIND, KINDS
 
@@ -340,43 +385,49 @@ def build_parser() -> argparse.ArgumentParser:
 
     it = commands.add_parser("init", help="write a diagbot.yml, two example cases and the GitHub workflow")
     where = "the folder to write to, made when missing (default: the current folder)"
-    it.add_argument("dir", nargs="?", default=".", metavar="DIR", help=where)
+    it.add_argument("dir", nargs="?", default=".", metavar="DIR", type=_path, help=where)
     which = f"the suite kind to start with (default: {INIT_KIND}, for any tool-calling agent)"
     it.add_argument("--kind", choices=KINDS, default=INIT_KIND, help=which)
     it.set_defaults(handler=cmd_init)
 
     ev = commands.add_parser("eval", help="evaluate a case file against trace fixtures and write a report")
-    ev.add_argument("--cases", required=True, help="the case file (JSON)")
-    ev.add_argument("--fixtures", required=True, help="the folder of trace fixtures")
-    ev.add_argument("--output", required=True, help="where to write the report JSON")
+    ev.add_argument("--cases", required=True, type=_path, help="the case file (JSON)")
+    ev.add_argument("--fixtures", required=True, type=_path, help="the folder of trace fixtures")
+    ev.add_argument("--output", required=True, type=_path, help="where to write the report JSON")
     ev.add_argument("--suite", default="diagnosis", help="the suite name recorded in the report")
     size = "the largest fixture read, in bytes; a larger one fails its case (default: %(default)s)"
     ev.add_argument("--max-fixture-bytes", type=_number, default=DEFAULT_MAX_FIXTURE_BYTES, help=size)
     ev.set_defaults(handler=cmd_eval)
 
     df = commands.add_parser("diff", help="compare two reports; exit 1 on a regression")
-    df.add_argument("--baseline", required=True, help="the baseline report (JSON)")
-    df.add_argument("--current", required=True, help="the current report (JSON)")
-    df.add_argument("--output", required=True, help="where to write the diff JSON")
+    df.add_argument("--baseline", required=True, type=_path, help="the baseline report (JSON)")
+    df.add_argument("--current", required=True, type=_path, help="the current report (JSON)")
+    df.add_argument("--output", required=True, type=_path, help="where to write the diff JSON")
     df.add_argument("--no-fail", action="store_true", help="exit 0 even when there is a regression")
-    df.add_argument("--config", help=f"the config whose thresholds and gate apply (default ./{DEFAULT_CONFIG})")
+    df.add_argument(
+        "--config", type=_path, help=f"the config whose thresholds and gate apply (default ./{DEFAULT_CONFIG})"
+    )
     _add_threshold_flags(df)
     df.set_defaults(handler=cmd_diff)
 
     rd = commands.add_parser("render", help="render the PR comment for one suite")
-    rd.add_argument("--current", required=True, help="the current report")
-    rd.add_argument("--diff", help="the diff against the baseline (omit when there is no baseline)")
+    rd.add_argument("--current", required=True, type=_path, help="the current report")
+    rd.add_argument("--diff", type=_path, help="the diff against the baseline (omit when there is no baseline)")
     rd.add_argument("--baseline-info", help="JSON describing the baseline's source (branch, sha, runUrl, ...)")
     rd.add_argument("--suite", help="the suite name shown and used in the comment marker")
-    rd.add_argument("--output", required=True, help="where to write the comment (Markdown)")
+    rd.add_argument("--output", required=True, type=_path, help="where to write the comment (Markdown)")
     rd.set_defaults(handler=cmd_render)
 
     rn = commands.add_parser("run", help="evaluate every suite of diagbot.yml, diff, render; exit 1 on regression")
-    rn.add_argument("--config", help="the config file (default ./diagbot.yml; none means the default suite)")
     rn.add_argument(
-        "--baseline", help="a previous run's report folder (its --out), or one report file for a one-suite config"
+        "--config", type=_path, help="the config file (default ./diagbot.yml; none means the default suite)"
     )
-    rn.add_argument("--out", default=DEFAULT_OUT, help="the report folder to write (default: %(default)s)")
+    rn.add_argument(
+        "--baseline",
+        type=_path,
+        help="a previous run's report folder (its --out), or one report file for a one-suite config",
+    )
+    rn.add_argument("--out", default=DEFAULT_OUT, type=_path, help="the report folder to write (default: %(default)s)")
     rn.add_argument("--no-fail", action="store_true", help="report regressions but exit 0")
     shown = "what stdout gets: the PR comment (text, the default) or the outcome as JSON (diagbot schema run-outcome)"
     rn.add_argument("--format", choices=("text", "json"), default="text", help=shown)
@@ -386,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.set_defaults(handler=cmd_run)
 
     va = commands.add_parser("validate", help="check every suite's cases without running anything; exit 2 on errors")
-    va.add_argument("--config", help="the config file (default ./diagbot.yml; none means the default suite)")
+    va.add_argument(
+        "--config", type=_path, help="the config file (default ./diagbot.yml; none means the default suite)"
+    )
     va.set_defaults(handler=cmd_validate)
 
     from diagbot.kinds.schemas import SCHEMAS
@@ -403,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    stderr, sys.stderr = sys.stderr, _Diagnostics(sys.stderr)
     try:
         code: int = args.handler(args)
     except DiagbotError as exc:
@@ -412,4 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug of ours, not bad input: one clear line and exit 2, never a silent pass
         print(f"error: diagbot failed unexpectedly ({type(exc).__name__}: {exc}); please report it", file=sys.stderr)
         return 2
+    finally:
+        sys.stderr.flush()
+        sys.stderr = stderr
     return code

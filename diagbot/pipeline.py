@@ -14,7 +14,7 @@ from pathlib import Path
 
 from diagbot.core.diff import DiffReport
 from diagbot.core.errors import DiagbotError
-from diagbot.core.gate import Decision, GateSettings, SuiteFacts, decide
+from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
 from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.io.baselines import Baselines
@@ -187,21 +187,33 @@ def diff_path(out: Path, suite: str) -> Path:
 
 
 def write_outputs(outcome: Outcome, out: Path) -> None:
-    """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline)."""
+    """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline).
+    An OutputError when the folder cannot take them (`io.files.write_file`)."""
     for suite in outcome.suites:
         if suite.report is not None:
-            write_file(report_path(out, suite.name), dump_model_bytes(suite.report))
+            write_file(report_path(out, suite.name), dump_model_bytes(suite.report), out)
         if suite.diff is not None:
-            write_file(diff_path(out, suite.name), dump_model(suite.diff))
-    write_file(out / "comment.md", outcome.comment)
-    write_file(out / "summary.md", outcome.summary)
+            write_file(diff_path(out, suite.name), dump_model(suite.diff), out)
+    write_file(out / "comment.md", outcome.comment, out)
+    write_file(out / "summary.md", outcome.summary, out)
 
 
-def run_outcome(outcome: Outcome, out: Path, config: str | None, baseline: str | None) -> RunOutcome:
-    """The machine-readable outcome of a run whose report folder `write_outputs` wrote to `out`."""
+def run_outcome(
+    outcome: Outcome, out: Path, config: str | None, baseline: str | None, unwritten: list[str] | None = None
+) -> RunOutcome:
+    """The machine-readable outcome of a run whose report folder `write_outputs` wrote to `out`, or failed to
+    write for the `unwritten` problems: then the run fails with exit 2 and names no file."""
     views = {v.name: v for v in outcome.views}
     suites = [_suite_summary(s, views.get(s.name), out) for s in outcome.suites if s.name != BASELINE]
     code = outcome.exit_code
+    if unwritten:
+        suites = [s.model_copy(update={"report": None, "diff": None}) for s in suites]
+        return RunOutcome(
+            conclusion=Conclusion.FAILURE, exit_code=2, reason="the report folder could not be written",
+            has_regression=outcome.has_regression, config=config, baseline=baseline, report_dir=str(out),
+            comment=None, summary=None, suites=suites, problems=[*outcome.problems, *unwritten],
+            warnings=[*outcome.baseline_info.warnings],
+        )  # fmt: skip
     return RunOutcome(
         conclusion=outcome.decision.conclusion, exit_code=code if code in (0, 1) else 2, reason=outcome.reason,
         has_regression=outcome.has_regression, config=config, baseline=baseline, report_dir=str(out),

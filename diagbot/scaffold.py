@@ -14,6 +14,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from diagbot.core.errors import DiagbotError
+from diagbot.core.values import one_line
 
 KINDS = ("agent", "trace", "workspace")
 INIT_KIND = "agent"  # any tool-calling agent's OpenAI messages: what a newcomer most likely has
@@ -145,17 +146,17 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
     """What `diagbot init` prints: what it wrote, the examples, the workflow's placeholder and the next commands."""
     article = "an" if plan.kind[0] in "aeiou" else "a"
     lines = [f"diagbot init: wrote {article} {plan.kind} suite ({len(written)} files):"]
-    lines += [f"  {path}" for path in written]
+    lines += [f"  {one_line(str(path))}" for path in written]  # DIR is the user's: shown escaped, one line each
     lines += [
         "",
         f"The example cases: {EXAMPLES[plan.kind]} (see the comments in diagbot.yml).",
-        f"Before the workflow runs on GitHub, set the commit it uses in {target / WORKFLOW}: replace "
+        f"Before the workflow runs on GitHub, set the commit it uses in {one_line(str(target / WORKFLOW))}: replace "
         "OWNER/diagbot@COMMIT_SHA with the repository and commit sha of diagbot to run.",
         "",
         "Next:",
     ]
     if target != Path("."):
-        lines.append(f"  cd {shlex.quote(str(target))}")
+        lines.append(f"  cd {one_line(shlex.quote(str(target)))}")
     lines += [
         f"  diagbot run --out {BASELINE}        # evaluate and print the PR comment; keep this run as a baseline",
         f"  diagbot run --baseline {BASELINE}   # after changing a case or a run: compare with that baseline",

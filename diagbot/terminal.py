@@ -1,11 +1,13 @@
 """What the command line shows only to a person at a terminal: colour, and a progress bar for slow suites.
 
-Neither ever reaches a CI log or a pipe: both are decided by whether the stream is a terminal, and colour is off
-whenever `NO_COLOR` is set (https://no-color.org). What is written to files or parsed by tools stays plain.
+Neither ever reaches a CI log or a pipe: both are decided by whether the stream is a terminal, neither appears on
+a dumb terminal (`TERM=dumb`, which shows escape sequences as text), and colour is off whenever `NO_COLOR` is set
+(https://no-color.org). What is written to files or parsed by tools stays plain.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -106,6 +108,7 @@ def _line(name: str, done: int, total: int | None, elapsed: float) -> str:
     return f"{name[:40]} {done:,} case{'s' * (done != 1)} {elapsed:.1f} s"
 
 
-def progress_bar(stream: TextIO) -> ProgressBar | None:
-    """A progress bar on `stream` when it is a terminal; None (no bar at all) for a pipe, a file or a CI log."""
-    return ProgressBar(stream) if is_terminal(stream) else None
+def progress_bar(stream: TextIO, environ: Mapping[str, str] = os.environ) -> ProgressBar | None:
+    """A progress bar on `stream` when it is a terminal that can take one (the bar redraws with escape sequences,
+    which TERM=dumb says the terminal shows as text); None (no bar at all) for a pipe, a file or a CI log."""
+    return ProgressBar(stream) if environ.get("TERM") != "dumb" and is_terminal(stream) else None

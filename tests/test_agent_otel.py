@@ -322,6 +322,20 @@ def test_results_pair_with_the_nearest_earlier_call_of_their_id() -> None:
         f"{SPAN}.attributes[\"gen_ai.input.messages\"][2].parts[0]: a second tool result for 'x': every earlier "
         "call with this id is already answered"
     )
+    rec = Recorder()
+    chat(rec, [say("assistant", call_part("x", "a", {})), say("tool", {"type": "tool_call_response", "response": "1"})],
+         [])  # fmt: skip
+    assert problem(rec.otlp()) == (
+        f'{SPAN}.attributes["gen_ai.input.messages"][1].parts[0]: a tool result with no call id, and no earlier '
+        "call without an id is waiting for one"
+    )
+    rec = Recorder()
+    no_id = {"type": "tool_call_response", "response": "r"}
+    chat(rec, [say("assistant", call_part(None, "a", {})), say("tool", no_id), say("tool", no_id)], [])
+    assert problem(rec.otlp()) == (
+        f'{SPAN}.attributes["gen_ai.input.messages"][2].parts[0]: a second tool result with no call id: every '
+        "earlier call without an id is already answered"
+    )
 
 
 def test_a_missing_result_stays_missing_and_a_tool_span_fills_it() -> None:
@@ -465,6 +479,14 @@ def test_the_latest_model_call_that_records_messages_gives_them() -> None:
     two_turns(rec)
     rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})  # a later call with capture off: skipped
     assert steps(parse(rec.otlp())) == TWO_TURNS
+    empty = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]", "gen_ai.output.messages": "[]"}
+    rec.span("chat gpt-4.1", empty)  # empty lists record no message: skipped too
+    rec.span("chat gpt-4.1", {**empty, "gen_ai.system_instructions": json.dumps([text("Be brief.")])})
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": []})  # structured, empty
+    assert steps(parse(rec.otlp())) == TWO_TURNS
+    rec.span("llm", {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": 1})
+    message = problem(rec.otlp())  # the latest call that records a message is read, not skipped for a bad one
+    assert message.endswith('.attributes["llm.input_messages.0.message.role"]: expected a string, found a number')
 
 
 def test_older_gen_ai_prompt_and_completion_lists() -> None:
@@ -617,7 +639,6 @@ def test_openinference_spans_unflattened() -> None:
             tool_calls__0__tool_call__function__arguments='{"order_id": "A"}',
         ),
     }
-    llm["llm.input_messages.\u00b2.message.role"] = "user"  # a superscript two is no list index: not a message
     rec.span("ChatCompletion", llm)
     rec.span(
         "order_lookup",
@@ -685,9 +706,31 @@ def test_openinference_retriever_spans_are_retrievals() -> None:
             {"llm.input_messages.0.message": "flat", "llm.input_messages.0.message.role": "user"},
             'attributes["llm.input_messages.0.message.role"]: a key under another attribute\'s value',
         ),
+        (  # a superscript two is no list index: never a message silently skipped
+            {"llm.input_messages.0.message.role": "user", "llm.input_messages.\u00b2.message.role": "user"},
+            'attributes["llm.input_messages.\u00b2.message.role"]: list index \'\u00b2\' after llm.input_messages; '
+            "an index must be a whole number from 0 (ASCII digits)",
+        ),
+        (
+            {
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.-1.tool_call.function.name": "refund_submit",
+            },
+            'attributes["llm.output_messages.0.message.tool_calls.-1.tool_call.function.name"]: list index \'-1\' '
+            "after llm.output_messages.0.message.tool_calls; an index must be a whole number from 0 (ASCII digits)",
+        ),
+        (
+            {
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.contents. 1.message_content.text": "hi",
+            },
+            'attributes["llm.input_messages.0.message.contents. 1.message_content.text"]: list index \' 1\' after '
+            "llm.input_messages.0.message.contents; an index must be a whole number from 0 (ASCII digits)",
+        ),
     ],
-    ids=["no role", "no tool name", "role not text", "huge index", "value and keys"],
-)
+    ids=["no role", "no tool name", "role not text", "huge index", "value and keys", "superscript index",
+         "negative index", "spaced index"],
+)  # fmt: skip
 def test_openinference_problems_name_the_attribute(attributes: dict[str, Any], message: str) -> None:
     rec = Recorder()
     rec.span("llm", {"openinference.span.kind": "LLM", **attributes})
@@ -980,6 +1023,12 @@ def test_a_wrong_type_anywhere_in_an_export_is_trace_invalid_never_a_crash() -> 
             "integer as a decimal string, found 'x'",
         ),
         (
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes", 0, "value"),
+            {"doubleValue": "NaN"},  # what no check can compare: a schema's maximum would pass it
+            f'{SPAN}.attributes["gen_ai.operation.name"].doubleValue: expected a number, found NaN, which no check '
+            "can compare",
+        ),
+        (
             ("resourceSpans", 0, "scopeSpans", 0, "spans", 2, "attributes", 1, "value", "stringValue"),
             "[{]",  # the latest model call's: the earlier ones' histories are never read
             '$.resourceSpans[0].scopeSpans[0].spans[2].attributes["gen_ai.input.messages"]: not valid JSON at line 1 '
@@ -996,6 +1045,7 @@ def test_a_wrong_type_anywhere_in_an_export_is_trace_invalid_never_a_crash() -> 
         "enum name",
         "key",
         "intValue",
+        "doubleValue NaN",
         "messages JSON",
     ],
 )

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from diagbot.core import regex
 from diagbot.kinds.agent import checks, rag
 from diagbot.kinds.agent.cases import AgentCase, GoldEvidence
 from diagbot.kinds.agent.diff import diff_agent
@@ -136,7 +137,8 @@ def test_the_suite_citation_pattern_reads_citations_from_the_answer() -> None:
     assert metrics == {"citation_accuracy": 0.5}  # the repeated citation counts once
     assert failed == ["citation_inaccurate: citation_accuracy 0.50 < 1 (not gold evidence: faq)"]
     assert judged(case, native(answer(text)))[0] == [  # without the pattern the answer cites nothing
-        "citation_missing: the answer cites none of policy_audio#p12 (citation_requirement asks for a citation)"
+        "citation_missing: the answer cites none of policy_audio#p12 (citation_requirement asks for a citation); "
+        "the run records no citations, so set the suite's citation-pattern to find them in the answer"
     ]
 
 
@@ -166,6 +168,21 @@ def test_a_citation_pattern_without_a_doc_id_group_is_refused() -> None:
         ({"evaluation_metrics": ["citation_acuracy"], "gold_evidence": GOLD},
          "evaluation_metrics[0]: 'citation_acuracy' is not a metric diagbot computes (did you mean "
          "citation_accuracy?)"),
+        ({"evaluation_metrics": ["evidence_recal_at_3"], "gold_evidence": GOLD},
+         "evaluation_metrics[0]: 'evidence_recal_at_3' is not a metric diagbot computes (did you mean "
+         "evidence_recall_at_3?)"),
+        ({"evaluation_metrics": ["EVIDENCE_RECALL_AT_20"], "gold_evidence": GOLD},
+         "evaluation_metrics[0]: 'EVIDENCE_RECALL_AT_20' is not a metric diagbot computes (did you mean "
+         "evidence_recall_at_20?)"),
+        ({"evaluation_metrics": ["\u0435vid\u0435nc\u0435_r\u0435call_at_5"], "gold_evidence": GOLD},
+         "evaluation_metrics[0]: '\u0435vid\u0435nc\u0435_r\u0435call_at_5' is not a metric diagbot computes "
+         "(did you mean evidence_recall_at_5?)"),
+        ({"evaluation_metrics": ["evidence-recall-at-0"], "gold_evidence": GOLD},
+         "evaluation_metrics[0]: 'evidence-recall-at-0' is not a metric diagbot computes (did you mean "
+         "evidence_recall_at_5?)"),
+        ({"evaluation_metrics": ["CITATION_ACCURACY"], "gold_evidence": GOLD},
+         "evaluation_metrics[0]: 'CITATION_ACCURACY' is not a metric diagbot computes (did you mean "
+         "citation_accuracy?)"),
         ({"evaluation_metrics": ["evidence_recall_at_5"], "gold_evidence": GOLD,
           "evaluator_config": {"thresholds": {"evidence_recall_at_3": 0.5}}},
          "evaluator_config.thresholds.evidence_recall_at_3: not a machine-checked metric of this case's "
@@ -174,6 +191,16 @@ def test_a_citation_pattern_without_a_doc_id_group_is_refused() -> None:
 )  # fmt: skip
 def test_metric_mistakes_are_case_problems(overrides: dict[str, Any], expected: str) -> None:
     assert case_problems(make_case(**overrides), {}) == [expected]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["faithfulness", "answer_relevance", "context_precision", "context_recall", "context_recall_at_5", "recall_at_5",
+     "evidence_precision_at_5", "ndcg_at_5", "hit_rate_at_5", "\u5fe0\u5b9e\u5ea6"],
+)  # fmt: skip
+def test_other_metrics_are_judged_not_misspelt(name: str) -> None:
+    assert case_problems(rag_case([name]), {}) == []
+    assert f"evaluation_metrics: {name} (a judged metric)" in unchecked_expectations(rag_case([name]))
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
@@ -373,3 +400,48 @@ def test_a_huge_metric_name_is_not_fuzzy_matched() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "shown"),
+    [(0.0, 1.0, "0.00 < 1"), (0.5, 0.75, "0.50 < 0.75"), (0.999, 1.0, "0.999 < 1"), (0.999, 0.9995, "0.999 < 0.9995"),
+     (0.998999, 0.999, "0.998999 < 0.999"), (0.123, 0.1234567, "0.12 < 0.1234567"),
+     (0.1, 0.1000000000000001, "0.10 < 0.1000000000000001"),
+     (0.9999999999999998, 1.0, "0.9999999999999998 < 1")],
+)  # fmt: skip
+def test_a_failing_value_reads_below_its_threshold(value: float, threshold: float, shown: str) -> None:
+    assert checks._below(value, threshold) == shown
+    below, limit = shown.split(" < ")
+    assert float(below) < float(limit)
+
+
+def test_a_failing_recall_and_accuracy_show_the_digits_that_tell_them_from_the_threshold() -> None:
+    gold = [{"doc_id": f"g{i}"} for i in range(1_000)]
+    cited = [(f"g{i}", None) for i in range(999)] + [("made_up", None)]
+    doc = native(retrieval(*[(f"g{i}", None) for i in range(999)]), answer("done", *cited))
+    case = rag_case(
+        ["evidence_recall_at_1000", "citation_accuracy"],
+        gold_evidence=gold,
+        evaluator_config={"thresholds": {"citation_accuracy": 0.9995}},
+    )
+    failed, _ = judged(case, doc)
+    assert failed == [
+        "evidence_recall_low: evidence_recall_at_1000 0.999 < 1 (not in the top 1000: g999)",
+        "citation_inaccurate: citation_accuracy 0.999 < 0.9995 (not gold evidence: made_up)",
+    ]
+
+
+def test_citations_differing_only_in_other_groups_are_one_citation() -> None:
+    """A pattern with a group of its own (a page) found one citation per page: 1,001 of one passage stopped the
+    search as if the answer cited over 1,000 sources."""
+    pattern = r"\[(?P<doc_id>[^\]#\s]+)(?:#(?P<passage_id>[^\]\s]+))?(?: (?P<page>[^\]]*))?\]"
+    text = " ".join(f"[policy_audio#p12 page {i}]" for i in range(1_001)) + " [made_up]"
+    failed, metrics = judged(ACCURATE, native(answer(text)), pattern)
+    assert failed == ["citation_inaccurate: citation_accuracy 0.50 < 1 (not gold evidence: made_up)"]
+    assert metrics == {"citation_accuracy": 0.5}
+    found, complete = regex.find_named(pattern, text, 2, "doc_id", ("doc_id", "passage_id"))
+    assert complete and found == [
+        {"doc_id": "policy_audio", "passage_id": "p12"},
+        {"doc_id": "made_up", "passage_id": None},
+    ]
+    assert regex.find_named(pattern, text, 1, "doc_id", ("doc_id", "passage_id"))[1] is False

@@ -432,7 +432,8 @@ BILLION_LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\
 REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("laughs.yaml", BILLION_LAUGHS, "not valid YAML (aliases (*a) are not allowed here; write the value out)"),
     ("int.json", '{"case_id": "i", "n": ' + "9" * 5000 + "}", "int.json: holds a number with 5000 digits (at most 50)"),
-    ("int.yaml", "case_id: i2\ncase_version: " + "9" * 5000 + "\n", "int.yaml: holds a value diagbot cannot read"),
+    ("int.yaml", "case_id: i2\ncase_version: " + "9" * 5000 + "\n",
+     "int.yaml: holds a number of about 5,000 digits at case_version (at most 50)"),
     ("nan.json", '{"case_id": "n", "x": NaN}', "nan.json: holds NaN is not a JSON number"),
     ("surrogate.json", case("sj", title="\ud800"), "surrogate.json: case sj: title holds a lone surrogate, which is "
                                                    "not Unicode text"),

@@ -53,7 +53,9 @@ class Settings(BaseModel):
     pr_number: int | None = Field(default=None, gt=0, alias="INPUT_PR-NUMBER")
     mode: RunMode = Field(default=RunMode.AUTO, alias="INPUT_MODE")
     report_dir: str = Field(default="diagbot-report", alias="INPUT_REPORT-DIR", min_length=1)
-    max_wait_seconds: float = Field(default=120.0, ge=0, allow_inf_nan=False, alias="INPUT_MAX-WAIT-SECONDS")
+    max_wait_seconds: float = Field(  # at most a job's longest run (6 hours): more is a typo, never a plan
+        default=120.0, ge=0, le=21_600, allow_inf_nan=False, alias="INPUT_MAX-WAIT-SECONDS"
+    )
     tool_calls_pct: float | None = Field(default=None, ge=0, allow_inf_nan=False, alias="INPUT_TOOL-CALLS-PCT")
     tool_calls_min: float | None = Field(default=None, ge=0, allow_inf_nan=False, alias="INPUT_TOOL-CALLS-MIN")
     duration_pct: float | None = Field(default=None, ge=0, allow_inf_nan=False, alias="INPUT_DURATION-PCT")

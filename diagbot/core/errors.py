@@ -23,3 +23,7 @@ class ReportFormatError(DiagbotError):
 
 class ConfigError(DiagbotError):
     """diagbot.yml or the action's inputs are invalid."""
+
+
+class OutputError(DiagbotError):
+    """An output file cannot be written where it was asked for (a folder that is a file, a link, read-only...)."""

@@ -180,11 +180,16 @@ def matches_empty(pattern: str) -> bool:
     return _with_groups(pattern).search("") is not None
 
 
-def find_named(pattern: str, text: str, limit: int, needed: str) -> tuple[list[dict[str, str | None]], bool]:
-    """The named groups of the matches of `pattern` in `text` in which the group `needed` holds some text, left to
-    right, each distinct one once and at most `limit` of them (None for a group that took no part in a match);
-    and whether every match was read: False when there were more, or when the searches read MAX_SCANNED_CHARS.
-    Only this needs captures; every other search runs without them."""
+def find_named(
+    pattern: str, text: str, limit: int, needed: str, keys: tuple[str, ...]
+) -> tuple[list[dict[str, str | None]], bool]:
+    """The groups `keys` of the matches of `pattern` in `text` in which the group `needed` holds some text, left
+    to right, each distinct one once and at most `limit` of them (None for a group that took no part in a match or
+    matched empty text, or that the pattern lacks); and whether every match was read: False when there were more,
+    or when the searches read MAX_SCANNED_CHARS. Matches are told apart by `keys` alone: the pattern's other named
+    groups (a note, a page) neither make a match another one nor count towards `limit`. The characters read bound
+    the matches read too (the n-th search reads at least n - 1 characters fewer than the first: a few thousand in
+    all). Only this needs captures; every other search runs without them."""
     found: dict[tuple[str | None, ...], dict[str, str | None]] = {}
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")  # RE2 reads UTF-8, which holds no lone surrogate
@@ -192,11 +197,11 @@ def find_named(pattern: str, text: str, limit: int, needed: str) -> tuple[list[d
     for match in _with_groups(pattern).finditer(text):
         groups: dict[str, str | None] = match.groupdict()
         if groups.get(needed):
-            key = tuple(groups.values())
+            key = tuple(groups.get(name) or None for name in keys)
             if key not in found:
                 if len(found) == limit:
                     return list(found.values()), False
-                found[key] = groups
+                found[key] = dict(zip(keys, key, strict=True))
         scanned += len(text) - match.end()  # what the next search may read
         if scanned > MAX_SCANNED_CHARS and match.end() < len(text):
             return list(found.values()), False

@@ -52,7 +52,51 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, parse_int=_int, parse_constant=_constant)
 
 
-class _NoAliases(yaml.SafeLoader):
+class _Checked:
+    """What both YAML loaders add to PyYAML's safe constructor: a repeated key is an error (PyYAML keeps the last
+    value, so a second `suites:` would drop the suites above it), and an integer too long for Python's int() is
+    kept as a `_LongInt` for `_as_json` to refuse with its location."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        pairs: list[tuple[Any, Any]] = node.value if isinstance(node, yaml.MappingNode) else []
+        if len(pairs) > 1:  # keys compared as written (tag and text), before anything is built: cheap
+            keys = [(k.tag, k.value) if isinstance(k, yaml.ScalarNode) else (None, id(k)) for k, _ in pairs]
+            if len(set(keys)) != len(keys):
+                _refuse_repeat(node, pairs, keys)
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+
+def _construct_int(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    except ValueError:  # more digits than Python converts (4,300 by default), a message cut short further up
+        return _LongInt(sum(c.isdigit() for c in node.value))
+
+
+def _refuse_repeat(node: Any, pairs: list[tuple[Any, Any]], keys: list[tuple[Any, Any]]) -> None:
+    first: dict[tuple[Any, Any], Any] = {}
+    for key, (key_node, _) in zip(keys, pairs, strict=True):
+        if key in first:
+            name, line = one_line(str(key_node.value), 100), first[key].line + 1
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"duplicate key '{name}' (first on line {line}); keep one",
+                key_node.start_mark,
+            )
+        first[key] = key_node.start_mark
+
+
+class _LongInt:
+    """An integer YAML wrote with more digits than Python's int() reads: refused by `_as_json`, which knows where."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+class _NoAliases(_Checked, yaml.SafeLoader):
     """PyYAML's safe loader without anchors' aliases: `*name` shares one node many times, so a few lines can
     stand for billions of values that every later walk (validation, messages) would visit."""
 
@@ -65,14 +109,23 @@ class _NoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-_FAST_LOADER = getattr(yaml, "CSafeLoader", None)  # libyaml, when PyYAML was built with it
+_NoAliases.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_FAST_LOADER: Any = None  # libyaml, when PyYAML was built with it
+if hasattr(yaml, "CSafeLoader"):
+
+    class _Fast(_Checked, yaml.CSafeLoader):
+        """libyaml's safe loader with the same checks."""
+
+    _Fast.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    _FAST_LOADER = _Fast
 
 
 def load_yaml(text: str) -> Any:
-    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases, and the numbers JSON
-    readers accept (a BadNumber for an integer of more than 50 digits, which YAML's hex and octal forms reach
-    without Python's own limit, and for .nan and .inf). A text without `*` cannot hold an alias, so libyaml's loader
-    (ten times faster) reads it; any other goes through `_NoAliases`."""
+    """The one way diagbot decodes YAML a pull request wrote: safe types only, no aliases, no repeated key in a
+    mapping (a ConstructorError at the repeat), and the numbers JSON readers accept (a BadNumber for an integer of
+    more than 50 digits, which YAML's hex and octal forms reach without Python's own limit, and for .nan and
+    .inf). A text without `*` cannot hold an alias, so libyaml's loader (ten times faster) reads it; any other
+    goes through `_NoAliases`."""
     data: Any = _NOT_READ
     if _FAST_LOADER is not None and "*" not in text:
         # on an error, read again below, so that the message is PyYAML's own, the same whichever loader ran
@@ -111,6 +164,10 @@ def _as_json(value: Any) -> Any:
         elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
             digits = int(node.bit_length() * 0.30103)
             raise BadNumber(f"a number of about {digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})")
+        elif isinstance(node, _LongInt):
+            raise BadNumber(
+                f"a number of about {node.digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})"
+            )
         elif isinstance(node, float) and not math.isfinite(node):
             raise BadNumber(f"{node} at {path or 'the top'}, which is not a JSON number")
     return value
@@ -154,15 +211,17 @@ def _walk(value: Any, path: str) -> Iterator[str]:
 
 def one_line(text: str, limit: int = 2_000) -> str:
     """Text from input, safe on one line of a log or terminal: control characters (a newline would start a new
-    line that GitHub Actions could read as a workflow command; ESC reaches the terminal) and lone surrogates are
-    written as escapes, and at most `limit` characters are kept."""
+    line that GitHub Actions could read as a workflow command; ESC reaches the terminal), invisible and bidi
+    format characters (which make a name read as another) and lone surrogates are written as escapes, and at most
+    `limit` characters are kept."""
     cut = text if len(text) <= limit else text[: limit - 1] + "…"
     if not _UNPRINTABLE.search(cut):
         return cut
     return _UNPRINTABLE.sub(lambda m: json.dumps(m.group())[1:-1] if m.group() != "\x7f" else "\\x7f", cut)
 
 
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+# control characters, lone surrogates, and the invisible ones that change how a line reads (zero-width, bidi)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff]")
 
 
 def replace_surrogates(value: Any) -> Any:

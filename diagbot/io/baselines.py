@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagbot.core.errors import DiagbotError, ReportFormatError
-from diagbot.core.fs import FileProblem, read_text_bounded
+from diagbot.core.fs import FileProblem, _kind, read_text_bounded
 from diagbot.core.report import SuiteReport
 from diagbot.kinds.registry import parse_any_report
 
@@ -55,7 +55,15 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
         return found
     reports = location / "reports"
     if not location.is_dir():
-        found.problems.append(f"{location}: baseline not found (expected a report file or a report folder)")
+        try:
+            mode = location.stat().st_mode
+        except (OSError, ValueError):
+            found.problems.append(f"{location}: baseline not found (expected a report file or a report folder)")
+        else:  # a device, a FIFO, a socket: never a report, and reading one could block or never end
+            found.problems.append(
+                f"{location}: the baseline is not a regular file or a folder (it is {_kind(mode)}); give a report "
+                "file or the report folder a diagbot run wrote"
+            )
         return found
     if reports.is_symlink() or not reports.is_dir():
         found.problems.append(f"{location}: holds no reports/ folder; give the report folder a diagbot run wrote")
@@ -70,8 +78,14 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
         return found
     found.names = [name.removesuffix(".json") for name in listed]
     for name in suites:
-        if name in found.names:
-            _read(found, name, reports / f"{name}.json")
+        path = reports / f"{name}.json"
+        if name in found.names and path.is_symlink():  # as reports/ itself: a run writes files, never links
+            found.problems.append(
+                f"baseline of suite {name}: {path}: the report is a symbolic link, which diagbot does not follow; "
+                "give the report folder a diagbot run wrote"
+            )
+        elif name in found.names:
+            _read(found, name, path)
     return found
 
 

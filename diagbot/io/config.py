@@ -58,14 +58,15 @@ class SuiteConfig(StrictInput):
         try:
             return (model or _NoOptions).model_validate(given)
         except ValidationError as exc:
-            raise ConfigError(*_option_problems(exc, model, where, index)) from None
+            raise ConfigError(*_option_problems(exc, model, where, index, given)) from None
 
 
-def _option_problems(exc: ValidationError, model: type[BaseModel] | None, where: str, index: int) -> list[str]:
+def _option_problems(
+    exc: ValidationError, model: type[BaseModel] | None, where: str, index: int, given: Any
+) -> list[str]:
     problems = []
     for error in exc.errors():
-        parts = (f"suites.{index}", *error["loc"])
-        loc = ".".join(str(p) for p in parts if p not in ("text", "list", "object") and "[" not in str(p))
+        loc = ".".join((f"suites.{index}", *_keys(error["loc"], given)))
         if error["type"] == "extra_forbidden":
             known = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
             known += field_names_at(model, error["loc"]) if model else []
@@ -74,6 +75,23 @@ def _option_problems(exc: ValidationError, model: type[BaseModel] | None, where:
         else:
             problems.append(f"{where}: {loc}: {error['msg']}")
     return problems
+
+
+def _keys(loc: tuple[int | str, ...], given: Any) -> list[str]:
+    """A validation error's location as keys of the suite as given (`given`): the parts pydantic adds of its own
+    (union tags such as `list[str]`, the shape tags text/list/object, `[key]` for a dict key) are left out, unless
+    the input holds a key of that name there."""
+    kept, node = [], given
+    for part in loc:
+        inside = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if inside or (isinstance(node, dict) and part in node):
+            node = node[part]
+        elif isinstance(part, str) and (part in ("text", "list", "object") or "[" in part):
+            continue  # a tag: the input at this place is still `node`
+        else:
+            node = None  # a key the input lacks (a missing field): nothing below it to follow
+        kept.append(str(part))
+    return kept
 
 
 def _extra_key_problems(data: dict[str, Any], where: str) -> dict[int, list[str]]:
@@ -92,7 +110,7 @@ def _extra_key_problems(data: dict[str, Any], where: str) -> dict[int, list[str]
         try:
             (model or _NoOptions).model_validate(extra)
         except ValidationError as exc:
-            found[index] = [p for p in _option_problems(exc, model, where, index) if "unknown key" in p]
+            found[index] = [p for p in _option_problems(exc, model, where, index, extra) if "unknown key" in p]
     return found
 
 
@@ -216,9 +234,13 @@ class Config(StrictInput):
         path = self.path(relative)
         where = f"{self.where}: {key}: {relative!r}"
         base = f" ({self.relative_to})"
+        if "\x00" in relative:
+            raise ConfigError(
+                f"{where} is not a usable path (it contains a NUL character); give the path without it{base}"
+            )
         try:
             resolved = path.resolve()
-        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+        except (OSError, RuntimeError, ValueError):  # a symlink loop
             raise ConfigError(f"{where} cannot be resolved (a symbolic link loop?); give a plain path{base}") from None
         if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS:
             raise ConfigError(
@@ -296,7 +318,7 @@ def parse_config(text: str, where: str, root: Path) -> Config:
         data = values.load_yaml(text)
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to be a diagbot config") from None
-    except ValueError as exc:  # PyYAML's int() of a number with thousands of digits
+    except ValueError as exc:  # a BadNumber: a number JSON cannot hold, named with its key
         raise ConfigError(f"{where}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -7,7 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from diagbot.core.errors import OutputError
+
 MASK = "***"
+_ELSEWHERE = "choose another place to write the outputs"
 _SECRETS: set[str] = set()
 
 
@@ -33,11 +36,50 @@ def _scrub_bytes(data: bytes) -> bytes:
     return data
 
 
-def write_file(path: Path, text: str | bytes) -> None:
+def real_folder(folder: Path, root: Path) -> None:
+    """Make `folder` (`root` or a folder below it), refusing any folder on the way that is a symbolic link or not
+    a folder: from the working folder down when `root` is relative, from `root` itself down when it is absolute.
+    A pull request can commit `build/diagbot/reports` as a link to elsewhere; diagbot never writes through it."""
+    if root.is_absolute():
+        at, parts = root.parent, (root.name, *folder.relative_to(root).parts)
+        _make(at, parents=True)  # above the output folder: as the user gave it
+    else:
+        at, parts = Path(), folder.parts
+    for part in parts:
+        at = at / part
+        if at.is_symlink():
+            raise OutputError(
+                f"{at}: is a symbolic link; diagbot writes its outputs only into real folders (remove the link, "
+                f"or {_ELSEWHERE})"
+            )
+        _make(at)
+
+
+def _make(folder: Path, parents: bool = False) -> None:
+    try:
+        folder.mkdir(parents=parents, exist_ok=True)
+    except FileExistsError:  # exist_ok tolerates a folder only
+        raise OutputError(f"{folder}: is not a folder, so nothing can be written in it; {_ELSEWHERE}") from None
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot be made ({exc.strerror or exc}); {_ELSEWHERE}") from None
+
+
+def write_file(path: Path, text: str | bytes, root: Path | None = None) -> None:
     """Write one output file as UTF-8 (text, or bytes already UTF-8), making its folder first; every file diagbot
     writes goes through here. A character UTF-8 cannot carry (a lone surrogate) is written as its `\\udxxx`
-    escape rather than failing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    escape rather than failing. With `root` (the output folder), no folder from it down may be a link
+    (`real_folder`). A file that cannot be written is an OutputError naming it, never a crash."""
+    if root is not None:
+        real_folder(path.parent, root)
+    else:
+        _make(path.parent, parents=True)
+    try:
+        _write(path, text)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or exc}); {_ELSEWHERE}") from None
+
+
+def _write(path: Path, text: str | bytes) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:50]}.", suffix=".tmp", dir=path.parent)
     try:
         if isinstance(text, bytes):

@@ -138,7 +138,9 @@ class Trial:
         unread, complete = "", True
         if self.citation_pattern is not None:
             answer = self.run.answer
-            matches, complete = find_named(self.citation_pattern, searched(answer), MAX_CITATIONS, "doc_id")
+            matches, complete = find_named(
+                self.citation_pattern, searched(answer), MAX_CITATIONS, "doc_id", ("doc_id", "passage_id")
+            )
             for groups in matches:
                 found.setdefault(Citation(groups["doc_id"] or "", groups.get("passage_id") or None))
             if len(answer) > MAX_MATCHED_CHARS:
@@ -751,13 +753,26 @@ def _labels(items: list[Any]) -> str:
     return ", ".join(shown) + (f", … {len(items) - _NAMES_SHOWN} more" if len(items) > _NAMES_SHOWN else "")
 
 
+def _below(value: float, threshold: float) -> str:
+    """`value < threshold` as a failure shows it: the value to two decimals and the threshold as written
+    (`0.50 < 1`), with as many more digits as it takes for the value to read below the threshold (`0.999 < 1`,
+    never `1.00 < 1`)."""
+    limit = f"{threshold:g}" if float(f"{threshold:g}") == threshold else repr(threshold)
+    shown = f"{value:.2f}"
+    digits = 3
+    while float(shown) >= threshold:
+        shown = f"{value:.{digits}g}" if digits <= 17 else repr(value)  # repr reads back as the value itself
+        digits += 1
+    return f"{shown} < {limit}"
+
+
 def evidence_recall(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     for name, (value, missed) in _recalls(case, t).items():
         k = rag.recall_k(name)
         if value < _threshold(case, name):
             where = "the run records no retrieval" if not t.run.retrievals else f"not in the top {k}: {_labels(missed)}"
-            failures.append(f"{name} {value:.2f} < {_threshold(case, name):g} ({where})")
+            failures.append(f"{name} {_below(value, _threshold(case, name))} ({where})")
     return _capped(failures)
 
 
@@ -775,7 +790,7 @@ def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
     threshold = _threshold(case, rag.ACCURACY)
     if value is not None and value < threshold:
         unread = f"; {cited.unread}" if cited.unread else ""
-        return [f"citation_accuracy {value:.2f} < {threshold:g} (not gold evidence: {_labels(wrong)}){unread}"]
+        return [f"citation_accuracy {_below(value, threshold)} (not gold evidence: {_labels(wrong)}){unread}"]
     if cited.unread:  # the part read is fine, but a citation further on may not be
         read = "no citation" if value is None else f"citation_accuracy {value:.2f}"
         return [f"{read} in the part read, but {cited.unread}: a citation not read may not be gold evidence"]
@@ -791,7 +806,10 @@ def citation_required(case: AgentCase, t: Trial) -> list[str]:
     wanted = f"none of {_labels(required)}" if required else "nothing"
     cites = f"; it cites {_labels(cited.citations)}" if cited.citations else ""
     unread = f" in the part read ({cited.unread})" if cited.unread else ""
-    return [f"the answer cites {wanted}{unread} (citation_requirement asks for a citation){cites}"]
+    hint = ""
+    if not t.run.citations and t.citation_pattern is None:  # only the native format records citations
+        hint = "; the run records no citations, so set the suite's citation-pattern to find them in the answer"
+    return [f"the answer cites {wanted}{unread} (citation_requirement asks for a citation){cites}{hint}"]
 
 
 def _asks_metric(test: Callable[[str], bool]) -> Callable[[AgentCase], bool]:

@@ -302,8 +302,8 @@ def _metric_problems(case: AgentCase) -> list[str]:
                 problems.append(f"{where} needs gold_evidence to compare the answer's citations with")
         elif name.startswith("evidence_recall"):
             problems.append(f"{where} is not evidence_recall_at_K with K from 1 to {rag.MAX_K} (evidence_recall_at_5)")
-        elif closest(name, [rag.ACCURACY], cutoff=0.85):
-            problems.append(f"{where} is not a metric diagbot computes (did you mean {rag.ACCURACY}?)")
+        elif meant := rag.misspelt(name):
+            problems.append(f"{where} is not a metric diagbot computes (did you mean {meant}?)")
     checked = [m for m in dict.fromkeys(asked) if rag.is_checked(m)]
     most = 12  # names listed in each threshold's problem
     shown = ", ".join(checked[:most]) + (f", … {len(checked) - most} more" if len(checked) > most else "")

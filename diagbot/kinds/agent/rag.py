@@ -17,12 +17,14 @@ a run's retrievals gives the recall at every K a case asks for.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from diagbot.core import values
 from diagbot.core.rates import rate
+from diagbot.core.text import closest
 from diagbot.kinds.agent.run import Citation, Document, Retrieval
 
 RECALL = re.compile(r"evidence_recall_at_([1-9][0-9]{0,3})")
@@ -31,6 +33,12 @@ MAX_K = 1000
 MACHINE_CHECKED = ("evidence_recall_at_K", ACCURACY)
 DEFAULT_THRESHOLD = 1.0
 MAX_LABEL_CHARS = 80  # of a doc id or a passage id shown in a message
+CLOSE = 0.85  # difflib's ratio from which a metric name is taken for a misspelt computed one
+_RECALL_SHAPE = "evidence_recall_at_k"  # a recall name with its digits replaced by k
+_MAX_NAME_CHARS = 100  # longer names are close to no computed one (and are not normalised)
+# Cyrillic and Greek letters that look like Latin ones, after casefolding: `еvidence` with a Cyrillic е is taken
+# for `evidence`, since a name that only looks computed would silently become a judged metric.
+_LOOKALIKES = str.maketrans("асеһіјԁорԛѕԝхуαεικνορτυχ", "acehijdopqswxyaeiknoptux")
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,23 @@ def recall_k(metric: str) -> int | None:
 
 def is_checked(metric: str) -> bool:
     return metric == ACCURACY or recall_k(metric) is not None
+
+
+def misspelt(metric: str) -> str | None:
+    """The computed metric that a name diagbot does not compute most likely misspells, or None for a name of
+    another metric (`faithfulness`, `context_recall`, ...). Names are compared NFKC-folded, casefolded and with
+    look-alike letters read as Latin; a recall name by its shape (digits as K), and the K written is kept
+    (`EVIDENCE_RECAL_AT_3` means evidence_recall_at_3; 5 when it wrote no K from 1 to MAX_K)."""
+    if len(metric) > _MAX_NAME_CHARS:
+        return None
+    skeleton = unicodedata.normalize("NFKC", metric).casefold().translate(_LOOKALIKES)
+    if closest(re.sub(r"\d+", "k", skeleton), [_RECALL_SHAPE], cutoff=CLOSE):
+        written = [int(k) for k in re.findall(r"\d+", skeleton) if len(k) <= 4]
+        k = next((k for k in reversed(written) if 1 <= k <= MAX_K), 5)
+        return f"evidence_recall_at_{k}"
+    if closest(metric, [ACCURACY], cutoff=CLOSE) or closest(skeleton, [ACCURACY], cutoff=CLOSE):
+        return ACCURACY
+    return None
 
 
 class _Places:

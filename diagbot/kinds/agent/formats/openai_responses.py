@@ -5,14 +5,15 @@ as in openai-chat's object form).
 `message` items carry `role` and `content` parts (`input_text`, `output_text`); `function_call` items carry
 `call_id`, `name` and `arguments` (the JSON string the model wrote); `function_call_output` items carry the
 `call_id` they answer and the `output`. Calls and outputs pair on `call_id`, never on the item's own `id`, the
-nearest earlier call without an output first. Other item types (reasoning, built-in tool calls) are skipped.
+nearest earlier call without an output first. Other item types (reasoning, built-in tool calls) are skipped; an
+item whose `type` is no string, or with neither `type` nor `role`, is refused.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import content_text, duration, items, obj, state, text
+from diagbot.kinds.agent.formats.common import content_text, duration, items, obj, state, text, type_name
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 NAME = "openai-responses"
@@ -48,7 +49,7 @@ def read(data: Any) -> Run:
         for index, raw in enumerate(entries):
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
-            kind = item.get("type", "message" if "role" in item else None)
+            kind = _kind(item, where)
             if kind == "message":
                 role = text(item.get("role"), f"{where}.role")
                 run.steps.append(Message(role, content_text(item.get("content"), f"{where}.content")))
@@ -76,3 +77,21 @@ def read(data: Any) -> Run:
             if len(run.steps) > MAX_STEPS:
                 raise TraceInvalid(prefix, f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,}")
     return run
+
+
+def _kind(item: dict[str, Any], where: str) -> str:
+    """The item's type: a string (one this format does not read is skipped), or `message` for an item with a
+    `role` and no `type`; anything else is refused, never skipped."""
+    if "type" not in item:
+        if "role" not in item:
+            raise TraceInvalid(
+                where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
+            )
+        return "message"
+    kind = item["type"]
+    if not isinstance(kind, str):
+        raise TraceInvalid(
+            f"{where}.type",
+            f"expected a string naming the item's type (message, function_call, ...), found {type_name(kind)}",
+        )
+    return kind

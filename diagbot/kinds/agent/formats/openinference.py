@@ -42,12 +42,14 @@ def role(span: Span) -> str | None:
 
 
 def records_messages(span: Span) -> bool:
+    """Whether the span may record messages (a cheap test of its keys; `conversation` tells whether it does)."""
     return any(key.startswith((_INPUT, _OUTPUT)) for key in span.attributes)
 
 
-def conversation(span: Span) -> tuple[list[Said], list[Said]]:
-    """The span's input messages and its output messages, in index order."""
-    return _messages(span, _INPUT), _messages(span, _OUTPUT)
+def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
+    """The span's input messages and its output messages, in index order; None when it records no message."""
+    said_in, said_out = _messages(span, _INPUT), _messages(span, _OUTPUT)
+    return (said_in, said_out) if said_in or said_out else None
 
 
 def tool(span: Span) -> ToolSpan:
@@ -140,12 +142,23 @@ def _entries(span: Span, prefix: str, tree: Any) -> list[tuple[str, dict[str, An
     """The items of the list flattened under `prefix` (its key path, its subtree), in index order."""
     found = []
     for index, subtree in _node(tree, span, prefix.rstrip(".")).items():
-        if not (index.isascii() and index.isdigit()):
-            continue  # not a list index: a key of another convention
+        if not (index.isascii() and index.isdigit()):  # "-1", " 1", "²": no message or call may vanish
+            raise TraceInvalid(
+                span.where(_key_in(subtree)),
+                f"list index {index[:20]!r} after {prefix.rstrip('.')}; an index must be a whole number from 0 "
+                "(ASCII digits)",
+            )
         if len(index) > 6 or int(index) >= MAX_STEPS:
             raise TraceInvalid(span.where(prefix + index), f"index {index[:20]}; diagbot reads at most {MAX_STEPS:,}")
         found.append((int(index), f"{prefix}{index}", _node(subtree, span, f"{prefix}{index}")))
     return [(key, subtree) for _, key, subtree in sorted(found, key=lambda item: item[0])]
+
+
+def _key_in(subtree: Any) -> str:
+    """An attribute key under `subtree` of the unflattened lists (the first recorded), to name in a message."""
+    while isinstance(subtree, dict):  # never empty: a dict is made only for a key under it
+        subtree = next(iter(subtree.values()))
+    return str(subtree)
 
 
 def _node(value: Any, span: Span, key: str) -> dict[str, Any]:

@@ -45,17 +45,22 @@ def role(span: Span) -> str | None:
 
 
 def records_messages(span: Span) -> bool:
+    """Whether the span may record messages (a cheap test of its keys; `conversation` tells whether it does)."""
     return any(span.has(key) for key in (*_INPUT, *_OUTPUT))
 
 
-def conversation(span: Span) -> tuple[list[Said], list[Said]]:
-    """The span's input messages (after its system instructions) and its output messages."""
+def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
+    """The span's input messages (after its system instructions) and its output messages; None when it records
+    no message (empty lists; system instructions alone are no conversation)."""
+    said_in, said_out = _messages(span, _INPUT), _messages(span, _OUTPUT)
+    if not (said_in or said_out):
+        return None
     said: list[Said] = []
     instructions = span.json("gen_ai.system_instructions")
     if instructions is not None:
         where = span.where("gen_ai.system_instructions")
         said.append(_message({"role": "system", "parts": instructions}, where))
-    return said + _messages(span, _INPUT), _messages(span, _OUTPUT)
+    return said + said_in, said_out
 
 
 def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:

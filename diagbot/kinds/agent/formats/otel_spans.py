@@ -9,6 +9,7 @@ decoded, so a run's many repeated histories cost one string each until one of th
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,9 +145,11 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
 
 
 def _double(value: Any, path: str) -> float:
+    if value == "NaN" or (isinstance(value, float) and math.isnan(value)):  # a schema's maximum would pass it
+        raise TraceInvalid(path, "expected a number, found NaN, which no check can compare")
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if value in ("NaN", "Infinity", "-Infinity"):  # how the protobuf JSON mapping writes what JSON cannot
+    if value in ("Infinity", "-Infinity"):  # how the protobuf JSON mapping writes what JSON cannot
         return float(value)
     raise TraceInvalid(path, f"expected a number, found {type_name(value)}")
 

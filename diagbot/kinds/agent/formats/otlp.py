@@ -127,13 +127,19 @@ def _id(value: Any, field: str, path: str) -> str:
 def _run(roles: Roles) -> Run:
     agent = next((span for span, _, role in roles if role == AGENT), None)
     run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
-    latest = next(((s, c) for s, c, role in reversed(roles) if role == INFERENCE and c.records_messages(s)), None)
+    latest = next(
+        (
+            (s, said)
+            for s, c, role in reversed(roles)
+            if role == INFERENCE and c.records_messages(s) and (said := c.conversation(s)) is not None
+        ),
+        None,
+    )  # the latest model call that records a message: one whose message lists are empty records none
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
     if latest is not None:
-        span, convention = latest
-        said_in, said_out = convention.conversation(span)
+        span, (said_in, said_out) = latest
         waiting: dict[str | None, list[ToolCall]] = {}
         _conversation(said_in, steps, waiting, owners)
         anchors = [None] * len(steps)
@@ -154,8 +160,17 @@ def _conversation(
         for call_id, has_result, result, path in message.answers:
             pending = waiting.get(call_id)
             if pending is None:
+                if call_id is None:
+                    raise TraceInvalid(
+                        path, "a tool result with no call id, and no earlier call without an id is waiting for one"
+                    )
                 raise TraceInvalid(path, f"a tool result for {call_id!r}, which no earlier call made")
             if not pending:
+                if call_id is None:
+                    raise TraceInvalid(
+                        path,
+                        "a second tool result with no call id: every earlier call without an id is already answered",
+                    )
                 raise TraceInvalid(
                     path, f"a second tool result for {call_id!r}: every earlier call with this id is already answered"
                 )

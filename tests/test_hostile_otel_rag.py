@@ -1,0 +1,647 @@
+"""Hostile input to the agent suite's OpenTelemetry run formats (OTLP/JSON, JSON Lines, GenAI and OpenInference
+spans), OpenAI Responses items and the RAG checks (gold evidence, evidence recall at K, citation accuracy, the
+required citation, `citation-pattern`, thresholds).
+
+Exports start from the real OpenTelemetry SDK (tests/otel_recorder.py) with one value changed where the SDK could
+not write it. Runs go through `python -m diagbot run` (tests/test_hostile_agent.py's harness: a hostile case next
+to a good one, a timeout and an address-space limit) where the promise is about the whole run (the trial fails
+alone, the report is written, no traceback), and through the adapters and checks in process where the promise is
+about one message. Tests marked `xfail(strict=True, reason="BUG: ...")` say how diagbot should behave and pass
+once it does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagbot.core.values import one_line
+from diagbot.kinds.agent import checks
+from diagbot.kinds.agent.load import case_problems
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.run import Run
+from tests.otel_recorder import Recorder, json_lines
+from tests.test_agent_checks import make_case
+from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, say, steps, text, tool
+from tests.test_hostile_agent import BOUND, Result, assert_clean, case, diagbot, evaluated, make_suite, refused
+
+SPANS = ("resourceSpans", 0, "scopeSpans", 0, "spans")
+PATTERN = r"\[(?P<doc_id>[^\]#]+)(?:#(?P<passage_id>[^\]]+))?\]"
+CITING = f"    citation-pattern: '{PATTERN}'\n"
+GOLD = [
+    {"doc_id": "policy_audio", "passage_id": "p12", "required": True},
+    {"doc_id": "policy_general", "required": False},
+]
+RAG: dict[str, Any] = {"gold_evidence": GOLD, "evaluation_metrics": ["evidence_recall_at_5", "citation_accuracy"]}
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+
+# --- factories --------------------------------------------------------------------------------------------------------
+
+
+def exported(answer: str = "done", documents: Any = None, user: str = "Can I return opened earphones?") -> Any:
+    """A GenAI export: a retrieval span when `documents` is given (as JSON text), then a model call answering."""
+    rec = Recorder()
+    if documents is not None:
+        rec.span(
+            "retrieval policies",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": "return opened earphones",
+                "gen_ai.retrieval.documents": json.dumps(documents),
+            },
+        )
+    chat(rec, [say("user", text(user))], [say("assistant", text(answer))])
+    return rec.otlp()
+
+
+def spans_of(export: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return found
+
+
+def set_attribute(export: Any, index: int, key: str, value: dict[str, Any]) -> Any:
+    """The export with span `index`'s attribute `key` set to the AnyValue `value` (added when absent)."""
+    export = copy.deepcopy(export)
+    attributes = spans_of(export)[index]["attributes"]
+    for attribute in attributes:
+        if attribute["key"] == key:
+            attribute["value"] = value
+            return export
+    attributes.append({"key": key, "value": value})
+    return export
+
+
+def replaced(export: Any, where: tuple[Any, ...], value: Any) -> Any:
+    export = copy.deepcopy(export)
+    node = export
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    return export
+
+
+def flat(prefix: str, role: str, content: str | None = None) -> dict[str, str]:
+    """One OpenInference message, flattened under `prefix` (`llm.input_messages.0`)."""
+    return {f"{prefix}.message.role": role, **({f"{prefix}.message.content": content} if content is not None else {})}
+
+
+def suite_of(tmp_path: Path, runs: dict[str, tuple[Any, dict[str, Any]]], options: str = "") -> Result:
+    """One run of a suite holding, for each name, a case of that id with `fields` and its run, beside the good
+    case; the suite is evaluated (exit 0, clean, the good case passed)."""
+    cases = {f"{name}.json": case(name, **fields) for name, (_, fields) in runs.items()}
+    fixtures = {f"{name}.json": run for name, (run, _) in runs.items()}
+    return evaluated(diagbot(make_suite(tmp_path, cases, fixtures, options)))
+
+
+def failed(result: Result, case_id: str) -> list[str]:
+    """The case's failed checks, the case having one trial and the same failures as that trial."""
+    found = result.result(case_id)
+    assert result.trials(case_id) == [found["failedChecks"]]
+    assert found["status"] == ("failed" if found["failedChecks"] else "passed")
+    failures: list[str] = found["failedChecks"]
+    return failures
+
+
+def failures_of(run: Run, pattern: str | None = None, **fields: Any) -> list[str]:
+    """One trial's failures in process, as evaluate_case judges it."""
+    judged = make_case(**fields)
+    trial = checks.trial(run, judged, {}, AgentOptions().confirmation, pattern)
+    return checks.judge(judged, trial, [c for c in checks.CHECKS if c.applies(judged)])
+
+
+NOT_CALLED = {"evaluator_config": {"rule_checks": [{"id": "no_refund", "tool_not_called": "refund_submit"}]}}
+
+
+# --- the OTLP envelope: each bad value fails its own trial, naming the JSON path --------------------------------------
+
+BASE = exported()
+SPAN0 = (*SPANS, 0)
+TWO_SPANS = replaced(
+    BASE, SPANS, [*spans_of(BASE), copy.deepcopy(spans_of(BASE)[0])]
+)  # the first moved to another trace
+
+
+def _kvlist(levels: int) -> dict[str, Any]:
+    """A string inside `levels` nested key-value lists (each one key, `k`)."""
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(levels):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    return value
+
+
+ENVELOPE: dict[str, tuple[Any, str]] = {
+    "trace-id-31": (
+        replaced(BASE, (*SPAN0, "traceId"), "a" * 31),
+        f"{SPAN}.traceId: expected 32 hex digits (OTLP/JSON writes ids in hex, not base64), found '{'a' * 31}'",
+    ),
+    "span-id-17": (
+        replaced(BASE, (*SPAN0, "spanId"), "b" * 17),
+        f"{SPAN}.spanId: expected 16 hex digits (OTLP/JSON writes ids in hex, not base64), found '{'b' * 17}'",
+    ),
+    "parent-id-number": (
+        replaced(BASE, (*SPAN0, "parentSpanId"), 12),
+        f"{SPAN}.parentSpanId: expected 16 hex digits (OTLP/JSON writes ids in hex, not base64), found a number",
+    ),
+    "start-plus-sign": (
+        replaced(BASE, (*SPAN0, "startTimeUnixNano"), "+5"),
+        f"{SPAN}.startTimeUnixNano: expected a 64-bit integer as a decimal string, found '+5'",
+    ),
+    "start-exponent": (
+        replaced(BASE, (*SPAN0, "startTimeUnixNano"), "1e18"),
+        f"{SPAN}.startTimeUnixNano: expected a 64-bit integer as a decimal string, found '1e18'",
+    ),
+    "start-below-int64": (
+        replaced(BASE, (*SPAN0, "startTimeUnixNano"), "-9223372036854775809"),
+        f"{SPAN}.startTimeUnixNano: -9223372036854775809 does not fit in 64 bits",
+    ),
+    "end-above-uint64": (
+        replaced(BASE, (*SPAN0, "endTimeUnixNano"), "18446744073709551616"),
+        f"{SPAN}.endTimeUnixNano: 18446744073709551616 does not fit in 64 bits",
+    ),
+    "end-float": (
+        replaced(BASE, (*SPAN0, "endTimeUnixNano"), 1.5),
+        f"{SPAN}.endTimeUnixNano: expected a 64-bit integer as a decimal string, found a number",
+    ),
+    "status-code-text": (
+        replaced(BASE, (*SPAN0, "status"), {"code": "2"}),
+        f"{SPAN}.status.code: expected an integer (OTLP/JSON writes enums as numbers; 2 is ERROR), found '2'",
+    ),
+    "status-null": (replaced(BASE, (*SPAN0, "status"), None), f"{SPAN}.status: expected an object, found null"),
+    "attributes-object": (
+        replaced(BASE, (*SPAN0, "attributes"), {"gen_ai.operation.name": "chat"}),
+        f"{SPAN}.attributes: expected an array, found an object",
+    ),
+    "int-value-overflow": (
+        set_attribute(BASE, 0, "gen_ai.operation.name", {"intValue": "9223372036854775808" + "0"}),
+        f'{SPAN}.attributes["gen_ai.operation.name"].intValue: 92233720368547758080 does not fit in 64 bits',
+    ),
+    "bool-value-text": (
+        set_attribute(BASE, 0, "gen_ai.operation.name", {"boolValue": "true"}),
+        f'{SPAN}.attributes["gen_ai.operation.name"].boolValue: expected true or false, found a string',
+    ),
+    "kvlist-33-deep": (
+        set_attribute(BASE, 0, "gen_ai.output.messages", _kvlist(33)),
+        f'{SPAN}.attributes["gen_ai.output.messages"]'
+        + ".kvlistValue.values[0].value" * 32
+        + ": nested more than 32 levels deep",
+    ),
+    "spans-of-two-traces": (
+        replaced(TWO_SPANS, (*SPAN0, "traceId"), TRACE_ID),
+        f"$: holds spans of 2 traces ({TRACE_ID}, 00005eed000000000000000000000001); a file is one run: export "
+        "each trace to a file",
+    ),
+}
+
+
+def test_bad_envelope_values_fail_only_their_own_trial(tmp_path: Path) -> None:
+    """Fifteen broken exports in one suite: each case fails with trace_invalid naming its file and JSON path, and
+    the good case beside them still passes."""
+    result = suite_of(tmp_path, {name: (run, {}) for name, (run, _) in ENVELOPE.items()})
+    for name, (_, message) in ENVELOPE.items():
+        assert failed(result, name) == [f"trace_invalid: {name}.json: {message}"], name
+
+
+def test_thousands_of_traces_are_named_briefly() -> None:
+    span = spans_of(BASE)[0]
+    many = [{**span, "traceId": f"{i + 1:032x}"} for i in range(10_000)]
+    shown = ", ".join(f"{i:032x}" for i in range(1, 6))
+    assert problem({"resourceSpans": [{"scopeSpans": [{"spans": many}]}]}) == (
+        f"$: holds spans of 10000 traces ({shown} and 9995 more); a file is one run: export each trace to a file"
+    )
+
+
+def test_int64_extremes_duplicate_span_ids_and_parent_cycles_are_read(tmp_path: Path) -> None:
+    """The widest times OTLP allows give a duration, not an overflow; span ids repeated and parents that form a
+    cycle do not matter, since diagbot orders spans by start time and never walks the parent links."""
+    rec = Recorder()
+    rec.span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"})
+    chat(rec, [say("user", text("Refund A?"))], [say("assistant", call_part("c1", "order_lookup", {"id": "A"}))])
+    tool(rec, "order_lookup", "c1", result="signed")
+    chat(rec, [say("user", text("Refund A?"))], [say("assistant", text("done"))])
+    export = rec.otlp()
+    spans = spans_of(export)
+    spans[0]["startTimeUnixNano"], spans[0]["endTimeUnixNano"] = "-9223372036854775808", "18446744073709551615"
+    for span in spans:
+        span["spanId"] = "00000000000000aa"
+        span["parentSpanId"] = "00000000000000aa"
+    spans.reverse()
+    assert steps(parse(export)) == [
+        ("user", "Refund A?"),
+        ("call", "order_lookup", "c1", None, "signed", False),
+        ("assistant", "done"),
+    ]  # the latest model call's conversation; the tool span of a call it does not record, placed by start time
+    broken = replaced(replaced(export, (*SPANS, 3, "startTimeUnixNano"), "5"), (*SPANS, 3, "endTimeUnixNano"), "4")
+    result = suite_of(
+        tmp_path,
+        {"wide": (export, {"service_level": {"max_duration_ms": 1000}}), "backwards": (broken, {})},
+    )
+    assert failed(result, "wide") == [
+        "constraint_failed: service_level.max_duration_ms: duration ms 2.76701e+13 > 1000"
+    ]
+    assert result.result("wide")["durationMs"] == 27670116110564.33
+    assert failed(result, "backwards") == [
+        "trace_invalid: backwards.json: $.resourceSpans[0].scopeSpans[0].spans[3].endTimeUnixNano: the span ends "
+        "before it starts"
+    ]
+
+
+# --- JSON text inside attributes, and JSON Lines ----------------------------------------------------------------------
+
+DOCUMENTS = f'{SPAN}.attributes["gen_ai.retrieval.documents"]'
+
+
+@pytest.mark.parametrize(
+    ("documents", "message"),
+    [
+        ('[{"id": "a", "score": NaN}]', f"{DOCUMENTS}: holds NaN is not a JSON number"),
+        ('[{"id": "a", "score": 1e999}]', f"{DOCUMENTS}[0].score: expected a finite number, found inf"),
+        ("[" * 100_000 + "]" * 100_000, f"{DOCUMENTS}: nested too deeply to read"),
+        ('\ufeff[{"id": "a"}]', f"{DOCUMENTS}: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "
+                                "utf-8-sig))"),
+        ('[{"id": "a"}] []', f"{DOCUMENTS}: not valid JSON at line 1 column 15 (Extra data)"),
+        ('{"id": "a"}', f"{DOCUMENTS}: expected an array, found an object"),
+        ('[{"id": 1.5}]', f"{DOCUMENTS}[0].id: expected a string or a whole number, found a number"),
+        (json.dumps([{"id": "a"}] * 10_001),
+         f"{DOCUMENTS}: has 10,001 items; diagbot reads at most 10,000 per run"),
+    ],
+    ids=["NaN", "1e999", "nested-100k", "bom", "extra-data", "object", "float-id", "10001-documents"],
+)  # fmt: skip
+def test_hostile_json_text_in_an_attribute_names_the_attribute(documents: str, message: str) -> None:
+    rec = Recorder()
+    rec.span("retrieval", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": documents})
+    assert problem(rec.otlp()) == message
+
+
+def test_a_lone_surrogate_in_json_text_is_replaced_not_refused() -> None:
+    run = parse(exported("done", documents=[{"id": "\ud800x"}]))
+    assert [d.id for d in run.retrievals[0].documents] == ["\ufffdx"]
+
+
+def test_structured_values_32_levels_deep_are_read() -> None:
+    export = set_attribute(BASE, 0, "diagbot.final_state", _kvlist(32))
+    export = set_attribute(export, 0, "gen_ai.operation.name", {"stringValue": "invoke_agent"})
+    state = parse(export).final_state
+    for _ in range(31):
+        assert state is not None
+        state = state["k"]
+    assert state == {"k": "x"}
+
+
+LINES = json_lines(*[{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]} for s in spans_of(BASE)])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (LINES + b'{"resourceSpans": NaN}\n', "line 2: holds NaN is not a JSON number"),
+        (LINES + b"null\n", "line 2: $: expected an object, found null"),
+        (LINES + b'[{"role": "user", "content": "x"}]\n', "line 2: $: expected an object, found an array"),
+        (LINES + b"\xef\xbb\xbf{}\n", "line 2: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "
+                                      "utf-8-sig))"),
+        (LINES + b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: nested too deeply to be a run"),
+        (LINES * 10_001, "line 10001: more than 10,000 JSON Lines; diagbot reads at most that many"),
+    ],
+    ids=["NaN", "null", "chat-messages", "bom", "nested-100k", "10001-lines"],
+)  # fmt: skip
+def test_a_bad_json_line_is_named_by_its_line(data: bytes, message: str) -> None:
+    assert problem(data) == message
+
+
+def test_json_lines_with_crlf_and_a_lone_surrogate_are_read() -> None:
+    run = parse(LINES.replace(b"\n", b"\r\n") + b'{"resourceSpans": [], "note": "\\ud800"}\r\n')
+    assert steps(run) == [("user", "Can I return opened earphones?"), ("assistant", "done")]
+
+
+# --- OpenInference flattened keys -------------------------------------------------------------------------------------
+
+
+def test_openinference_indexes_with_gaps_are_read_in_order_and_huge_ones_refused() -> None:
+    rec = Recorder()
+    rec.span(
+        "llm",
+        {
+            "openinference.span.kind": "LLM",
+            **flat("llm.input_messages.7", "user", "second"),
+            **flat("llm.input_messages.2", "user", "first"),
+            **flat("llm.output_messages.9999", "assistant", "done"),
+        },
+    )
+    assert steps(parse(rec.otlp())) == [("user", "first"), ("user", "second"), ("assistant", "done")]
+    for index in ("10000", "99999999", "9" * 5_000):
+        rec = Recorder()
+        rec.span("llm", {"openinference.span.kind": "LLM", **flat(f"llm.output_messages.{index}", "assistant", "x")})
+        where = one_line(f'{SPAN}.attributes["llm.output_messages.{index}"]')  # a 5,000-digit key cut to 2,000
+        assert problem(rec.otlp()) == f"{where}: index {index[:20]}; diagbot reads at most 10,000"
+
+
+@pytest.mark.parametrize("index", ["-1", "+1", " 1", "\u0663"], ids=["negative", "plus", "space", "arabic-digit"])
+def test_a_call_under_a_malformed_openinference_index_is_not_silently_dropped(tmp_path: Path, index: str) -> None:
+    rec = Recorder()
+    calls = f"llm.output_messages.0.message.tool_calls.{index}.tool_call"
+    rec.span(
+        "llm",
+        {
+            "openinference.span.kind": "LLM",
+            **flat("llm.input_messages.0", "user", "Refund order A"),
+            **flat("llm.output_messages.0", "assistant", "done"),
+            f"{calls}.id": "c1",
+            f"{calls}.function.name": "refund_submit",
+        },
+    )
+    result = suite_of(tmp_path, {"hostile": (rec.otlp(), NOT_CALLED)})
+    failures = failed(result, "hostile")
+    assert len(failures) == 1, f"one failure expected, got {failures}"
+    failure = failures[0]
+    assert failure.startswith(f'trace_invalid: hostile.json: {SPAN}.attributes["{calls}') or failure.startswith(
+        "rule_failed: no_refund:"
+    )
+
+
+# --- one conversation from many spans ---------------------------------------------------------------------------------
+
+
+def test_a_later_model_call_with_empty_message_lists_does_not_hide_the_answer(tmp_path: Path) -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("What is my card?"))], [say("assistant", text("done: 4111111111111111"))])
+    rec.span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]", "gen_ai.output.messages": "[]"})
+    fields = {"evaluator_config": {"rule_checks": [{"id": "no_card", "answer_not_matches": r"\b\d{16}\b"}]}}
+    result = suite_of(tmp_path, {"hostile": (rec.otlp(), fields)})
+    assert failed(result, "hostile") == ["rule_failed: no_card: the answer matches /\\b\\d{16}\\b/"]
+
+
+def test_a_tool_result_without_an_id_says_so_plainly() -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("hi")), say("tool", {"type": "tool_call_response", "response": "r"})], [])
+    message = problem(rec.otlp())
+    assert message.startswith(f'{SPAN}.attributes["gen_ai.input.messages"][1].parts[0]: ')
+    assert "None" not in message
+
+
+def _refund_of(amount: dict[str, Any]) -> Any:
+    """A refund call whose arguments a tool span records as a structured value: {amount: `amount`}."""
+    rec = Recorder()
+    chat(rec, [say("user", text("Refund 50"))], [say("assistant", call_part("c1", "refund_submit"))])
+    tool(rec, "refund_submit", "c1", arguments="{}", result="ok")
+    chat(rec, [say("user", text("Refund 50"))], [say("assistant", text("done"))])
+    arguments = {"kvlistValue": {"values": [{"key": "amount", "value": amount}]}}
+    return set_attribute(rec.otlp(), 1, "gen_ai.tool.call.arguments", arguments)
+
+
+AMOUNT = {"tool_schema": {"refund_submit": {"type": "object", "properties": {"amount": {"type": "number",
+                                                                                        "maximum": 100}}}}}  # fmt: skip
+
+
+def test_structured_arguments_are_validated_against_the_schema(tmp_path: Path) -> None:
+    runs = {
+        "infinity": (_refund_of({"doubleValue": "Infinity"}), AMOUNT),
+        "too-big": (_refund_of({"doubleValue": 1e9}), AMOUNT),
+        "int-in-range": (_refund_of({"intValue": "50"}), AMOUNT),
+    }
+    result = suite_of(tmp_path, runs)
+    assert {name: failed(result, name) for name in runs} == {
+        "infinity": ["tool_args_invalid: refund_submit (call 1): amount: inf is greater than the maximum of 100"],
+        "too-big": ["tool_args_invalid: refund_submit (call 1): amount: 1000000000.0 is greater than the maximum of "
+                    "100"],
+        "int-in-range": [],
+    }  # fmt: skip
+
+
+def test_a_nan_argument_does_not_pass_a_schema_maximum(tmp_path: Path) -> None:
+    result = suite_of(tmp_path, {"hostile": (_refund_of({"doubleValue": "NaN"}), AMOUNT)})
+    failures = failed(result, "hostile")
+    assert len(failures) == 1, f"one failure expected, got {failures}"
+    failure = failures[0]
+    assert failure.startswith(("tool_args_invalid: refund_submit (call 1): amount", "trace_invalid: hostile.json: "))
+
+
+# --- OpenAI Responses items -------------------------------------------------------------------------------------------
+
+CALL = {"type": "function_call", "call_id": "c1", "name": "refund_submit", "arguments": "{}"}
+ANSWER = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [{**CALL, "type": None}, {**CALL, "type": ["function_call"]}, {k: v for k, v in CALL.items() if k != "type"}],
+    ids=["type-null", "type-list", "no-type"],
+)  # fmt: skip
+def test_a_responses_item_of_no_type_is_not_silently_skipped(tmp_path: Path, item: dict[str, Any]) -> None:
+    run = {"input": "Refund order A", "output": [item, ANSWER]}
+    result = suite_of(tmp_path, {"hostile": (run, NOT_CALLED)})
+    failures = failed(result, "hostile")
+    assert len(failures) == 1, f"one failure expected, got {failures}"
+    failure = failures[0]
+    assert failure.startswith(("trace_invalid: hostile.json: $.output[0]", "rule_failed: no_refund:"))
+
+
+def test_hostile_responses_items_name_the_item(tmp_path: Path) -> None:
+    runs = {
+        "unknown-call": {"output": [{"type": "function_call_output", "call_id": "zz", "output": "r"}]},
+        "output-object": {"output": [CALL, {"type": "function_call_output", "call_id": "c1", "output": {"a": 1}}]},
+        "call-id-number": {"output": [{**CALL, "call_id": 7}]},
+        "input-number": {"input": 5, "output": [ANSWER]},
+    }
+    result = suite_of(tmp_path, {name: (run, {}) for name, run in runs.items()}, "    trace-format: openai-responses\n")
+    assert {name: failed(result, name) for name in runs} == {
+        "unknown-call": [
+            "trace_invalid: unknown-call.json: $.output[0].call_id: an output for 'zz', which no earlier call made"
+        ],
+        "output-object": ["trace_invalid: output-object.json: $.output[1].output: expected an array, found an object"],
+        "call-id-number": [
+            "trace_invalid: call-id-number.json: $.output[0].call_id: expected a string, found a number"
+        ],
+        "input-number": ["trace_invalid: input-number.json: $.input: expected an array, found a number"],
+    }
+
+
+# --- RAG checks over OpenTelemetry runs -------------------------------------------------------------------------------
+
+
+def test_rag_checks_over_otlp_runs(tmp_path: Path) -> None:
+    """Duplicate citations count once, documents recorded without an id are never gold evidence, an id written
+    as a number matches a gold id written as text, and the metrics land in the report."""
+    found = [{"id": "policy_general", "score": 0.9}, {"id": "policy_audio", "score": 0.8}]
+    runs = {
+        "right": (exported("done [policy_audio#p12] [policy_general]", found), RAG),
+        "duplicates": (exported("done [made_up] [made_up] [made_up] [policy_audio#p12]", found), RAG),
+        "no-ids": (exported("done [policy_audio#p12]", [{"score": 0.9}, {"score": 0.8}]), RAG),
+        "numeric-id": (
+            exported("done [42#p1]", [{"id": 42}]),
+            {"gold_evidence": [{"doc_id": "42", "passage_id": "p1"}], "evaluation_metrics": RAG["evaluation_metrics"]},
+        ),
+    }
+    result = suite_of(tmp_path, runs, CITING)
+    assert {name: failed(result, name) for name in runs} == {
+        "right": [],
+        "duplicates": ["citation_inaccurate: citation_accuracy 0.50 < 1 (not gold evidence: made_up)"],
+        "no-ids": ["evidence_recall_low: evidence_recall_at_5 0.00 < 1 (not in the top 5: policy_audio#p12)"],
+        "numeric-id": [],
+    }
+    assert result.result("right")["metrics"] == {"evidence_recall_at_5": 1.0, "citation_accuracy": 1.0}
+    assert result.result("duplicates")["metrics"] == {"evidence_recall_at_5": 1.0, "citation_accuracy": 0.5}
+
+
+def test_two_hundred_thousand_documents_and_a_thousand_metrics_are_bounded(tmp_path: Path) -> None:
+    """19 OpenInference retrievers of 9,999 documents each (16 MB), a thousand required gold items and 999 values
+    of K: one pass over the documents, the failures listed briefly."""
+
+    def attribute(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    spans = [
+        {
+            "traceId": TRACE_ID,
+            "spanId": f"{s + 1:016x}",
+            "name": "retrieve",
+            "startTimeUnixNano": str(s),
+            "endTimeUnixNano": str(s + 1),
+            "attributes": [attribute("openinference.span.kind", "RETRIEVER")]
+            + [attribute(f"retrieval.documents.{i}.document.id", f"d{s}_{i}") for i in range(9_999)],
+        }
+        for s in range(19)
+    ]
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    fields = {
+        "gold_evidence": [{"doc_id": f"g{i}"} for i in range(999)] + [{"doc_id": "d18_9998"}],
+        "evaluation_metrics": [f"evidence_recall_at_{k}" for k in range(1, 1_000)],
+        "evaluator_config": {},
+    }
+    started = time.monotonic()
+    result = suite_of(tmp_path, {"hostile": (export, fields)})
+    assert time.monotonic() - started < BOUND
+    missed = ", ".join(f"g{i}" for i in range(12))
+    assert failed(result, "hostile") == [
+        *[f"evidence_recall_low: evidence_recall_at_{k} 0.00 < 1 (not in the top {k}: {missed}, … 988 more)"
+          for k in range(1, 6)],
+        "evidence_recall_low: and 994 more like these",
+    ]  # fmt: skip
+    metrics = result.result("hostile")["metrics"]
+    assert len(metrics) == 999 and set(metrics.values()) == {0.0}  # d18_9998 is 9,999th: past every K
+
+
+def test_a_failing_metric_is_never_shown_as_reaching_its_threshold() -> None:
+    gold = [{"doc_id": f"g{i}"} for i in range(1_000)]
+    answer = "done " + " ".join(f"[g{i}]" for i in range(999)) + " [made_up]"
+    run = parse(exported(answer, [{"id": f"g{i}"} for i in range(999)]))
+    failures = failures_of(
+        run,
+        PATTERN,
+        gold_evidence=gold,
+        evaluation_metrics=["evidence_recall_at_1000", "citation_accuracy"],
+        evaluator_config={"thresholds": {"citation_accuracy": 0.9995}},
+    )
+    assert [f.split(":")[0] for f in failures] == ["evidence_recall_low", "citation_inaccurate"]
+    for failure in failures:
+        found = re.search(r" (\S+) < (\S+) \(", failure)
+        assert found and float(found.group(1)) < float(found.group(2)), failure
+
+
+# --- citation-pattern -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"(?P<doc_id>\w*)", "the citation pattern matches empty text, so it would find a citation everywhere"),
+        (r"\[(\w+)\]", "the citation pattern needs a named group doc_id (and may have passage_id), for example "
+                       r"\[(?P<doc_id>[^\]#]+)(?:#(?P<passage_id>[^\]]+))?\]"),
+        (r"(?P<doc_id>(a{100}){100})", "invalid regular expression '(?P<doc_id>(a{100}){100})': invalid repetition "
+                                       "size: {100} (regex checks use RE2 syntax)"),
+        ("(?P<doc_id>" + "a" * 2_000 + ")", "is 2,012 characters long; the limit is 1,000"),
+    ],
+    ids=["matches-empty", "no-doc-id", "nested-repetition", "too-long"],
+)  # fmt: skip
+def test_a_pathological_citation_pattern_is_refused_in_the_config(tmp_path: Path, pattern: str, message: str) -> None:
+    result = diagbot(make_suite(tmp_path, options=f"    citation-pattern: '{pattern}'\n"))
+    assert_clean(result)
+    assert result.code == 2
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith(f"{tmp_path}/diagbot.yml: suites.0.citation-pattern: Value error, ")
+    assert message in result.errors[0]
+
+
+def test_one_citation_repeated_with_other_groups_is_one_citation() -> None:
+    pattern = r"\[(?P<doc_id>[^\]#\s]+)(?:#(?P<passage_id>[^\]\s]+))?(?: (?P<note>[^\]]*))?\]"
+    answer = "done " + " ".join(f"[policy_audio#p12 page {i}]" for i in range(1_001))
+    run = parse(exported(answer))
+    assert failures_of(run, pattern, gold_evidence=GOLD, evaluation_metrics=["citation_accuracy"]) == []
+
+
+def test_a_required_citation_on_an_otlp_run_without_a_pattern_says_what_to_do() -> None:
+    run = parse(exported("done [policy_audio#p12]"))
+    (failure,) = failures_of(run, None, gold_evidence=GOLD, citation_requirement="cite the policy")
+    assert failure.startswith("citation_missing: ") and "citation-pattern" in failure
+
+
+# --- thresholds, gold evidence and metric names -----------------------------------------------------------------------
+
+
+def test_hostile_thresholds_and_gold_evidence_are_all_listed(tmp_path: Path) -> None:
+    def yaml_case(case_id: str, threshold: str, gold: list[Any] = GOLD, metrics: tuple[str, ...] = ()) -> str:
+        """The case as YAML (JSON is YAML), its citation_accuracy threshold written as `threshold`."""
+        fields = case(case_id, gold_evidence=gold, evaluation_metrics=["citation_accuracy", *metrics])
+        fields["evaluator_config"] = {"thresholds": {"citation_accuracy": "THRESHOLD"}}
+        return "".join(f"{k}: {json.dumps(v)}\n" for k, v in fields.items()).replace('"THRESHOLD"', threshold)
+
+    cases = {
+        "nan.yaml": yaml_case("nan", ".nan"),
+        "inf.yaml": yaml_case("inf", "-.inf"),
+        "over.yaml": yaml_case("over", "1.0000001"),
+        "text.yaml": yaml_case("text", "'0.5'"),
+        "bool.yaml": yaml_case("bool", "true"),
+        "gold.yaml": yaml_case("gold", "0.5", [{"doc_id": f"d{i}"} for i in range(1_001)]),
+        "lookalike.yaml": yaml_case(
+            "lookalike", "0.5", GOLD, ("citation_accur\u0430\u0441y", "evidence_recall_at_\uff15")
+        ),
+    }
+    result = refused(diagbot(make_suite(tmp_path, cases)))
+    where = f"{tmp_path}/cases"
+    threshold = "evaluator_config.thresholds.citation_accuracy"
+    assert sorted(result.errors) == sorted(
+        [
+            f"{where}/nan.yaml: holds nan at {threshold}, which is not a JSON number",
+            f"{where}/inf.yaml: holds -inf at {threshold}, which is not a JSON number",
+            f"{where}/over.yaml: case over: 'evaluator_config.thresholds.citation_accuracy': input should be less "
+            "than or equal to 1 (found 1.0000001)",
+            f"{where}/text.yaml: case text: 'evaluator_config.thresholds.citation_accuracy': input should be a valid "
+            'number (found "0.5")',
+            f"{where}/bool.yaml: case bool: 'evaluator_config.thresholds.citation_accuracy': input should be a valid "
+            "number (found true)",
+            f"{where}/gold.yaml: case gold: 'gold_evidence': list should have at most 1000 items after validation, "
+            'not 1001 (found [{"doc_id": "d0"}, {"doc_id": "d1"}, {"doc_id": "d2"}, {"do…)',
+            f"{where}/lookalike.yaml: case lookalike: evaluation_metrics[1]: 'citation_accur\u0430\u0441y' is not a "
+            "metric diagbot computes (did you mean citation_accuracy?)",
+            f"{where}/lookalike.yaml: case lookalike: evaluation_metrics[2]: 'evidence_recall_at_\uff15' is not "
+            "evidence_recall_at_K with K from 1 to 1000 (evidence_recall_at_5)",
+        ]
+    )
+
+
+def test_a_threshold_of_minus_zero_is_zero(tmp_path: Path) -> None:
+    fields = {**RAG, "evaluator_config": {"thresholds": {"citation_accuracy": -0.0, "evidence_recall_at_5": -0.0}}}
+    result = suite_of(tmp_path, {"hostile": (exported("done [made_up]", [{"id": "other"}]), fields)}, CITING)
+    assert failed(result, "hostile") == []
+    assert result.result("hostile")["metrics"] == {"evidence_recall_at_5": 0.0, "citation_accuracy": 0.0}
+
+
+@pytest.mark.parametrize(
+    "name", ["evidence_recal_at_5", "EVIDENCE_RECALL_AT_5", "\u0435vidence_recall_at_5"],
+    ids=["typo", "upper-case", "cyrillic-e"],
+)  # fmt: skip
+def test_a_misspelt_recall_metric_is_a_case_problem(name: str) -> None:
+    problems = case_problems(make_case(gold_evidence=GOLD, evaluation_metrics=[name]), {})
+    assert len(problems) == 1 and problems[0].startswith("evaluation_metrics[0]: "), problems
+
+
+def test_an_invisible_character_in_a_metric_name_is_shown() -> None:
+    problems = case_problems(make_case(gold_evidence=GOLD, evaluation_metrics=["evidence_recall_at_5\u200b"]), {})
+    assert problems == [
+        "evaluation_metrics[0]: 'evidence_recall_at_5\\u200b' is not evidence_recall_at_K with K from 1 to 1000 "
+        "(evidence_recall_at_5)"
+    ]
