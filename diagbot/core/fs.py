@@ -40,7 +40,7 @@ def read_bounded(path: str | Path, cap: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise FileProblem(f"is not a regular file (it is {_kind(info.st_mode)})")
+            raise FileProblem(f"is not a regular file (it is {file_kind(info.st_mode)})")
         if info.st_size > cap:
             raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit")
         chunks, size = [], 0
@@ -71,7 +71,8 @@ def read_text_bounded(path: Path, cap: int) -> str:
         raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, as messages say it: "a folder", "a FIFO", "a device", ..."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):

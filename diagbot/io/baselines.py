@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagbot.core.errors import DiagbotError, ReportFormatError
-from diagbot.core.fs import FileProblem, _kind, read_text_bounded
+from diagbot.core.fs import FileProblem, file_kind, read_text_bounded
 from diagbot.core.report import SuiteReport
 from diagbot.kinds.registry import parse_any_report
 
@@ -61,7 +61,7 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
             found.problems.append(f"{location}: baseline not found (expected a report file or a report folder)")
         else:  # a device, a FIFO, a socket: never a report, and reading one could block or never end
             found.problems.append(
-                f"{location}: the baseline is not a regular file or a folder (it is {_kind(mode)}); give a report "
+                f"{location}: the baseline is not a regular file or a folder (it is {file_kind(mode)}); give a report "
                 "file or the report folder a diagbot run wrote"
             )
         return found
