@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from diagbot.cli import main
+from diagbot.core.errors import OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.io import files
 from tests.conftest import ROOT, case_dict, trace_dict, write_json
@@ -334,3 +335,26 @@ def test_a_fixture_that_is_a_loop_or_a_fifo_fails_only_its_case(tmp_path: Path, 
     [result] = json.loads((tmp_path / "out" / "reports" / "bad.json").read_text())["results"]
     assert result["failedChecks"] == [f"fixture_invalid: fixture 'odd.json' {message}"]
     assert_good_suite_ran(tmp_path / "out")
+
+
+def test_outputs_are_never_written_through_a_link_from_the_working_folder_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the action runs: the working folder is the pull request's checkout, the report folder an absolute path
+    inside it, and `build` a link the pull request committed. Outside the working folder only the report folder
+    itself and what is below it are checked."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    (repo / "build").symlink_to(elsewhere, target_is_directory=True)
+    monkeypatch.chdir(repo)
+    for root in (repo / "build" / "diagbot", Path("build/diagbot")):
+        with pytest.raises(OutputError, match=r"build: is a symbolic link; diagbot writes its outputs only"):
+            files.write_file(root / "reports" / "s.json", "{}", root)
+    assert list(elsewhere.iterdir()) == []
+    outside = elsewhere / "out"  # not below the working folder: the path above it is the user's to choose
+    files.write_file(outside / "reports" / "s.json", "{}", outside)
+    assert (outside / "reports" / "s.json").read_text() == "{}"
+    (outside / "diff").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(OutputError, match=r"out/diff: is a symbolic link"):
+        files.write_file(outside / "diff" / "s.json", "{}", outside)

@@ -54,7 +54,7 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     comment_url: str | None = None
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None and target.head_sha is not None:
-        write_file(report_dir / "pr.json", _pr_record(settings, target, config, info, outcome, gate).dump())
+        write_file(report_dir / "pr.json", _pr_record(settings, target, config, info, outcome, gate).dump(), report_dir)
         post = Post(
             number=target.pr_number,
             head_sha=target.head_sha,

@@ -38,13 +38,16 @@ def _scrub_bytes(data: bytes) -> bytes:
 
 def real_folder(folder: Path, root: Path) -> None:
     """Make `folder` (`root` or a folder below it), refusing any folder on the way that is a symbolic link or not
-    a folder: from the working folder down when `root` is relative, from `root` itself down when it is absolute.
-    A pull request can commit `build/diagbot/reports` as a link to elsewhere; diagbot never writes through it."""
-    if root.is_absolute():
-        at, parts = root.parent, (root.name, *folder.relative_to(root).parts)
-        _make(at, parents=True)  # above the output folder: as the user gave it
+    a folder: from the working folder down when `root` is in it (the repository, for the action), else from `root`
+    itself down. A pull request can commit `build` or `build/diagbot/reports` as a link to elsewhere; diagbot never
+    writes through it."""
+    below = folder.relative_to(root).parts
+    inside = root if not root.is_absolute() else _below_working_folder(root)
+    if inside is not None:
+        at, parts = Path.cwd() if root.is_absolute() else Path(), (*inside.parts, *below)
     else:
-        at, parts = Path(), folder.parts
+        at, parts = root.parent, (root.name, *below)
+        _make(at, parents=True)  # above the output folder: as the user gave it
     for part in parts:
         at = at / part
         if at.is_symlink():
@@ -53,6 +56,13 @@ def real_folder(folder: Path, root: Path) -> None:
                 f"or {_ELSEWHERE})"
             )
         _make(at)
+
+
+def _below_working_folder(path: Path) -> Path | None:
+    try:
+        return path.relative_to(Path.cwd())
+    except (ValueError, OSError):  # elsewhere, or the working folder is gone
+        return None
 
 
 def _make(folder: Path, parents: bool = False) -> None:
