@@ -81,20 +81,24 @@ class _Diagnostics(io.TextIOBase):
     """stderr as the command line uses it: warnings, errors, the progress bar. A stderr that cannot take them
     (full, closed) drops them instead of raising, for they must never change the exit code, the gate's verdict."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, stream: TextIO | None) -> None:
+        # None when the process started with stderr closed: then nothing is shown
+        self._stream = stream if stream is not None else open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
 
     def write(self, text: str) -> int:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: a closed file
             self._stream.write(text)
         return len(text)
 
     def flush(self) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             self._stream.flush()
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        try:
+            return self._stream.isatty()
+        except (OSError, ValueError):
+            return False
 
     def fileno(self) -> int:
         return self._stream.fileno()
@@ -282,9 +286,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         write_outputs(outcome, out)
-    except OutputError as exc:  # main() lists the problems; a JSON reader still gets the outcome
+    except OutputError as exc:  # main() lists these problems; a JSON reader still gets the outcome
         if args.format == "json":
             say(dump_model(run_outcome(outcome, out, used, args.baseline, exc.problems)).rstrip("\n"))
+        for problem in outcome.problems:  # the run's own, which no written file holds now
+            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
         raise
     if args.format == "json":
         say(dump_model(run_outcome(outcome, out, used, args.baseline)).rstrip("\n"))

@@ -186,16 +186,17 @@ def diff_path(out: Path, suite: str) -> Path:
     return out / "diff" / f"{suite}.json"
 
 
-def write_outputs(outcome: Outcome, out: Path) -> None:
+def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> None:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline).
-    An OutputError when the folder cannot take them (`io.files.write_file`)."""
+    An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout) down is a link
+    (`io.files.write_file`)."""
     for suite in outcome.suites:
         if suite.report is not None:
-            write_file(report_path(out, suite.name), dump_model_bytes(suite.report), out)
+            write_file(report_path(out, suite.name), dump_model_bytes(suite.report), out, anchor)
         if suite.diff is not None:
-            write_file(diff_path(out, suite.name), dump_model(suite.diff), out)
-    write_file(out / "comment.md", outcome.comment, out)
-    write_file(out / "summary.md", outcome.summary, out)
+            write_file(diff_path(out, suite.name), dump_model(suite.diff), out, anchor)
+    write_file(out / "comment.md", outcome.comment, out, anchor)
+    write_file(out / "summary.md", outcome.summary, out, anchor)
 
 
 def run_outcome(

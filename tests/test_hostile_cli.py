@@ -603,3 +603,67 @@ def test_a_dumb_terminal_gets_no_escape_sequences(tmp_path: Path) -> None:
     terminal, _, status = _on_terminal(_started(tmp_path), stream="stderr", env={"TERM": "dumb"})
     assert status == 0 and terminal.endswith("diagbot: no regression; report folder build/diagbot\n")
     assert "\x1b" not in terminal
+
+
+# --- found by review: a closed stderr, YAML values JSON cannot hold, links seen through another spelling ---------
+
+
+def test_a_closed_stderr_keeps_the_exit_code(tmp_path: Path) -> None:
+    """Started with file descriptor 2 closed, Python has no sys.stderr at all: nothing is shown, the verdict
+    stands (0 for the passing starter, 2 for a config that is not there)."""
+    _started(tmp_path)
+    command = [sys.executable, "-m", "diagbot", "run", "--out", "build/x"]
+    passed = subprocess.run(command, cwd=tmp_path, env=_environ(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, timeout=TIMEOUT, check=False, close_fds=True,
+                            preexec_fn=lambda: os.close(2))  # fmt: skip
+    refused = subprocess.run([*command, "--config", "nope.yml"], cwd=tmp_path, env=_environ(),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, timeout=TIMEOUT, check=False,
+                             preexec_fn=lambda: os.close(2))  # fmt: skip
+    assert (passed.returncode, refused.returncode) == (0, 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("!!set {? " + "1" * 5000 + "}", "(a YAML set at suites[0].rules.r.answer_contains, which JSON cannot hold; "
+                                          "write a list or a mapping)"),
+        ("!!binary aGk=", "(a YAML binary value at suites[0].rules.r.answer_contains, which JSON cannot hold; "),
+        ("!!omap [a: 1]", "(a YAML pair (!!omap or !!pairs) at suites[0].rules.r.answer_contains[0], which JSON "),
+        ("!!int 12abc", "diagbot.yml:6:34: not valid YAML ('12abc' is not an integer)"),
+    ],
+    ids=["set-of-a-huge-number", "binary", "omap", "int-that-is-not"],
+)  # fmt: skip
+def test_yaml_values_json_cannot_hold_are_refused(tmp_path: Path, value: str, message: str) -> None:
+    config = ("suites:\n  - name: agent\n    kind: agent\n    cases: cases/agent\n    fixtures: fixtures/agent\n"
+              f"    rules: {{r: {{answer_contains: {value}}}}}\n")  # fmt: skip
+    done = diagbot(_started(tmp_path, config), "validate")
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "object at 0x" not in done.stderr
+
+
+def test_the_link_guard_sees_the_working_folder_through_the_shells_spelling(tmp_path: Path) -> None:
+    """The working folder reached through a link ($PWD is the link, the system's name is the real folder): an
+    absolute --out spelt through $PWD is still inside, so a committed `build` link is refused."""
+    real, elsewhere = _started(tmp_path / "real"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "logical").symlink_to(real, target_is_directory=True)
+    (real / "build").symlink_to(elsewhere, target_is_directory=True)
+    logical = tmp_path / "logical"
+    done = diagbot(
+        real, "run", "--out", str(logical / "build/diagbot"), "--quiet", env={**_environ(), "PWD": str(logical)}
+    )
+    assert done.returncode == 2 and "build: is a symbolic link" in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_relative_out_is_checked_along_its_whole_spelling(tmp_path: Path) -> None:
+    """`--out ../linked/out` is checked from the working folder along what was written, `..` included: a link on
+    the way is refused even outside the checkout (the same folder written as an absolute path outside the
+    checkout is the user's to choose, and is written)."""
+    repo, elsewhere = _started(tmp_path / "repo"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "linked").symlink_to(elsewhere, target_is_directory=True)
+    done = diagbot(repo, "run", "--out", "../linked/out", "--quiet")
+    assert done.returncode == 2 and done.stderr.startswith("error: ../linked: is a symbolic link"), done.stderr
+    done = diagbot(repo, "run", "--out", str(tmp_path / "linked" / "out"), "--quiet")
+    assert done.returncode == 0 and (elsewhere / "out" / "comment.md").is_file(), done.stderr

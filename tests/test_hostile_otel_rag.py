@@ -645,3 +645,20 @@ def test_an_invisible_character_in_a_metric_name_is_shown() -> None:
         "evaluation_metrics[0]: 'evidence_recall_at_5\\u200b' is not evidence_recall_at_K with K from 1 to 1000 "
         "(evidence_recall_at_5)"
     ]
+
+
+def test_a_responses_item_reference_is_skipped_not_refused() -> None:
+    """`{"id": ...}` (its type optional, or null) points at an item of an earlier response: nothing to read here,
+    so it is skipped like the item types this format does not read; an item with nothing to tell what it is is
+    still refused."""
+    from diagbot.kinds.agent.formats import parse_run
+    from diagbot.kinds.agent.run import TraceInvalid
+
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+    for reference in ({"id": "msg_abc"}, {"type": None, "id": "msg_abc"}, {"type": "item_reference", "id": "m"}):
+        data = {"input": [{"role": "user", "content": "hi"}, reference], "output": [answer]}
+        run = parse_run(json.dumps(data).encode(), "openai-responses")
+        assert [(s.role, s.text) for s in run.steps] == [("user", "hi"), ("assistant", "done")]  # type: ignore[union-attr]
+    with pytest.raises(TraceInvalid, match=r"^\$\.input\[1\]: an item with neither type nor role"):
+        parse_run(json.dumps({"input": [{"role": "user", "content": "hi"}, {"x": 1}], "output": []}).encode(),
+                  "openai-responses")  # fmt: skip

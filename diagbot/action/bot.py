@@ -49,12 +49,13 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
     outcome = run_config(config, baselines, info, current, run_info, gate)
     report_dir = settings.workspace / settings.report_dir
-    write_outputs(outcome, report_dir)
+    write_outputs(outcome, report_dir, settings.workspace)
 
     comment_url: str | None = None
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None and target.head_sha is not None:
-        write_file(report_dir / "pr.json", _pr_record(settings, target, config, info, outcome, gate).dump(), report_dir)
+        record = _pr_record(settings, target, config, info, outcome, gate).dump()
+        write_file(report_dir / "pr.json", record, report_dir, settings.workspace)
         post = Post(
             number=target.pr_number,
             head_sha=target.head_sha,

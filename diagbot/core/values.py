@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +22,8 @@ _SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
 class BadNumber(ValueError):
-    """A JSON number diagbot will not read (too many digits, NaN or Infinity)."""
+    """A value diagbot will not read: a JSON number with too many digits, NaN or Infinity, or a YAML value JSON
+    cannot hold (a set, a binary value, the pairs of `!!omap`)."""
 
 
 def _int(text: str) -> int:
@@ -69,8 +71,13 @@ class _Checked:
 def _construct_int(loader: Any, node: Any) -> Any:
     try:
         return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
-    except ValueError:  # more digits than Python converts (4,300 by default), a message cut short further up
-        return _LongInt(sum(c.isdigit() for c in node.value))
+    except (ValueError, IndexError):
+        digits = sum(c.isdigit() for c in node.value)
+        if digits > sys.get_int_max_str_digits():  # more than Python converts: refused by `_as_json`, with its key
+            return _LongInt(digits)
+        raise yaml.constructor.ConstructorError(  # `!!int 12abc`, `!!int ""`
+            None, None, f"{one_line(node.value, 40)!r} is not an integer", node.start_mark
+        ) from None
 
 
 def _refuse_repeat(node: Any, pairs: list[tuple[Any, Any]], keys: list[tuple[Any, Any]]) -> None:
@@ -170,6 +177,9 @@ def _as_json(value: Any) -> Any:
             )
         elif isinstance(node, float) and not math.isfinite(node):
             raise BadNumber(f"{node} at {path or 'the top'}, which is not a JSON number")
+        elif isinstance(node, set | frozenset | tuple | bytes):  # !!set, !!omap / !!pairs, !!binary
+            shown = {bytes: "binary value", tuple: "pair (!!omap or !!pairs)"}.get(type(node), "set")
+            raise BadNumber(f"a YAML {shown} at {path or 'the top'}, which JSON cannot hold; write a list or a mapping")
     return value
 
 

@@ -319,7 +319,7 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to be a diagbot config") from None
     except ValueError as exc:  # a BadNumber: a number JSON cannot hold, named with its key
-        raise ConfigError(f"{where}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
+        raise ConfigError(f"{where}: holds a value diagbot cannot read ({values.one_line(str(exc), 300)})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""

@@ -3,6 +3,7 @@ never carrying a registered secret (the action registers its token before anythi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -36,18 +37,22 @@ def _scrub_bytes(data: bytes) -> bytes:
     return data
 
 
-def real_folder(folder: Path, root: Path) -> None:
+def real_folder(folder: Path, root: Path, anchor: Path | None = None) -> None:
     """Make `folder` (`root` or a folder below it), refusing any folder on the way that is a symbolic link or not
-    a folder: from the working folder down when `root` is in it (the repository, for the action), else from `root`
-    itself down. A pull request can commit `build` or `build/diagbot/reports` as a link to elsewhere; diagbot never
-    writes through it."""
+    a folder: from `anchor` down (the repository checkout: the working folder unless given) when `root` is in it,
+    else from `root` itself down. A relative `root` is checked along its whole spelling from the working folder,
+    `..` included (so a link on the way out of the checkout is refused too). A pull request can commit `build` or
+    `build/diagbot/reports` as a link to elsewhere; diagbot never writes through it."""
     below = folder.relative_to(root).parts
-    inside = root if not root.is_absolute() else _below_working_folder(root)
-    if inside is not None:
-        at, parts = Path.cwd() if root.is_absolute() else Path(), (*inside.parts, *below)
+    if not root.is_absolute():
+        at, parts = Path(), (*root.parts, *below)  # named as the user gave it
     else:
-        at, parts = root.parent, (root.name, *below)
-        _make(at, parents=True)  # above the output folder: as the user gave it
+        found = _inside(root, anchor)
+        if found is not None:
+            at, parts = found[0], (*found[1], *below)
+        else:
+            at, parts = root.parent, (root.name, *below)
+            _make(at, parents=True)  # above the output folder, outside the checkout: as the user gave it
     for part in parts:
         at = at / part
         if at.is_symlink():
@@ -58,11 +63,19 @@ def real_folder(folder: Path, root: Path) -> None:
         _make(at)
 
 
-def _below_working_folder(path: Path) -> Path | None:
-    try:
-        return path.relative_to(Path.cwd())
-    except (ValueError, OSError):  # elsewhere, or the working folder is gone
-        return None
+def _inside(path: Path, anchor: Path | None) -> tuple[Path, tuple[str, ...]] | None:
+    """(the anchor, the parts of `path` below it) when `path` is spelt inside the anchor: the given one, else the
+    working folder as the system names it or as the shell spelt it (`$PWD`, through a link of its own)."""
+    candidates = [anchor] if anchor is not None else [Path.cwd()]
+    shell = os.environ.get("PWD")
+    if anchor is None and shell and os.path.isabs(shell):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(shell, candidates[0]):
+                candidates.append(Path(shell))
+    for candidate in candidates:
+        with contextlib.suppress(ValueError):
+            return candidate, path.relative_to(candidate).parts
+    return None
 
 
 def _make(folder: Path, parents: bool = False) -> None:
@@ -74,13 +87,13 @@ def _make(folder: Path, parents: bool = False) -> None:
         raise OutputError(f"{folder}: cannot be made ({exc.strerror or exc}); {_ELSEWHERE}") from None
 
 
-def write_file(path: Path, text: str | bytes, root: Path | None = None) -> None:
+def write_file(path: Path, text: str | bytes, root: Path | None = None, anchor: Path | None = None) -> None:
     """Write one output file as UTF-8 (text, or bytes already UTF-8), making its folder first; every file diagbot
     writes goes through here. A character UTF-8 cannot carry (a lone surrogate) is written as its `\\udxxx`
     escape rather than failing. With `root` (the output folder), no folder from it down may be a link
-    (`real_folder`). A file that cannot be written is an OutputError naming it, never a crash."""
+    (`real_folder`, from `anchor` down). A file that cannot be written is an OutputError naming it, never a crash."""
     if root is not None:
-        real_folder(path.parent, root)
+        real_folder(path.parent, root, anchor)
     else:
         _make(path.parent, parents=True)
     try:

@@ -5,8 +5,9 @@ as in openai-chat's object form).
 `message` items carry `role` and `content` parts (`input_text`, `output_text`); `function_call` items carry
 `call_id`, `name` and `arguments` (the JSON string the model wrote); `function_call_output` items carry the
 `call_id` they answer and the `output`. Calls and outputs pair on `call_id`, never on the item's own `id`, the
-nearest earlier call without an output first. Other item types (reasoning, built-in tool calls) are skipped; an
-item whose `type` is no string, or with neither `type` nor `role`, is refused.
+nearest earlier call without an output first. Other item types (reasoning, built-in tool calls, references to
+an earlier response's items) are skipped; an item whose `type` is no string, or with neither `type` nor `role`
+nor a reference's `id`, is refused.
 """
 
 from __future__ import annotations
@@ -80,15 +81,18 @@ def read(data: Any) -> Run:
 
 
 def _kind(item: dict[str, Any], where: str) -> str:
-    """The item's type: a string (one this format does not read is skipped), or `message` for an item with a
-    `role` and no `type`; anything else is refused, never skipped."""
-    if "type" not in item:
-        if "role" not in item:
-            raise TraceInvalid(
-                where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
-            )
-        return "message"
-    kind = item["type"]
+    """The item's type: a string (one this format does not read is skipped), `message` for an item with a `role`
+    and no type, `item_reference` for the API's reference to an earlier item (`{"id": ...}`, its type optional);
+    anything else is refused, never skipped."""
+    kind = item.get("type")
+    if kind is None:
+        if "role" in item:
+            return "message"
+        if isinstance(item.get("id"), str):
+            return "item_reference"  # it points at an item of an earlier response, which this file does not hold
+        raise TraceInvalid(
+            where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
+        )
     if not isinstance(kind, str):
         raise TraceInvalid(
             f"{where}.type",
