@@ -207,20 +207,19 @@ def run_outcome(
     views = {v.name: v for v in outcome.views}
     suites = [_suite_summary(s, views.get(s.name), out) for s in outcome.suites if s.name != BASELINE]
     code = outcome.exit_code
-    if unwritten:
-        suites = [s.model_copy(update={"report": None, "diff": None}) for s in suites]
-        return RunOutcome(
-            conclusion=Conclusion.FAILURE, exit_code=2, reason="the report folder could not be written",
-            has_regression=outcome.has_regression, config=config, baseline=baseline, report_dir=str(out),
-            comment=None, summary=None, suites=suites, problems=[*outcome.problems, *unwritten],
-            warnings=[*outcome.baseline_info.warnings],
-        )  # fmt: skip
-    return RunOutcome(
+    written = RunOutcome(
         conclusion=outcome.decision.conclusion, exit_code=code if code in (0, 1) else 2, reason=outcome.reason,
         has_regression=outcome.has_regression, config=config, baseline=baseline, report_dir=str(out),
         comment=str(out / "comment.md"), summary=str(out / "summary.md"), suites=suites,
         problems=outcome.problems, warnings=[*outcome.baseline_info.warnings],
     )  # fmt: skip
+    if not unwritten:
+        return written
+    return written.model_copy(update={
+        "conclusion": Conclusion.FAILURE, "exit_code": 2, "reason": "the report folder could not be written",
+        "comment": None, "summary": None, "problems": [*outcome.problems, *unwritten],
+        "suites": [s.model_copy(update={"report": None, "diff": None}) for s in suites],
+    })  # fmt: skip
 
 
 def _suite_summary(suite: SuiteOutcome, view: SuiteView | None, out: Path) -> SuiteOutcomeSummary:

@@ -376,6 +376,24 @@ def test_each_kind_reports_progress_case_by_case(
     assert calls == [(suite, 1, total), (suite, 2, total)]
 
 
+def read_terminal(primary: int, child: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """What a child wrote to the pseudo-terminal whose other end is `primary`, until it closed its end (killing
+    it after `timeout` seconds of silence)."""
+    received = b""
+    while True:
+        ready, _, _ = select.select([primary], [], [], timeout)
+        if not ready:
+            child.kill()
+            raise AssertionError(f"no output for {timeout} s: {received!r}")
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed its end
+            return received
+        if not chunk:
+            return received
+        received += chunk
+
+
 def _run_on_terminal(folder: Path, *args: str, env: dict[str, str] | None = None) -> tuple[str, str, int]:
     """`diagbot run` in a child whose stderr is a pseudo-terminal (stdout a pipe), with the bar's one-second wait
     taken away; what the terminal received, what stdout received, and the exit code."""
@@ -385,19 +403,7 @@ def _run_on_terminal(folder: Path, *args: str, env: dict[str, str] | None = None
     with subprocess.Popen([sys.executable, "-c", code, "run", *args], cwd=folder, env=environ, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=secondary) as child:  # fmt: skip
         os.close(secondary)
-        received = b""
-        while True:
-            ready, _, _ = select.select([primary], [], [], 60)
-            if not ready:
-                child.kill()
-                raise AssertionError(f"no output for 60 s: {received!r}")
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            received += chunk
+        received = read_terminal(primary, child, 60)
         assert child.stdout is not None
         out = child.stdout.read().decode()
         status = child.wait(timeout=60)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 from diagbot.action.settings import Settings, SettingsError
 from diagbot.scaffold import starter, write_starter
 from tests.conftest import ROOT
+from tests.test_cli_ux import read_terminal
 
 TIMEOUT = 60
 SUITE = "suites:\n  - {name: agent, kind: agent, cases: cases/agent, fixtures: fixtures/agent}\n"
@@ -569,19 +569,7 @@ def _on_terminal(folder: Path, *args: str, stream: str, env: dict[str, str]) -> 
     with subprocess.Popen([sys.executable, "-c", code, "run", *args], cwd=folder, env=_environ(**env),
                           stdin=subprocess.DEVNULL, stdout=out, stderr=err) as child:  # fmt: skip
         os.close(secondary)
-        received = b""
-        while True:
-            ready, _, _ = select.select([primary], [], [], TIMEOUT)
-            if not ready:
-                child.kill()
-                raise AssertionError(f"no output for {TIMEOUT} s: {received!r}")
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            received += chunk
+        received = read_terminal(primary, child, TIMEOUT)
         pipe = child.stderr if stream == "stdout" else child.stdout
         assert pipe is not None
         piped = pipe.read().decode()

@@ -168,13 +168,11 @@ def _as_json(value: Any) -> Any:
                 if isinstance(child, dt.date):
                     node[i] = child.isoformat()
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
-        elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
-            digits = int(node.bit_length() * 0.30103)
+        elif isinstance(node, _LongInt) or (
+            isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS
+        ):
+            digits = node.digits if isinstance(node, _LongInt) else int(node.bit_length() * 0.30103)
             raise BadNumber(f"a number of about {digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})")
-        elif isinstance(node, _LongInt):
-            raise BadNumber(
-                f"a number of about {node.digits:,} digits at {path or 'the top'} (at most {MAX_INT_DIGITS})"
-            )
         elif isinstance(node, float) and not math.isfinite(node):
             raise BadNumber(f"{node} at {path or 'the top'}, which is not a JSON number")
         elif isinstance(node, set | frozenset | tuple | bytes):  # !!set, !!omap / !!pairs, !!binary
