@@ -318,9 +318,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(DEFAULT_SUITE_NOTE, file=sys.stderr)
     config = _config(args)
     errors = warnings = 0
+    run = run_info()  # asks git, so once for all suites
     for suite in config.suites:
         try:
-            found = registry.validate(suite.kind, config.suite_input(suite, run_info()))
+            found = registry.validate(suite.kind, config.suite_input(suite, run))
         except DiagbotError as exc:
             for problem in exc.problems:
                 print(f"error: {one_line(problem, 4000)}", file=sys.stderr)

@@ -401,6 +401,24 @@ def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytes
     assert out == "diagbot validate: 1 suite, 1 errors, 0 warnings\n"
 
 
+def test_validate_asks_git_once_and_names_each_suite_by_its_own_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _suite_folder(tmp_path, [spec_case()])
+    rules = "rules: {no_privacy_leak: {answer_not_matches: x}}"
+    suites = "".join(f"  - {{name: s{i}, kind: agent, cases: cases, fixtures: runs, {rules}}}\n" for i in range(3))
+    config.write_text("suites:\n" + suites + "  - {name: lost, kind: agent, cases: nowhere, fixtures: runs}\n")
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr("diagbot.cli._git", lambda *args: asked.append(args) or None)
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.delenv("GITHUB_REF", raising=False)
+    assert main(["validate", "--config", str(config)]) == 2
+    assert len(asked) == 2  # the commit and the ref, once for all four suites (it was twice per suite)
+    assert capsys.readouterr().err == (
+        f"error: nowhere (relative to {config}): case file or folder not found; fix suites.3.cases in {config}\n"
+    )
+
+
 def test_validate_checks_every_kind_of_the_bundled_config(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

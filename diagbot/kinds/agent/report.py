@@ -101,24 +101,28 @@ def aggregate(results: list[AgentCaseResult]) -> Aggregate:
 
 
 def _slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
-    groups: dict[str, dict[str, list[AgentCaseResult]]] = {name: {} for name in SLICE_FIELDS}
+    """Totals, passes and the pass rate per value of each slice field, counted in one walk (pass^k is not sliced)."""
+    counts: dict[str, dict[str, list[int]]] = {name: {} for name in SLICE_FIELDS}  # [total, passed, unchecked]
     for result in results:
+        status = result.status
         for name in SLICE_FIELDS:
             value = getattr(result, name)
-            for key in value if isinstance(value, list) else [value]:
-                groups[name].setdefault(str(key), []).append(result)
-    out: dict[str, dict[str, SliceStat]] = {}
-    for name, by_value in groups.items():
-        out[name] = {}
-        for key in sorted(by_value):
-            agg = aggregate(by_value[key])
-            out[name][key] = SliceStat(
-                total_cases=agg.total_cases,
-                passed_cases=agg.passed_cases,
-                unchecked_cases=agg.unchecked_cases,
-                pass_rate=agg.pass_rate,
-            )
-    return out
+            by_value = counts[name]
+            for key in value if isinstance(value, list) else (value,):
+                tally = by_value.get(key)
+                if tally is None:
+                    tally = by_value[key] = [0, 0, 0]
+                tally[0] += 1
+                tally[1] += status == "passed"
+                tally[2] += status == "unchecked"
+    return {
+        name: {
+            key: SliceStat(total_cases=total, passed_cases=passed, unchecked_cases=unchecked,
+                           pass_rate=rate(passed, total - unchecked))
+            for key, (total, passed, unchecked) in sorted(by_value.items())
+        }
+        for name, by_value in counts.items()
+    }  # fmt: skip
 
 
 def build_report(results: list[AgentCaseResult], suite: str | None = None, run: RunInfo | None = None) -> AgentReport:
