@@ -90,6 +90,11 @@ def test_recall_finds_gold_in_any_retrieval_and_fails_without_one() -> None:
     assert judged(rag_case(["evidence_recall_at_1"]), two) == ([], {"evidence_recall_at_1": 1.0})
     failed, _ = judged(rag_case(["evidence_recall_at_1"]), native(answer("I think so.")))
     assert failed == ["evidence_recall_low: evidence_recall_at_1 0.00 < 1 (the run records no retrieval)"]
+    failed, _ = judged(rag_case(["evidence_recall_at_1"]), native(retrieval(), retrieval()))
+    assert failed == [
+        "evidence_recall_low: evidence_recall_at_1 0.00 < 1 (its 2 retrievals returned no documents; missing "
+        "policy_audio#p12)"
+    ]
 
 
 def test_a_threshold_lowers_the_bar() -> None:

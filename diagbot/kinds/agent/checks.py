@@ -771,7 +771,13 @@ def evidence_recall(case: AgentCase, t: Trial) -> list[str]:
     for name, (value, missed) in _recalls(case, t).items():
         k = rag.recall_k(name)
         if value < _threshold(case, name):
-            where = "the run records no retrieval" if not t.run.retrievals else f"not in the top {k}: {_labels(missed)}"
+            if not t.run.retrievals:
+                where = "the run records no retrieval"
+            elif not any(r.documents for r in t.run.retrievals):
+                count = len(t.run.retrievals)
+                where = f"its {count} retrieval{'s' * (count != 1)} returned no documents; missing {_labels(missed)}"
+            else:
+                where = f"not in the top {k}: {_labels(missed)}"
             failures.append(f"{name} {_below(value, _threshold(case, name))} ({where})")
     return _capped(failures)
 
