@@ -150,7 +150,8 @@ def _other_kind(cases: Path, label: str) -> str | None:
     else:
         return None
     return (
-        f"{label}: {what} is a {kind} suite, and diagbot eval reads only a trace case file (JSON); add the suite "
+        f"{label}: {what} is {'an agent' if kind == 'agent' else 'a workspace'} suite, and diagbot eval reads only a "
+        "trace case file (JSON); add the suite "
         f"to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an example)"
     )
 

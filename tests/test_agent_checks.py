@@ -935,6 +935,22 @@ def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
     ]
 
 
+def test_a_forced_trace_format_names_the_format_the_file_looks_like() -> None:
+    chat = json.dumps([{"role": "user", "content": "Refund?"}, {"role": "assistant", "content": "No."}]).encode()
+    with pytest.raises(TraceInvalid) as otlp:
+        parse_run(chat, "otlp")
+    assert str(otlp.value) == (
+        "$: expected an object, found an array (the file looks like openai-chat, but the suite's trace-format is "
+        "otlp; set trace-format: openai-chat or auto)"
+    )
+    with pytest.raises(TraceInvalid) as native_run:  # an OTLP export in a suite forced to the native format
+        parse_run(json.dumps({"resourceSpans": []}).encode(), "diagbot")
+    assert "(the file looks like otlp, but the suite's trace-format is diagbot;" in str(native_run.value)
+    with pytest.raises(TraceInvalid) as own:  # a file of the forced format that is broken gets no hint
+        parse_run(json.dumps([{"role": "user", "content": 5}]).encode(), "openai-chat")
+    assert str(own.value) == "$[0].content: expected an array, found a number"
+
+
 def test_trace_invalid_when_both_a_file_and_a_folder_are_recorded(tmp_path: Path) -> None:
     write_json(tmp_path / "c1.json", calls("t"))
     write_json(tmp_path / "c1" / "trial-1.json", calls("t"))

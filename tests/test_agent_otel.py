@@ -905,7 +905,10 @@ def test_otlp_and_openai_responses_are_trace_formats() -> None:
     rec = Recorder()
     two_turns(rec)
     assert steps(parse(rec.otlp(), "otlp")) == TWO_TURNS
-    assert problem([{"role": "user", "content": "hi"}], "otlp") == "$: expected an object, found an array"
+    assert problem([{"role": "user", "content": "hi"}], "otlp") == (
+        "$: expected an object, found an array (the file looks like openai-chat, but the suite's trace-format is otlp; "
+        "set trace-format: openai-chat or auto)"
+    )
 
 
 def test_responses_carry_the_final_state_and_duration_like_chat() -> None:

@@ -241,7 +241,8 @@ def test_eval_on_another_kind_says_to_use_run(
     monkeypatch.chdir(ROOT)
     assert main(["eval", "--cases", cases, "--fixtures", "fixtures", "--output", str(tmp_path / "r.json")]) == 2
     assert capsys.readouterr().err == (
-        f"error: {cases}: {what} is a {kind} suite, and diagbot eval reads only a trace case file (JSON); add the "
+        f"error: {cases}: {what} is {'an' if kind == 'agent' else 'a'} {kind} suite, and diagbot eval reads only a "
+        "trace case file (JSON); add the "
         f"suite to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an "
         "example)\n"
     )

@@ -21,8 +21,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from diagbot.action.settings import Settings, SettingsError
+from diagbot.core.errors import CaseFileError
+from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.scaffold import starter, write_starter
 from tests.conftest import ROOT
 from tests.test_cli_ux import read_terminal
@@ -332,6 +335,39 @@ def test_a_repeated_key_in_a_case_file_is_an_error_at_its_line(tmp_path: Path) -
         f"error: cases/agent/order_status_001.yaml:{len(lines) + 1}:1: not valid YAML (duplicate key 'case_version' "
         f"(first on line {first}); keep one)\n"
     )
+
+
+def test_a_repeated_key_in_a_json_case_file_is_an_error_at_its_object(tmp_path: Path) -> None:
+    """JSON keeps a repeated key's last value: a second risk_level or review_status lower down would quietly
+    override the one a reviewer reads. Both JSON case loaders refuse it, as YAML's do."""
+    folder = _started(tmp_path)
+    written = folder / "cases/agent/order_status_001.yaml"
+    text = json.dumps(yaml.safe_load(written.read_text()), indent=2)
+    written.unlink()
+    case = folder / "cases/agent/order_status_001.json"
+    case.write_text(text.replace('"metadata": {', '"metadata": {\n    "review_status": "draft",', 1))
+    line = text[: text.index('"metadata": {')].count("\n") + 1
+    column = text.splitlines()[line - 1].index("{") + 1
+    done = diagbot(tmp_path, "validate")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: cases/agent/order_status_001.json:{line}:{column}: not valid JSON (duplicate key 'review_status' in "
+        "the object that starts here; keep one)\n",
+    )
+    case.write_text(text.replace("{", '{"risk_level": "P3", ', 1))
+    assert diagbot(tmp_path, "validate").stderr == (
+        "error: cases/agent/order_status_001.json:1:1: not valid JSON (duplicate key 'risk_level' in the object "
+        "that starts here; keep one)\n"
+    )
+
+
+def test_a_repeated_key_in_a_trace_case_file_is_an_error() -> None:
+    with pytest.raises(CaseFileError) as caught:
+        parse_case_file('[\n  {"id": "a", "traceFixture": "a.json"},\n  {"id": "b", "id": "a"}\n]', "cases.json")
+    assert caught.value.problems == [
+        "cases.json:3:3: not valid JSON (duplicate key 'id' in the object that starts here; keep one); fix the syntax "
+        "and run again"
+    ]
 
 
 def test_a_number_of_thousands_of_digits_is_named_like_one_of_sixty(tmp_path: Path) -> None:

@@ -54,6 +54,65 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, parse_int=_int, parse_constant=_constant)
 
 
+def loads_written(text: str) -> Any:
+    """`loads` for JSON that people write and review (case files): an object that repeats a key is refused with
+    a json.JSONDecodeError at that object, as YAML refuses it (`load_yaml`). JSON readers keep the last value, so
+    a second `"risk_level": "P3"` further down would quietly override the `"P0"` a reviewer reads."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs, parse_int=_int, parse_constant=_constant)
+    except _Repeated as repeat:
+        raise _locate_repeat(text, repeat.key) from None
+
+
+class _Repeated(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _first_repeat(pairs: list[tuple[str, Any]]) -> str | None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Repeated(_first_repeat(pairs) or "")
+    return found
+
+
+def _repeat_problem(key: str) -> str:
+    return f"duplicate key {one_line(key, 100)!r} in the object that starts here; keep one"
+
+
+def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
+    """Where an object with a repeated key starts: the text read again by json's pure-Python scanner, which tells
+    each object where it begins (only on this error path: it is several times slower, and a text nested too
+    deeply for it raises RecursionError, which callers report as such)."""
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[dict[str, Any], int]:
+        strict, scan_once, _, _, *memo = args
+        pairs, end = json.decoder.JSONObject(s_and_end, strict, scan_once, None, list, *memo)  # type: ignore[attr-defined]
+        repeat = _first_repeat(pairs)
+        if repeat is not None:
+            raise json.JSONDecodeError(_repeat_problem(repeat), s_and_end[0], s_and_end[1] - 1)
+        return dict(pairs), end
+
+    decoder = json.JSONDecoder(parse_int=_int, parse_constant=_constant)
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    try:
+        decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        return exc
+    return json.JSONDecodeError(_repeat_problem(key), text, 0)  # not reached: both scanners see the same keys
+
+
 class _Checked:
     """What both YAML loaders add to PyYAML's safe constructor: a repeated key is an error (PyYAML keeps the last
     value, so a second `suites:` would drop the suites above it), and an integer too long for Python's int() is

@@ -63,6 +63,7 @@ class SuiteView:
     failing: int
     notes: tuple[str, ...] = ()  # escaped lines shown under the headline (the agent kind's blocking cases, ...)
     blocking: int = 0  # failures that fail the gate whatever the baseline says (gating P0 agent cases)
+    common_rates: bool = False  # the pass rates are over the cases both sides have (agent), not the whole suites
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,17 @@ def percent(value: float | None) -> str:
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/+-]{1,100}")
-RATE_METRICS = {"passRate"}
+
+
+def _is_rate(metric: str) -> bool:
+    """Whether a diff item's values are rates from 0 to 1, shown as percentages: pass rates, pass^k, RAG metrics
+    and the agent kind's slices."""
+    return (
+        metric == "passRate"
+        or metric.endswith(".passRate")
+        or ".passHatK." in metric
+        or metric.startswith(("metrics.", "slice."))
+    )
 
 
 def code(value: str) -> str:
@@ -167,7 +178,7 @@ def _value(value: Any, metric: str = "") -> str:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if metric in RATE_METRICS and isinstance(value, int | float):
+    if _is_rate(metric) and isinstance(value, int | float):
         return percent(value)
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -219,17 +230,20 @@ def _sections(view: SuiteView, rows: dict[str, list[list[str]]], caps: Caps) -> 
         **{name: kept for name, (kept, _) in shown.items()},
         "cut": {name: cut for name, (_, cut) in shown.items()},
         "headers": ITEM_HEADERS,
-        "common": _common_note(view.diff),
+        "common": _common_note(view),
     }
 
 
-def _common_note(diff: DiffReport | None) -> str:
-    """Said when cases were added or removed: the aggregates then cover only the cases both sides have."""
+def _common_note(view: SuiteView) -> str:
+    """Said when cases were added or removed: the aggregates then cover only the cases both sides have, and the
+    headline says whether its pass rates do too (a trace suite's are of the whole suites)."""
+    diff = view.diff
     if diff is None or diff.common_cases is None:
         return ""
     if diff.common_cases == diff.baseline_total_cases == diff.current_total_cases:
         return ""
-    return f" · aggregates compared over {plural(diff.common_cases, 'common case')}"
+    note = f" · aggregates compared over {plural(diff.common_cases, 'common case')}"
+    return note if view.common_rates else note + "; the pass rates shown are of the whole suites"
 
 
 def _row_width(rows: list[list[str]]) -> int:

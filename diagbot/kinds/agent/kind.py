@@ -143,7 +143,7 @@ class AgentKind:
             baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
             failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),
-            blocking=sum(1 for r in report.results if _blocking(r)),
+            blocking=sum(1 for r in report.results if _blocking(r)), common_rates=True,
         )  # fmt: skip
 
     def annotations(self, suite: SuiteInput, report: AgentReport) -> list[Annotation]:

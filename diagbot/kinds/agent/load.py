@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import yaml
 from pydantic import ValidationError
 
@@ -101,24 +100,12 @@ def _text(blob: bytes) -> str:
         raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
 
 
-def _read(blob: bytes, label: str) -> tuple[Any, str | None]:
-    """(decoded content, its text). A JSON file orjson reads holds no lone surrogate and needs no text (the
-    10,000 cases of one file are not also kept as a string); anything else is decoded as text first."""
-    if label.endswith(".json"):
-        try:
-            return orjson.loads(blob), None
-        except orjson.JSONDecodeError:
-            pass  # read again below, for the message users are shown (or the rules of values.loads)
-    text = _text(blob)
-    return _decode(text, label), text
-
-
 def _decode(text: str, label: str) -> Any:
     if not text.strip():
         raise CaseFileError(f"{label}: the case file is empty; write one case, a list of cases, or {{defaults, cases}}")
     try:
         if label.endswith(".json"):
-            return values.loads(text)
+            return values.loads_written(text)
         return values.load_yaml(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
@@ -213,11 +200,8 @@ def iter_cases(
             if root.is_dir() and path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
                 problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
                 continue
-            blob = read_bounded(path, MAX_CASE_FILE_BYTES)
-            data, text = _read(blob, shown)
-            if with_lines and text is None:  # the lines are looked up in the bytes already read, never read twice
-                text = _text(blob)
-            del blob
+            text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
+            data = _decode(text, shown)
         except FileProblem as problem:
             problems.append(f"{shown}: the case file {problem.message}")
             continue
@@ -228,14 +212,14 @@ def iter_cases(
             problems += exc.problems
             continue
         defaults, raw_cases = _split(data, shown, problems)
-        surrogates = text is not None and values.may_hold_surrogates(text)
+        surrogates = values.may_hold_surrogates(text)
         bad_defaults = values.surrogate_paths(defaults) if surrogates else []
         if bad_defaults:
             problems.append(
                 f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
             )
             defaults = {}
-        lines = _lines(text) if with_lines and text is not None else {}
+        lines = _lines(text) if with_lines else {}
         del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
             raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak

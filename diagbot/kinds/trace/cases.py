@@ -132,7 +132,7 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
     if not text.strip():
         raise CaseFileError(f"{path}: the case file is empty; write a JSON array of cases (see the README)")
     try:
-        data = values.loads(text)
+        data = values.loads_written(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the syntax and run again"

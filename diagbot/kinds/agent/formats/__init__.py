@@ -56,10 +56,23 @@ def parse_run(data: bytes, fmt: str) -> Run:
         run: Run = adapter.read(decoded)
     except TraceInvalid as exc:  # its path and message quote the run: cut and escaped, for the report and the log
         path, message = values.one_line(exc.path, MAX_PROBLEM_CHARS), values.one_line(exc.message, MAX_PROBLEM_CHARS)
+        message += _format_hint(decoded, fmt)
         if (path, message) == (exc.path, exc.message):
             raise
         raise TraceInvalid(path, message) from None
     return run
+
+
+def _format_hint(decoded: Any, fmt: str) -> str:
+    """For a file the suite's forced `trace-format` cannot read: the format it looks like, when another adapter
+    recognises it (an openai-chat export in an `otlp` suite fails with "expected an object", which alone does not
+    say that the format is the problem)."""
+    if fmt == AUTO or isinstance(decoded, JsonLines):
+        return ""
+    other = next((name for name, a in ADAPTERS.items() if a.detect(decoded)), None)  # what `auto` would pick
+    if other is None or other == fmt:
+        return ""
+    return f" (the file looks like {other}, but the suite's trace-format is {fmt}; set trace-format: {other} or auto)"
 
 
 def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:
