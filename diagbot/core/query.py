@@ -81,6 +81,12 @@ def run_query(expr: str, data: Any) -> Any:
     return _INTERPRETER.visit(_compiled(expr).parsed, data)
 
 
+def query_steps() -> int:
+    """The steps the last query took (or had taken when it stopped): what a caller with a budget of its own, over
+    many queries, charges for it."""
+    return _METER.steps
+
+
 def truthy(value: Any) -> bool:
     """JMESPath's own truth: null, false and empty string/array/object are false; the number 0 is true."""
     if value is None or value is False:

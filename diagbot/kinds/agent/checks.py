@@ -13,13 +13,13 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from diagbot.core.query import QueryLimitError, run_query, truthy
+from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.kinds.agent import rag
@@ -36,6 +36,7 @@ product of what a case asks and what a run holds is bounded, and a check that hi
 MAX_CITATIONS = 1_000  # citations of one answer that are compared with the gold evidence
 _NAMES_SHOWN = 12
 _LISTED = 5  # failures of one kind listed per check before "and N more"
+_RULES_LISTED = 100  # failing criteria listed, each by its id (a case rarely has more, and each is its own claim)
 
 
 class Code:
@@ -113,6 +114,16 @@ class Trial:
     steps: int = 0  # comparisons made by the check running now
     recalls: dict[str, tuple[float, list[Any]]] | None = None  # evidence recall per metric name, once computed
     accuracy: tuple[float | None, list[Citation]] | None = None  # citation accuracy and the citations off gold
+    ruled: dict[int, tuple[bool, str]] = field(default_factory=dict)  # id(check object) -> its verdict, once
+
+    @cached_property
+    def calls_by_tool(self) -> dict[str, list[ToolCall]]:
+        """The run's calls grouped by tool, in order: the policy checks look up their tool's calls here instead of
+        walking every call once per policy."""
+        grouped: dict[str, list[ToolCall]] = {}
+        for call in self.run.calls:
+            grouped.setdefault(call.tool, []).append(call)
+        return grouped
 
     def spend(self, count: int) -> None:
         self.steps += count
@@ -183,10 +194,32 @@ def _names(calls: list[Any]) -> str:
     return "[" + ", ".join(names[:_NAMES_SHOWN]) + more + "]"
 
 
-def _capped(messages: list[str]) -> list[str]:
-    if len(messages) <= _LISTED:
+def _capped(messages: list[str], most: int = _LISTED) -> list[str]:
+    if len(messages) <= most:
         return messages
-    return [*messages[:_LISTED], f"and {len(messages) - _LISTED} more like these"]
+    return [*messages[:most], f"and {len(messages) - most} more like these"]
+
+
+class _Listed:
+    """A check's failures as `_capped` lists them, each message written only when it is one of those listed: a
+    check over thousands of calls and items counts the rest instead of writing them. `wants()` counts a failure
+    and says whether to write it with `add`."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+        self.count = 0
+
+    def wants(self) -> bool:
+        self.count += 1
+        return self.count <= _LISTED
+
+    def add(self, message: str) -> None:
+        self.written.append(message)
+
+    def messages(self) -> list[str]:
+        if self.count <= _LISTED:
+            return self.written
+        return [*self.written, f"and {self.count - _LISTED} more like these"]
 
 
 def _call_label(run: Run, call: ToolCall) -> str:
@@ -197,28 +230,36 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
 
 
-def same(expected: Any, actual: Any) -> bool:
-    """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1)."""
-    return args_mismatch(expected, actual, exact=True) is None
+def same(expected: Any, actual: Any, spend: Callable[[int], None] | None = None) -> bool:
+    """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1);
+    `spend` is charged the values compared."""
+    return args_mismatch(expected, actual, True, "", spend or _free) is None
 
 
-def query(expr: str, state: dict[str, Any]) -> tuple[bool, Any, str | None]:
-    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised."""
+def _free(count: int) -> None:
+    """No budget to charge."""
+
+
+def query(expr: str, state: dict[str, Any], spend: Callable[[int], None] = _free) -> tuple[bool, Any, str | None]:
+    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised. The
+    query's steps are charged to `spend` too, so a case's many queries share one check's budget."""
     try:
         return True, run_query(expr, state), None
     except QueryLimitError as exc:
         return False, None, str(exc)
     except (JMESPathError, TypeError, ValueError, RecursionError) as exc:
         return False, None, f"the query failed ({str(exc)[:100]})"
+    finally:
+        spend(1 + query_steps())
 
 
-def state_holds(check: StateQuery, state: dict[str, Any]) -> tuple[bool, str]:
+def state_holds(check: StateQuery, t: Trial) -> tuple[bool, str]:
     label = check.id or check.expr
-    ran, value, why = query(check.expr, state)
+    ran, value, why = query(check.expr, t.final_state, t.spend)
     if not ran:
         return False, f"{label}: {why}"
     if check.has_expected:
-        if same(check.equals, value):
+        if same(check.equals, value, t.spend):
             return True, f"{label} is {show(value)}"
         return False, f"{label}: expected {show(check.equals)}, got {show(value)}"
     return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
@@ -235,7 +276,8 @@ def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> tuple[bool, 
         if found:
             return True, f"{what} {has} {show(found[0])}"
         return False, f"{what} {has} none of {show(needles)}"
-    missing = [n for n in needles if n not in found]
+    seen = set(found)
+    missing = [n for n in needles if n not in seen]
     if missing:
         return False, f"{what} {lacks} {show(missing)}"
     return True, f"{what} {has} {show(needles)}"
@@ -307,7 +349,7 @@ def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
         return True, f"{tool} was called ({len(calls)}×)"
     for call in calls:
         t.spend(1)
-        if call.args_problem is None and args_mismatch(args, call.args, t.exact) is None:
+        if call.args_problem is None and args_mismatch(args, call.args, t.exact, "", t.spend) is None:
             return True, f"{_call_label(t.run, call)} was called with {show(args)}"
     why = args_mismatch(args, calls[0].args, t.exact) if calls[0].args_problem is None else calls[0].args_problem
     return False, f"no call of {tool} has {show(args)} ({_call_label(t.run, calls[0])}: {why})"
@@ -315,7 +357,8 @@ def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
 
 def _not_called(spec: str | list[str], t: Trial) -> tuple[bool, str]:
     tools = [spec] if isinstance(spec, str) else spec
-    hit = next((c for c in t.run.calls if c.tool in tools), None)
+    names = set(tools)
+    hit = next((c for c in t.run.calls if c.tool in names), None)
     return (False, f"{_call_label(t.run, hit)} was called") if hit else (True, f"none of {show(tools)} was called")
 
 
@@ -347,12 +390,35 @@ RULES: dict[str, Callable[[Any, Trial], tuple[bool, str]]] = {
     "max_tool_calls": lambda limit, t: _at_most(len(t.run.calls), limit, "tool calls"),
     "max_turns": lambda limit, t: _at_most(t.run.turns, limit, "assistant turns"),
     "max_duration_ms": lambda limit, t: _at_most(t.run.duration_ms, limit, "duration ms"),
-    "state": lambda spec, t: state_holds(spec, t.final_state),
+    "state": state_holds,
 }
 
 
 def run_rule(check: Check, t: Trial) -> tuple[bool, str]:
-    return RULES[check.key](check.value, t)
+    """A check object's verdict on the trial, worked out once however often the case names it (a suite rule can
+    be listed many times), its text search charged to the check's budget: a needle costs a step per 1,000
+    characters of the text it is looked for in."""
+    done = t.ruled.get(id(check))
+    if done is None:
+        t.spend(1 + _text_cost(check, t))
+        done = t.ruled[id(check)] = RULES[check.key](check.value, t)
+    return done
+
+
+def _text_cost(check: Check, t: Trial) -> int:
+    key = check.key
+    if key in ("answer_matches", "answer_not_matches"):
+        return 1 + min(len(t.run.answer), MAX_MATCHED_CHARS) // 1000
+    if key in ("answer_contains", "answer_not_contains", "replies_contain"):
+        text = t.replies.text if key == "replies_contain" else t.answer.text
+        return _needles(check.value) * (1 + len(text) // 1000)
+    return 0
+
+
+def _needles(spec: Any) -> int:
+    if isinstance(spec, AnyAll):
+        return len(spec.any_of or spec.all_of or [])
+    return len(spec) if isinstance(spec, list) else 1
 
 
 # --- case checks -------------------------------------------------------------------------------------------------
@@ -364,7 +430,8 @@ def _scoped(case: AgentCase, calls: list[ToolCall]) -> list[ToolCall]:
         tools = case.side_effect_tools
         calls = [c for c in calls if c.tool in tools]
     elif isinstance(config.scope, list):
-        calls = [c for c in calls if c.tool in config.scope]
+        scope = set(config.scope)
+        calls = [c for c in calls if c.tool in scope]
     return [c for c in calls if not c.failed] if config.ignore_failed else calls
 
 
@@ -374,7 +441,9 @@ def _fits(exact: bool, t: Trial) -> Callable[[Any, ToolCall], bool]:
         tool, args = (item, None) if isinstance(item, str) else (item.tool, item.args)
         if tool != call.tool:
             return False
-        return args is None or (call.args_problem is None and args_mismatch(args, call.args, exact) is None)
+        return args is None or (
+            call.args_problem is None and args_mismatch(args, call.args, exact, "", t.spend) is None
+        )
 
     return fits
 
@@ -405,12 +474,12 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
         near = _nearest(expected[wrong], calls, t.exact, wrong)
         return [f"{said()}: call {wrong + 1} does not match item {wrong + 1}{near}"]
     if config.match == "subset":
-        pairing = max_matching(calls, expected, lambda c, e: fits(e, c))
+        pairing = max_matching(calls, expected, lambda c, e: fits(e, c), t.spend)
         extra = [calls[i] for i, p in enumerate(pairing) if p is None]
         return [f"{said()}: not expected: {_names(extra)[1:-1]}"] if extra else []
     if config.match == "unordered" and len(calls) != len(expected):
         return [f"{said()}: {_count(calls)}, expected exactly {len(expected)}"]
-    pairing = max_matching(expected, calls, fits)  # unordered (same count) and superset
+    pairing = max_matching(expected, calls, fits, t.spend)  # unordered (same count) and superset
     unmatched = [expected[i] for i, p in enumerate(pairing) if p is None]
     if not unmatched:
         return []
@@ -447,9 +516,9 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
 
         def fits(args: dict[str, Any], call: ToolCall) -> bool:
             t.spend(1)
-            return call.args_problem is None and args_mismatch(args, call.args, exact) is None
+            return call.args_problem is None and args_mismatch(args, call.args, exact, "", t.spend) is None
 
-        pairing = max_matching(sets, calls, fits)
+        pairing = max_matching(sets, calls, fits, t.spend)
         for args, paired in zip(sets, pairing, strict=True):
             if paired is None:
                 near = calls[0]
@@ -464,7 +533,11 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
 
 def unavailable_tools(case: AgentCase, t: Trial) -> list[str]:
     allowed = case.tool_names or set()
-    return _capped([f"{_call_label(t.run, c)} is not in available_tools" for c in t.run.calls if c.tool not in allowed])
+    failures = _Listed()
+    for call in t.run.calls:
+        if call.tool not in allowed and failures.wants():
+            failures.add(f"{_call_label(t.run, call)} is not in available_tools")
+    return failures.messages()
 
 
 def tool_args(case: AgentCase, t: Trial) -> list[str]:
@@ -511,27 +584,36 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[tuple[ToolCall, int, 
 
 
 def preconditions(case: AgentCase, t: Trial) -> list[str]:
-    failures = []
+    failures = _Listed()
     walked, first_success = _before_calls(case, t)
+    by_tool: dict[str, list[tuple[ToolCall, int, dict[str, Any]]]] = {}
+    for entry in walked:
+        by_tool.setdefault(entry[0].tool, []).append(entry)
     for policy in case.policies:
-        for call, position, state in (w for w in walked if w[0].tool == policy.tool):
-            label = _call_label(t.run, call)
+        for call, position, state in by_tool.get(policy.tool, ()):
             for item in policy.preconditions:
                 for key, want in item.items():
                     t.spend(1)
                     if key == "called" and isinstance(want, str) and len(item) == 1:
-                        if first_success.get(want, position) >= position:
-                            failures.append(f"{label}: {want} was not successfully called before it")
+                        if first_success.get(want, position) >= position and failures.wants():
+                            failures.add(f"{_call_label(t.run, call)}: {want} was not successfully called before it")
                     elif key not in state:
-                        failures.append(f"{label}: {key} is not in the state before it (expected {show(want)})")
-                    elif not same(want, state[key]):
-                        failures.append(f"{label}: {key} is {show(state[key])} just before it, expected {show(want)}")
-    return _capped(failures)
+                        if failures.wants():
+                            failures.add(
+                                f"{_call_label(t.run, call)}: {key} is not in the state before it (expected "
+                                f"{show(want)})"
+                            )
+                    elif not same(want, state[key], t.spend) and failures.wants():
+                        failures.add(
+                            f"{_call_label(t.run, call)}: {key} is {show(state[key])} just before it, expected "
+                            f"{show(want)}"
+                        )
+    return failures.messages()
 
 
 def confirmations(case: AgentCase, t: Trial) -> list[str]:
     tools = {p.tool for p in case.policies if p.confirmation_required}
-    failures = []
+    failures = _Listed()
     confirmed = False  # a confirming user message since the agent's last text
     for step in t.run.steps:
         if isinstance(step, Message) and step.text:
@@ -540,11 +622,11 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             elif step.role == "user" and not confirmed:
                 t.spend(1)
                 confirmed = t.confirmation.confirms(step.text)
-        elif isinstance(step, ToolCall) and step.tool in tools and not confirmed:
-            failures.append(
+        elif isinstance(step, ToolCall) and step.tool in tools and not confirmed and failures.wants():
+            failures.add(
                 f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
             )
-    return _capped(failures)
+    return failures.messages()
 
 
 _ABSENT = object()  # an argument path the call does not have
@@ -581,60 +663,66 @@ def _canonical(value: Any, t: Trial) -> str:
 
 
 def duplicates(case: AgentCase, t: Trial) -> list[str]:
-    failures = []
+    failures = _Listed()
     for policy in case.policies:
         paths = policy.idempotency_paths
         if not paths:
             continue
         seen: dict[tuple[str, ...], ToolCall] = {}
-        for call in t.run.calls:
-            if call.tool != policy.tool or call.failed or call.args_problem is not None:
+        for call in t.calls_by_tool.get(policy.tool, ()):
+            t.spend(1)
+            if call.failed or call.args_problem is not None:
                 continue
             values = [_path_value(call.args, path) for path in paths]
             if any(value is _ABSENT for value in values):
                 continue  # a call without the key repeats nothing
             written: dict[int, str] = {}  # each value once, however many paths name it
             key = tuple(_written(value, t, written) for value in values)
-            if key in seen:
-                shown = ", ".join(f"{p}={show(v)}" for p, v in zip(paths, values, strict=True))
-                failures.append(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
-            else:
+            if key not in seen:
                 seen[key] = call
-    return _capped(failures)
+            elif failures.wants():
+                shown = ", ".join(f"{p}={show(v)}" for p, v in zip(paths, values, strict=True))
+                failures.add(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
+    return failures.messages()
 
 
-def _fits_transition(item: Transition, change: StateChange) -> bool:
+def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool:
     return (
-        (item.key is None or item.key == change.key) and same(item.from_, change.before) and same(item.to, change.after)
+        (item.key is None or item.key == change.key)
+        and same(item.from_, change.before, t.spend)
+        and same(item.to, change.after, t.spend)
     )
 
 
+def _transition(change: StateChange) -> str:
+    return f"{change.key}: {show(change.before)} → {show(change.after)}"
+
+
 def transitions(case: AgentCase, t: Trial) -> list[str]:
-    failures = []
+    failures = _Listed()
     for policy in case.policies:
         forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
         allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
         for change in t.run.state_changes:
             t.spend(1 + len(forbidden) + len(allowed))
-            shown = f"{change.key}: {show(change.before)} → {show(change.after)}"
-            if any(_fits_transition(i, change) for i in forbidden):
-                failures.append(f"{shown} is a forbidden transition ({policy.tool} policy)")
+            if any(_fits_transition(i, change, t) for i in forbidden) and failures.wants():
+                failures.add(f"{_transition(change)} is a forbidden transition ({policy.tool} policy)")
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
-            governed += [i for i in allowed if i.key is None and same(i.from_, change.before)]
-            if governed and not any(_fits_transition(i, change) for i in governed):
-                failures.append(f"{shown} is not an allowed transition ({policy.tool} policy)")
-    return _capped(failures)
+            governed += [i for i in allowed if i.key is None and same(i.from_, change.before, t.spend)]
+            if governed and not any(_fits_transition(i, change, t) for i in governed) and failures.wants():
+                failures.add(f"{_transition(change)} is not an allowed transition ({policy.tool} policy)")
+    return failures.messages()
 
 
 def audits(case: AgentCase, t: Trial) -> list[str]:
-    failures = []
+    failures = _Listed()
     for policy in case.policies:
-        for call in (c for c in t.run.calls if c.tool == policy.tool):
+        for call in t.calls_by_tool.get(policy.tool, ()):
             t.spend(1 + len(policy.audit_fields))
             missing = [f for f in policy.audit_fields if f not in (call.audit or {})]
-            if missing:
-                failures.append(f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}")
-    return _capped(failures)
+            if missing and failures.wants():
+                failures.add(f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}")
+    return failures.messages()
 
 
 _RECORDED: dict[str, Callable[[Run], bool]] = {
@@ -652,7 +740,7 @@ def trace_requirement(case: AgentCase, t: Trial) -> list[str]:
 
 
 def final_state(case: AgentCase, t: Trial) -> list[str]:
-    return [said for check in case.state_checks for holds, said in [state_holds(check, t.final_state)] if not holds]
+    return [said for check in case.state_checks for holds, said in [state_holds(check, t)] if not holds]
 
 
 def criteria(case: AgentCase) -> list[tuple[str, int, Check | str, bool]]:
@@ -673,15 +761,15 @@ def _label(name: str, index: int, ref: Check | str) -> str:
 
 
 def rules(case: AgentCase, t: Trial) -> list[str]:
-    failures = []
+    failures: dict[str, None] = {}  # each failure once: a rule the case names twice fails once
     for name, index, ref, must in criteria(case):
         check = t.rules[ref] if isinstance(ref, str) else ref
         holds, said = run_rule(check, t)
         if not must and not holds and _unread(check, t):  # "must not contain" cannot be shown on a cut text
-            failures.append(f"{_label(name, index, ref)}: {said}{_UNREAD} (this must not happen)")
+            failures[f"{_label(name, index, ref)}: {said}{_UNREAD} (this must not happen)"] = None
         elif holds != must:
-            failures.append(f"{_label(name, index, ref)}: {said}" + ("" if must else " (this must not happen)"))
-    return failures
+            failures[f"{_label(name, index, ref)}: {said}" + ("" if must else " (this must not happen)")] = None
+    return _capped(list(failures), _RULES_LISTED)
 
 
 def _unread(check: Check, t: Trial) -> bool:

@@ -17,11 +17,10 @@ from diagbot.kinds.agent.checks import CHECKS, Code, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, Status, TrialResult, build_report
+from diagbot.kinds.agent.report import MAX_TRIALS, AgentCaseResult, AgentReport, Status, TrialResult, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
 from diagbot.kinds.base import Governance
 
-MAX_TRIALS = 100
 TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are its trials (JSON Lines: OTLP)
 _SHOWN = 160
 

@@ -68,43 +68,58 @@ class _Raw:
         self.text = text
 
 
+def _free(count: int) -> None:
+    """The default budget of `args_mismatch` and `max_matching`: none."""
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def args_mismatch(expected: Any, actual: Any, exact: bool = False, path: str = "") -> str | None:
+def args_mismatch(
+    expected: Any, actual: Any, exact: bool = False, path: str = "", spend: Callable[[int], None] = _free
+) -> str | None:
     """None when `actual` matches `expected`, else where and how the first difference is. Iterative: nesting
-    depth is bounded by what the JSON decoder accepted, not by Python's stack."""
+    depth is bounded by what the JSON decoder accepted, not by Python's stack. `spend` is charged, once the
+    comparison ends, a step per value compared and per key an exact match looks at."""
     todo: list[tuple[Any, Any, str]] = [(expected, actual, path)]
-    while todo:
-        want, got, where = todo.pop()
-        label = where or "arguments"
-        if isinstance(want, dict):
-            if not isinstance(got, dict):
-                return f"{label}: expected an object, got {show(got)}"
-            if exact:
-                extra = sorted(str(k) for k in got if k not in want)
-                if extra:
-                    return f"{_join(where, extra[0])}: not expected (args_match is exact)"
-            for key in reversed(list(want)):
-                if key not in got:
-                    todo.append((_MISSING, _MISSING, _join(where, str(key))))
-                else:
-                    todo.append((want[key], got[key], _join(where, str(key))))
-        elif want is _MISSING:
-            return f"{label}: missing"
-        elif isinstance(want, list):
-            if not isinstance(got, list):
-                return f"{label}: expected an array, got {show(got)}"
-            if len(want) != len(got):
-                return f"{label}: expected {len(want)} items, got {len(got)}"
-            todo.extend((w, g, f"{where}[{i}]") for i, (w, g) in reversed(list(enumerate(zip(want, got, strict=True)))))
-        elif _is_number(want):
-            if not _is_number(got) or want != got:
+    visited = 0
+    try:
+        while todo:
+            want, got, where = todo.pop()
+            visited += 1
+            label = where or "arguments"
+            if isinstance(want, dict):
+                if not isinstance(got, dict):
+                    return f"{label}: expected an object, got {show(got)}"
+                if exact:
+                    visited += len(got)
+                    extra = sorted(str(k) for k in got if k not in want)
+                    if extra:
+                        return f"{_join(where, extra[0])}: not expected (args_match is exact)"
+                for key in reversed(list(want)):
+                    if key not in got:
+                        todo.append((_MISSING, _MISSING, _join(where, str(key))))
+                    else:
+                        todo.append((want[key], got[key], _join(where, str(key))))
+            elif want is _MISSING:
+                return f"{label}: missing"
+            elif isinstance(want, list):
+                if not isinstance(got, list):
+                    return f"{label}: expected an array, got {show(got)}"
+                if len(want) != len(got):
+                    return f"{label}: expected {len(want)} items, got {len(got)}"
+                todo.extend(
+                    (w, g, f"{where}[{i}]") for i, (w, g) in reversed(list(enumerate(zip(want, got, strict=True))))
+                )
+            elif _is_number(want):
+                if not _is_number(got) or want != got:
+                    return f"{label}: expected {show(want)}, got {show(got)}"
+            elif type(want) is not type(got) or want != got:  # bool, str, None: same type and value
                 return f"{label}: expected {show(want)}, got {show(got)}"
-        elif type(want) is not type(got) or want != got:  # bool, str, None: same type and value
-            return f"{label}: expected {show(want)}, got {show(got)}"
-    return None
+        return None
+    finally:
+        spend(visited)
 
 
 _MISSING = object()
@@ -114,16 +129,28 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def max_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool]) -> list[int | None]:
+def max_matching(
+    left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool], spend: Callable[[int], None] = _free
+) -> list[int | None]:
     """A maximum one-to-one pairing of `left` with `right` items it fits: for each left item, the index of its
-    right item or None. Augmenting paths (Kuhn's algorithm) searched with an explicit stack; O(len(left) * edges)."""
+    right item or None. Each left item first takes the first free item it fits; those left over search for an
+    augmenting path (Kuhn's algorithm, with an explicit stack). A search that fails leaves its right items marked
+    until a later one succeeds: nothing it reached can lead to a free item while the pairing stays as it is, so
+    the failing searches together visit each edge once. `spend` is charged a step per edge the searches visit."""
     if len(left) == 1:  # the common case: the first fitting item will do, and most need not be tried
         first = next((j for j, r in enumerate(right) if fits(left[0], r)), None)
         return [first]
     edges = [[j for j, r in enumerate(right) if fits(item, r)] for item in left]
     owner: list[int | None] = [None] * len(right)
+    paired = [False] * len(left)
+    for i, options in enumerate(edges):
+        free = next((j for j in options if owner[j] is None), None)
+        if free is not None:
+            owner[free], paired[i] = i, True
+    seen = [False] * len(right)
     for start in range(len(left)):
-        seen = [False] * len(right)
+        if paired[start]:
+            continue
         parent: dict[int, int] = {}  # right item -> the left item that reached it on the search
         via: dict[int, int] = {}  # left item (not `start`) -> the right item it holds, through which it was reached
         stack, found = [(start, 0)], None
@@ -131,6 +158,7 @@ def max_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], b
             node, k = stack.pop()
             if k == len(edges[node]):
                 continue
+            spend(1)
             stack.append((node, k + 1))
             j = edges[node][k]
             if seen[j]:
@@ -142,6 +170,10 @@ def max_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], b
                 break
             via[holder] = j
             stack.append((holder, 0))
+        if found is None:
+            continue
+        paired[start] = True
+        seen = [False] * len(right)  # the pairing changed, so what failed before may succeed now
         while found is not None:  # flip the path: each right item on it goes to the left item that reached it
             reached_by = parent[found]
             owner[found] = reached_by

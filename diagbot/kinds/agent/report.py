@@ -5,13 +5,16 @@ from __future__ import annotations
 from math import comb
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from diagbot.core.models import Output
 from diagbot.core.rates import mean, rate
 from diagbot.core.report import RunInfo
 
 AGENT_SCHEMA_VERSION = 1
+MAX_TRIALS = 100
+"""Trials read per case (a folder with more fails the case). A stored report is held to it too: pass^k is
+computed for every k up to the smallest trial count, so a forged baseline claiming a million trials would stall."""
 SLICE_FIELDS = ("scenario", "ability_tags", "risk_level", "difficulty", "dataset_role")
 Status = Literal["passed", "failed", "unchecked"]
 
@@ -38,15 +41,21 @@ class AgentCaseResult(Output):
     not_gating_because: str | None = None
     status: Status
     passed: bool
-    trials: int
-    trials_passed: int
-    trial_results: list[TrialResult]
+    trials: int = Field(ge=1, le=MAX_TRIALS)
+    trials_passed: int = Field(ge=0, le=MAX_TRIALS)
+    trial_results: list[TrialResult] = Field(max_length=MAX_TRIALS)
     failed_checks: list[str]  # those of the first failing trial
     unchecked_expectations: list[str] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # mean over its trials
     tool_call_count: int | None = None
     turn_count: int | None = None
     duration_ms: float | None = None
+
+    @model_validator(mode="after")
+    def _passed_at_most_run(self) -> AgentCaseResult:
+        if self.trials_passed > self.trials:
+            raise ValueError(f"trialsPassed {self.trials_passed} is more than trials {self.trials}")
+        return self
 
 
 class Aggregate(Output):

@@ -6,7 +6,7 @@ import json
 import posixpath
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -17,6 +17,10 @@ from diagbot.core.models import StrictInput
 from diagbot.core.text import closest
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
+MAX_LIST_ITEMS = 1_000
+"""Items in one of a case's lists (keywords, tools, statuses): each keyword is searched for in the whole answer,
+so the list's length multiplies the work of every check that reads it."""
+Items = Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)]
 
 
 class TraceCase(StrictInput):
@@ -28,19 +32,19 @@ class TraceCase(StrictInput):
     title: str = ""
     question: str = ""
     trace_fixture: str = Field(alias="traceFixture", min_length=1)
-    expected_root_cause_keywords: list[str] = Field(default_factory=list, alias="expectedRootCauseKeywords")
+    expected_root_cause_keywords: Items = Field(default_factory=list, alias="expectedRootCauseKeywords")
     min_keyword_matches: int | None = Field(default=None, ge=0, alias="minKeywordMatches")
-    required_evidence_tools: list[str] = Field(default_factory=list, alias="requiredEvidenceTools")
-    allowed_verdicts: list[str] = Field(default_factory=list, alias="allowedVerdicts")
-    forbidden_answer_keywords: list[str] = Field(default_factory=list, alias="forbiddenAnswerKeywords")
+    required_evidence_tools: Items = Field(default_factory=list, alias="requiredEvidenceTools")
+    allowed_verdicts: Items = Field(default_factory=list, alias="allowedVerdicts")
+    forbidden_answer_keywords: Items = Field(default_factory=list, alias="forbiddenAnswerKeywords")
     require_v2_audit_closure: bool = Field(default=False, alias="requireV2AuditClosure")
     require_claim_checks: bool = Field(default=False, alias="requireClaimChecks")
     require_composer_output: bool = Field(default=False, alias="requireComposerOutput")
-    expected_gatekeeper_statuses: list[str] = Field(default_factory=list, alias="expectedGatekeeperStatuses")
+    expected_gatekeeper_statuses: Items = Field(default_factory=list, alias="expectedGatekeeperStatuses")
     expected_gatekeeper_rule_set_version: str | None = Field(default=None, alias="expectedGatekeeperRuleSetVersion")
-    expected_composer_statuses: list[str] = Field(default_factory=list, alias="expectedComposerStatuses")
-    forbidden_confirmed_claim_keywords: list[str] = Field(default_factory=list, alias="forbiddenConfirmedClaimKeywords")
-    degradation_keywords: list[str] = Field(default_factory=list, alias="degradationKeywords")
+    expected_composer_statuses: Items = Field(default_factory=list, alias="expectedComposerStatuses")
+    forbidden_confirmed_claim_keywords: Items = Field(default_factory=list, alias="forbiddenConfirmedClaimKeywords")
+    degradation_keywords: Items = Field(default_factory=list, alias="degradationKeywords")
 
     @property
     def required_keyword_matches(self) -> int:

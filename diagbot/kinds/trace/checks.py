@@ -6,6 +6,9 @@ and what was found. The codes are public API: they appear in reports as `"<code>
 The answer is matched through `trace.folded_answer`, normalised once per case and capped. When it was cut, a
 failing message says so, and a check that looks for something that must be absent cannot pass: what it looks
 for may be in the part that was not read.
+
+A message lists at most `_SHOWN_NAMES` names, each cut to `_SHOWN_NAME_CHARS`, then how many more there were:
+one message per missing tool must not repeat every tool the trace used.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ CLAIM_VERIFICATIONS = (
     "contradicted",
 )
 
+_SHOWN_NAMES = 12  # names one message lists before "… N more"
+_SHOWN_NAME_CHARS = 100  # characters of one listed name before it is cut with "…"
+
 CheckFn = Callable[[TraceCase, Trace], list[str]]
 REGISTRY: dict[Code, CheckFn] = {}
 
@@ -49,8 +55,16 @@ def run_checks(case: TraceCase, trace: Trace) -> list[str]:
     return [f"{code}: {message}" for code, fn in REGISTRY.items() for message in fn(case, trace)]
 
 
-def _quote(items: list[str]) -> str:
-    return ", ".join(f"'{item}'" for item in items) or "none"
+def _quote(items: Sequence[str]) -> str:
+    """The items quoted, at most `_SHOWN_NAMES` of them and each cut to `_SHOWN_NAME_CHARS`: a message stays short
+    however many names, or however long a name, the case or the trace holds."""
+    shown = ", ".join(f"'{_short(item)}'" for item in items[:_SHOWN_NAMES])
+    more = f", … {len(items) - _SHOWN_NAMES:,} more" if len(items) > _SHOWN_NAMES else ""
+    return shown + more or "none"
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= _SHOWN_NAME_CHARS else name[: _SHOWN_NAME_CHARS - 1] + "…"
 
 
 def _found(value: str | None) -> str:
@@ -74,7 +88,7 @@ def _absent(trace: Trace, phrases: Sequence[str], found: list[str], message: str
     if found:
         return [_noted(trace, message)]
     if phrases and trace.folded_answer.cut:
-        return [f"{CUT_NOTE}; the rest may hold {_quote(list(phrases))}"]
+        return [f"{CUT_NOTE}; the rest may hold {_quote(phrases)}"]
     return []
 
 
@@ -84,7 +98,8 @@ def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
     need = case.required_keyword_matches
     if len(found) >= need:
         return []
-    missing = [k for k in case.expected_root_cause_keywords if k not in found]
+    matched = set(found)
+    missing = [k for k in case.expected_root_cause_keywords if k not in matched]
     message = f"answer matches {len(found)} of the root-cause keywords, needs {need}; missing {_quote(missing)}"
     return [_noted(trace, message)]
 
@@ -92,11 +107,11 @@ def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
 @check(Code.MISSING_EVIDENCE_TOOL)
 def missing_evidence_tool(case: TraceCase, trace: Trace) -> list[str]:
     seen = trace.tools_seen
-    return [
-        f"required tool '{tool}' was never used (tools seen: {_quote(sorted(seen))})"
-        for tool in case.required_evidence_tools
-        if tool not in seen
-    ]
+    missing = [tool for tool in case.required_evidence_tools if tool not in seen]
+    if not missing:
+        return []
+    shown = _quote(sorted(seen))  # the same list in every message: built once
+    return [f"required tool '{tool}' was never used (tools seen: {shown})" for tool in missing]
 
 
 @check(Code.VERDICT_MISSING)
@@ -192,7 +207,7 @@ def claim_check_invalid(case: TraceCase, trace: Trace) -> list[str]:
         elif item["verification"] not in CLAIM_VERIFICATIONS:
             problems.append(
                 f"claim_checks[{index}] has verification '{item['verification']}', "
-                f"expected one of {_quote(list(CLAIM_VERIFICATIONS))}"
+                f"expected one of {_quote(CLAIM_VERIFICATIONS)}"
             )
     return problems
 

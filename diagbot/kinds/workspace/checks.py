@@ -30,14 +30,18 @@ from pydantic_core import SchemaValidator, ValidationError, core_schema, from_js
 from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
-from diagbot.core.text import fold
+from diagbot.core.text import Folded, fold
 from diagbot.core.values import excerpt
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
 MAX_ENTRIES = 100_000
 """Entries listed in one workspace; past this the listing stops, and a check that finds nothing fails."""
+MAX_MATCHES_KEPT = 10 * MAX_ENTRIES
+"""Paths kept by one workspace's memo of glob matches; past this the oldest globs' matches are forgotten."""
 
+MAX_NEEDLES = 1_000
+"""Strings one `contains` check looks for: each is searched for in the whole (normalised) file."""
 # Bounds on what a case.yaml may ask for, checked when the case loads (those on regexes and JMESPath are in
 # `core/regex.py` and `core/query.py`).
 MAX_GLOB_CHARS = 1_000
@@ -52,6 +56,7 @@ _FIRST_READ = 64 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 _MAGIC = frozenset("*?[")
 _SHOWN_FILES = 3
+_SHOWN_NEEDLES = 12  # strings of a `contains` check named in its detail before "...and N more"
 _SHOWN_CHARS = 80
 
 
@@ -83,8 +88,8 @@ SafeGlob = Annotated[str, AfterValidator(safe_relative_path)]
 
 class ContainsSpec(StrictInput):
     file: SafeGlob
-    any_of: list[str] | None = Field(None, alias="any", min_length=1)
-    all_of: list[str] | None = Field(None, alias="all", min_length=1)
+    any_of: list[str] | None = Field(None, alias="any", min_length=1, max_length=MAX_NEEDLES)
+    all_of: list[str] | None = Field(None, alias="all", min_length=1, max_length=MAX_NEEDLES)
 
     @model_validator(mode="after")
     def _one_list(self) -> ContainsSpec:
@@ -180,11 +185,14 @@ class _Blob:
     text: str | None = None
     text_note: str = ""
     utf8: bytes | None = None  # the text as UTF-8, for RE2: the bytes read themselves when they decoded cleanly
+    folded: Folded | None = None  # the text normalised for `contains`, once however many checks search it
+    plain: bool | None = None  # whether `_plainly_valid`, once however many json_valid checks ask
     parsed: tuple[bool, Any, str] | None = None
 
 
 class Workspace:
-    """A read-only view of one run folder: listed once on creation, each file read at most once."""
+    """A read-only view of one run folder: listed once on creation, each file read, decoded, normalised and parsed
+    at most once, each glob matched once (however many checks ask)."""
 
     def __init__(self, root: str) -> None:
         """Raises OSError when the root itself cannot be listed; an unreadable subfolder just lists nothing."""
@@ -193,6 +201,8 @@ class Workspace:
         self.refused: dict[str, str] = {}  # relative path -> why it is not treated as a file
         self.folders: dict[str, list[str]] = {}  # "evidences/" -> the files and refused entries directly in it
         self._blobs: dict[str, _Blob] = {}
+        self._matches: dict[str, tuple[list[str], list[str]]] = {}  # glob -> what `match` found, oldest first
+        self._kept = 0  # paths held in `_matches`
         self.cut_short = ""  # why the listing is incomplete, if it is
         pending, listed = [(root, "")], 0
         while pending:
@@ -228,7 +238,7 @@ class Workspace:
         if not entry.is_symlink():
             self.refused[rel] = "not a regular file (ignored)"
             return
-        target, real_root = os.path.realpath(entry.path), os.path.realpath(self.root)
+        target, real_root = os.path.realpath(entry.path), self._real_root
         if os.path.commonpath([real_root, target]) != real_root:
             self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
         elif os.path.isfile(target):
@@ -236,9 +246,25 @@ class Workspace:
         else:
             self.refused[rel] = "a link to something other than a regular file (ignored)"
 
+    @cached_property
+    def _real_root(self) -> str:
+        return os.path.realpath(self.root)
+
     def match(self, pattern: str) -> tuple[list[str], list[str]]:
-        """Files matching the glob, sorted, and notes about matching entries that were refused. Like a shell,
-        a glob whose wildcards are all in its last part looks only inside that one folder."""
+        """Files matching the glob, sorted, and notes about the first few matching entries that were refused. Like
+        a shell, a glob whose wildcards are all in its last part looks only inside that one folder.
+
+        Memoised, as the workspace does not change while it is judged: a `**` glob is tested against every path,
+        and a case may ask for it in thousands of checks. The lists returned are shared; do not change them."""
+        found = self._matches.get(pattern)
+        if found is None:
+            found = self._matches[pattern] = self._match(pattern)
+            self._kept += len(found[0])
+            while self._kept > MAX_MATCHES_KEPT:  # many distinct globs that each match much: forget the oldest
+                self._kept -= len(self._matches.pop(next(iter(self._matches)))[0])
+        return found
+
+    def _match(self, pattern: str) -> tuple[list[str], list[str]]:
         literal, folder, regex = _glob(pattern)
         if literal is not None:
             if literal in self.files:
@@ -248,7 +274,10 @@ class Workspace:
             names = self.folders.get(folder, []) if folder is not None else [*self.files, *self.refused]
             hits = sorted(filter(regex.fullmatch, names))
         found = [rel for rel in hits if rel in self.files]
-        notes = [f"{rel} is {self.refused[rel]}" for rel in hits if rel in self.refused]
+        refused = [rel for rel in hits if rel in self.refused]
+        notes = [f"{rel} is {self.refused[rel]}" for rel in refused[:_SHOWN_FILES]]
+        if len(refused) > _SHOWN_FILES:
+            notes.append(f"...and {len(refused) - _SHOWN_FILES} more matching entries that are not regular files")
         return found, [*notes, self.cut_short] if self.cut_short and not found else notes
 
     def blob(self, rel: str) -> _Blob:
@@ -279,6 +308,14 @@ class Workspace:
             blob.text, blob.text_note, blob.utf8 = _decode(blob)
         return blob.text, blob.text_note
 
+    def folded(self, rel: str) -> tuple[Folded, str]:
+        """`text` normalised for matching (NFKC and case, capped: `core.text.fold`), and the same note."""
+        text, note = self.text(rel)
+        blob = self.blob(rel)
+        if blob.folded is None:
+            blob.folded = fold(text)
+        return blob.folded, note
+
     def utf8(self, rel: str) -> tuple[bytes, str]:
         """`text` encoded as UTF-8 (without encoding again when the file was clean), and the same note."""
         blob = self.blob(rel)
@@ -291,8 +328,11 @@ class Workspace:
     def json_ok(self, rel: str) -> tuple[bool, str]:
         """(ok, problem) without building the value, when the file is plainly valid; else as `json`."""
         blob = self.blob(rel)
-        if blob.parsed is None and _plainly_valid(blob):
-            return True, "valid JSON"
+        if blob.parsed is None:
+            if blob.plain is None:
+                blob.plain = _plainly_valid(blob)
+            if blob.plain:
+                return True, "valid JSON"
         ok, _, problem = self.json(rel)
         return ok, problem
 
@@ -487,16 +527,21 @@ def _valid_json_file(ws: Workspace, rel: str, _: None) -> tuple[bool, str]:
 
 
 def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, str]:
-    text, note = ws.text(rel)
-    folded = fold(text)  # normalised once and capped, however the file expands under NFKC
+    folded, note = ws.folded(rel)  # normalised once per file and capped, however the file expands under NFKC
     found = folded.matches(spec.needles)
     if folded.cut:
         note = "; ".join(filter(None, [note, "only the start of the text was searched (the normalisation cap)"]))
-    missing = [needle for needle in spec.needles if needle not in found]
+    matched = set(found)
+    missing = [needle for needle in spec.needles if needle not in matched]
     passed = bool(found) if spec.any_of is not None else not missing
-    said = [f"found {', '.join(found)}"] if found else []
-    said += [f"missing {', '.join(missing)}"] if missing else []
+    said = [f"found {_needles(found)}"] if found else []
+    said += [f"missing {_needles(missing)}"] if missing else []
     return passed, "; ".join(said) + (f" ({note})" if note else "")
+
+
+def _needles(needles: list[str]) -> str:
+    more = f", ...and {len(needles) - _SHOWN_NEEDLES} more" if len(needles) > _SHOWN_NEEDLES else ""
+    return ", ".join(needles[:_SHOWN_NEEDLES]) + more
 
 
 def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:

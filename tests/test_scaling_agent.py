@@ -1,0 +1,167 @@
+"""Agent checks on inputs sized to stall them: the work is bounded by the check budget, not by the product of what
+a case asks and what a run holds. No test here times anything: each counts the work done, or shows that the budget
+now stops what used to run for tens of seconds (measured with the CLI when these were found: a 1,000-item
+unordered sequence 21 s, 1,000 forbidden transitions over 1,000 changes 12 s, 40 queries over a 400,000-item
+state 37 s per trial, a baseline claiming 4,000 trials 54 s)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from diagbot.core.errors import ReportFormatError
+from diagbot.kinds.agent import checks
+from diagbot.kinds.agent.kind import AgentKind
+from diagbot.kinds.agent.match import max_matching
+from tests.test_agent_checks import call as step
+from tests.test_agent_checks import change, failures, make_case, native, say, sequence_case
+
+STOPPED = (
+    "stopped after 2,000,000 comparisons, the limit for one check on one run; the case asks for more than "
+    "diagbot compares (fewer expected items or policies would do)"
+)
+
+
+def _brute_force(adjacent: list[list[bool]]) -> int:
+    """The size of a maximum matching, by trying every choice (small graphs only)."""
+
+    def best(i: int, used: frozenset[int]) -> int:
+        if i == len(adjacent):
+            return 0
+        found = best(i + 1, used)
+        for j, fits in enumerate(adjacent[i]):
+            if fits and j not in used:
+                found = max(found, 1 + best(i + 1, used | {j}))
+        return found
+
+    return best(0, frozenset())
+
+
+def test_max_matching_is_maximum_one_to_one_and_only_uses_fitting_pairs() -> None:
+    rng = random.Random(7)
+    for _ in range(2_000):
+        rows, cols = rng.randint(0, 6), rng.randint(0, 6)
+        adjacent = [[rng.random() < 0.4 for _ in range(cols)] for _ in range(rows)]
+        pairing = max_matching(range(rows), range(cols), lambda i, j, a=adjacent: a[i][j])
+        taken = [j for j in pairing if j is not None]
+        assert len(taken) == len(set(taken))
+        assert all(adjacent[i][j] for i, j in enumerate(pairing) if j is not None)
+        assert len(taken) == _brute_force(adjacent)
+
+
+def test_max_matching_visits_each_edge_a_bounded_number_of_times() -> None:
+    """1,000 items that all fit 500 calls: Kuhn's search restarted from scratch for each of the 500 that cannot be
+    paired walked the whole graph each time (O(V * E)); failed searches now share their marks."""
+    steps: list[int] = []
+    pairing = max_matching(range(1_000), range(500), lambda i, j: True, steps.append)
+    assert sum(j is not None for j in pairing) == 500
+    assert sum(steps) <= 2 * 1_000 * 500  # each edge at most about twice, not once per search (250 million)
+
+
+def test_a_long_superset_sequence_is_decided_within_the_budget() -> None:
+    """1,000 expected calls (the most a case may list) against 500 calls of the tool: 500 items cannot be paired,
+    and each of their searches used to walk all 500,000 edges again (17 s); now they are decided together."""
+    found = failures(sequence_case(["t"] * 1_000, "superset"), native(*(step("t") for _ in range(500))))
+    assert found == [
+        "tool_sequence_mismatch: expected [t, t, t, t, t, t, t, t, t, t, t, t, … 988 more] (superset), calls in "
+        "scope [t, t, t, t, t, t, t, t, t, t, t, t, … 488 more]: no distinct call matches t, t, t, t, t, t, t, t, "
+        "t, t, t, t, … 488 more"
+    ]
+
+
+def test_transition_comparisons_are_charged_by_the_values_compared() -> None:
+    """300 forbidden items whose `from` is a 100-item list, over 200 changes: 60,000 pairings were charged, but
+    each compared up to 100 values, and none of it stopped."""
+    listed = list(range(100))
+    policy = {
+        "tool": "t",
+        "forbidden_state_transition": [{"key": "k", "from": [*listed[:-1], -n], "to": "x"} for n in range(300)],
+    }
+    case = make_case(side_effect_policy=policy)
+    doc = native(*(change("k", listed, "x") for _ in range(200)))
+    assert failures(case, doc) == [f"state_transition_forbidden: {STOPPED}"]
+
+
+def test_the_queries_of_one_case_share_one_budget() -> None:
+    """Each query had its own 2,000,000 steps, so a case could list as many as its file holds."""
+    state = {"items": [{"a": n % 3} for n in range(300_000)]}
+    query = {"expr": "length(items[?a == `1`])", "equals": 100_000}
+    assert failures(make_case(final_state_check=[query]), native(say("assistant", "done"), final_state=state)) == []
+    many = make_case(final_state_check=[{**query, "id": f"q{n}"} for n in range(12)])
+    assert failures(many, native(say("assistant", "done"), final_state=state)) == [f"final_state_mismatch: {STOPPED}"]
+
+
+def test_a_rule_named_many_times_is_judged_once_and_failed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    judged: list[Any] = []
+    original = checks.RULES["answer_contains"]
+    monkeypatch.setitem(checks.RULES, "answer_contains", lambda spec, t: judged.append(spec) or original(spec, t))
+    rules = {"mentions_refund": checks.Check.model_validate({"answer_contains": {"all": ["refund"]}})}
+    case = make_case(evaluator_config={"rule_checks": ["mentions_refund"] * 500})
+    assert failures(case, native(say("assistant", "No.")), rules) == [
+        'rule_failed: mentions_refund: the answer lacks ["refund"]'
+    ]
+    assert len(judged) == 1
+
+
+def test_many_needles_on_a_long_answer_stop_at_the_budget() -> None:
+    """A needle is looked for in the whole folded answer: three criteria of 1,000 needles on a 1 MB answer are
+    three billion characters searched, now charged a step per needle per 1,000 characters."""
+    criteria = [{"answer_contains": {"all": [f"word{k}-{n}" for n in range(1_000)]}} for k in range(3)]
+    case = make_case(success_criteria=criteria)
+    assert failures(case, native(say("assistant", "x" * 1_000_000))) == [f"rule_failed: {STOPPED}"]
+    # on a short answer the same criteria are decided, each listing what it lacks
+    found = failures(case, native(say("assistant", "word0-1 word1-1")))
+    assert len(found) == 3
+    for k, failure in enumerate(found):
+        assert failure.startswith(f'rule_failed: success_criteria[{k}]: the answer lacks ["word{k}-0", "word{k}-')
+
+
+def test_policy_failures_past_those_listed_are_counted_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    labels: list[Any] = []
+    original = checks._call_label
+    monkeypatch.setattr(checks, "_call_label", lambda run, c: labels.append(c) or original(run, c))
+    policies = [{"tool": "submit", "precondition": [{"called": "lookup"}], "audit_requirement": ["operator"]}]
+    case = make_case(side_effect_policy=policies)
+    found = failures(case, native(*(step("submit") for _ in range(2_000))))
+    assert found == [
+        *(f"precondition_unmet: submit (call {n}): lookup was not successfully called before it" for n in range(1, 6)),
+        "precondition_unmet: and 1995 more like these",
+        *(f"audit_missing: submit (call {n}): the audit record lacks operator" for n in range(1, 6)),
+        "audit_missing: and 1995 more like these",
+    ]
+    assert len(labels) == 10  # 4,000 messages were written before, 3,990 of them thrown away
+
+
+def test_policies_look_up_their_own_tool_calls() -> None:
+    """1,000 policies on distinct tools, each of which used to walk all of a run's calls: grouped by tool once,
+    each policy still judges exactly its own tool's calls, in order."""
+    policies = [{"tool": f"tool{n}", "audit_requirement": ["operator"]} for n in range(1_000)]
+    doc = native(*(step(f"tool{n % 1_000}", audit={"operator": "me"} if n % 7 else {}) for n in range(5_000)))
+    found = failures(make_case(side_effect_policy=policies), doc)
+    assert found[0] == "audit_missing: tool0 (call 1): the audit record lacks operator"
+    assert found[-1] == f"audit_missing: and {sum(1 for n in range(5_000) if n % 7 == 0) - 5} more like these"
+
+
+def _stored(trials: int, passed: int) -> dict[str, Any]:
+    result = {
+        "caseId": "c1", "caseVersion": "v1", "title": "t", "scenario": "s", "riskLevel": "P2", "difficulty": "Easy",
+        "abilityTags": [], "datasetId": "d", "datasetVersion": "v1", "datasetRole": "golden", "gating": True,
+        "status": "passed", "passed": True, "trials": trials, "trialsPassed": passed,
+        "trialResults": [{"trial": "c1.json", "passed": True}], "failedChecks": [],
+    }  # fmt: skip
+    return {
+        "schemaVersion": 1, "kind": "agent", "totalCases": 1, "passedCases": 1, "uncheckedCases": 0, "passRate": 1.0,
+        "passHatK": {}, "gatingCases": 1, "gating": {}, "informational": {}, "datasetVersions": {}, "slices": {},
+        "results": [result],
+    }  # fmt: skip
+
+
+def test_a_stored_report_is_held_to_the_trial_bound() -> None:
+    """pass^k is computed for every k up to the smallest trial count, so a forged baseline claiming 4,000 trials
+    took 54 s to read; a report claims at most the 100 trials diagbot reads, and no more passes than trials."""
+    assert AgentKind().parse(_stored(3, 2), "baseline").pass_hat_k == {"1": 0.666667, "2": 0.333333, "3": 0.0}
+    for trials, passed in ((4_000, 4_000), (0, 0), (3, 4)):
+        with pytest.raises(ReportFormatError, match="not a readable agent report"):
+            AgentKind().parse(_stored(trials, passed), "baseline")

@@ -1,0 +1,303 @@
+"""Work that must not grow with the product of two things a pull request controls (trace and workspace kinds).
+
+A case may list thousands of keywords, tools or checks, and a run may hold thousands of tools or files; each test
+here counts the work done (comparisons, normalisations, glob tests, parses) or bounds what a message says, rather
+than timing it, and checks the results are still the right ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from diagbot.core import text
+from diagbot.core.errors import CaseFileError
+from diagbot.kinds.trace import checks as trace_checks
+from diagbot.kinds.trace.cases import TraceCase, parse_case_file
+from diagbot.kinds.trace.fixture import Trace, parse_trace
+from diagbot.kinds.workspace import checks as workspace_checks
+from diagbot.kinds.workspace.checks import CheckSpec, ContainsSpec, Outcome, Workspace, run_check
+from tests.conftest import VERIFIER, case_dict, trace_dict
+
+
+class Counted(str):
+    """A string that counts the equality tests made on it: a list membership test makes one per item."""
+
+    __slots__ = ()
+    compared: ClassVar[int] = 0
+
+    def __eq__(self, other: object) -> bool:
+        Counted.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+@pytest.fixture
+def counted() -> Iterator[type[Counted]]:
+    text._fold_short_needle.cache_clear()  # a needle found in the cache would be compared with its equal
+    Counted.compared = 0
+    yield Counted
+    text._fold_short_needle.cache_clear()
+
+
+def calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    """Replace `owner.name` with a wrapper that records each call's first argument, and return the record."""
+    seen: list[Any] = []
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[0] if args else None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapper)
+    return seen
+
+
+def write(root: Path, files: dict[str, Any]) -> Path:
+    """Create files under root: str as given, anything else as JSON."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def trace_of(**overrides: Any) -> Trace:
+    trace = parse_trace(json.dumps(trace_dict(**overrides)).encode(), "f.json")
+    assert isinstance(trace, Trace)
+    return trace
+
+
+def using(tools: list[str]) -> Trace:
+    """A trace whose only tools seen are `tools`."""
+    invocations = [{"toolName": tool} for tool in tools]
+    return trace_of(**{"toolInvocations": invocations, f"{VERIFIER}.tool_trace_summary": []})
+
+
+# ---- trace ---------------------------------------------------------------------------------------------
+
+
+def test_keyword_coverage_compares_each_keyword_once(counted: type[Counted]) -> None:
+    """Half of 2,000 keywords in the answer: the missing ones are found with a set, not by scanning the found
+    list for each keyword (which made about a million comparisons), and listed in the case's order."""
+    n = 2_000
+    keywords = [counted(f"k{i:05d}") for i in range(n)]
+    case = TraceCase.model_validate(case_dict()).model_copy(update={"expected_root_cause_keywords": keywords})
+    trace = trace_of(**{"session.answer": " ".join(keywords[::2])})
+    counted.compared = 0
+
+    messages = trace_checks.keyword_coverage(case, trace)
+
+    assert counted.compared < n
+    missing = ", ".join(f"'k{i:05d}'" for i in range(1, 24, 2))
+    assert messages == [f"answer matches 1000 of the root-cause keywords, needs 2000; missing {missing}, … 988 more"]
+
+
+def test_thousands_of_missing_tools_make_short_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """1,000 required tools (the most a case may list) never used, in a trace that used 3,000 others: one message
+    per missing tool, as before, but the tools seen are sorted and quoted once and each message names only the
+    first dozen (each message listed all 3,000, and the report grew with the product)."""
+    quoted = calls(monkeypatch, trace_checks, "_quote")
+    required = [f"missing_{i:05d}" for i in range(1_000)]
+    case = TraceCase.model_validate(case_dict(requiredEvidenceTools=required))
+    trace = using([f"tool_{i:05d}" for i in range(3_000)])
+
+    messages = trace_checks.missing_evidence_tool(case, trace)
+
+    assert len(quoted) == 1
+    seen = ", ".join(f"'tool_{i:05d}'" for i in range(12)) + ", … 2,988 more"
+    assert messages == [f"required tool '{tool}' was never used (tools seen: {seen})" for tool in required]
+    assert max(map(len, messages)) < 300
+
+
+def test_a_long_tool_name_is_cut_in_every_message() -> None:
+    """A tool name of a megabyte, repeated in each of 100 messages, would make a 100 MB report from a 1 MB trace."""
+    case = TraceCase.model_validate(case_dict(requiredEvidenceTools=[f"missing_{i}" for i in range(100)]))
+    trace = using(["x" * 1_000_000])
+
+    messages = trace_checks.missing_evidence_tool(case, trace)
+
+    assert len(messages) == 100
+    assert messages[0] == f"required tool 'missing_0' was never used (tools seen: '{'x' * 99}…')"
+
+
+def test_up_to_a_dozen_names_are_listed_as_before() -> None:
+    """Up to a dozen names read exactly as before the cap; past it, the first dozen and how many more."""
+    case = TraceCase.model_validate(case_dict(requiredEvidenceTools=["needed"]))
+    dozen = ", ".join(f"'t{i:02d}'" for i in range(12))
+    for count, said in [(0, "none"), (1, "'t00'"), (12, dozen), (13, dozen + ", … 1 more")]:
+        messages = trace_checks.missing_evidence_tool(case, using([f"t{i:02d}" for i in range(count)]))
+        assert messages == [f"required tool 'needed' was never used (tools seen: {said})"], count
+
+
+# ---- workspace -----------------------------------------------------------------------------------------
+
+
+def test_contains_compares_each_needle_once(tmp_path: Path, counted: type[Counted]) -> None:
+    """`all` of 2,000 strings, half of them in the file: missing ones found with a set, named a dozen at a time."""
+    n = 2_000
+    needles = [counted(f"k{i:05d}") for i in range(n)]
+    root = write(tmp_path, {"a.txt": " ".join(needles[::2])})
+    spec = ContainsSpec.model_validate({"file": "a.txt", "all": ["x"]}).model_copy(update={"all_of": needles})
+    counted.compared = 0
+
+    passed, detail = workspace_checks._contains_file(Workspace(str(root)), "a.txt", spec)
+
+    assert counted.compared < n
+    assert not passed
+    found = ", ".join(f"k{i:05d}" for i in range(0, 24, 2))
+    missing = ", ".join(f"k{i:05d}" for i in range(1, 24, 2))
+    assert detail == f"found {found}, ...and 988 more; missing {missing}, ...and 988 more"
+
+
+def test_contains_names_up_to_a_dozen_needles_as_before(tmp_path: Path) -> None:
+    """A detail names a dozen needles as it did before the cap; past it, the first dozen and how many more."""
+    ws = Workspace(str(write(tmp_path, {"a.txt": "n01 is here"})))
+    dozen = ", ".join(f"n{i:02d}" for i in [0, *range(2, 13)])  # n01 is found
+    for count, said in [(2, "missing n00"), (13, f"missing {dozen}"), (14, f"missing {dozen}, ...and 1 more")]:
+        needles = [f"n{i:02d}" for i in range(count)]
+        result = run_check(ws, CheckSpec.model_validate({"id": "c", "contains": {"file": "a.txt", "all": needles}}))
+        assert result == Outcome(False, f"a.txt: found n01; {said}"), count
+
+
+def specs(count: int, **kind: Any) -> list[CheckSpec]:
+    return [CheckSpec.model_validate({"id": f"c{i}", **kind}) for i in range(count)]
+
+
+def test_a_file_is_normalised_once_however_many_checks_search_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 contains checks on two non-ASCII files: NFKC runs once per file (it ran once per check per file)."""
+    root = write(tmp_path, {"a.txt": "ｌｏｒｅｍ ①" * 100, "b.txt": "ｉｐｓｕｍ ﬂ ﬁ" * 100})
+    folded = calls(monkeypatch, workspace_checks, "fold")
+    ws = Workspace(str(root))
+
+    outcomes = [run_check(ws, check) for check in specs(200, contains={"file": "*.txt", "any": ["needle", "fi"]})]
+
+    assert len(folded) == 2
+    assert outcomes == [Outcome(True, "b.txt: found fi; missing needle")] * 200
+
+
+def test_a_file_is_checked_as_json_once_however_many_checks_ask(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 json_valid checks on one file parse it once (each check parsed the whole file again)."""
+    root = write(tmp_path, {"a.json": {"k": list(range(1_000))}})
+    parsed = calls(monkeypatch, workspace_checks, "_plainly_valid")
+    ws = Workspace(str(root))
+
+    outcomes = [run_check(ws, check) for check in specs(200, json_valid="a.json")]
+
+    assert len(parsed) == 1
+    assert outcomes == [Outcome(True, "a.json: valid JSON")] * 200
+
+
+class CountingRegex:
+    """A compiled glob that counts the paths tested against it."""
+
+    tested = 0
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self.regex = regex
+
+    def fullmatch(self, path: str) -> re.Match[str] | None:
+        CountingRegex.tested += 1
+        return self.regex.fullmatch(path)
+
+
+@pytest.fixture
+def counting_globs(monkeypatch: pytest.MonkeyPatch) -> type[CountingRegex]:
+    real = workspace_checks._glob
+    CountingRegex.tested = 0
+
+    def glob(pattern: str) -> tuple[str | None, str | None, Any]:
+        literal, folder, regex = real(pattern)
+        return literal, folder, CountingRegex(regex)
+
+    monkeypatch.setattr(workspace_checks, "_glob", glob)
+    return CountingRegex
+
+
+def test_a_glob_is_matched_once_however_many_checks_use_it(tmp_path: Path, counting_globs: type[CountingRegex]) -> None:
+    """300 checks of one `**` glob and 300 of one folder's glob over 500 files: each path is tested once per
+    distinct glob (each check tested the whole listing again: 300,000 tests)."""
+    files = 500
+    root = write(tmp_path, {f"sub/f{i:04d}.txt": "" for i in range(files)} | {"sub/zz.md": "# hit"})
+    ws = Workspace(str(root))
+    checks = specs(300, file_exists="**/zz*.md") + specs(300, file_absent="sub/f0*.txt")
+
+    outcomes = [run_check(ws, check) for check in checks]
+
+    assert counting_globs.tested == 2 * (files + 1)
+    assert outcomes[:300] == [Outcome(True, "found sub/zz.md")] * 300
+    assert outcomes[300:] == [Outcome(False, "present: sub/f0000.txt, sub/f0001.txt, sub/f0002.txt")] * 300
+
+
+def test_the_memo_of_glob_matches_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counting_globs: type[CountingRegex]
+) -> None:
+    """Distinct globs that each match much are forgotten oldest first past MAX_MATCHES_KEPT paths, so the memo
+    cannot hold the product of globs and files; a forgotten glob is matched again, with the same result."""
+    monkeypatch.setattr(workspace_checks, "MAX_MATCHES_KEPT", 25)
+    root = write(tmp_path, {f"f{i:02d}.txt": "" for i in range(10)})
+    ws = Workspace(str(root))
+    first = ws.match("**/f0*.txt")
+    for n in range(1, 4):  # each matches all ten: the third one over pushes out the first
+        ws.match("**/" + "*" * n + ".txt")
+    assert counting_globs.tested == 4 * 10
+
+    assert ws.match("**/f0*.txt") == first == ([f"f{i:02d}.txt" for i in range(10)], [])
+    assert counting_globs.tested == 5 * 10
+    assert ws.match("**/***.txt") == first  # still kept: not matched again
+    assert counting_globs.tested == 5 * 10
+
+
+def test_refused_entries_are_named_a_few_at_a_time(tmp_path: Path) -> None:
+    """A glob matching 500 links that lead outside the workspace: each of 100 checks' details names three and
+    counts the rest (each detail named all 500, and the report grew with checks times links)."""
+    outside = write(tmp_path / "outside", {"secret.md": "x"}) / "secret.md"
+    root = write(tmp_path / "run", {"keep.txt": ""})
+    (root / "sub").mkdir()
+    for i in range(500):
+        os.symlink(outside, root / "sub" / f"l{i:03d}.md")
+    ws = Workspace(str(root))
+
+    outcomes = [run_check(ws, check) for check in specs(100, file_exists="**/*.md")]
+
+    link = "is a link that resolves outside the workspace (treated as absent)"
+    shown = "; ".join(f"sub/l{i:03d}.md {link}" for i in range(3))
+    detail = f"no file matches '**/*.md'; {shown}; ...and 497 more matching entries that are not regular files"
+    assert outcomes == [Outcome(False, detail)] * 100
+
+
+def test_the_root_is_resolved_once_however_many_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each link is resolved to see where it leads; the workspace root itself only once (it was once per link)."""
+    root = write(tmp_path / "run", {"a.txt": "x"})
+    for i in range(200):
+        os.symlink(root / "a.txt", root / f"l{i:03d}.txt")
+    resolved = calls(monkeypatch, workspace_checks.os.path, "realpath")
+
+    ws = Workspace(str(root))
+
+    assert len(resolved) == 200 + 1
+    assert ws.match("l00*.txt") == ([f"l{i:03d}.txt" for i in range(10)], [])
+
+
+def test_a_case_lists_at_most_a_thousand_keywords_or_needles(tmp_path: Path) -> None:
+    """Each keyword or needle is searched for in the whole answer or file, so a list's length multiplies the work
+    of its check: the lists are held to 1,000 items when the case loads."""
+    many = [f"k{i}" for i in range(1_001)]
+    with pytest.raises(CaseFileError) as caught:
+        parse_case_file(json.dumps([case_dict(expectedRootCauseKeywords=many)]), "cases.json")
+    assert "expectedRootCauseKeywords': list should have at most 1000 items" in caught.value.problems[0]
+    assert TraceCase.model_validate(case_dict(expectedRootCauseKeywords=many[:1_000]))
+    with pytest.raises(ValueError, match="at most 1000 items"):
+        ContainsSpec.model_validate({"file": "a.txt", "all": many})
