@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -133,3 +133,27 @@ def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
         return found[0]
     folded = name.casefold()
     return next((known_name for known_name in names if known_name.casefold() == folded), None)
+
+
+class Suggestions:
+    """`closest` for many misspelt names of one input (a config, a suite's case files): each distinct name looked
+    up once, and at most `most` of them, since each lookup is a difflib pass over the known names and a pull
+    request's files may misspell a million of them. Past the budget a name gets no suggestion."""
+
+    def __init__(self, most: int) -> None:
+        self.left = most
+        self._found: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+    def closest(self, name: str, known: Sequence[str]) -> str | None:
+        key = (name, tuple(known))
+        if key not in self._found:
+            if self.left <= 0:
+                return None
+            self.left -= 1
+            self._found[key] = closest(name, known)
+        return self._found[key]
+
+
+def listing(names: Sequence[str], most: int = 12) -> str:
+    """Names as one message lists them: the first `most`, then how many more."""
+    return ", ".join(names[:most]) + (f", … {len(names) - most} more" if len(names) > most else "")

@@ -17,7 +17,7 @@ from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput, field_names_at
 from diagbot.core.report import RunInfo
-from diagbot.core.text import closest
+from diagbot.core.text import Suggestions, listing
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
@@ -25,6 +25,7 @@ from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 DEFAULT_CONFIG = "diagbot.yml"
 MAX_CONFIG_BYTES = 1024 * 1024
 FORBIDDEN_ROOTS = frozenset({"proc", "sys", "dev"})
+MAX_SUGGESTIONS = 500  # distinct unknown keys of one config that are given the closest known name
 
 
 FixtureBytes = Annotated[int, Field(gt=0)]
@@ -50,9 +51,10 @@ class SuiteConfig(StrictInput):
             raise ValueError(f"unknown suite kind {kind!r}; use one of {', '.join(sorted(KINDS))}")
         return kind
 
-    def kind_options(self, where: str, index: int) -> Any:
+    def kind_options(self, where: str, index: int, suggestions: Suggestions | None = None) -> Any:
         """The kind's own keys of this suite, validated; a ConfigError names each bad or unknown key as
-        `parse_config` names the others (`where` is the config file)."""
+        `parse_config` names the others (`where` is the config file; `suggestions`, the config's, shared by all
+        its suites)."""
         model = KINDS[self.kind].options
         given = dict(self.model_extra or {})
         if model is None and not given:
@@ -60,19 +62,24 @@ class SuiteConfig(StrictInput):
         try:
             return (model or _NoOptions).model_validate(given)
         except ValidationError as exc:
-            raise ConfigError(*_option_problems(exc, model, where, index, given)) from None
+            raise ConfigError(*_option_problems(exc, model, where, index, given, suggestions)) from None
 
 
 def _option_problems(
-    exc: ValidationError, model: type[BaseModel] | None, where: str, index: int, given: Any
+    exc: ValidationError,
+    model: type[BaseModel] | None,
+    where: str,
+    index: int,
+    given: Any,
+    suggestions: Suggestions | None = None,
 ) -> list[str]:
     problems = []
+    suggestions = suggestions or Suggestions(MAX_SUGGESTIONS)
     for error in exc.errors():
         loc = ".".join((f"suites.{index}", *_keys(error["loc"], given)))
         if error["type"] == "extra_forbidden":
-            known = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
-            known += field_names_at(model, error["loc"]) if model else []
-            close = closest(str(error["loc"][-1]), known)
+            known = [*_SUITE_KEYS, *(field_names_at(model, error["loc"]) if model else [])]
+            close = suggestions.closest(str(error["loc"][-1]), known)
             problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close}?)" if close else ""))
         else:
             problems.append(f"{where}: {loc}: {error['msg']}")
@@ -96,15 +103,15 @@ def _keys(loc: tuple[int | str, ...], given: Any) -> list[str]:
     return kept
 
 
-def _extra_key_problems(data: dict[str, Any], where: str) -> dict[int, list[str]]:
+def _extra_key_problems(data: dict[str, Any], where: str, suggestions: Suggestions) -> dict[int, list[str]]:
     """The unknown keys of each suite when the config failed to validate (kind_options never ran then)."""
     found: dict[int, list[str]] = {}
     suites = data.get("suites")
+    fields = {*_SUITE_KEYS, *SuiteConfig.model_fields}
     for index, suite in enumerate(suites if isinstance(suites, list) else []):
         if not isinstance(suite, dict):
             continue
         kind = KINDS.get(str(suite.get("kind", DEFAULT_KIND)))
-        fields = {f.alias or n for n, f in SuiteConfig.model_fields.items()} | {n for n in SuiteConfig.model_fields}
         extra = {k: v for k, v in suite.items() if k not in fields}
         if not extra:
             continue
@@ -112,12 +119,16 @@ def _extra_key_problems(data: dict[str, Any], where: str) -> dict[int, list[str]
         try:
             (model or _NoOptions).model_validate(extra)
         except ValidationError as exc:
-            found[index] = [p for p in _option_problems(exc, model, where, index, extra) if "unknown key" in p]
+            problems = _option_problems(exc, model, where, index, extra, suggestions)
+            found[index] = [p for p in problems if "unknown key" in p]
     return found
 
 
 class _NoOptions(StrictInput):
     """What a kind without keys of its own accepts: nothing."""
+
+
+_SUITE_KEYS = [f.alias or n for n, f in SuiteConfig.model_fields.items()]
 
 
 class ThresholdConfig(StrictInput):
@@ -202,7 +213,7 @@ class Config(StrictInput):
     def _unique_names(cls, suites: list[SuiteConfig]) -> list[SuiteConfig]:
         duplicates = sorted(n for n, count in Counter(s.name for s in suites).items() if count > 1)
         if duplicates:
-            raise ValueError(f"suite names must be unique; repeated: {', '.join(duplicates)}")
+            raise ValueError(f"suite names must be unique; repeated: {listing(duplicates)}")
         return suites
 
     @property
@@ -338,34 +349,45 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     bad_text = values.surrogate_paths(data) if values.may_hold_surrogates(text) else []
     if bad_text:
         raise ConfigError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
+    suggestions = Suggestions(MAX_SUGGESTIONS)  # one for the whole config: every suite's typos share it
     try:
         config = Config.model_validate({**data, "root": root, "source": where})
     except ValidationError as exc:
-        problems = []
-        extras = _extra_key_problems(data, where)
-        for error in exc.errors():
-            suite_at = error["loc"][1] if error["loc"][:1] == ("suites",) and len(error["loc"]) > 1 else None
-            for index in sorted(i for i in extras if not isinstance(suite_at, int) or i < suite_at):
-                problems += extras.pop(index)
-            loc = ".".join(str(p) for p in error["loc"])
-            if error["type"] == "extra_forbidden":
-                known = [n for n in field_names_at(Config, error["loc"]) if n not in ("root", "source", "boundary")]
-                close = closest(str(error["loc"][-1]), known)
-                hint = f" (did you mean {close}?)" if close else ""
-                problems.append(f"{where}: unknown key '{loc}'{hint}")
-            else:
-                problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")
-        problems += [p for index in sorted(extras) for p in extras[index]]
-        raise ConfigError(*problems) from None
+        raise ConfigError(*_problems(exc, data, where, suggestions)) from None
     problems = []
     for index, suite in enumerate(config.suites):  # each kind's own keys, checked up front with the rest
         try:
-            suite.kind_options(where, index)
+            suite.kind_options(where, index, suggestions)
         except ConfigError as exc:
             problems += exc.problems
     if problems:
         raise ConfigError(*problems)
     return config
+
+
+def _problems(exc: ValidationError, data: dict[str, Any], where: str, suggestions: Suggestions) -> list[str]:
+    """The problems of a config that failed to validate, each suite's unknown keys (which pydantic left to the
+    kinds) placed after that suite's other problems, before the next suite's. The suites with unknown keys are
+    sorted once and taken in turn as the errors pass them: pydantic lists a list's errors by index."""
+    problems = []
+    extras = _extra_key_problems(data, where, suggestions)
+    pending = sorted(extras)
+    taken = 0  # pending[:taken] are placed
+    for error in exc.errors():
+        suite_at = error["loc"][1] if error["loc"][:1] == ("suites",) and len(error["loc"]) > 1 else None
+        while taken < len(pending) and (not isinstance(suite_at, int) or pending[taken] < suite_at):
+            problems += extras[pending[taken]]
+            taken += 1
+        loc = ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            known = [n for n in field_names_at(Config, error["loc"]) if n not in ("root", "source", "boundary")]
+            close = suggestions.closest(str(error["loc"][-1]), known)
+            hint = f" (did you mean {close}?)" if close else ""
+            problems.append(f"{where}: unknown key '{loc}'{hint}")
+        else:
+            problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")
+    problems += [p for index in pending[taken:] for p in extras[index]]
+    return problems
 
 
 def load_config(path: Path | None, required: bool = False) -> Config:

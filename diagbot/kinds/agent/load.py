@@ -19,7 +19,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import field_names_at
-from diagbot.core.text import closest
+from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import CASE_ID_PATTERN, FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
 from diagbot.kinds.agent.match import show
@@ -30,6 +30,37 @@ MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _PLAIN_ID = re.compile(CASE_ID_PATTERN)
 _ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
+FIELD_SUGGESTIONS = 50  # distinct misspelt fields of one suite that are given the closest known name
+RULE_CREDIT = 5  # rule names compared for suggestions, per rule the suite defines and per unknown name met
+MAX_RULE_COMPARISONS = 20_000  # and at most this many in one suite
+
+
+class RuleNames:
+    """A suite's rules as unknown-rule problems name them: the sorted, capped listing built once, and the closest
+    rule looked up once per unknown name. A lookup compares the name with every rule (difflib), so the names
+    compared are bounded: RULE_CREDIT per rule defined and per unknown name met (work in proportion to what the
+    suite's config and case files hold), and at most MAX_RULE_COMPARISONS."""
+
+    def __init__(self, rules: dict[str, Check]) -> None:
+        self.rules = rules
+        self.listing = listing(sorted(rules))
+        self._names = tuple(rules)
+        self._credit = RULE_CREDIT * len(rules)  # names that may still be compared
+        self._spent = 0
+        self._found: dict[str, str | None] = {}
+
+    def closest(self, ref: str) -> tuple[bool, str | None]:
+        """(whether `ref` was compared with the rules, the closest of them or None)."""
+        self._credit += RULE_CREDIT
+        if ref in self._found or not self._names:
+            return True, self._found.get(ref)
+        cost = len(self._names)
+        if cost > self._credit or self._spent + cost > MAX_RULE_COMPARISONS:
+            return False, None
+        self._credit -= cost
+        self._spent += cost
+        self._found[ref] = found = closest(ref, self._names)
+        return True, found
 
 
 @dataclass(frozen=True)
@@ -73,13 +104,16 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return text or "the case"
 
 
-def describe(error: Any, model: type[AgentCase] | type[Check] = AgentCase) -> str:
-    """One pydantic error as a sentence naming the field; typos get the closest known name."""
+def describe(
+    error: Any, model: type[AgentCase] | type[Check] = AgentCase, suggestions: Suggestions | None = None
+) -> str:
+    """One pydantic error as a sentence naming the field; typos get the closest known name (from `suggestions`,
+    the suite's, while its budget lasts)."""
     loc, kind = tuple(error["loc"]), error["type"]
     where = _loc(loc)
     if kind == "extra_forbidden":
         known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
-        close = closest(str(loc[-1]), known)
+        close = (suggestions or Suggestions(FIELD_SUGGESTIONS)).closest(str(loc[-1]), known)
         return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close}?)" if close else "")
     if kind == "missing":
         return f"missing required field '{where}'"
@@ -121,7 +155,7 @@ def _decode(text: str, label: str) -> Any:
         raise CaseFileError(f"{label}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
 
 
-def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], list[Any]]:
+def _split(data: Any, label: str, problems: list[str], suggestions: Suggestions) -> tuple[dict[str, Any], list[Any]]:
     """(defaults, raw cases) of one file's decoded content."""
     if isinstance(data, list):
         return {}, data
@@ -135,7 +169,7 @@ def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], 
     unknown = sorted(values.one_line(str(k), 100) for k in data if k not in ("defaults", "cases"))
     if unknown:
         problems.append(
-            f"{label}: unknown top-level key(s) {', '.join(unknown)}; a file with 'cases' may also have 'defaults'"
+            f"{label}: unknown top-level key(s) {listing(unknown)}; a file with 'cases' may also have 'defaults'"
         )
     defaults, cases = data.get("defaults") or {}, data.get("cases")
     if not isinstance(defaults, dict):
@@ -145,7 +179,7 @@ def _split(data: Any, label: str, problems: list[str]) -> tuple[dict[str, Any], 
         if key == "case_id":
             problems.append(f"{label}: defaults: case_id cannot have a default; give each case its own")
         elif key not in FIELD_NAMES:
-            close = closest(str(key), FIELD_NAMES)
+            close = suggestions.closest(str(key), FIELD_NAMES)
             problems.append(
                 f"{label}: defaults: unknown field '{values.one_line(str(key), 200)}'"
                 + (f" (did you mean {close}?)" if close else "")
@@ -191,6 +225,8 @@ def iter_cases(
     A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
     so that a suite of 10,000 cases never holds 10,000 case models at once."""
     first_seen: dict[str, str] = {}
+    suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
+    rule_names = RuleNames(rules)
     resolved_root = root.resolve()
     for path, shown in case_files(root, label):
         if not values.plain_name(path.name):
@@ -211,7 +247,7 @@ def iter_cases(
         except CaseFileError as exc:
             problems += exc.problems
             continue
-        defaults, raw_cases = _split(data, shown, problems)
+        defaults, raw_cases = _split(data, shown, problems, suggestions)
         surrogates = values.may_hold_surrogates(text)
         bad_defaults = values.surrogate_paths(defaults) if surrogates else []
         if bad_defaults:
@@ -237,27 +273,30 @@ def iter_cases(
             try:
                 case = AgentCase.model_validate(_merged(defaults, raw))
             except ValidationError as exc:
-                problems += [f"{where}: {describe(error)}" for error in exc.errors()]
+                problems += [f"{where}: {describe(error, suggestions=suggestions)}" for error in exc.errors()]
                 continue
             if case.case_id in first_seen:
                 problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
                 continue
             first_seen[case.case_id] = shown
-            found = case_problems(case, rules)
+            found = case_problems(case, rules, rule_names)
             problems += [f"{where}: {p}" for p in found]
             if not found:
                 yield LoadedCase(case, path, shown, lines.get(case.case_id, 1))
 
 
-def case_problems(case: AgentCase, rules: dict[str, Check]) -> list[str]:
+def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | None = None) -> list[str]:
     """What makes a valid case unusable in this suite: an unknown rule name, a P0/P1 case without
-    negative_behavior (001 12.9.3)."""
+    negative_behavior (001 12.9.3). `names` are the suite's rules as problems name them, built once per suite."""
     problems = []
+    names = names if names is not None and names.rules is rules else RuleNames(rules)
     for i, ref in enumerate(case.evaluator_config.rule_checks):
         if isinstance(ref, str) and ref not in rules:
-            close = closest(ref, rules)
+            compared, close = names.closest(ref)
             hint = f" (did you mean {close}?)" if close else ""
-            defined = f"; the suite defines {', '.join(sorted(rules))}" if rules and not close else ""
+            if not compared:
+                hint = " (not compared with the suite's rules: its case files name too many unknown ones)"
+            defined = f"; the suite defines {names.listing}" if rules and not close else ""
             problems.append(
                 f"evaluator_config.rule_checks[{i}]: unknown rule '{ref}'{hint}{defined}; define it under the suite's "
                 "rules in diagbot.yml"
@@ -289,9 +328,7 @@ def _metric_problems(case: AgentCase) -> list[str]:
         elif meant := rag.misspelt(name):
             problems.append(f"{where} is not a metric diagbot computes (did you mean {meant}?)")
     checked = [m for m in dict.fromkeys(asked) if rag.is_checked(m)]
-    most = 12  # names listed in each threshold's problem
-    shown = ", ".join(checked[:most]) + (f", … {len(checked) - most} more" if len(checked) > most else "")
-    known = f"; the case computes {shown}" if checked else ""
+    known = f"; the case computes {listing(checked)}" if checked else ""
     computed = set(checked)
     for name in case.evaluator_config.thresholds:
         if name not in computed:
