@@ -246,11 +246,13 @@ def _common_note(view: SuiteView) -> str:
     return note if view.common_rates else note + "; the pass rates shown are of the whole suites"
 
 
-def _row_width(rows: list[list[str]]) -> int:
-    """The width `table` gives each row of these rows: every cell padded to its column's widest."""
+def _row_width(rows: list[list[str]], headers: list[str]) -> int:
+    """The width `table` gives each row of these rows, its line break included: every cell padded to its
+    column's widest, the header's two spaces wider."""
     if not rows:
         return 1
-    return sum(max(len(cell) for cell in column) + 3 for column in zip(*rows, strict=True)) + 1
+    columns = zip(headers, *rows, strict=True)
+    return sum(max(len(head) + 2, *(len(cell) for cell in cells)) + 3 for head, *cells in columns) + 2
 
 
 def render_markdown(
@@ -290,7 +292,12 @@ def render_markdown(
             cap = getattr(caps, name)
             shown = largest if cap is None else min(cap, largest)
             if shown > 0:
-                width = max(_row_width(r[name][:shown]) for r in rows)
+                # one row less under the cap takes a row from each suite that shows `shown` of them
+                width = sum(
+                    _row_width(r[name][:shown], view.result_headers if name == "results" else ITEM_HEADERS)
+                    for view, r in zip(suites, rows, strict=True)
+                    if len(r[name]) >= shown
+                )
                 caps = replace(caps, **{name: max(0, shown - overflow // width - 1)})
                 break
         else:
