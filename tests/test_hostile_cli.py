@@ -361,6 +361,18 @@ def test_a_repeated_key_in_a_json_case_file_is_an_error_at_its_object(tmp_path: 
     )
 
 
+def test_a_repeated_key_nested_too_deeply_to_place_is_still_named() -> None:
+    """json reads 450 levels; the pure-Python rescan that places a repeat runs out of stack first. The repeat is
+    still the problem reported, not "nested too deeply"."""
+    deep = '[{"id": "a", "traceFixture": "a.json", "title": ' + '{"k": ' * 450 + '{"x": 1, "x": 2}' + "}" * 450 + "}]"
+    with pytest.raises(CaseFileError) as caught:
+        parse_case_file(deep, "cases.json")
+    assert caught.value.problems == [
+        "cases.json:1:1: not valid JSON (duplicate key 'x' in an object nested too deeply to say where; keep one); "
+        "fix the syntax and run again"
+    ]
+
+
 def test_a_repeated_key_in_a_trace_case_file_is_an_error() -> None:
     with pytest.raises(CaseFileError) as caught:
         parse_case_file('[\n  {"id": "a", "traceFixture": "a.json"},\n  {"id": "b", "id": "a"}\n]', "cases.json")

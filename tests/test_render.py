@@ -143,6 +143,14 @@ def test_a_wide_suite_beside_a_long_one_is_cut_in_a_few_renders(monkeypatch: pyt
     assert_tables_well_formed(body, len(tables(body)))
 
 
+def test_a_verdict_named_like_a_rate_is_still_a_count() -> None:
+    """Rates are told by the names the kinds write: a trace verdict `PASS.passRate` (a run writes the verdict)
+    counts verdicts, and was shown as 0.0% → 100.0%."""
+    body = comment([result("a")], [result("a", verdict="PASS.passRate")])
+    (row,) = [line for line in body.splitlines() if "`verdictDistribution.PASS.passRate`" in line]
+    assert [cell.strip() for cell in row.split("|")[3:5]] == ["0", "1"]
+
+
 def test_small_limit_drops_results_before_regressions() -> None:
     before = [result(f"c{i}") for i in range(40)]
     after = [result(f"c{i}", passed=i >= 5) for i in range(40)]

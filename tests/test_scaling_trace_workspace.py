@@ -274,7 +274,7 @@ def test_refused_entries_are_named_a_few_at_a_time(tmp_path: Path) -> None:
 
     link = "is a link that resolves outside the workspace (treated as absent)"
     shown = "; ".join(f"sub/l{i:03d}.md {link}" for i in range(3))
-    detail = f"no file matches '**/*.md'; {shown}; ...and 497 more matching entries that are not regular files"
+    detail = f"no file matches '**/*.md'; {shown}; ...and 497 more matching entries that are not read as files"
     assert outcomes == [Outcome(False, detail)] * 100
 
 

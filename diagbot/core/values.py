@@ -92,8 +92,8 @@ def _repeat_problem(key: str) -> str:
 
 def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
     """Where an object with a repeated key starts: the text read again by json's pure-Python scanner, which tells
-    each object where it begins (only on this error path: it is several times slower, and a text nested too
-    deeply for it raises RecursionError, which callers report as such)."""
+    each object where it begins (only on this error path: it is several times slower). That scanner runs out of
+    stack at a few hundred levels, where json's own reads a thousand: then the key is named without a place."""
 
     def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[dict[str, Any], int]:
         strict, scan_once, _, _, *memo = args
@@ -110,7 +110,10 @@ def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
         decoder.decode(text)
     except json.JSONDecodeError as exc:
         return exc
-    return json.JSONDecodeError(_repeat_problem(key), text, 0)  # not reached: both scanners see the same keys
+    except RecursionError:
+        pass
+    problem = f"duplicate key {one_line(key, 100)!r} in an object nested too deeply to say where; keep one"
+    return json.JSONDecodeError(problem, text, 0)
 
 
 class _Checked:

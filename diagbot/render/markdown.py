@@ -104,15 +104,14 @@ def percent(value: float | None) -> str:
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/+-]{1,100}")
 
 
+_RATE_PREFIXES = ("gating.passHatK.", "informational.passHatK.", "metrics.", "slice.")
+
+
 def _is_rate(metric: str) -> bool:
-    """Whether a diff item's values are rates from 0 to 1, shown as percentages: pass rates, pass^k, RAG metrics
-    and the agent kind's slices."""
-    return (
-        metric == "passRate"
-        or metric.endswith(".passRate")
-        or ".passHatK." in metric
-        or metric.startswith(("metrics.", "slice."))
-    )
+    """Whether a diff item's values are rates from 0 to 1, shown as percentages: pass rates, the agent kind's
+    pass^k, RAG metrics and slices. Matched on the names the kinds write, never on a part a run can name (a trace
+    verdict `PASS.passRate` is still a count of verdicts)."""
+    return metric in ("passRate", "gating.passRate", "informational.passRate") or metric.startswith(_RATE_PREFIXES)
 
 
 def code(value: str) -> str:

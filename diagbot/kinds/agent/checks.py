@@ -33,6 +33,10 @@ reads as many (`core.text.fold`)."""
 MAX_CHECK_STEPS = 2_000_000
 """Comparisons one check may make on one trial (calls against expected items, preconditions, keys, ...): the
 product of what a case asks and what a run holds is bounded, and a check that hits it fails saying so."""
+MAX_RUN_QUERY_STEPS = 5_000_000
+"""JMESPath steps all of a case's queries may take on one run together (each query also stops at its own
+`core.query.MAX_QUERY_STEPS`): a case may list as many queries as its file holds. A query past it is not run and
+fails saying so; the other checks still run."""
 MAX_CITATIONS = 1_000  # citations of one answer that are compared with the gold evidence
 _NAMES_SHOWN = 12
 _LISTED = 5  # failures of one kind listed per check before "and N more"
@@ -115,6 +119,7 @@ class Trial:
     recalls: dict[str, tuple[float, list[Any]]] | None = None  # evidence recall per metric name, once computed
     accuracy: tuple[float | None, list[Citation]] | None = None  # citation accuracy and the citations off gold
     ruled: dict[int, tuple[bool, str]] = field(default_factory=dict)  # id(check object) -> its verdict, once
+    queried: int = 0  # JMESPath steps this run's queries have taken, all checks together
 
     @cached_property
     def calls_by_tool(self) -> dict[str, list[ToolCall]]:
@@ -240,9 +245,18 @@ def _free(count: int) -> None:
     """No budget to charge."""
 
 
-def query(expr: str, state: dict[str, Any], spend: Callable[[int], None] = _free) -> tuple[bool, Any, str | None]:
-    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised. The
-    query's steps are charged to `spend` too, so a case's many queries share one check's budget."""
+def query(expr: str, state: dict[str, Any], t: Trial | None = None) -> tuple[bool, Any, str | None]:
+    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised. With a
+    trial, the query's steps count towards the run's MAX_RUN_QUERY_STEPS, and past it the query is not run."""
+    if t is not None and t.queried >= MAX_RUN_QUERY_STEPS:
+        return (
+            False,
+            None,
+            (
+                f"not run: this case's queries on this run took {t.queried:,} steps, the most for one run is "
+                f"{MAX_RUN_QUERY_STEPS:,}; fewer or narrower queries would do"
+            ),
+        )
     try:
         return True, run_query(expr, state), None
     except QueryLimitError as exc:
@@ -250,12 +264,13 @@ def query(expr: str, state: dict[str, Any], spend: Callable[[int], None] = _free
     except (JMESPathError, TypeError, ValueError, RecursionError) as exc:
         return False, None, f"the query failed ({str(exc)[:100]})"
     finally:
-        spend(1 + query_steps())
+        if t is not None:
+            t.queried += query_steps()
 
 
 def state_holds(check: StateQuery, t: Trial) -> tuple[bool, str]:
     label = check.id or check.expr
-    ran, value, why = query(check.expr, t.final_state, t.spend)
+    ran, value, why = query(check.expr, t.final_state, t)
     if not ran:
         return False, f"{label}: {why}"
     if check.has_expected:

@@ -133,56 +133,66 @@ def max_matching(
     left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool], spend: Callable[[int], None] = _free
 ) -> list[int | None]:
     """A maximum one-to-one pairing of `left` with `right` items it fits: for each left item, the index of its
-    right item or None. Each left item first takes the first free item it fits; those left over search for an
-    augmenting path (Kuhn's algorithm, with an explicit stack). A search that fails leaves its right items marked
-    until a later one succeeds: nothing it reached can lead to a free item while the pairing stays as it is, so
-    the failing searches together visit each edge once. `spend` is charged a step per edge the searches visit."""
+    right item or None. Left items first take free items greedily, those with the fewest choices first (a loose
+    item then rarely holds the call a strict one needs). The rest search for augmenting paths (Kuhn's algorithm,
+    with an explicit stack) in passes: within a pass every right item is visited at most once, so a pass costs at
+    most one visit per edge, and passes repeat while one of them pairs more. A pass that pairs nothing more, its
+    failed searches sharing their marks, proves the pairing maximum. `spend` is charged a step per edge visited."""
     if len(left) == 1:  # the common case: the first fitting item will do, and most need not be tried
         first = next((j for j, r in enumerate(right) if fits(left[0], r)), None)
         return [first]
     edges = [[j for j, r in enumerate(right) if fits(item, r)] for item in left]
     owner: list[int | None] = [None] * len(right)
     paired = [False] * len(left)
-    for i, options in enumerate(edges):
-        free = next((j for j in options if owner[j] is None), None)
+    for i in sorted(range(len(left)), key=lambda i: len(edges[i])):
+        free = next((j for j in edges[i] if owner[j] is None), None)
         if free is not None:
             owner[free], paired[i] = i, True
-    seen = [False] * len(right)
-    for start in range(len(left)):
-        if paired[start]:
-            continue
-        parent: dict[int, int] = {}  # right item -> the left item that reached it on the search
-        via: dict[int, int] = {}  # left item (not `start`) -> the right item it holds, through which it was reached
-        stack, found = [(start, 0)], None
-        while stack:
-            node, k = stack.pop()
-            if k == len(edges[node]):
-                continue
-            spend(1)
-            stack.append((node, k + 1))
-            j = edges[node][k]
-            if seen[j]:
-                continue
-            seen[j], parent[j] = True, node
-            holder = owner[j]
-            if holder is None:
-                found = j
-                break
-            via[holder] = j
-            stack.append((holder, 0))
-        if found is None:
-            continue
-        paired[start] = True
-        seen = [False] * len(right)  # the pairing changed, so what failed before may succeed now
-        while found is not None:  # flip the path: each right item on it goes to the left item that reached it
-            reached_by = parent[found]
-            owner[found] = reached_by
-            found = via.get(reached_by) if reached_by != start else None
+    grew = True
+    while grew:
+        grew = False
+        seen = [False] * len(right)
+        for start in range(len(left)):
+            if not paired[start] and _augment(start, edges, owner, seen, spend):
+                paired[start] = grew = True
     pairing: list[int | None] = [None] * len(left)
     for j, holder in enumerate(owner):
         if holder is not None:
             pairing[holder] = j
     return pairing
+
+
+def _augment(
+    start: int, edges: list[list[int]], owner: list[int | None], seen: list[bool], spend: Callable[[int], None]
+) -> bool:
+    """Search from the left item `start` for a path to a free right item through items not yet `seen`, and flip
+    it: each right item on the path goes to the left item that reached it. True when one was found."""
+    parent: dict[int, int] = {}  # right item -> the left item that reached it on the search
+    via: dict[int, int] = {}  # left item (not `start`) -> the right item it holds, through which it was reached
+    stack, found = [(start, 0)], None
+    while stack:
+        node, k = stack.pop()
+        if k == len(edges[node]):
+            continue
+        spend(1)
+        stack.append((node, k + 1))
+        j = edges[node][k]
+        if seen[j]:
+            continue
+        seen[j], parent[j] = True, node
+        holder = owner[j]
+        if holder is None:
+            found = j
+            break
+        via[holder] = j
+        stack.append((holder, 0))
+    if found is None:
+        return False
+    while found is not None:
+        reached_by = parent[found]
+        owner[found] = reached_by
+        found = via.get(reached_by) if reached_by != start else None
+    return True
 
 
 def ordered_matching(left: Sequence[T], right: Sequence[U], fits: Callable[[T, U], bool]) -> list[int | None]:

@@ -277,7 +277,7 @@ class Workspace:
         refused = [rel for rel in hits if rel in self.refused]
         notes = [f"{rel} is {self.refused[rel]}" for rel in refused[:_SHOWN_FILES]]
         if len(refused) > _SHOWN_FILES:
-            notes.append(f"...and {len(refused) - _SHOWN_FILES} more matching entries that are not regular files")
+            notes.append(f"...and {len(refused) - _SHOWN_FILES} more matching entries that are not read as files")
         return found, [*notes, self.cut_short] if self.cut_short and not found else notes
 
     def blob(self, rel: str) -> _Blob:
