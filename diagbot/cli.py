@@ -25,6 +25,7 @@ from diagbot.core.errors import CaseFileError, DiagbotError, OutputError, Report
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
 from diagbot.core.report import RunInfo, dump_model
+from diagbot.core.text import with_article
 from diagbot.core.values import one_line
 from diagbot.io.config import DEFAULT_CONFIG, Config, checked_fixture_bytes, given_thresholds, load_config
 from diagbot.io.files import write_file
@@ -56,6 +57,12 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def print_errors(problems: list[str]) -> None:
+    """Each problem as one `error:` line on stderr (escaped, cut to 4,000 characters)."""
+    for problem in problems:
+        print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
 
 
 def say(text: str) -> None:
@@ -150,9 +157,8 @@ def _other_kind(cases: Path, label: str) -> str | None:
     else:
         return None
     return (
-        f"{label}: {what} is {'an agent' if kind == 'agent' else 'a workspace'} suite, and diagbot eval reads only a "
-        "trace case file (JSON); add the suite "
-        f"to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an example)"
+        f"{label}: {what} is {with_article(kind)} suite, and diagbot eval reads only a trace case file (JSON); add "
+        f"the suite to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an example)"
     )
 
 
@@ -241,10 +247,10 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _current_info() -> CurrentInfo:
+def _current_info(run: RunInfo | None = None) -> CurrentInfo:
     from diagbot.render.markdown import CurrentInfo
 
-    run = run_info()
+    run = run or run_info()
     return CurrentInfo(sha=run.git_sha, ref=run.ref)
 
 
@@ -266,8 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except DiagbotError as exc:
         if args.format != "json":
             raise
-        for problem in exc.problems:
-            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+        print_errors(exc.problems)
         say(dump_model(unusable(list(exc.problems), args.out, used, args.baseline)).rstrip("\n"))
         return 2
     if baselines.reports:
@@ -279,7 +284,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
     bar = None if args.quiet else progress_bar(sys.stderr)
     try:
-        outcome = run_config(config, baselines, info, _current_info(), run_info(), _gate(config, args),
+        run = run_info()  # asks git, so once for the comment's footer and the reports
+        outcome = run_config(config, baselines, info, _current_info(run), run, _gate(config, args),
                              progress=bar.suite if bar is not None else None)  # fmt: skip
     finally:
         if bar is not None:
@@ -290,8 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OutputError as exc:  # main() lists these problems; a JSON reader still gets the outcome
         if args.format == "json":
             say(dump_model(run_outcome(outcome, out, used, args.baseline, exc.problems)).rstrip("\n"))
-        for problem in outcome.problems:  # the run's own, which no written file holds now
-            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+        print_errors(outcome.problems)  # the run's own, which no written file holds now
         raise
     if args.format == "json":
         say(dump_model(run_outcome(outcome, out, used, args.baseline)).rstrip("\n"))
@@ -302,8 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {suite.name}: {one_line(warning, 4000)}", file=sys.stderr)
     for warning in outcome.warnings:
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
-    for problem in outcome.problems:
-        print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+    print_errors(outcome.problems)
     if not args.quiet:
         paint = Painter(colour_allowed(sys.stderr, os.environ))
         clean = outcome.exit_code == 0 and outcome.reason == "no regression"
@@ -324,8 +328,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             found = registry.validate(suite.kind, config.suite_input(suite, run))
         except DiagbotError as exc:
-            for problem in exc.problems:
-                print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+            print_errors(exc.problems)
             errors += len(exc.problems)
             continue
         for warning in found:
@@ -468,8 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except DiagbotError as exc:
-        for problem in exc.problems:
-            print(f"error: {one_line(problem, 4000)}", file=sys.stderr)
+        print_errors(exc.problems)
         return exc.exit_code
     except Exception as exc:  # a bug of ours, not bad input: one clear line and exit 2, never a silent pass
         print(f"error: diagbot failed unexpectedly ({type(exc).__name__}: {exc}); please report it", file=sys.stderr)

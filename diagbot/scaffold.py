@@ -14,6 +14,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from diagbot.core.errors import DiagbotError
+from diagbot.core.text import with_article
 from diagbot.core.values import one_line
 
 KINDS = ("agent", "trace", "workspace")
@@ -144,8 +145,7 @@ def _refusal(blocked: list[Path]) -> list[str]:
 
 def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
     """What `diagbot init` prints: what it wrote, the examples, the workflow's placeholder and the next commands."""
-    article = "an" if plan.kind[0] in "aeiou" else "a"
-    lines = [f"diagbot init: wrote {article} {plan.kind} suite ({len(written)} files):"]
+    lines = [f"diagbot init: wrote {with_article(plan.kind)} suite ({len(written)} files):"]
     lines += [f"  {one_line(str(path))}" for path in written]  # DIR is the user's: shown escaped, one line each
     lines += [
         "",

@@ -157,3 +157,8 @@ class Suggestions:
 def listing(names: Sequence[str], most: int = 12) -> str:
     """Names as one message lists them: the first `most`, then how many more."""
     return ", ".join(names[:most]) + (f", … {len(names) - most} more" if len(names) > most else "")
+
+
+def with_article(word: str) -> str:
+    """`a trace`, `an agent`: the word with the article its first letter asks for."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

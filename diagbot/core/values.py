@@ -82,12 +82,12 @@ def _first_repeat(pairs: list[tuple[str, Any]]) -> str | None:
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) != len(pairs):
-        raise _Repeated(_first_repeat(pairs) or "")
+        raise _Repeated(str(_first_repeat(pairs)))  # fewer keys than pairs: one of them repeats
     return found
 
 
-def _repeat_problem(key: str) -> str:
-    return f"duplicate key {one_line(key, 100)!r} in the object that starts here; keep one"
+def _repeat_problem(key: str, where: str = "in the object that starts here") -> str:
+    return f"duplicate key {one_line(key, 100)!r} {where}; keep one"
 
 
 def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
@@ -112,8 +112,7 @@ def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
         return exc
     except RecursionError:
         pass
-    problem = f"duplicate key {one_line(key, 100)!r} in an object nested too deeply to say where; keep one"
-    return json.JSONDecodeError(problem, text, 0)
+    return json.JSONDecodeError(_repeat_problem(key, "in an object nested too deeply to say where"), text, 0)
 
 
 class _Checked:

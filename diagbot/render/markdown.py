@@ -135,10 +135,15 @@ def table(rows: list[list[str]], headers: list[str]) -> str:
     must already be escaped with `md`, which leaves no line break in them."""
     heads = list(headers)
     body = [[cell.strip() for cell in row] for row in rows]
-    widths = [max([len(h) + 2, *(len(row[i]) for row in body)]) for i, h in enumerate(heads)]
+    widths = _widths(body, heads)
     lines = [_line(heads, widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     lines += [_line(row, widths) for row in body]
     return "\n".join(lines)
+
+
+def _widths(body: list[list[str]], headers: list[str]) -> list[int]:
+    """Each column's width in `table`: its widest cell, or its header two spaces wider."""
+    return [max([len(h) + 2, *(len(row[i]) for row in body)]) for i, h in enumerate(headers)]
 
 
 def _line(cells: list[str], widths: list[int]) -> str:
@@ -250,8 +255,7 @@ def _row_width(rows: list[list[str]], headers: list[str]) -> int:
     column's widest, the header's two spaces wider."""
     if not rows:
         return 1
-    columns = zip(headers, *rows, strict=True)
-    return sum(max(len(head) + 2, *(len(cell) for cell in cells)) + 3 for head, *cells in columns) + 2
+    return sum(width + 3 for width in _widths([[cell.strip() for cell in row] for row in rows], headers)) + 2
 
 
 def render_markdown(

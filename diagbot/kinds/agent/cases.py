@@ -406,7 +406,7 @@ class AgentCase(Model):
     available_tools: Annotated[list[ToolEntry], Field(max_length=MAX_ITEMS)] | None = None
     tool_schema: Annotated[dict[str, Any], AfterValidator(_valid_schemas)] | None = None
     expected_tool_sequence: Annotated[list[SequenceEntry], Field(max_length=MAX_ITEMS)] | None = None
-    expected_args: dict[str, ArgSets] | None = None
+    expected_args: Annotated[dict[str, ArgSets], Field(max_length=MAX_ITEMS)] | None = None
     expected_result_usage: Any = None
     side_effect_policy: Policies | None = None
     # Agent (12.7)

@@ -199,10 +199,12 @@ def _names(calls: list[Any]) -> str:
     return "[" + ", ".join(names[:_NAMES_SHOWN]) + more + "]"
 
 
-def _capped(messages: list[str], most: int = _LISTED) -> list[str]:
-    if len(messages) <= most:
+def _capped(messages: list[str], most: int = _LISTED, count: int | None = None) -> list[str]:
+    """The first `most` of `count` failures (all of `messages` when not given), then how many more there were."""
+    count = len(messages) if count is None else count
+    if count <= most:
         return messages
-    return [*messages[:most], f"and {len(messages) - most} more like these"]
+    return [*messages[:most], f"and {count - most} more like these"]
 
 
 class _Listed:
@@ -222,9 +224,7 @@ class _Listed:
         self.written.append(message)
 
     def messages(self) -> list[str]:
-        if self.count <= _LISTED:
-            return self.written
-        return [*self.written, f"and {self.count - _LISTED} more like these"]
+        return _capped(self.written, _LISTED, self.count)
 
 
 def _call_label(run: Run, call: ToolCall) -> str:
@@ -235,20 +235,16 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
 
 
-def same(expected: Any, actual: Any, spend: Callable[[int], None] | None = None) -> bool:
+def same(expected: Any, actual: Any, spend: Callable[[int], None]) -> bool:
     """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1);
     `spend` is charged the values compared."""
-    return args_mismatch(expected, actual, True, "", spend or _free) is None
+    return args_mismatch(expected, actual, True, "", spend) is None
 
 
-def _free(count: int) -> None:
-    """No budget to charge."""
-
-
-def query(expr: str, state: dict[str, Any], t: Trial | None = None) -> tuple[bool, Any, str | None]:
-    """(ran, value, why not): a JMESPath query on a state, bounded; a query error is reported, never raised. With a
-    trial, the query's steps count towards the run's MAX_RUN_QUERY_STEPS, and past it the query is not run."""
-    if t is not None and t.queried >= MAX_RUN_QUERY_STEPS:
+def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
+    """(ran, value, why not): a JMESPath query on the trial's final state, bounded; a query error is reported,
+    never raised. Its steps count towards the run's MAX_RUN_QUERY_STEPS, and past it the query is not run."""
+    if t.queried >= MAX_RUN_QUERY_STEPS:
         return (
             False,
             None,
@@ -258,19 +254,18 @@ def query(expr: str, state: dict[str, Any], t: Trial | None = None) -> tuple[boo
             ),
         )
     try:
-        return True, run_query(expr, state), None
+        return True, run_query(expr, t.final_state), None
     except QueryLimitError as exc:
         return False, None, str(exc)
     except (JMESPathError, TypeError, ValueError, RecursionError) as exc:
         return False, None, f"the query failed ({str(exc)[:100]})"
     finally:
-        if t is not None:
-            t.queried += query_steps()
+        t.queried += query_steps()
 
 
 def state_holds(check: StateQuery, t: Trial) -> tuple[bool, str]:
     label = check.id or check.expr
-    ran, value, why = query(check.expr, t.final_state, t)
+    ran, value, why = query(check.expr, t)
     if not ran:
         return False, f"{label}: {why}"
     if check.has_expected:
@@ -357,7 +352,7 @@ def _answer_not_matches(pattern: str, answer: str) -> tuple[bool, str]:
 
 def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
     tool, args = (spec, None) if isinstance(spec, str) else (spec.tool, spec.args)
-    calls = [c for c in t.run.calls if c.tool == tool]
+    calls = t.calls_by_tool.get(tool, [])
     if not calls:
         return False, f"{tool} was not called"
     if args is None:
@@ -522,7 +517,7 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     for tool, given in (case.expected_args or {}).items():
         sets = given if isinstance(given, list) else [given]
-        calls = [c for c in t.run.calls if c.tool == tool and not (ignore_failed and c.failed)]
+        calls = [c for c in t.calls_by_tool.get(tool, ()) if not (ignore_failed and c.failed)]
         if not calls:
             failures.append(
                 f"{tool} was never called (expected {len(sets)} call{'s' * (len(sets) != 1)} with set arguments)"
@@ -565,11 +560,11 @@ def tool_args(case: AgentCase, t: Trial) -> list[str]:
             continue
         try:
             why = call.args_problem or first_error(schemas[call.tool], call.args, t.spend)
-        except CheckLimit:  # the budget is spent: this call is unchecked, and so are those after it
+        except CheckLimit as exc:  # the budget is spent: this call is unchecked, and so are those after it
+            limit = str(exc).split("; ", 1)[0]  # "stopped after N comparisons, the limit for one check on one run"
             failures.append(
-                f"{_call_label(t.run, call)}: checking it against tool_schema.{call.tool} stopped after "
-                f"{MAX_CHECK_STEPS:,} comparisons, the limit for one check on one run; a simpler schema (fewer "
-                "anyOf/oneOf branches or references, a shorter enum, no uniqueItems on long arrays) would do"
+                f"{_call_label(t.run, call)}: checking it against tool_schema.{call.tool} {limit}; a simpler schema "
+                "(fewer anyOf/oneOf branches or references, a shorter enum, no uniqueItems on long arrays) would do"
             )
             break
         if why:

@@ -298,7 +298,8 @@ def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | N
                 hint = " (not compared with the suite's rules: its case files name too many unknown ones)"
             defined = f"; the suite defines {names.listing}" if rules and not close else ""
             problems.append(
-                f"evaluator_config.rule_checks[{i}]: unknown rule '{ref}'{hint}{defined}; define it under the suite's "
+                f"evaluator_config.rule_checks[{i}]: unknown rule '{values.one_line(ref, 200)}'{hint}{defined}; define "
+                "it under the suite's "
                 "rules in diagbot.yml"
             )
     problems += _metric_problems(case)

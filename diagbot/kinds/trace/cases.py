@@ -14,7 +14,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput
-from diagbot.core.text import closest
+from diagbot.core.text import Suggestions
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_LIST_ITEMS = 1_000
@@ -65,18 +65,18 @@ class CaseSuite(StrictInput):
     lines: dict[str, int]
 
 
-def _suggest(name: str) -> str:
-    found = closest(name, FIELD_NAMES)
-    close = [found] if found else []
-    if not close:
-        close = [f for f in FIELD_NAMES if f.lower() == name.lower()]
-    return f" (did you mean {close[0]}?)" if close else f" (known fields: {', '.join(FIELD_NAMES)})"
+MAX_SUGGESTIONS = 50  # distinct misspelt fields of one case file given the closest known name (a difflib pass each)
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _suggest(name: str, suggestions: Suggestions) -> str:
+    close = suggestions.closest(name, FIELD_NAMES)
+    return f" (did you mean {close}?)" if close else f" (known fields: {', '.join(FIELD_NAMES)})"
+
+
+def _describe(error: dict[str, Any], suggestions: Suggestions) -> str:
     loc = ".".join(str(part) for part in error["loc"])
     if error["type"] == "extra_forbidden":
-        return f"unknown field '{loc}'{_suggest(str(error['loc'][0]))}"
+        return f"unknown field '{values.one_line(loc, 200)}'{_suggest(str(error['loc'][0]), suggestions)}"
     if error["type"] == "missing":
         return f"missing required field '{loc}'"
     return f"field '{loc}': {error['msg'].lower()} (found {json.dumps(error.get('input'), default=str)[:60]})"
@@ -107,7 +107,7 @@ def _case_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def _check_defaults(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _check_defaults(raw: dict[str, Any], suggestions: Suggestions) -> tuple[dict[str, Any], list[str]]:
     """The usable defaults and the problems with the rest, each reported once (not again for every case)."""
     problems = []
     usable = {}
@@ -115,7 +115,7 @@ def _check_defaults(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if key == "id":
             problems.append("'id' cannot have a default; give each case its own id")
         elif key not in FIELD_NAMES:
-            problems.append(f"unknown field '{key}'{_suggest(key)}")
+            problems.append(f"unknown field '{values.one_line(str(key), 200)}'{_suggest(str(key), suggestions)}")
         else:
             usable[key] = value
     path_problem = _fixture_path_problem(usable.get("traceFixture"))
@@ -126,7 +126,7 @@ def _check_defaults(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         TraceCase.model_validate({"id": "defaults", "traceFixture": "defaults.json", **usable})
     except ValidationError as exc:
         for error in exc.errors():
-            problems.append(_describe(dict(error)))
+            problems.append(_describe(dict(error), suggestions))
             usable.pop(str(error["loc"][0]), None)
     return usable, problems
 
@@ -146,6 +146,7 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
     except RecursionError:
         raise CaseFileError(f"{path}: nested too deeply to be a case file") from None
     surrogates = values.may_hold_surrogates(text)
+    suggestions = Suggestions(MAX_SUGGESTIONS)  # one budget for the whole file
     defaults: dict[str, Any] = {}
     problems: list[str] = []
     if isinstance(data, dict):
@@ -159,7 +160,7 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         elif surrogates and values.surrogate_paths(raw_defaults):
             problems.append(f"{path}: defaults: a string holds a lone surrogate, which is not Unicode text")
         else:
-            defaults, found = _check_defaults(raw_defaults)
+            defaults, found = _check_defaults(raw_defaults, suggestions)
             problems += [f"{path}: defaults: {problem}" for problem in found]
     else:
         raw_cases = data
@@ -197,7 +198,7 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         try:
             case = TraceCase.model_validate({**defaults, **raw})
         except ValidationError as exc:
-            problems.extend(f"{path}: {label}: {_describe(dict(e))}" for e in exc.errors())
+            problems.extend(f"{path}: {label}: {_describe(dict(e), suggestions)}" for e in exc.errors())
             continue
         if not duplicate:
             cases.append(case)

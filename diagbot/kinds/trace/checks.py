@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from diagbot.core.text import MAX_FOLDED_CHARS, MAX_TEXT_CHARS
+from diagbot.core.values import one_line
 from diagbot.kinds.trace.cases import TraceCase
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.fixture import Trace
@@ -56,15 +57,11 @@ def run_checks(case: TraceCase, trace: Trace) -> list[str]:
 
 
 def _quote(items: Sequence[str]) -> str:
-    """The items quoted, at most `_SHOWN_NAMES` of them and each cut to `_SHOWN_NAME_CHARS`: a message stays short
-    however many names, or however long a name, the case or the trace holds."""
-    shown = ", ".join(f"'{_short(item)}'" for item in items[:_SHOWN_NAMES])
+    """The items quoted, at most `_SHOWN_NAMES` of them and each escaped to one line and cut to `_SHOWN_NAME_CHARS`:
+    a message stays short however many names, or however long a name, the case or the trace holds."""
+    shown = ", ".join(f"'{one_line(item, _SHOWN_NAME_CHARS)}'" for item in items[:_SHOWN_NAMES])
     more = f", … {len(items) - _SHOWN_NAMES:,} more" if len(items) > _SHOWN_NAMES else ""
     return shown + more or "none"
-
-
-def _short(name: str) -> str:
-    return name if len(name) <= _SHOWN_NAME_CHARS else name[: _SHOWN_NAME_CHARS - 1] + "…"
 
 
 def _found(value: str | None) -> str:

@@ -31,7 +31,7 @@ from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.core.text import Folded, fold
-from diagbot.core.values import excerpt
+from diagbot.core.values import excerpt, one_line
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
@@ -541,7 +541,7 @@ def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, s
 
 def _needles(needles: list[str]) -> str:
     more = f", ...and {len(needles) - _SHOWN_NEEDLES} more" if len(needles) > _SHOWN_NEEDLES else ""
-    return ", ".join(needles[:_SHOWN_NEEDLES]) + more
+    return ", ".join(one_line(n, _SHOWN_CHARS) for n in needles[:_SHOWN_NEEDLES]) + more
 
 
 def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:

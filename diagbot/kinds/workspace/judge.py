@@ -27,7 +27,7 @@ from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, with_rate
-from diagbot.core.text import closest
+from diagbot.core.text import Suggestions
 from diagbot.kinds.workspace.checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
 
 
@@ -89,6 +89,7 @@ PASS_FLOOR, FAIL_CEILING = 70.0, 69.0
 WORKSPACE_SCHEMA_VERSION = 1
 MAX_CASE_BYTES = 1024 * 1024
 MAX_CASE_FOLDERS = 10_000
+MAX_SUGGESTIONS = 50  # distinct misspelt keys of one case.yaml given the closest known name
 
 
 class Evaluation(StrictInput):
@@ -233,7 +234,8 @@ def _load_case(path: Path, folder: str) -> tuple[WorkspaceCase | None, list[str]
     try:
         case = WorkspaceCase.model_validate(raw)
     except ValidationError as exc:
-        errors = [(err["loc"], _explain(err)) for err in exc.errors()]
+        suggestions = Suggestions(MAX_SUGGESTIONS)  # one budget for the case: each lookup is a difflib pass
+        errors = [(err["loc"], _explain(err, suggestions)) for err in exc.errors()]
         return None, [_problem(path, case_id, loc, message, raw) for loc, message in errors] + problems
     return (None if problems else case), problems
 
@@ -258,11 +260,11 @@ def _case_rules(raw: dict[str, Any], folder: str) -> list[tuple[tuple[int | str,
     return found
 
 
-def _explain(err: Any) -> str:
+def _explain(err: Any, suggestions: Suggestions) -> str:
     kind, message = err["type"], str(err["msg"])
     if kind == "extra_forbidden":
         loc = tuple(err["loc"])
-        close = closest(str(loc[-1]), field_names_at(WorkspaceCase, loc))
+        close = suggestions.closest(str(loc[-1]), field_names_at(WorkspaceCase, loc))
         if close is not None:
             return f"unknown key; did you mean {close}?"
         hint = f" (a check takes {_CHECK_KEYS})" if len(loc) == 4 and loc[0] == "judge" else ""
