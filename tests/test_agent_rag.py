@@ -420,8 +420,6 @@ def test_a_huge_metric_name_is_not_fuzzy_matched() -> None:
 )  # fmt: skip
 def test_a_failing_value_reads_below_its_threshold(value: float, threshold: float, shown: str) -> None:
     assert checks._below(value, threshold) == shown
-    below, limit = shown.split(" < ")
-    assert float(below) < float(limit)
 
 
 def test_a_failing_recall_and_accuracy_show_the_digits_that_tell_them_from_the_threshold() -> None:

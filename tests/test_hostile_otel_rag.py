@@ -6,8 +6,7 @@ Exports start from the real OpenTelemetry SDK (tests/otel_recorder.py) with one 
 not write it. Runs go through `python -m diagbot run` (tests/test_hostile_agent.py's harness: a hostile case next
 to a good one, a timeout and an address-space limit) where the promise is about the whole run (the trial fails
 alone, the report is written, no traceback), and through the adapters and checks in process where the promise is
-about one message. Tests marked `xfail(strict=True, reason="BUG: ...")` say how diagbot should behave and pass
-once it does.
+about one message.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ from diagbot.kinds.agent.run import Run
 from tests.otel_recorder import Recorder, json_lines
 from tests.test_agent_checks import make_case
 from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, say, steps, text, tool
-from tests.test_hostile_agent import BOUND, Result, assert_clean, case, diagbot, evaluated, make_suite, refused
+from tests.test_hostile_agent import Result, assert_clean, case, diagbot, evaluated, make_suite, refused
 
 SPANS = ("resourceSpans", 0, "scopeSpans", 0, "spans")
 PATTERN = r"\[(?P<doc_id>[^\]#]+)(?:#(?P<passage_id>[^\]]+))?\]"
@@ -512,9 +510,7 @@ def test_two_hundred_thousand_documents_and_a_thousand_metrics_are_bounded(tmp_p
         "evaluation_metrics": [f"evidence_recall_at_{k}" for k in range(1, 1_000)],
         "evaluator_config": {},
     }
-    started = time.monotonic()
-    result = suite_of(tmp_path, {"hostile": (export, fields)})
-    assert time.monotonic() - started < BOUND
+    result = suite_of(tmp_path, {"hostile": (export, fields)})  # `assert_clean` in it holds the run to BOUND
     missed = ", ".join(f"g{i}" for i in range(12))
     assert failed(result, "hostile") == [
         *[f"evidence_recall_low: evidence_recall_at_{k} 0.00 < 1 (not in the top {k}: {missed}, … 988 more)"

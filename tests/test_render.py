@@ -138,7 +138,7 @@ def test_a_wide_suite_beside_a_long_one_is_cut_in_a_few_renders(monkeypatch: pyt
     body = render_markdown("summary.md.j2", [wide, long], ARTIFACT, CURRENT, "diagbot:x", 300_000,
                            Caps(None, None, None, None))  # fmt: skip
     assert len(body) <= 300_000
-    assert len(renders) <= 5
+    assert 1 < len(renders) <= 5  # cut, in a few passes
     assert body.count("| case-") > 2_000  # cut to fit, not emptied
     assert_tables_well_formed(body, len(tables(body)))
 
