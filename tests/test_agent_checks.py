@@ -52,6 +52,11 @@ def meta(**overrides: Any) -> dict[str, Any]:
 
 def make_case(**overrides: Any) -> AgentCase:
     """A minimal valid case that asks for nothing machine-checkable; overrides replace top-level fields."""
+    return AgentCase.model_validate(case_data(**overrides))
+
+
+def case_data(**overrides: Any) -> dict[str, Any]:
+    """`make_case`'s fields, as a case file holds them."""
     data: dict[str, Any] = {
         "case_id": "c1",
         "case_version": "v1",
@@ -71,7 +76,7 @@ def make_case(**overrides: Any) -> AgentCase:
         "metadata": meta(),
     }
     data.update(overrides)
-    return AgentCase.model_validate(data)
+    return data
 
 
 def sequence_case(expected: list[Any], match: str = "subsequence", **config: Any) -> AgentCase:
@@ -122,10 +127,20 @@ def failures(
     case: AgentCase, doc: Any, rules: dict[str, Check] | None = None, options: AgentOptions | None = None
 ) -> list[str]:
     """One trial judged as `evaluate_case` judges it: every failure as `"<code>: <message>"`."""
+    return judge_run(case, parse(doc), rules, options)
+
+
+def judge_run(
+    case: AgentCase,
+    run: Run,
+    rules: dict[str, Check] | None = None,
+    options: AgentOptions | None = None,
+    citation_pattern: str | None = None,
+) -> list[str]:
+    """`failures` of a run already read."""
     opts = options or AgentOptions()
-    run = parse(doc)
-    applied = [c for c in checks.CHECKS if c.applies(case)]
-    return checks.judge(case, checks.trial(run, case, rules or {}, opts.confirmation), applied)
+    trial = checks.trial(run, case, rules or {}, opts.confirmation, citation_pattern)
+    return checks.judge(case, trial, [c for c in checks.CHECKS if c.applies(case)])
 
 
 def evaluate(case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None) -> AgentCaseResult:

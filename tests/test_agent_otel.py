@@ -23,7 +23,6 @@ from opentelemetry.trace import SpanKind
 
 from diagbot.cli import main
 from diagbot.kinds import registry
-from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.cases import AgentCase
 from diagbot.kinds.agent.formats import FORMAT_NAMES, openai_chat, parse_run
 from diagbot.kinds.agent.options import AgentOptions
@@ -33,6 +32,7 @@ from scripts import make_otel_fixtures
 from tests import otel_recorder
 from tests.conftest import ROOT
 from tests.otel_recorder import Recorder, json_lines
+from tests.test_agent_checks import judge_run
 from tests.test_agent_suite import RUN, agent_config
 
 SOURCES = ROOT / "tests/data/agent/otel"
@@ -950,7 +950,7 @@ def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
             yield from _nodes(child, (*path, index))
 
 
-def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+def replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
     if not path:
         return value
     doc = copy.deepcopy(doc)
@@ -971,7 +971,7 @@ def test_a_wrong_type_anywhere_in_an_export_is_trace_invalid_never_a_crash() -> 
     for path in _nodes(export):
         for value in WRONG:
             try:
-                parse(_replaced(export, path, value), "otlp")
+                parse(replaced(export, path, value), "otlp")
             except TraceInvalid as exc:
                 refused += 1
                 assert exc.path.startswith("$") and exc.message, (path, value, str(exc))
@@ -1056,7 +1056,7 @@ def test_hostile_exports_name_the_path(where: tuple[Any, ...], value: Any, messa
     rec = Recorder()
     two_turns(rec)
     export = rec.otlp()
-    assert problem(_replaced(export, where, value), "otlp") == message
+    assert problem(replaced(export, where, value), "otlp") == message
 
 
 def test_huge_counts_are_bounded() -> None:
@@ -1065,7 +1065,7 @@ def test_huge_counts_are_bounded() -> None:
     export = rec.otlp()
     [span] = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
     spans_path = "$.resourceSpans[0].scopeSpans[0].spans"
-    many = _replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans"), [span] * 10_001)
+    many = replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans"), [span] * 10_001)
     assert problem(many) == f"{spans_path}: has 10,001 items; diagbot reads at most 10,000 per run"
     split = {"resourceSpans": [{"scopeSpans": [{"spans": [span] * 5_000}]}] * 3}
     assert (
@@ -1080,7 +1080,7 @@ def test_huge_counts_are_bounded() -> None:
         {"key": "gen_ai.tool.name", "value": {"stringValue": "t"}},
         {"key": "gen_ai.tool.call.result", "value": deep},
     ]
-    message = problem(_replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes"), attrs))
+    message = problem(replaced(export, ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes"), attrs))
     assert message.endswith(".arrayValue.values[0]: nested more than 32 levels deep")
     assert message.startswith(f'{spans_path}[0].attributes["gen_ai.tool.call.result"].arrayValue.values[0]')
     rec = Recorder()
@@ -1128,9 +1128,7 @@ def _case() -> dict[str, Any]:
 
 
 def _failures(case: AgentCase, doc: Any) -> list[str]:
-    run = parse(doc)
-    applied = [c for c in checks.CHECKS if c.applies(case)]
-    return checks.judge(case, checks.trial(run, case, {}, AgentOptions().confirmation), applied)
+    return judge_run(case, parse(doc))
 
 
 # --- hostile sizes past the file's own bounds ----------------------------------------------------------------------

@@ -20,13 +20,11 @@ from typing import Any
 import pytest
 
 from diagbot.core.values import one_line
-from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.load import case_problems
-from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.run import Run
 from tests.otel_recorder import Recorder, json_lines
-from tests.test_agent_checks import make_case
-from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, say, steps, text, tool
+from tests.test_agent_checks import judge_run, make_case
+from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, replaced, say, steps, text, tool
 from tests.test_hostile_agent import Result, assert_clean, case, diagbot, evaluated, make_suite, refused
 
 SPANS = ("resourceSpans", 0, "scopeSpans", 0, "spans")
@@ -75,15 +73,6 @@ def set_attribute(export: Any, index: int, key: str, value: dict[str, Any]) -> A
     return export
 
 
-def replaced(export: Any, where: tuple[Any, ...], value: Any) -> Any:
-    export = copy.deepcopy(export)
-    node = export
-    for key in where[:-1]:
-        node = node[key]
-    node[where[-1]] = value
-    return export
-
-
 def flat(prefix: str, role: str, content: str | None = None) -> dict[str, str]:
     """One OpenInference message, flattened under `prefix` (`llm.input_messages.0`)."""
     return {f"{prefix}.message.role": role, **({f"{prefix}.message.content": content} if content is not None else {})}
@@ -108,9 +97,7 @@ def failed(result: Result, case_id: str) -> list[str]:
 
 def failures_of(run: Run, pattern: str | None = None, **fields: Any) -> list[str]:
     """One trial's failures in process, as evaluate_case judges it."""
-    judged = make_case(**fields)
-    trial = checks.trial(run, judged, {}, AgentOptions().confirmation, pattern)
-    return checks.judge(judged, trial, [c for c in checks.CHECKS if c.applies(judged)])
+    return judge_run(make_case(**fields), run, citation_pattern=pattern)
 
 
 NOT_CALLED = {"evaluator_config": {"rule_checks": [{"id": "no_refund", "tool_not_called": "refund_submit"}]}}
@@ -353,12 +340,10 @@ def test_a_call_under_a_malformed_openinference_index_is_not_silently_dropped(tm
         },
     )
     result = suite_of(tmp_path, {"hostile": (rec.otlp(), NOT_CALLED)})
-    failures = failed(result, "hostile")
-    assert len(failures) == 1, f"one failure expected, got {failures}"
-    failure = failures[0]
-    assert failure.startswith(f'trace_invalid: hostile.json: {SPAN}.attributes["{calls}') or failure.startswith(
-        "rule_failed: no_refund:"
-    )
+    assert failed(result, "hostile") == [
+        f'trace_invalid: hostile.json: {SPAN}.attributes["{calls}.id"]: list index {index!r} after '
+        "llm.output_messages.0.message.tool_calls; an index must be a whole number from 0 (ASCII digits)"
+    ]
 
 
 # --- one conversation from many spans ---------------------------------------------------------------------------------
@@ -412,10 +397,10 @@ def test_structured_arguments_are_validated_against_the_schema(tmp_path: Path) -
 
 def test_a_nan_argument_does_not_pass_a_schema_maximum(tmp_path: Path) -> None:
     result = suite_of(tmp_path, {"hostile": (_refund_of({"doubleValue": "NaN"}), AMOUNT)})
-    failures = failed(result, "hostile")
-    assert len(failures) == 1, f"one failure expected, got {failures}"
-    failure = failures[0]
-    assert failure.startswith(("tool_args_invalid: refund_submit (call 1): amount", "trace_invalid: hostile.json: "))
+    assert failed(result, "hostile") == [
+        f'trace_invalid: hostile.json: {SPAN.replace("spans[0]", "spans[1]")}.attributes["gen_ai.tool.call.arguments"]'
+        ".kvlistValue.values[0].value.doubleValue: expected a number, found NaN, which no check can compare"
+    ]
 
 
 # --- OpenAI Responses items -------------------------------------------------------------------------------------------
@@ -424,18 +409,25 @@ CALL = {"type": "function_call", "call_id": "c1", "name": "refund_submit", "argu
 ANSWER = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
 
 
+NO_TYPE = "$.output[0]: an item with neither type nor role; expected a typed item (message, function_call, ...)"
+
+
 @pytest.mark.parametrize(
-    "item",
-    [{**CALL, "type": None}, {**CALL, "type": ["function_call"]}, {k: v for k, v in CALL.items() if k != "type"}],
+    ("item", "problem"),
+    [
+        ({**CALL, "type": None}, NO_TYPE),
+        ({**CALL, "type": ["function_call"]},
+         "$.output[0].type: expected a string naming the item's type (message, function_call, ...), found an array"),
+        ({k: v for k, v in CALL.items() if k != "type"}, NO_TYPE),
+    ],
     ids=["type-null", "type-list", "no-type"],
 )  # fmt: skip
-def test_a_responses_item_of_no_type_is_not_silently_skipped(tmp_path: Path, item: dict[str, Any]) -> None:
+def test_a_responses_item_of_no_type_is_not_silently_skipped(
+    tmp_path: Path, item: dict[str, Any], problem: str
+) -> None:
     run = {"input": "Refund order A", "output": [item, ANSWER]}
     result = suite_of(tmp_path, {"hostile": (run, NOT_CALLED)})
-    failures = failed(result, "hostile")
-    assert len(failures) == 1, f"one failure expected, got {failures}"
-    failure = failures[0]
-    assert failure.startswith(("trace_invalid: hostile.json: $.output[0]", "rule_failed: no_refund:"))
+    assert failed(result, "hostile") == [f"trace_invalid: hostile.json: {problem}"]
 
 
 def test_hostile_responses_items_name_the_item(tmp_path: Path) -> None:

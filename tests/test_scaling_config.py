@@ -15,42 +15,19 @@ from typing import Any
 import pytest
 
 from diagbot.core import text
-from diagbot.core.errors import CaseFileError, ConfigError
+from diagbot.core.errors import CaseFileError
 from diagbot.io import config
 from diagbot.kinds.agent import load
 from diagbot.kinds.agent.cases import Check
-from tests.test_agent_checks import make_case
+from tests.test_agent_checks import case_data, make_case
+from tests.test_config import problems as config_problems
 
 DEFINE = "; define it under the suite's rules in diagbot.yml"
 
 
 def agent_case(case_id: str, **overrides: Any) -> dict[str, Any]:
     """The smallest valid agent case (P2, so negative_behavior is not required), with `overrides`."""
-    case: dict[str, Any] = {
-        "case_id": case_id,
-        "case_version": "v1",
-        "dataset_id": "d",
-        "dataset_version": "v1",
-        "title": "t",
-        "scenario": "s",
-        "user_task": "u",
-        "ability_tags": ["a"],
-        "risk_level": "P2",
-        "difficulty": "Easy",
-        "source": "x",
-        "input": "hi",
-        "expected_behavior": ["prose"],
-        "rubric": "r",
-        "evaluator_config": {},
-        "metadata": {
-            "dataset_role": "regression",
-            "tags": [],
-            "owner": "o",
-            "review_status": "approved",
-            "usage_rights_status": "approved_for_evaluation",
-        },
-    }
-    return {**case, **overrides}
+    return case_data(case_id=case_id, **overrides)
 
 
 def rules(names: Iterable[str]) -> dict[str, Check]:
@@ -221,12 +198,6 @@ def test_unknown_top_level_keys_are_listed_up_to_twelve(tmp_path: Path) -> None:
 
 
 # --- diagbot.yml ---------------------------------------------------------------------------------------------------
-
-
-def config_problems(text: str) -> list[str]:
-    with pytest.raises(ConfigError) as info:
-        config.parse_config(text, "diagbot.yml", Path("."))
-    return info.value.problems
 
 
 def many_suites(count: int, line: Callable[[int], str], tail: str = "") -> str:
