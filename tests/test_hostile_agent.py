@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from diagbot.kinds.agent.formats.common import no_unknown_keys
+from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 from diagbot.kinds.trace import fields
 
@@ -408,6 +409,21 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     }  # fmt: skip
     written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
     assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written
+
+
+def test_a_trial_file_name_no_output_can_carry_fails_its_case_escaped(tmp_path: Path) -> None:
+    """An undecodable byte reached the report as a lone surrogate (the next run could not read it back as its
+    baseline) and an ESC reached the terminal and the comment."""
+    root = make_suite(tmp_path, {"hostile.json": case()}, {"hostile/t1.json": GOOD_RUN})
+    (root / "fx" / "hostile" / os.fsdecode(b"t2-\xff\x1b[31m\n.json")).write_text(json.dumps(GOOD_RUN))
+    result = evaluated(diagbot(root))
+    failed_with(
+        result,
+        "trace_invalid: hostile/t2-\\udcff\\u001b[31m\\n.json: a trial file name with a control character or "
+        "undecodable byte; rename it",
+    )
+    assert "\x1b" not in result.stdout + (result.out / "comment.md").read_text()
+    assert AgentKind().parse(json.loads((result.out / "reports" / "ag.json").read_text()), "again").total_cases == 2
 
 
 def test_a_trial_folder_keeps_its_good_trials(tmp_path: Path) -> None:

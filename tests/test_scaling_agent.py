@@ -192,6 +192,39 @@ def test_a_stored_report_is_held_to_the_trial_bound() -> None:
     """pass^k is computed for every k up to the smallest trial count, so a forged baseline claiming 4,000 trials
     took 54 s to read; a report claims at most the 100 trials diagbot reads, and no more passes than trials."""
     assert AgentKind().parse(_stored(3, 2), "baseline").pass_hat_k == {"1": 0.666667, "2": 0.333333, "3": 0.0}
-    for trials, passed in ((4_000, 4_000), (0, 0), (3, 4)):
-        with pytest.raises(ReportFormatError, match="not a readable agent report"):
+    refused = {
+        (4_000, 4_000): [
+            "baseline: not a readable agent report: results.0.trials: input should be less than or equal to 100",
+            "baseline: not a readable agent report: results.0.trialsPassed: input should be less than or equal to 100",
+        ],
+        (0, 0): ["baseline: not a readable agent report: results.0.trials: input should be greater than or equal to 1"],
+        (3, 4): ["baseline: not a readable agent report: results.0: trialsPassed 4 is more than trials 3"],
+    }
+    for (trials, passed), problems in refused.items():
+        with pytest.raises(ReportFormatError) as info:
             AgentKind().parse(_stored(trials, passed), "baseline")
+        assert info.value.problems == problems
+
+
+def test_a_stored_report_that_repeats_a_case_is_refused() -> None:
+    """With two entries for one case the diff kept the last: a baseline whose first entry passed and whose repeat
+    failed turned the case's real regression into nothing."""
+    stored = _stored(1, 1)
+    stored["results"] += [{**stored["results"][0], "passed": False, "status": "failed", "trialsPassed": 0}]
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(stored, "base/reports/a.json")
+    assert info.value.problems == [
+        "base/reports/a.json: results[1] repeats the caseId 'c1' of results[0]; a report holds each case once (this "
+        "one was not written by diagbot, or was edited)"
+    ]
+
+
+def test_a_stored_report_names_a_forged_key_on_one_line() -> None:
+    stored = _stored(1, 1)
+    stored["results"][0]["metrics"] = {"evil\n\x1b[31mkey": "high"}
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(stored, "baseline")
+    assert info.value.problems == [
+        "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid number, "
+        "unable to parse string as a number"
+    ]

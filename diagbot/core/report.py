@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from diagbot.core import values
@@ -113,3 +114,31 @@ def check_version(data: dict[str, Any], where: str, newest: int, what: str = "re
             "upgrade diagbot"
         )
     return version
+
+
+MAX_PROBLEMS_SHOWN = 10
+
+
+def model_problems(exc: ValidationError, where: str, what: str) -> ReportFormatError:
+    """A stored report the kind's model refused: the first problems, each with its field path (escaped: a forged
+    report names its own keys), then how many more."""
+    shown = []
+    for error in exc.errors()[:MAX_PROBLEMS_SHOWN]:
+        loc = values.one_line(".".join(str(part) for part in error["loc"]), 200) or "top level"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        shown.append(f"{where}: not a readable {what}: {loc}: {message[:1].lower() + message[1:]}")
+    more = exc.error_count() - len(shown)
+    return ReportFormatError(*shown, *([f"{where}: ... and {more} more problems"] if more > 0 else []))
+
+
+def unique_case_ids(case_ids: Iterable[str], where: str) -> None:
+    """A stored report holds each case once: with a repeat, the diff would keep one entry and drop the other, and a
+    regression recorded in the dropped one would vanish."""
+    first: dict[str, int] = {}
+    for index, case_id in enumerate(case_ids):
+        seen = first.setdefault(case_id, index)
+        if seen != index:
+            raise ReportFormatError(
+                f"{where}: results[{index}] repeats the caseId {values.one_line(case_id, 200)!r} of results[{seen}]; "
+                "a report holds each case once (this one was not written by diagbot, or was edited)"
+            )

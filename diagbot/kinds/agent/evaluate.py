@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from diagbot.core import values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.kinds.agent import rag
@@ -66,6 +67,11 @@ class Fixtures:
                         f"{case_id}/ holds more than {MAX_FIXTURE_ENTRIES:,} entries; diagbot lists at most that many"
                     )
                 if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
+                    if not values.plain_name(entry.name):  # it would reach the report, the log and the comment
+                        return (
+                            f"{case_id}/{values.one_line(entry.name, 200)}: a trial file name with a control "
+                            "character or undecodable byte; rename it"
+                        )
                     shown = f"{case_id}/{entry.name}"
                     found.append((entry.name, shown, entry.path, folder[1] or entry.is_symlink()))
                     if len(found) > MAX_TRIALS:

@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
-from diagbot.core.errors import CaseFileError, ReportFormatError
+from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
-from diagbot.core.report import check_version, headline
+from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
@@ -103,7 +103,8 @@ class AgentKind:
         try:
             stored = AgentReport.model_validate(data)
         except ValidationError as exc:
-            raise ReportFormatError(f"{where}: not a readable agent report ({exc.error_count()} problems)") from None
+            raise model_problems(exc, where, "agent report") from None
+        unique_case_ids((r.case_id for r in stored.results), where)
         return build_report(stored.results, stored.suite, stored.run)  # aggregates remade: never trusted as stored
 
     def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
