@@ -1246,13 +1246,41 @@ def test_a_must_not_contain_check_fails_when_the_answer_was_cut() -> None:
     ]
     negative = make_case(negative_behavior=[{"id": "leak", "answer_contains": ["secret"]}])
     assert failures(negative, run) == [
-        f'rule_failed: leak: the answer lacks ["secret"] {unread} (this must not happen)'
+        f'rule_failed: leak: the answer lacks ["secret"] {unread} (this must not happen, and it cannot be ruled out)'
     ]
     constrained = make_case(constraints={"must_not_include": ["secret"]})
     assert failures(constrained, run) == [
         f"constraint_failed: constraints.must_not_include: the answer contains none of them in the part read {unread}"
     ]
     assert failures(constrained, native(say("assistant", "short and clean"))) == []
+
+
+def test_what_must_not_happen_fails_when_it_cannot_be_decided() -> None:
+    """A criterion that must not hold passed whenever it could not be decided: a regex past the part of a long
+    answer searched, a query over its step limit or failing on a type, a duration the run does not record."""
+    long_answer = "x" * (MAX_TEXT_CHARS + 10) + " card 4111111111111111"
+    cut = f"(only its first {MAX_TEXT_CHARS:,} characters were searched)"
+    never = " (this must not happen, and it cannot be ruled out)"
+    leak = make_case(negative_behavior=[{"id": "leak", "answer_matches": r"\d{16}"}])
+    assert failures(leak, native(say("assistant", long_answer))) == [
+        f"rule_failed: leak: the answer does not match /\\d{{16}}/ {cut}{never}"
+    ]
+    assert failures(leak, native(say("assistant", "card 4111111111111111"))) == [
+        "rule_failed: leak: the answer matches /\\d{16}/ (this must not happen)"
+    ]
+    assert failures(leak, native(say("assistant", "no card here"))) == []
+    typed = make_case(
+        initial_state={"refund_status": 5},
+        failure_criteria=[{"id": "submitted", "state": {"expr": "starts_with(refund_status, 'sub')"}}],
+    )
+    assert failures(typed, native(say("assistant", "done"))) == [
+        "rule_failed: submitted: starts_with(refund_status, 'sub'): the query failed (In function starts_with(), "
+        f"invalid type for value: 5, expected one of: ['string'], received: \"number){never}"
+    ]
+    slow = make_case(failure_criteria=[{"id": "late", "max_duration_ms": 1000}])
+    assert failures(slow, native(say("assistant", "done"))) == [
+        f"rule_failed: late: the run records no duration ms{never}"
+    ]
 
 
 def test_a_yaml_date_matches_the_string_a_run_records() -> None:

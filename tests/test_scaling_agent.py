@@ -225,6 +225,6 @@ def test_a_stored_report_names_a_forged_key_on_one_line() -> None:
     with pytest.raises(ReportFormatError) as info:
         AgentKind().parse(stored, "baseline")
     assert info.value.problems == [
-        "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid number, "
-        "unable to parse string as a number"
+        "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid "
+        "number, unable to parse string as a number"
     ]

@@ -118,7 +118,7 @@ class Trial:
     steps: int = 0  # comparisons made by the check running now
     recalls: dict[str, tuple[float, list[Any]]] | None = None  # evidence recall per metric name, once computed
     accuracy: tuple[float | None, list[Citation]] | None = None  # citation accuracy and the citations off gold
-    ruled: dict[int, tuple[bool, str]] = field(default_factory=dict)  # id(check object) -> its verdict, once
+    ruled: dict[int, tuple[bool | None, str]] = field(default_factory=dict)  # id(check object) -> its verdict, once
     queried: int = 0  # JMESPath steps this run's queries have taken, all checks together
 
     @cached_property
@@ -263,11 +263,16 @@ def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
         t.queried += query_steps()
 
 
-def state_holds(check: StateQuery, t: Trial) -> tuple[bool, str]:
+Verdict = tuple[bool | None, str]
+"""A check object's verdict: whether it holds (None: it cannot be decided on this run, which fails a check that
+must hold and one that must not), and what was found."""
+
+
+def state_holds(check: StateQuery, t: Trial) -> Verdict:
     label = check.id or check.expr
     ran, value, why = query(check.expr, t)
     if not ran:
-        return False, f"{label}: {why}"
+        return None, f"{label}: {why}"
     if check.has_expected:
         if same(check.equals, value, t.spend):
             return True, f"{label} is {show(value)}"
@@ -278,30 +283,32 @@ def state_holds(check: StateQuery, t: Trial) -> tuple[bool, str]:
 # --- rule checks -------------------------------------------------------------------------------------------------
 
 
-def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> tuple[bool, str]:
+def _contains(spec: list[str] | AnyAll, text: Folded, what: str) -> Verdict:
+    """Not finding a needle in a text that was cut proves nothing: undecided."""
     needles = spec if isinstance(spec, list) else spec.any_of or spec.all_of or []
     found = text.matches(needles)
     has, lacks = ("contain", "lack") if what == "the replies" else ("contains", "lacks")
+    unread = None if text.cut else False
     if isinstance(spec, AnyAll) and spec.any_of is not None:
         if found:
             return True, f"{what} {has} {show(found[0])}"
-        return False, f"{what} {has} none of {show(needles)}"
+        return unread, f"{what} {has} none of {show(needles)}" + (_UNREAD if text.cut else "")
     seen = set(found)
     missing = [n for n in needles if n not in seen]
     if missing:
-        return False, f"{what} {lacks} {show(missing)}"
+        return unread, f"{what} {lacks} {show(missing)}" + (_UNREAD if text.cut else "")
     return True, f"{what} {has} {show(needles)}"
 
 
 _UNREAD = f" (only its first {MAX_TEXT_CHARS:,} characters were read, so it may hold them further on)"
 
 
-def _not_contains(spec: str | list[str], text: Folded) -> tuple[bool, str]:
+def _not_contains(spec: str | list[str], text: Folded) -> Verdict:
     found = text.matches([spec] if isinstance(spec, str) else spec)
     if found:
         return False, f"the answer contains {show(found)}"
     if text.cut:  # not in the part read proves nothing about the rest
-        return False, "the answer contains none of them in the part read" + _UNREAD
+        return None, "the answer contains none of them in the part read" + _UNREAD
     return True, "the answer contains none of them"
 
 
@@ -329,24 +336,24 @@ def _too_long(pattern: str, answer: str) -> str | None:
     return None
 
 
-def _answer_matches(pattern: str, answer: str) -> tuple[bool, str]:
+def _answer_matches(pattern: str, answer: str) -> Verdict:
+    """Not found in the part of a long answer that was searched proves nothing: undecided, saying why."""
     undecided = _too_long(pattern, answer)
     if undecided:
-        return False, undecided
+        return None, undecided
     if _matches(pattern, answer):
         return True, f"the answer matches /{pattern}/"
-    return False, f"the answer does not match /{pattern}/{_cut(answer)}"
+    return None if len(answer) > MAX_MATCHED_CHARS else False, f"the answer does not match /{pattern}/{_cut(answer)}"
 
 
-def _answer_not_matches(pattern: str, answer: str) -> tuple[bool, str]:
-    """Not found in the part of a long answer that was searched proves nothing: the check fails, saying why."""
+def _answer_not_matches(pattern: str, answer: str) -> Verdict:
     undecided = _too_long(pattern, answer)
     if undecided:
-        return False, undecided
+        return None, undecided
     if _matches(pattern, answer):
         return False, f"the answer matches /{pattern}/"
     if len(answer) > MAX_MATCHED_CHARS:
-        return False, f"the answer may match /{pattern}/ past the part searched{_cut(answer)}"
+        return None, f"the answer may match /{pattern}/ past the part searched{_cut(answer)}"
     return True, f"the answer does not match /{pattern}/"
 
 
@@ -381,14 +388,14 @@ def _before(spec: Any, t: Trial) -> tuple[bool, str]:
     return False, f"{spec.then} was called before any call of {spec.first}"
 
 
-def _at_most(value: float | None, limit: float, what: str) -> tuple[bool, str]:
+def _at_most(value: float | None, limit: float, what: str) -> Verdict:
     if value is None:
-        return False, f"the run records no {what}"
+        return None, f"the run records no {what}"
     shown = f"{value:g}"
     return (True, f"{what} {shown} (at most {limit:g})") if value <= limit else (False, f"{what} {shown} > {limit:g}")
 
 
-RULES: dict[str, Callable[[Any, Trial], tuple[bool, str]]] = {
+RULES: dict[str, Callable[[Any, Trial], Verdict]] = {
     "answer_contains": lambda spec, t: _contains(spec, t.answer, "the answer"),
     "answer_not_contains": lambda spec, t: _not_contains(spec, t.answer),
     "answer_matches": lambda spec, t: _answer_matches(spec, t.run.answer),
@@ -404,7 +411,7 @@ RULES: dict[str, Callable[[Any, Trial], tuple[bool, str]]] = {
 }
 
 
-def run_rule(check: Check, t: Trial) -> tuple[bool, str]:
+def run_rule(check: Check, t: Trial) -> Verdict:
     """A check object's verdict on the trial, worked out once however often the case names it (a suite rule can
     be listed many times), its text search charged to the check's budget: a needle costs a step per 1,000
     characters of the text it is looked for in."""
@@ -775,18 +782,11 @@ def rules(case: AgentCase, t: Trial) -> list[str]:
     for name, index, ref, must in criteria(case):
         check = t.rules[ref] if isinstance(ref, str) else ref
         holds, said = run_rule(check, t)
-        if not must and not holds and _unread(check, t):  # "must not contain" cannot be shown on a cut text
-            failures[f"{_label(name, index, ref)}: {said}{_UNREAD} (this must not happen)"] = None
-        elif holds != must:
+        if holds is None and not must:  # what must not happen cannot be ruled out: as much a failure as seeing it
+            failures[f"{_label(name, index, ref)}: {said} (this must not happen, and it cannot be ruled out)"] = None
+        elif holds is None or holds != must:
             failures[f"{_label(name, index, ref)}: {said}" + ("" if must else " (this must not happen)")] = None
     return _capped(list(failures), _RULES_LISTED)
-
-
-def _unread(check: Check, t: Trial) -> bool:
-    """Whether the text a contains-check reads was cut, so that not finding a needle proves nothing."""
-    if check.key == "answer_contains":
-        return t.answer.cut
-    return check.key == "replies_contain" and t.replies.cut
 
 
 def constraints(case: AgentCase, t: Trial) -> list[str]:
