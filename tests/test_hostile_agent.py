@@ -832,7 +832,8 @@ def test_a_lone_surrogate_in_a_run(tmp_path: Path, run: str, fields: dict[str, A
 
 
 def test_a_lone_surrogate_in_a_run_that_no_check_shows(tmp_path: Path) -> None:
-    assert judged(tmp_path, '[{"role":"assistant","content":"done \\ud800"},{"role":"\\udfff","content":"x"}]') == []
+    run = '[{"role":"assistant","content":"done \\ud800"},{"role":"user","content":"x","name":"\\udfff"}]'
+    assert judged(tmp_path, run) == []
 
 
 def test_a_lone_surrogate_in_defaults_is_refused(tmp_path: Path) -> None:

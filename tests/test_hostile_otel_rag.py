@@ -450,6 +450,76 @@ def test_hostile_responses_items_name_the_item(tmp_path: Path) -> None:
     }
 
 
+def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
+    """custom_tool_call, mcp_call and the hosted tools' calls were skipped: a case forbidding refund_submit
+    passed a run that called it as a custom or MCP tool."""
+    run = parse(
+        [
+            {"type": "custom_tool_call", "call_id": "c1", "name": "refund_submit", "input": "order A"},
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+            {"type": "mcp_call", "id": "m1", "name": "refund_submit", "arguments": '{"order": "B"}', "output": "done",
+             "server_label": "shop"},
+            {"type": "mcp_call", "id": "m2", "name": "refund_submit", "arguments": "{}", "error": "denied"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            {"type": "computer_call", "id": "cu_1", "call_id": "c2", "status": "failed", "action": {"type": "click"}},
+            {"type": "computer_call_output", "call_id": "c2", "output": {"type": "computer_screenshot"}},
+            {"type": "reasoning", "id": "r1", "summary": []},
+            ANSWER,
+        ],
+        "openai-responses",
+    )  # fmt: skip
+    assert steps(run) == [
+        ("call", "refund_submit", "c1", {"input": "order A"}, "ok", False),
+        ("call", "refund_submit", "m1", {"order": "B"}, "done", False),
+        ("call", "refund_submit", "m2", {}, "-", True),
+        ("call", "web_search", None, {}, "-", False),
+        ("call", "computer", "c2", {}, {"type": "computer_screenshot"}, True),
+        ("assistant", "done"),
+    ]
+    assert failures_of(run, **NOT_CALLED) == ["rule_failed: no_refund: refund_submit (call 1) was called"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "run", "where"),
+    [
+        ("openai-chat", [{"role": "user", "content": "hi"}, {"role": "Assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "refund_submit", "arguments": "{}"}}]}],
+         "$[1].role", ),
+        ("diagbot", {"format": "diagbot-agent-trace", "version": 1, "steps": [
+            {"kind": "message", "role": "ai", "content": "card 4111111111111111"}]}, "$.steps[0].role"),
+        ("openai-responses", [{"type": "message", "role": "model", "content": "card 4111111111111111"}],
+         "$[0].role"),
+    ],
+    ids=["chat", "native", "responses"],
+)  # fmt: skip
+def test_a_message_under_a_role_diagbot_does_not_read_is_refused(fmt: str, run: Any, where: str) -> None:
+    """Its text was never the answer and its calls never counted: an `Assistant` or `ai` message hid what the
+    checks look for."""
+    results = {"openai-chat": "tool or function", "diagbot": "a tool_call step's result"}.get(
+        fmt, "a function_call_output item"
+    )
+    role = run[1]["role"] if fmt == "openai-chat" else (run["steps"][0] if fmt == "diagbot" else run[0])["role"]
+    assert problem(run, fmt) == (
+        f"{where}: role {role!r} is not one diagbot reads (system, developer, user, assistant, or {results} for a "
+        "result); write the agent's messages as assistant"
+    )
+
+
+def test_a_genai_or_openinference_message_under_another_role_is_refused() -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("hi"))], [say("model", text("card 4111111111111111"))])
+    assert problem(rec.otlp()) == (
+        f"{SPAN}.attributes[\"gen_ai.output.messages\"][0].role: role 'model' is not one diagbot reads (system, "
+        "developer, user, assistant, or tool for a result); write the agent's messages as assistant"
+    )
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM", **flat("llm.output_messages.0", "ai", "card 4111111111111111")})
+    assert problem(rec.otlp()) == (
+        f"{SPAN}.attributes[\"llm.output_messages.0.message.role\"]: role 'ai' is not one diagbot reads (system, "
+        "developer, user, assistant, or tool for a result); write the agent's messages as assistant"
+    )
+
+
 # --- RAG checks over OpenTelemetry runs -------------------------------------------------------------------------------
 
 

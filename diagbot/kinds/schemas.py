@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from diagbot.core.outcome import RunOutcome
 from diagbot.kinds.agent.cases import FIELD_NAMES, AgentCase
+from diagbot.kinds.agent.formats.common import SPEAKERS
 from diagbot.kinds.agent.formats.native import FORMAT, VERSION
 from diagbot.kinds.agent.report import AgentReport
 from diagbot.kinds.trace.fixture import Trace
@@ -76,7 +77,7 @@ def agent_trace() -> dict[str, Any]:
     }
     step: dict[str, dict[str, Any]] = {
         "message": {
-            "role": {"type": "string"},
+            "role": {"enum": list(SPEAKERS)},
             "content": {"type": ["string", "null", "array"]},
             "citations": {
                 "type": ["array", "null"],

@@ -56,6 +56,29 @@ def text(value: Any, path: str) -> str:
     return value
 
 
+SPEAKERS = ("system", "developer", "user", "assistant")
+"""The roles of a message the run model keeps: the answer and the turns are the assistant's, confirmations the
+user's. A tool result is no message: each format pairs it with its call."""
+
+
+def unknown_role(role: str, path: str, results: str = "tool") -> TraceInvalid:
+    """A message under a role diagbot does not read would be no one's: its text never the answer, its calls never
+    counted. Refused, naming the roles read (`results`: how the format marks a tool result)."""
+    return TraceInvalid(
+        path,
+        f"role {role[:80]!r} is not one diagbot reads ({', '.join(SPEAKERS)}, or {results} for a "
+        "result); write the agent's messages as assistant",
+    )
+
+
+def speaker(value: Any, path: str, results: str = "tool") -> str:
+    """The role of a message that is not a tool result."""
+    role = text(value, path)
+    if role not in SPEAKERS:
+        raise unknown_role(role, path, results)
+    return role
+
+
 def optional_text(value: Any, path: str) -> str | None:
     return None if value is None else text(value, path)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagbot.kinds.agent.formats.common import (
+    SPEAKERS,
     content_text,
     duration,
     items,
@@ -22,6 +23,7 @@ from diagbot.kinds.agent.formats.common import (
     state,
     text,
     type_name,
+    unknown_role,
 )
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
@@ -72,9 +74,12 @@ def read(data: Any) -> Run:
             call = pending.pop()  # the nearest earlier call with this id
             call.result, call.has_result = content, True
             continue
-        append(Message(role, content))
         if role != "assistant":
+            if role not in SPEAKERS:
+                raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
+            append(Message(role, content))
             continue
+        append(Message(role, content))
         calls = message.get("tool_calls")
         if calls is not None:
             if type(calls) is not list or len(calls) > MAX_STEPS:

@@ -5,20 +5,36 @@ as in openai-chat's object form).
 `message` items carry `role` and `content` parts (`input_text`, `output_text`); `function_call` items carry
 `call_id`, `name` and `arguments` (the JSON string the model wrote); `function_call_output` items carry the
 `call_id` they answer and the `output`. Calls and outputs pair on `call_id`, never on the item's own `id`, the
-nearest earlier call without an output first. Other item types (reasoning, built-in tool calls, references to
-an earlier response's items) are skipped; an item whose `type` is no string, or with neither `type` nor `role`
-nor a reference's `id`, is refused.
+nearest earlier call without an output first. A `custom_tool_call` is a call whose free-form `input` is read as
+the arguments `{input: TEXT}`; an `mcp_call` holds its call (`name`, `arguments`) and its `output` or `error`.
+The hosted tools' calls (`web_search_call`, `computer_call`, ... any other `*_call`) are calls of the tool named by
+the type (`web_search`, `computer`), without arguments, so that a case can forbid or allow them; their
+`*_call_output` items pair on `call_id` as functions' do. Other items (reasoning, MCP tool listings and approvals,
+references to an earlier response's items) are skipped; an item whose `type` is no string, or with neither `type`
+nor `role` nor a reference's `id`, is refused.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import content_text, duration, items, obj, state, text, type_name
+from diagbot.kinds.agent.formats.common import (
+    content_text,
+    duration,
+    items,
+    obj,
+    optional_text,
+    speaker,
+    state,
+    text,
+    type_name,
+)
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 NAME = "openai-responses"
-_TYPES = frozenset({"message", "function_call", "function_call_output"})
+_TYPES = frozenset({"message", "function_call", "function_call_output"})  # what `detect` looks for
+_NAMED_CALLS = ("function_call", "custom_tool_call")
+_TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
 
 
 def detect(data: Any) -> bool:
@@ -52,16 +68,34 @@ def read(data: Any) -> Run:
             item = obj(raw, where)
             kind = _kind(item, where)
             if kind == "message":
-                role = text(item.get("role"), f"{where}.role")
+                role = speaker(item.get("role"), f"{where}.role", "a function_call_output item")
                 run.steps.append(Message(role, content_text(item.get("content"), f"{where}.content")))
-            elif kind == "function_call":
+            elif kind in _NAMED_CALLS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
-                call = ToolCall(
-                    tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=item.get("arguments")
-                )
+                free = kind == "custom_tool_call"
+                args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
+                call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
                 run.steps.append(call)
                 waiting.setdefault(call_id, []).append(call)
-            elif kind == "function_call_output":
+            elif kind == "mcp_call":
+                error = item.get("error")
+                call = ToolCall(
+                    tool=text(item.get("name"), f"{where}.name"),
+                    id=optional_text(item.get("id"), f"{where}.id"),
+                    raw_args=item.get("arguments"),
+                    result=item.get("output"),
+                    has_result=item.get("output") is not None,
+                    failed=bool(error),
+                )
+                run.steps.append(call)
+            elif kind.endswith("_call"):  # a hosted tool: web_search_call is a call of web_search
+                hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
+                call = ToolCall(tool=kind.removesuffix("_call"), id=hosted_id, raw_args={})
+                call.failed = item.get("status") == "failed"
+                run.steps.append(call)
+                if hosted_id is not None:
+                    waiting.setdefault(hosted_id, []).append(call)
+            elif kind.endswith("_call_output"):
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
                 if pending is None:
@@ -73,8 +107,9 @@ def read(data: Any) -> Run:
                     )
                 output = item.get("output")
                 call = pending.pop()  # the nearest earlier call with this call_id
-                call.result = output if isinstance(output, str) else content_text(output, f"{where}.output")
-                call.has_result = True
+                if kind in _TEXT_OUTPUTS and not isinstance(output, str):
+                    output = content_text(output, f"{where}.output")
+                call.result, call.has_result = output, True
             if len(run.steps) > MAX_STEPS:
                 raise TraceInvalid(prefix, f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,}")
     return run
