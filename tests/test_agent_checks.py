@@ -1219,11 +1219,25 @@ def test_not_gating_because_follows_the_gate_config() -> None:
     )
 
 
-@pytest.mark.parametrize("reply", ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet"])
+@pytest.mark.parametrize(
+    "reply",
+    ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet", "Don\u2019t proceed.",
+     "Please don\u2019t go ahead", "不行，别确认", "我不想确认"],
+)  # fmt: skip
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == [MISSING]
+
+
+@pytest.mark.parametrize(
+    ("replies", "confirmed"),
+    [(["yes", "actually no, cancel it"], False), (["go ahead", "wait, no"], False), (["no", "ok, yes go ahead"], True),
+     (["yes", "and please email me the receipt"], True)],
+)  # fmt: skip
+def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
+    run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))
+    assert failures(CONFIRM, run) == ([] if confirmed else [MISSING])
 
 
 @pytest.mark.parametrize("reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "confirmed"])
