@@ -441,16 +441,16 @@ def config_problems(text: str) -> list[str]:
 def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
     base = "suites:\n  - name: a\n    kind: agent\n    cases: c\n    fixtures: f\n"
     assert config_problems(base + "    trials: 0\n    trace-format: openai\n    tool-eror-pattern: x\n") == [
-        "diagbot.yml: suites.0.trace-format: Value error, unknown trace format 'openai'; use one of auto, diagbot, "
+        "diagbot.yml: suites.0.trace-format: unknown trace format 'openai'; use one of auto, diagbot, "
         "openai-responses, openai-chat, otlp",
-        "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0",
+        "diagbot.yml: suites.0.trials: expected all, any or a number of trials from 1 to 1000, not 0",
         "diagbot.yml: unknown key 'suites.0.tool-eror-pattern' (did you mean tool-error-pattern?)",
     ]
     assert config_problems(base.replace("agent", "trace") + "    trials: 2\n") == [
         "diagbot.yml: unknown key 'suites.0.trials'"
     ]
     assert config_problems(base + "    rules:\n      r: {answer_matches: '(a'}\n")[0].startswith(
-        "diagbot.yml: suites.0.rules.r.answer_matches: Value error, invalid regular expression '(a'"
+        "diagbot.yml: suites.0.rules.r.answer_matches: invalid regular expression '(a'"
     )
     assert config_problems(base + "gate:\n  roles: [golden, hard_cas]\n") == [
         "diagbot.yml: gate.roles.1: Input should be 'golden', 'regression', 'hard_case', 'red_team' or 'manual_review'"

@@ -139,7 +139,7 @@ def test_run_format_json_with_an_unusable_config_still_prints_the_outcome(
     (tmp_path / "diagbot.yml").write_text("suites: [{name: a, kind: agent, cases: c, fixtures: f, trials: 0}]\n")
     assert main(["run", "--format", "json"]) == 2
     captured = capsys.readouterr()
-    problem = "diagbot.yml: suites.0.trials: Value error, expected all, any or a number of trials from 1 to 1000, not 0"
+    problem = "diagbot.yml: suites.0.trials: expected all, any or a number of trials from 1 to 1000, not 0"
     assert captured.err == f"error: {problem}\n"
     assert _validated(captured.out) == {
         "schemaVersion": 1, "conclusion": "failure", "exitCode": 2,

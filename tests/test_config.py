@@ -42,7 +42,7 @@ def test_typos_and_bad_values_are_all_listed() -> None:
         "suites:\n - name: x\n   kind: trac\n   cases: a\n   fixture: b\nthresholds:\n  duration-pc: 3\n"
         "gate:\n  fail-on-regression: maybe\n"
     ) == [
-        "diagbot.yml: suites.0.kind: Value error, unknown suite kind 'trac'; use one of agent, trace, workspace",
+        "diagbot.yml: suites.0.kind: unknown suite kind 'trac'; use one of agent, trace, workspace",
         "diagbot.yml: suites.0.fixtures: Field required",
         "diagbot.yml: unknown key 'suites.0.fixture' (did you mean fixtures?)",
         "diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)",
@@ -52,7 +52,7 @@ def test_typos_and_bad_values_are_all_listed() -> None:
 
 def test_duplicate_suite_names_and_no_suites() -> None:
     dup = "suites:\n  - {name: a, cases: c, fixtures: f}\n  - {name: a, cases: d, fixtures: f}\n"
-    assert problems(dup) == ["diagbot.yml: suites: Value error, suite names must be unique; repeated: a"]
+    assert problems(dup) == ["diagbot.yml: suites: suite names must be unique; repeated: a"]
     assert problems("suites: []\n") == ["diagbot.yml: suites: List should have at least 1 item after validation, not 0"]
 
 

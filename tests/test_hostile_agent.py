@@ -559,15 +559,15 @@ def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
         ("    trials: '2'\n", "suites.0.trials"),
         ("    trials: true\n", "suites.0.trials"),
         ("    trials: 100000\n", "suites.0.trials"),
-        ("    trace-format: wat\n", "suites.0.trace-format: Value error, unknown trace format 'wat'; use one of auto, "
+        ("    trace-format: wat\n", "suites.0.trace-format: unknown trace format 'wat'; use one of auto, "
                                     "diagbot, openai-responses, openai-chat"),
         ("    trace-formt: auto\n", "unknown key 'suites.0.trace-formt' (did you mean trace-format?)"),
-        ("    tool-error-pattern: '(a'\n", "suites.0.tool-error-pattern: Value error, invalid regular expression '(a': "
+        ("    tool-error-pattern: '(a'\n", "suites.0.tool-error-pattern: invalid regular expression '(a': "
                                            "missing )"),
         ("    tool-error-pattern: '(?<=x)y'\n", "uses a lookahead or lookbehind"),
         ("    confirmation-pattern: '(a+)+\\1'\n", "uses a backreference"),
         ("    confirmation-pattern: '" + "a" * 2_000 + "'\n", "is 2,000 characters long; the limit is 1,000"),
-        ("    rules:\n      r: {answer_matches: 'a{1000}{1000}'}\n", "suites.0.rules.r.answer_matches: Value error, "
+        ("    rules:\n      r: {answer_matches: 'a{1000}{1000}'}\n", "suites.0.rules.r.answer_matches: "
                                                                       "invalid regular expression"),
         ("    rules:\n      r: {answer_matches: 'a{1000}b{1000}'}\n",
          "compiles to 2,004 RE2 instructions; the limit is 128"),
@@ -577,11 +577,16 @@ def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
         ("    rules:\n      r: {state: {expr: 'a[', equals: 1}}\n", "invalid JMESPath expression 'a['"),
         ("    rules: [1]\n", "suites.0.rules: Input should be a valid dictionary"),
         ("    max-fixture-bytes: 0\n", "suites.0.max-fixture-bytes: Input should be greater than 0"),
+        ("    confirmation-pattern: '(?i)yes|confirm|'\n", "suites.0.confirmation-pattern: the pattern matches empty "
+                                                          "text, so it would make every user message a confirmation"),
+        ("    tool-error-pattern: 'x*'\n", "suites.0.tool-error-pattern: the pattern matches empty text, so it would "
+                                         "make every call failed"),
     ],
     ids=[
         "trials-0", "trials-negative", "trials-float", "trials-string", "trials-bool", "trials-huge", "unknown-format",
         "misspelt-key", "bad-regex", "lookbehind", "backreference", "long-regex", "huge-repeat", "big-program",
-        "rule-typo", "rule-name-path", "bad-query", "rules-not-a-map", "zero-bytes",
+        "rule-typo", "rule-name-path", "bad-query", "rules-not-a-map", "zero-bytes", "empty-confirmation",
+        "empty-tool-error",
     ],
 )  # fmt: skip
 def test_bad_suite_options_are_named(tmp_path: Path, options: str, message: str) -> None:
@@ -599,7 +604,7 @@ def test_a_bad_trials_value_is_one_plain_message(tmp_path: Path, value: str) -> 
     assert result.code == 2
     assert len(result.errors) == 1, result.errors
     assert "constrained-int" not in result.stderr and "literal[" not in result.stderr
-    assert result.errors == [f"{tmp_path}/diagbot.yml: suites.0.trials: Value error, expected all, any or a number "
+    assert result.errors == [f"{tmp_path}/diagbot.yml: suites.0.trials: expected all, any or a number "
                              f"of trials from 1 to 1000, not {value}"]  # fmt: skip
 
 
@@ -1026,4 +1031,22 @@ def test_a_key_with_a_line_break_is_escaped_in_the_problem(tmp_path: Path) -> No
     assert judged(tmp_path, run) == [
         "trace_invalid: hostile.json: $.x\\n::error::hi\\u001b[2J: unknown field (known: format, version, steps, "
         "final_state, duration_ms)"
+    ]
+
+
+def test_an_empty_text_to_look_for_is_refused(tmp_path: Path) -> None:
+    """`answer_not_contains: [""]`, `must_not_include: [""]` and `tool_not_called: ""` loaded, and each judged
+    something no run can show (every answer contains the empty text; no tool is named "")."""
+    empty = [{"answer_not_contains": [""]}, {"answer_contains": {"any": ["  "]}}, {"tool_not_called": ""},
+             {"tool_called": " "}]  # fmt: skip
+    bad = case(evaluator_config={"rule_checks": empty}, constraints={"must_not_include": ["ok", ""]})
+    result = refused(diagbot(make_suite(tmp_path, {"hostile.json": bad})))
+    said = "an empty text (or only spaces) names nothing to look for; write the words or the tool's name"
+    where = f"{tmp_path}/cases/hostile.json: case hostile"
+    assert result.errors == [
+        f"{where}: 'evaluator_config.rule_checks[0].answer_not_contains[0]': {said} (found \"\")",
+        f"{where}: 'evaluator_config.rule_checks[1].answer_contains.any[0]': {said} (found \"  \")",
+        f"{where}: 'evaluator_config.rule_checks[2].tool_not_called': {said} (found \"\")",
+        f"{where}: 'evaluator_config.rule_checks[3].tool_called': {said} (found \" \")",
+        f"{where}: 'constraints.must_not_include[1]': {said} (found \"\")",
     ]

@@ -269,7 +269,7 @@ BAD_CONFIGS = {
     ),
     "duplicate-names": (
         SUITE + "  - {name: agent, kind: agent, cases: cases/agent, fixtures: fixtures/agent}\n",
-        "diagbot.yml: suites: Value error, suite names must be unique; repeated: agent",
+        "diagbot.yml: suites: suite names must be unique; repeated: agent",
     ),
     "no-suites": ("suites: []\n", "diagbot.yml: suites: List should have at least 1 item after validation, not 0"),
     "nan-threshold": (

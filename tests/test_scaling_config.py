@@ -282,7 +282,7 @@ def test_repeated_suite_names_are_listed_up_to_twelve() -> None:
     text = many_suites(4_000, lambda i: f"{{name: s{i // 2:04d}, cases: c, fixtures: f}}")
     listed = ", ".join(f"s{i:04d}" for i in range(12))
     assert config_problems(text) == [
-        f"diagbot.yml: suites: Value error, suite names must be unique; repeated: {listed}, … 1988 more"
+        f"diagbot.yml: suites: suite names must be unique; repeated: {listed}, … 1988 more"
     ]
 
 

@@ -66,3 +66,9 @@ def _elements(annotations: list[Any]) -> list[Any]:
         else:
             found.append(annotation)  # a union tag before the model's own fields
     return found
+
+
+def error_message(error: Any) -> str:
+    """A pydantic error's message as a sentence of ours: without the "Value error, " that pydantic puts before
+    what a validator raised."""
+    return str(error["msg"]).removeprefix("Value error, ")

@@ -11,7 +11,7 @@ from pydantic_core import PydanticSerializationError
 
 from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
-from diagbot.core.models import Output
+from diagbot.core.models import Output, error_message
 from diagbot.core.rates import percent, rate
 
 MAX_CONTAINERS = 2_000_000
@@ -125,7 +125,7 @@ def model_problems(exc: ValidationError, where: str, what: str) -> ReportFormatE
     shown = []
     for error in exc.errors()[:MAX_PROBLEMS_SHOWN]:
         loc = values.one_line(".".join(str(part) for part in error["loc"]), 200) or "top level"
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = error_message(error)
         shown.append(f"{where}: not a readable {what}: {loc}: {message[:1].lower() + message[1:]}")
     more = exc.error_count() - len(shown)
     return ReportFormatError(*shown, *([f"{where}: ... and {more} more problems"] if more > 0 else []))

@@ -15,7 +15,7 @@ from diagbot.core import values
 from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.models import StrictInput, field_names_at
+from diagbot.core.models import StrictInput, error_message, field_names_at
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, listing
 from diagbot.kinds.agent.cases import ROLES, Role
@@ -82,7 +82,7 @@ def _option_problems(
             close = suggestions.closest(str(error["loc"][-1]), known)
             problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close}?)" if close else ""))
         else:
-            problems.append(f"{where}: {loc}: {error['msg']}")
+            problems.append(f"{where}: {loc}: {error_message(error)}")
     return problems
 
 
@@ -153,7 +153,8 @@ class ThresholdConfig(StrictInput):
                     known = ", ".join(f.alias or n for n, f in ThresholdConfig.model_fields.items())
                     problems.append(f"{where.format(name=name)}: unknown threshold; use one of {known}")
                 else:
-                    problems.append(f"{where.format(name=name)}: {error['msg']} (got {error.get('input')!r:.40})")
+                    shown = f"{error.get('input')!r:.40}"
+                    problems.append(f"{where.format(name=name)}: {error_message(error)} (got {shown})")
             raise ConfigError(*problems) from None
 
     def to_thresholds(self) -> Thresholds:
@@ -171,7 +172,7 @@ def checked_fixture_bytes(value: object, where: str = "--max-fixture-bytes") -> 
     try:
         return _FIXTURE_BYTES.validate_python(value)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {exc.errors()[0]['msg']} (got {value!r:.40})") from None
+        raise ConfigError(f"{where}: {error_message(exc.errors()[0])} (got {value!r:.40})") from None
 
 
 def given_thresholds(source: object) -> dict[str, float]:
@@ -385,7 +386,7 @@ def _problems(exc: ValidationError, data: dict[str, Any], where: str, suggestion
             hint = f" (did you mean {close}?)" if close else ""
             problems.append(f"{where}: unknown key '{loc}'{hint}")
         else:
-            problems.append(f"{where}: {loc or 'top level'}: {error['msg']}")
+            problems.append(f"{where}: {loc or 'top level'}: {error_message(error)}")
     problems += [p for index in pending[taken:] for p in extras[index]]
     return problems
 

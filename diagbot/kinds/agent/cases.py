@@ -34,7 +34,17 @@ Regex = Annotated[str, AfterValidator(valid_regex)]
 Query = Annotated[str, AfterValidator(valid_query)]
 Texts = Annotated[list[str], Field(max_length=MAX_ITEMS)]
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a rate from 0 to 1
-NeedleList = Annotated[list[str], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing could never fail
+
+
+def _needle(value: str) -> str:
+    if not value.strip():
+        raise ValueError("an empty text (or only spaces) names nothing to look for; write the words or the tool's name")
+    return value
+
+
+Needle = Annotated[str, AfterValidator(_needle)]  # a text looked for, or a tool's name
+NeedleList = Annotated[list[Needle], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing never fails
+NeedleTexts = Annotated[list[Needle], Field(max_length=MAX_ITEMS)]
 
 
 def _shape(value: Any) -> str:
@@ -63,8 +73,8 @@ class Model(StrictInput):
 
 
 class AnyAll(Model):
-    any_of: Texts | None = Field(None, alias="any", min_length=1)
-    all_of: Texts | None = Field(None, alias="all", min_length=1)
+    any_of: NeedleTexts | None = Field(None, alias="any", min_length=1)
+    all_of: NeedleTexts | None = Field(None, alias="all", min_length=1)
 
     @model_validator(mode="after")
     def _one(self) -> AnyAll:
@@ -101,8 +111,8 @@ if TYPE_CHECKING:  # what the shape-read unions are, for the type checker
 else:
     ContainsSpec = _by_shape(list=NeedleList, object=AnyAll)
     TextOrTexts = _by_shape(text=str, list=Texts)
-    Needles = _by_shape(text=str, list=NeedleList)
-    ToolRef = _by_shape(text=str, object=ToolArgs)
+    Needles = _by_shape(text=Needle, list=NeedleList)
+    ToolRef = _by_shape(text=Needle, object=ToolArgs)
 
 
 CHECK_KEYS = (
@@ -296,8 +306,8 @@ class TraceRequirement(Model):
 
 
 class Constraints(Model):
-    must_include: Texts | None = None
-    must_not_include: Texts | None = None
+    must_include: NeedleTexts | None = None
+    must_not_include: NeedleTexts | None = None
     max_chars: int | None = Field(None, ge=0, le=MAX_COUNT)
     format: Any = None  # prose: shown as not machine-checked
     tone: Any = None

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
-from diagbot.core.models import field_names_at
+from diagbot.core.models import error_message, field_names_at
 from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import CASE_ID_PATTERN, FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
@@ -123,7 +123,7 @@ def describe(
         close = closest(str(error.get("input")), allowed, cutoff=0.5)
         hint = f" (did you mean {close}?)" if close else ""
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = error_message(error)
     return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from diagbot.core.models import StrictInput
 from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, valid_regex
@@ -48,6 +48,15 @@ class AgentOptions(StrictInput):
             )
         if value is not None and matches_empty(value):
             raise ValueError("the citation pattern matches empty text, so it would find a citation everywhere")
+        return value
+
+    @field_validator("confirmation_pattern", "tool_error_pattern")
+    @classmethod
+    def _finds_something(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and matches_empty(value):
+            confirms = info.field_name == "confirmation_pattern"
+            what = "every user message a confirmation" if confirms else "every call failed"
+            raise ValueError(f"the pattern matches empty text, so it would make {what}")
         return value
 
     def required(self, trials: int) -> int:
