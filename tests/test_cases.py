@@ -127,3 +127,86 @@ def test_case_lines_point_at_each_case() -> None:
     lines = text.splitlines()
     assert '"id": "a"' in lines[suite.lines["a"] - 1]
     assert '"id": "b"' in lines[suite.lines["b"] - 1]
+
+
+def test_keywords_that_repeat_once_normalised_are_an_error() -> None:
+    """The hostile review's case: three spellings of one keyword made minKeywordMatches 3 reachable without
+    'timeout'. Each list reports its first problem and how many more it has."""
+    keywords = ["connection pool", "Connection Pool", "ｃｏｎｎｅｃｔｉｏｎ ｐｏｏｌ", "timeout"]
+    assert problems([case_dict(expectedRootCauseKeywords=keywords, minKeywordMatches=3)]) == [
+        "cases.json: case 'payment-timeout' (#1): field 'expectedRootCauseKeywords': item [1] 'Connection Pool' "
+        "repeats item [0] 'connection pool' once normalised (NFKC, case folded); list each phrase once "
+        "(and 1 more problem in this list)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "items", "message"),
+    [
+        ("forbiddenAnswerKeywords", [""], "item [0] is empty or blank, so it matches nothing; remove it"),
+        (
+            "forbiddenConfirmedClaimKeywords",
+            ["x", " \t"],
+            "item [1] is empty or blank, so it matches nothing; remove it",
+        ),
+        ("degradationKeywords", ["\u3000"], "item [0] is empty or blank, so it matches nothing; remove it"),
+        (
+            "expectedRootCauseKeywords",
+            ["pool", "", "", "POOL"],
+            "item [1] is empty or blank, so it matches nothing; remove it (and 2 more problems in this list)",
+        ),
+        ("requiredEvidenceTools", [""], "item [0] is empty or blank, so it names nothing; remove it"),
+        ("allowedVerdicts", ["PASS", "PASS"], "item [1] 'PASS' repeats item [0] 'PASS'; list each name once"),
+    ],
+    ids=["empty", "blank", "ideographic-space", "several", "empty-tool", "repeated-verdict"],
+)
+def test_items_that_say_nothing_are_errors(field: str, items: list[str], message: str) -> None:
+    assert problems([case_dict(**{field: items})]) == [
+        f"cases.json: case 'payment-timeout' (#1): field '{field}': {message}"
+    ]
+
+
+def test_names_are_compared_as_written() -> None:
+    """Tool names are exact: `Query_Metrics` is another tool than `query_metrics`, not a repeat."""
+    suite = parse_case_file(json.dumps([case_dict(requiredEvidenceTools=["query_metrics", "Query_Metrics"])]), "c.json")
+    assert suite.cases[0].required_evidence_tools == ["query_metrics", "Query_Metrics"]
+
+
+def test_min_keyword_matches_over_the_keywords_is_an_error() -> None:
+    data = {
+        "defaults": {"minKeywordMatches": 2},
+        "cases": [case_dict(id="a", expectedRootCauseKeywords=["timeout"]), case_dict(id="b")],
+    }
+    assert problems(data) == [
+        "cases.json: case 'a' (#1): field 'minKeywordMatches': 2 is more than the 1 expectedRootCauseKeywords, so "
+        "the case can never pass; lower it or add keywords"
+    ]
+
+
+def test_a_default_list_is_checked_once_not_per_case() -> None:
+    data = {
+        "defaults": {"expectedRootCauseKeywords": ["pool", "Pool"], "minKeywordMatches": 3},
+        "cases": [case_dict(id=f"c{i}") for i in range(3)],
+    }
+    for case in data["cases"]:
+        del case["expectedRootCauseKeywords"]
+    assert problems(data) == [
+        "cases.json: defaults: field 'minKeywordMatches': 3 is more than the 2 expectedRootCauseKeywords, so the "
+        "case can never pass; lower it or add keywords",
+        "cases.json: defaults: field 'expectedRootCauseKeywords': item [1] 'Pool' repeats item [0] 'pool' once "
+        "normalised (NFKC, case folded); list each phrase once",
+    ]
+
+
+def test_a_case_file_may_start_with_a_byte_order_mark() -> None:
+    text = "\ufeff" + json.dumps([case_dict(id="a"), case_dict(id="b")], indent=2)
+    suite = parse_case_file(text, "c.json")
+    assert [case.id for case in suite.cases] == ["a", "b"]
+    assert text.splitlines()[suite.lines["b"] - 1].strip() == '"id": "b",'
+    assert problems_of("\ufeff") == ["c.json: the case file is empty; write a JSON array of cases (see the README)"]
+
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(CaseFileError) as info:
+        parse_case_file(text, "c.json")
+    return info.value.problems

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from diagbot.kinds.trace import search
 from diagbot.kinds.trace.cases import TraceCase
 from diagbot.kinds.trace.checks import REGISTRY, Code
 from diagbot.kinds.trace.evaluate import evaluate_case
@@ -224,3 +225,87 @@ def test_absent_values_are_null() -> None:
         None,
     )
     assert result.gatekeeper_status is None and result.composer_status is None
+
+
+def test_keywords_equal_once_normalised_count_once() -> None:
+    """The loader refuses such a list; a case built around it still cannot reach minKeywordMatches with repeats."""
+    keywords = ["connection pool", "Connection Pool", "ｃｏｎｎｅｃｔｉｏｎ ｐｏｏｌ", "timeout"]
+    case = TraceCase.model_validate(case_dict(expectedRootCauseKeywords=keywords, minKeywordMatches=3))
+    trace = parse_trace(json.dumps(trace_dict(**{"session.answer": "the connection pool is exhausted"})).encode(), "t")
+    assert isinstance(trace, Trace)
+    result = evaluate_case(case, trace)
+    assert result.failed_checks == [
+        "keyword_coverage: answer matches 1 of the root-cause keywords, needs 3; missing 'timeout'"
+    ]
+    assert result.matched_keyword_count == 1
+
+
+# An answer of 3,000 characters: each phrase costs 1 + 3 steps, so a budget of 10 looks for two phrases.
+BUDGET_ANSWER = "timeout in the connection pool; insufficient evidence. " + "x" * (3_000 - 55)
+
+
+def budgeted(monkeypatch: pytest.MonkeyPatch, steps: int, **case_over: Any) -> list[str]:
+    monkeypatch.setattr(search, "MAX_SEARCH_STEPS", steps)
+    case = TraceCase.model_validate(case_dict(**case_over))
+    trace = parse_trace(json.dumps(trace_dict(**{"session.answer": BUDGET_ANSWER})).encode(), "t.json")
+    assert isinstance(trace, Trace) and len(trace.folded_answer.text) == 3_000
+    return evaluate_case(case, trace).failed_checks
+
+
+def stopped(looked: int, listed: int, field: str, steps: int = 10) -> str:
+    return (
+        f"stopped after looking for {looked} of the {listed} {field}: one check may spend {steps} steps, one per "
+        "phrase per 1,000 characters of the answer (3,000 once normalised); list fewer phrases in the case"
+    )
+
+
+def test_a_check_past_its_search_budget_fails_saying_so_and_the_others_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = budgeted(
+        monkeypatch,
+        10,
+        expectedRootCauseKeywords=["absent one", "absent two", "timeout"],
+        forbiddenAnswerKeywords=["absent one", "absent two", "certainly caused by"],
+        forbiddenConfirmedClaimKeywords=["timeout", "absent", "certainly caused by"],
+        requiredEvidenceTools=["query_traces"],
+    )
+    assert failed == [
+        f"keyword_coverage: {stopped(2, 3, 'expectedRootCauseKeywords')}",
+        "missing_evidence_tool: required tool 'query_traces' was never used "
+        "(tools seen: 'lookup_knowledge', 'query_logs', 'query_metrics')",
+        f"forbidden_answer_keyword: {stopped(2, 3, 'forbiddenAnswerKeywords')}",
+        "forbidden_confirmed_claim: answer states the unsupported claim 'timeout' as if confirmed",
+        f"forbidden_confirmed_claim: {stopped(2, 3, 'forbiddenConfirmedClaimKeywords')}",
+    ]
+
+
+def test_what_was_found_before_the_budget_ran_out_can_decide_a_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough keywords, or one degradation phrase, settle their checks however many phrases were not looked for."""
+    assert (
+        budgeted(
+            monkeypatch,
+            10,
+            expectedRootCauseKeywords=["timeout", "connection pool", "absent"],
+            minKeywordMatches=2,
+            degradationKeywords=["insufficient evidence", "absent one", "absent two"],
+        )
+        == []
+    )
+
+
+def test_the_budget_is_a_bound_not_a_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three phrases cost exactly 12 steps: a budget of 12 looks for all of them, one of 11 does not."""
+    keywords = {"expectedRootCauseKeywords": ["timeout", "connection pool", "absent"], "minKeywordMatches": 3}
+    assert budgeted(monkeypatch, 12, **keywords) == [
+        "keyword_coverage: answer matches 2 of the root-cause keywords, needs 3; missing 'absent'"
+    ]
+    assert budgeted(monkeypatch, 11, **keywords) == [
+        f"keyword_coverage: {stopped(2, 3, 'expectedRootCauseKeywords', 11)}"
+    ]
+
+
+def test_a_long_phrase_costs_its_length_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A phrase of 5,000 characters costs 4 + 5 steps: with 10, only one phrase is looked for."""
+    phrases = ["y" * 5_000, "certainly caused by"]
+    assert budgeted(monkeypatch, 10, forbiddenAnswerKeywords=phrases) == [
+        f"forbidden_answer_keyword: {stopped(1, 2, 'forbiddenAnswerKeywords')}"
+    ]

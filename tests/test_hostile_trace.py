@@ -242,3 +242,27 @@ def test_fold_caps_its_input_and_its_output() -> None:
     folded = fold("\ufdfa" * MAX_TEXT_CHARS)
     assert (len(folded.text), folded.cut) == (MAX_FOLDED_CHARS, True)
     assert folded.matches(["صلى"]) == ["صلى"] and folded.matches(["", "timeout"]) == []
+
+
+def test_a_thousand_phrases_never_found_in_the_longest_answer(tmp_path: Path) -> None:
+    """The hostile review's case: lists of 1,000 phrases, none in a 1 MiB answer, took seconds a case. Each check
+    now stops at its budget, one step per phrase per 1,000 characters: 953 phrases of 1,049 steps each."""
+    answer = "a" * MAX_TEXT_CHARS
+    data = json.dumps(trace_dict(**{"session.answer": answer})).encode()
+    lists = {name: [f"{name[0]}{i:04d}zq" for i in range(1_000)] for name in ("forbiddenAnswerKeywords", "keywords")}
+    result, _, _ = _evaluate(
+        tmp_path,
+        "long.json",
+        data,
+        expectedRootCauseKeywords=lists["keywords"],
+        forbiddenAnswerKeywords=lists["forbiddenAnswerKeywords"],
+    )
+    note = (
+        "one check may spend 1,000,000 steps, one per phrase per 1,000 characters of the answer (1,048,576 once "
+        "normalised); list fewer phrases in the case"
+    )
+    assert result.failed_checks == [
+        f"keyword_coverage: stopped after looking for 953 of the 1,000 expectedRootCauseKeywords: {note}",
+        f"forbidden_answer_keyword: stopped after looking for 953 of the 1,000 forbiddenAnswerKeywords: {note}",
+    ]
+    assert result.matched_keyword_count == 0

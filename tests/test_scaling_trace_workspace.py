@@ -19,7 +19,9 @@ import pytest
 from diagbot.core import text
 from diagbot.core.errors import CaseFileError
 from diagbot.kinds.trace import checks as trace_checks
+from diagbot.kinds.trace import search
 from diagbot.kinds.trace.cases import TraceCase, parse_case_file
+from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.fixture import Trace, parse_trace
 from diagbot.kinds.workspace import checks as workspace_checks
 from diagbot.kinds.workspace.checks import CheckSpec, ContainsSpec, Outcome, Workspace, run_check
@@ -136,6 +138,36 @@ def test_up_to_a_dozen_names_are_listed_as_before() -> None:
     for count, said in [(0, "none"), (1, "'t00'"), (12, dozen), (13, dozen + ", … 1 more")]:
         messages = trace_checks.missing_evidence_tool(case, using([f"t{i:02d}" for i in range(count)]))
         assert messages == [f"required tool 'needed' was never used (tools seen: {said})"], count
+
+
+def test_cases_that_share_an_answer_search_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hostile review's suite, scaled down: defaults with lists of phrases never found, ten cases on one fixture.
+    The answer was normalised, and each phrase searched for, in every case; now once per run of cases with the same
+    answer (a case on another fixture in between starts a new run). Remembered phrases are charged to the budget
+    all the same, so every case on the fixture stops at the same phrase."""
+    monkeypatch.setattr(search, "MAX_SEARCH_STEPS", 60)  # an answer under 1,000 characters costs 1 step a phrase
+    lists = {"forbiddenAnswerKeywords": "f", "forbiddenConfirmedClaimKeywords": "c", "expectedRootCauseKeywords": "k"}
+    defaults: dict[str, Any] = {name: [f"{p}{i:03d}zq" for i in range(100)] for name, p in lists.items()}
+    fixtures = write(tmp_path, {"a.json": trace_dict(**{"session.answer": "a" * 40}), "b.json": trace_dict()})
+    names = ["a.json"] * 5 + ["b.json"] + ["a.json"] * 4
+    cases = [{"id": f"c{i}", "traceFixture": name} for i, name in enumerate(names)]
+    suite = parse_case_file(json.dumps({"defaults": {**defaults, "minKeywordMatches": 0}, "cases": cases}), "c.json")
+    folded = calls(monkeypatch, search, "fold")
+
+    report = evaluate_suite(suite, fixtures)
+
+    answers = [text for text in folded if not text.endswith("zq")]
+    assert answers == ["a" * 40, trace_dict()["session"]["answer"], "a" * 40]
+    assert len(folded) == 3 + 3 * 3 * 60  # each list looked for up to the budget, once per run of cases
+    note = "one check may spend 60 steps, one per phrase per 1,000 characters of the answer"
+    a = [
+        f"forbidden_answer_keyword: stopped after looking for 60 of the 100 forbiddenAnswerKeywords: {note} (40 once "
+        "normalised); list fewer phrases in the case",
+        f"forbidden_confirmed_claim: stopped after looking for 60 of the 100 forbiddenConfirmedClaimKeywords: {note} "
+        "(40 once normalised); list fewer phrases in the case",
+    ]
+    assert [r.failed_checks for r in report.results] == [a] * 5 + [report.results[5].failed_checks] + [a] * 4
+    assert report.results[5].failed_checks[0].endswith("(87 once normalised); list fewer phrases in the case")
 
 
 # ---- workspace -----------------------------------------------------------------------------------------

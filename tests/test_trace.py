@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from diagbot.core.errors import ReportFormatError
 from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.fixture import FixtureProblem, load_trace, parse_trace
+from diagbot.kinds.trace.report import parse_report
 from tests.conftest import case_dict, trace_dict, write_json
 
 
@@ -112,3 +114,46 @@ def test_one_bad_fixture_fails_only_its_case(tmp_path: Path) -> None:
     ]
     assert bad.evidence_coverage == {"query_logs": False}
     assert report.results[2].failed_checks[0].startswith("fixture_missing: fixture 'gone.json' not found")
+
+
+def test_a_fixture_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """Some editors start UTF-8 with one; the JSON parser refused it ("expected value at line 1 column 1")."""
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(trace_dict()).encode())
+    (tmp_path / "only.json").write_bytes(b"\xef\xbb\xbf")
+    suite = parse_case_file(
+        json.dumps([case_dict(id="bom", traceFixture="bom.json"), case_dict(id="only", traceFixture="only.json")]),
+        "c.json",
+    )
+    bom, only = evaluate_suite(suite, tmp_path).results
+    assert (bom.passed, bom.failed_checks) == (True, [])
+    assert only.failed_checks == [
+        "fixture_invalid: fixture 'only.json' is empty (no JSON in it); record the trace again"
+    ]
+
+
+def test_a_baseline_that_repeats_a_case_id_is_refused(tmp_path: Path) -> None:
+    """The diff keys results by caseId: with a repeat, the last entry won and a regression in the first vanished."""
+    write_json(tmp_path / "payment-timeout.json", trace_dict())
+    suite = parse_case_file(json.dumps([case_dict(id="a"), case_dict(id="b"), case_dict(id="c")]), "c.json")
+    data = evaluate_suite(suite, tmp_path).model_dump(mode="json", by_alias=True)
+    assert parse_report(data, "base.json").total_cases == 3
+    data["results"][2]["caseId"] = "a"
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(data, "base.json")
+    assert caught.value.problems == [
+        "base.json: results[2] repeats the caseId 'a' of results[0]; a report holds each case once (this one was not "
+        "written by diagbot, or was edited)"
+    ]
+
+
+def test_an_unreadable_baseline_names_its_fields_on_one_line() -> None:
+    """A forged report names its own keys: one holding a newline could start a line of its own in the log."""
+    data = {"schemaVersion": 1, "totalCases": 1, "passedCases": 1, "passRate": 1.0, "results": [{}, {}]}
+    data["results"][0] = {"caseId": "a", "passed": True, "evidenceCoverage": {"t\n::error::forged": [1]}}
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(data, "base.json")
+    assert caught.value.problems == [
+        "base.json: results.0.evidenceCoverage.t\\n::error::forged: input should be a valid boolean",
+        "base.json: results.1.caseId: field required",
+        "base.json: results.1.passed: field required",
+    ]

@@ -22,9 +22,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagbot.core.diff import ItemType, Scope, Thresholds
+from diagbot.core.errors import ReportFormatError
 from diagbot.kinds.workspace import checks as workspace_checks
 from diagbot.kinds.workspace.checks import (
     CHECKS,
+    MAX_WEIGHT,
     READ_CAP,
     CheckKind,
     CheckSpec,
@@ -52,6 +54,7 @@ from diagbot.kinds.workspace.judge import (
     judge_suite,
     load_workspace_suite,
 )
+from diagbot.kinds.workspace.kind import WorkspaceKind
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES, FIXTURES = ROOT / "cases" / "workspace", ROOT / "fixtures" / "workspace"
@@ -969,6 +972,61 @@ def test_empty_report() -> None:
         {},
     )
     assert report.verdict_distribution == {Verdict.PASS: 0, Verdict.FAIL: 0, Verdict.INVALID: 0}
+
+
+def test_weights_are_bounded_so_every_report_reads_back(tmp_path: Path) -> None:
+    """Two weights of 1e308 made the bucket's total infinite and its share NaN, written as null: diagbot could not
+    read its own report as a baseline. Weights stop at MAX_WEIGHT, and two of them still make a readable report."""
+    checks = "[{id: a, weight: 1.0e+308, file_exists: a}, {id: b, weight: 1000.5, file_exists: b}]"
+    body = f"evaluation: {{mode: evidence_only}}\njudge: {{evidence_collection: {checks}, critical_evidence: {checks}}}"
+    _, problems = load(tmp_path, {"c": f"id: c\ntitle: t\n{body}\n"})
+    where = f"{tmp_path}/cases/c/case.yaml: case c: bucket"
+    over = "is over the largest weight, 1000; weights are shares of their bucket, so scale the bucket's weights down"
+    assert problems == [
+        f"{where} {bucket}: check '{check}': field weight: {weight} {over} together"
+        for bucket in ("evidence_collection", "critical_evidence")
+        for check, weight in (("a", "1e+308"), ("b", "1000.5"))
+    ]
+    heaviest = [{"id": c, "weight": MAX_WEIGHT, "file_exists": c} for c in ("a", "b")]
+    case = make_case(judge={"evidence_collection": heaviest, "critical_evidence": heaviest})
+    report = build_workspace_report([judge_files(tmp_path, CONTRACT | {"a": "x"}, case)])
+    assert report.results[0].packet.buckets["critical_evidence"].score == 30.0  # half of 60 points
+    assert WorkspaceKind().parse(json.loads(report.model_dump_json()), "base.json") == report
+
+
+def test_an_unreadable_baseline_lists_its_first_problems() -> None:
+    """It said only "(3 problems)"; now each of the first ten with its field path, then how many more."""
+    data = build_workspace_report(bundled()).model_dump(mode="json")
+    data["averageBucketScores"]["critical_evidence"] = None
+    data["results"][1]["packet"]["scoring"]["raw"] = None
+    for result in data["results"]:
+        result["score"] = "high"
+    with pytest.raises(ReportFormatError) as caught:
+        WorkspaceKind().parse(data, "base.json")
+    unreadable = "base.json: not a readable workspace report"
+    assert caught.value.problems == [
+        f"{unreadable}: averageBucketScores.critical_evidence: input should be a valid number",
+        f"{unreadable}: results.0.score: input should be a valid number, unable to parse string as a number",
+        f"{unreadable}: results.1.score: input should be a valid number, unable to parse string as a number",
+        f"{unreadable}: results.1.packet.scoring.raw: input should be a valid number",
+        *[
+            f"{unreadable}: results.{i}.score: input should be a valid number, unable to parse string as a number"
+            for i in range(2, 8)
+        ],
+        "base.json: ... and 6 more problems",
+    ]
+
+
+def test_a_baseline_that_repeats_a_case_id_is_refused() -> None:
+    """The diff keys results by caseId: with a repeat, the last entry won and a regression in the first vanished."""
+    data = build_workspace_report(bundled()).model_dump(mode="json")
+    data["results"][3]["caseId"] = data["results"][1]["caseId"]
+    with pytest.raises(ReportFormatError) as caught:
+        WorkspaceKind().parse(data, "base.json")
+    assert caught.value.problems == [
+        f"base.json: results[3] repeats the caseId {data['results'][1]['caseId']!r} of results[1]; a report holds "
+        "each case once (this one was not written by diagbot, or was edited)"
+    ]
 
 
 # ---- diff ----------------------------------------------------------------------------------------------

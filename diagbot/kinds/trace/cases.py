@@ -14,7 +14,7 @@ from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput
-from diagbot.core.text import Suggestions
+from diagbot.core.text import Suggestions, fold
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_LIST_ITEMS = 1_000
@@ -55,6 +55,52 @@ class TraceCase(StrictInput):
 
 
 FIELD_NAMES = [f.alias or name for name, f in TraceCase.model_fields.items()]
+PHRASE_LISTS = (
+    "expectedRootCauseKeywords",
+    "forbiddenAnswerKeywords",
+    "degradationKeywords",
+    "forbiddenConfirmedClaimKeywords",
+)
+"""The lists searched for in the answer, compared after NFKC and case folding; the other lists are names, compared
+as written (tools, verdicts, statuses)."""
+NAME_LISTS = ("requiredEvidenceTools", "allowedVerdicts", "expectedGatekeeperStatuses", "expectedComposerStatuses")
+
+
+def _list_problems(raw: dict[str, Any]) -> list[str]:
+    """Items of a case's (or the defaults') lists that say nothing: an empty or blank string, and a repeat (for
+    phrases, a repeat once normalised: `Connection Pool` repeats `connection pool`). A repeated keyword would count
+    twice toward minKeywordMatches. Checked on the lists as written, so a default is checked once, not per case;
+    lists of the wrong type are left to the model. One problem per list, with how many more it has."""
+    problems = []
+    for name in (*PHRASE_LISTS, *NAME_LISTS):
+        items = raw.get(name)
+        if not isinstance(items, list) or len(items) > MAX_LIST_ITEMS:
+            continue
+        what, verb = ("phrase", "matches") if name in PHRASE_LISTS else ("name", "names")
+        first: dict[str, int] = {}
+        bad = []
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                break
+            folded = fold(item) if what == "phrase" else None
+            key = folded.text if folded and not folded.cut else item
+            if not key.strip():
+                bad.append(f"item [{index}] is empty or blank, so it {verb} nothing; remove it")
+            elif (earlier := first.setdefault(key, index)) != index:
+                how = " once normalised (NFKC, case folded)" if items[earlier] != item else ""
+                bad.append(
+                    f"item [{index}] {_shown(item)} repeats item [{earlier}] {_shown(items[earlier])}{how}; "
+                    f"list each {what} once"
+                )
+        if bad:
+            rest = len(bad) - 1
+            more = f" (and {rest:,} more {'problem' if rest == 1 else 'problems'} in this list)" if rest else ""
+            problems.append(f"field '{name}': {bad[0]}{more}")
+    return problems
+
+
+def _shown(item: str) -> str:
+    return f"'{values.one_line(item, 80)}'"
 
 
 class CaseSuite(StrictInput):
@@ -123,16 +169,35 @@ def _check_defaults(raw: dict[str, Any], suggestions: Suggestions) -> tuple[dict
         problems.append(path_problem)
         usable.pop("traceFixture")
     try:  # a stand-in case carries the defaults through the same validation as a real one
-        TraceCase.model_validate({"id": "defaults", "traceFixture": "defaults.json", **usable})
+        stand_in = TraceCase.model_validate({"id": "defaults", "traceFixture": "defaults.json", **usable})
     except ValidationError as exc:
         for error in exc.errors():
             problems.append(_describe(dict(error), suggestions))
             usable.pop(str(error["loc"][0]), None)
+    else:
+        if usable.keys() >= _COUNTED:  # else each case is checked with what it adds
+            problems += _unreachable(stand_in)
+    problems += _list_problems(usable)
     return usable, problems
+
+
+_COUNTED = {"minKeywordMatches", "expectedRootCauseKeywords"}
+
+
+def _unreachable(case: TraceCase) -> list[str]:
+    """minKeywordMatches over the number of keywords: the case could never pass."""
+    need, have = case.min_keyword_matches, len(case.expected_root_cause_keywords)
+    if need is None or need <= have:
+        return []
+    return [
+        f"field 'minKeywordMatches': {need} is more than the {have} expectedRootCauseKeywords, so the case can "
+        "never pass; lower it or add keywords"
+    ]
 
 
 def parse_case_file(text: str, path: str) -> CaseSuite:
     """Validate a case file's text. Raises CaseFileError listing every problem, each naming file, case, field."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark, which some editors write
     if not text.strip():
         raise CaseFileError(f"{path}: the case file is empty; write a JSON array of cases (see the README)")
     try:
@@ -195,12 +260,15 @@ def parse_case_file(text: str, path: str) -> CaseSuite:
         path_problem = _fixture_path_problem(raw.get("traceFixture"))
         if path_problem:
             problems.append(f"{path}: {label}: {path_problem}")
+        found = _list_problems(raw)
         try:
             case = TraceCase.model_validate({**defaults, **raw})
         except ValidationError as exc:
-            problems.extend(f"{path}: {label}: {_describe(dict(e), suggestions)}" for e in exc.errors())
-            continue
-        if not duplicate:
+            found += [_describe(dict(e), suggestions) for e in exc.errors()]
+        else:
+            found += [] if defaults.keys() >= _COUNTED and not _COUNTED & raw.keys() else _unreachable(case)
+        problems += [f"{path}: {label}: {problem}" for problem in found]
+        if not found and not duplicate:
             cases.append(case)
     if problems:
         raise CaseFileError(*problems)

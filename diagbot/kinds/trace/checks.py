@@ -3,9 +3,10 @@
 A check takes the case and the parsed trace and returns one message per failure, saying what was expected
 and what was found. The codes are public API: they appear in reports as `"<code>: <message>"`.
 
-The answer is matched through `trace.folded_answer`, normalised once per case and capped. When it was cut, a
+The answer is searched through `trace.search` (`search.py`): normalised once and capped, each phrase counted once
+per normal form, and each check held to a work budget. When the answer was cut, or a check's budget ran out, a
 failing message says so, and a check that looks for something that must be absent cannot pass: what it looks
-for may be in the part that was not read.
+for may be in the part that was not read, or among the phrases not looked for.
 
 A message lists at most `_SHOWN_NAMES` names, each cut to `_SHOWN_NAME_CHARS`, then how many more there were:
 one message per missing tool must not repeat every tool the trace used.
@@ -20,6 +21,7 @@ from diagbot.core.values import one_line
 from diagbot.kinds.trace.cases import TraceCase
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.fixture import Trace
+from diagbot.kinds.trace.search import Found
 
 REJECT = "REJECT"
 PASS = "PASS"
@@ -79,25 +81,34 @@ def _noted(trace: Trace, message: str) -> str:
     return f"{message} ({CUT_NOTE})" if trace.folded_answer.cut else message
 
 
-def _absent(trace: Trace, phrases: Sequence[str], found: list[str], message: str) -> list[str]:
-    """For phrases that must not be in the answer: `message` if some were found; if none was found but the
-    answer was cut, a failure all the same, since the part not read may hold one."""
-    if found:
-        return [_noted(trace, message)]
-    if phrases and trace.folded_answer.cut:
-        return [f"{CUT_NOTE}; the rest may hold {_quote(phrases)}"]
-    return []
+def _absent(trace: Trace, phrases: Sequence[str], field_name: str, say: Callable[[str], str]) -> list[str]:
+    """For phrases that must not be in the answer: `say(the phrases found)` if some were; if the answer was cut and
+    none was found, or the budget ran out before every phrase was looked for, a failure all the same, since the
+    part not read, or a phrase not looked for, may be there."""
+    search = trace.search.find(phrases)
+    failures = [_noted(trace, say(_quote(search.found)))] if search.found else []
+    if search.stopped:
+        failures.append(trace.search.budget_note(search, field_name))
+    elif not search.found and phrases and trace.folded_answer.cut:
+        failures.append(f"{CUT_NOTE}; the rest may hold {_quote(phrases)}")
+    return failures
+
+
+def keyword_search(case: TraceCase, trace: Trace) -> Found:
+    """The root-cause keywords the answer holds (shared by the check and the report's matchedKeywordCount)."""
+    return trace.search.find(case.expected_root_cause_keywords)
 
 
 @check(Code.KEYWORD_COVERAGE)
 def keyword_coverage(case: TraceCase, trace: Trace) -> list[str]:
-    found = trace.folded_answer.matches(case.expected_root_cause_keywords)
+    search = keyword_search(case, trace)
     need = case.required_keyword_matches
-    if len(found) >= need:
+    if len(search.found) >= need:
         return []
-    matched = set(found)
-    missing = [k for k in case.expected_root_cause_keywords if k not in matched]
-    message = f"answer matches {len(found)} of the root-cause keywords, needs {need}; missing {_quote(missing)}"
+    if search.stopped:
+        return [trace.search.budget_note(search, "expectedRootCauseKeywords")]
+    missing = _quote(search.missed)
+    message = f"answer matches {len(search.found)} of the root-cause keywords, needs {need}; missing {missing}"
     return [_noted(trace, message)]
 
 
@@ -127,8 +138,8 @@ def verdict_not_allowed(case: TraceCase, trace: Trace) -> list[str]:
 
 @check(Code.FORBIDDEN_ANSWER_KEYWORD)
 def forbidden_answer_keyword(case: TraceCase, trace: Trace) -> list[str]:
-    found = trace.folded_answer.matches(case.forbidden_answer_keywords)
-    return _absent(trace, case.forbidden_answer_keywords, found, f"answer contains forbidden phrase {_quote(found)}")
+    phrases = case.forbidden_answer_keywords
+    return _absent(trace, phrases, "forbiddenAnswerKeywords", lambda found: f"answer contains forbidden phrase {found}")
 
 
 @check(Code.REJECT_WITHOUT_DEGRADATION)
@@ -137,8 +148,11 @@ def reject_without_degradation(case: TraceCase, trace: Trace) -> list[str]:
         return []
     if not case.degradation_keywords:
         return ["verdict is REJECT but the case sets no degradationKeywords, so degradation cannot be shown"]
-    if trace.folded_answer.matches(case.degradation_keywords):
+    search = trace.search.find(case.degradation_keywords)
+    if search.found:
         return []
+    if search.stopped:
+        return [trace.search.budget_note(search, "degradationKeywords")]
     markers = _quote(case.degradation_keywords)
     return [_noted(trace, f"verdict is REJECT but the answer has none of the degradation markers {markers}")]
 
@@ -174,9 +188,11 @@ def v2_missing(case: TraceCase, trace: Trace) -> list[str]:
 def raw_json_leak(case: TraceCase, trace: Trace) -> list[str]:
     if not case.require_v2_audit_closure:
         return []
-    leaked = trace.folded_answer.matches(RAW_JSON_MARKERS)
     return _absent(
-        trace, RAW_JSON_MARKERS, leaked, f"answer leaks internal structured-output field(s) {_quote(leaked)}"
+        trace,
+        RAW_JSON_MARKERS,
+        "internal field names",
+        lambda leaked: f"answer leaks internal structured-output field(s) {leaked}",
     )
 
 
@@ -261,6 +277,9 @@ def composer_status(case: TraceCase, trace: Trace) -> list[str]:
 
 @check(Code.FORBIDDEN_CONFIRMED_CLAIM)
 def forbidden_confirmed_claim(case: TraceCase, trace: Trace) -> list[str]:
-    phrases = case.forbidden_confirmed_claim_keywords
-    found = trace.folded_answer.matches(phrases)
-    return _absent(trace, phrases, found, f"answer states the unsupported claim {_quote(found)} as if confirmed")
+    return _absent(
+        trace,
+        case.forbidden_confirmed_claim_keywords,
+        "forbiddenConfirmedClaimKeywords",
+        lambda found: f"answer states the unsupported claim {found} as if confirmed",
+    )

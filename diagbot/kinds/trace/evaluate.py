@@ -6,7 +6,7 @@ from pathlib import Path
 
 from diagbot.core.report import RunInfo
 from diagbot.kinds.trace.cases import CaseSuite, TraceCase
-from diagbot.kinds.trace.checks import run_checks
+from diagbot.kinds.trace.checks import keyword_search, run_checks
 from diagbot.kinds.trace.fields import FieldCensus
 from diagbot.kinds.trace.fixture import (
     DEFAULT_MAX_FIXTURE_BYTES,
@@ -17,6 +17,7 @@ from diagbot.kinds.trace.fixture import (
     read_fixture,
 )
 from diagbot.kinds.trace.report import CaseResult, TraceReport, build_report
+from diagbot.kinds.trace.search import AnswerSearch
 
 
 def evaluate_case(case: TraceCase, trace: Trace | FixtureProblem) -> CaseResult:
@@ -41,7 +42,7 @@ def evaluate_case(case: TraceCase, trace: Trace | FixtureProblem) -> CaseResult:
         passed=not failed,
         failed_checks=failed,
         verdict=trace.verdict,
-        matched_keyword_count=len(trace.folded_answer.matches(case.expected_root_cause_keywords)),
+        matched_keyword_count=len(keyword_search(case, trace).found),
         required_keyword_count=len(case.expected_root_cause_keywords),
         evidence_coverage={tool: tool in seen for tool in case.required_evidence_tools},
         gatekeeper_status=gatekeeper.status if gatekeeper else None,
@@ -64,11 +65,13 @@ def evaluate_suite(
     carries the census's warnings: fields the checks read that no fixture held, and keys that look misspelt."""
     census = FieldCensus()
     results = []
+    search: AnswerSearch | None = None  # the last answer searched, shared with the next case when it is the same
     for case in suite.cases:
         data = read_fixture(fixtures_dir, case.trace_fixture, max_fixture_bytes)
         trace = data if isinstance(data, FixtureProblem) else parse_trace(data, fixture_label(case.trace_fixture))
         if isinstance(trace, Trace) and isinstance(data, bytes):
             census.observe(case, trace, data, case.trace_fixture)
+            search = trace.share_search(search)
         del data
         results.append(evaluate_case(case, trace))
     return build_report(results, suite=name, run=run, warnings=census.warnings())

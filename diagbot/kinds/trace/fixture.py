@@ -20,12 +20,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot.core.fs import FileProblem, read_bounded
-from diagbot.core.text import Folded, fold
+from diagbot.core.text import Folded
 from diagbot.core.values import count_values
 from diagbot.kinds.trace.codes import Code
+from diagbot.kinds.trace.search import AnswerSearch
 
 DEFAULT_MAX_FIXTURE_BYTES = 64 * 1024 * 1024
 MAX_LIST_ITEMS = 10_000  # items in each list the checks read (toolInvocations, claims, claim_checks, ...)
+UTF8_BOM = b"\xef\xbb\xbf"
 MAX_JSON_VALUES = 1_000_000  # values in one fixture: objects, arrays, strings, numbers, booleans and nulls
 
 _Items = Field(max_length=MAX_LIST_ITEMS)  # over it, pydantic stops at the first item past the limit
@@ -129,9 +131,20 @@ class Trace(_Lenient):
         return (self.session.answer if self.session else None) or ""
 
     @cached_property
+    def search(self) -> AnswerSearch:
+        """The answer normalised for matching (once, capped: see `diagbot.core.text.fold`) and searched."""
+        return AnswerSearch(self.answer)
+
+    @property
     def folded_answer(self) -> Folded:
-        """The answer normalised for matching, once per trace and capped (see `diagbot.core.text.fold`)."""
-        return fold(self.answer)
+        return self.search.folded
+
+    def share_search(self, earlier: AnswerSearch | None) -> AnswerSearch:
+        """This trace's search, taken over from an earlier trace's when the two answers are the same: what that
+        one found is not searched for again."""
+        if earlier is not None and earlier.answer == self.answer:
+            self.__dict__["search"] = earlier  # where cached_property keeps its value
+        return self.search
 
     @property
     def verifier(self) -> VerifierEvaluation | None:
@@ -261,8 +274,8 @@ def fixture_label(name: str) -> str:
 
 
 def read_fixture(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> bytes | FixtureProblem:
-    """The bytes of one fixture inside `fixtures_dir`; links that lead outside it are refused, and so is anything
-    that is not a regular file (a FIFO, a device, a link loop)."""
+    """The bytes of one fixture inside `fixtures_dir`, without a leading UTF-8 byte-order mark; links that lead
+    outside it are refused, and so is anything that is not a regular file (a FIFO, a device, a link loop)."""
     where = fixture_label(name)
     try:
         root = fixtures_dir.resolve()
@@ -281,4 +294,4 @@ def read_fixture(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIX
             )
         hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
         return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} {problem.message}{hint}")
-    return data
+    return data.removeprefix(UTF8_BOM)  # some editors start UTF-8 with one; JSON parsers refuse it

@@ -40,6 +40,9 @@ MAX_ENTRIES = 100_000
 MAX_MATCHES_KEPT = 10 * MAX_ENTRIES
 """Paths kept by one workspace's memo of glob matches; past this the oldest globs' matches are forgotten."""
 
+MAX_WEIGHT = 1_000.0
+"""A check's weight: weights are shares within a bucket, and a bound keeps their sum finite (two weights of 1e308
+made it infinite, the share NaN, and the report unreadable as a baseline)."""
 MAX_NEEDLES = 1_000
 """Strings one `contains` check looks for: each is searched for in the whole (normalised) file."""
 # Bounds on what a case.yaml may ask for, checked when the case loads (those on regexes and JMESPath are in
@@ -125,6 +128,15 @@ class JsonQuerySpec(StrictInput):
     expr: Annotated[str, AfterValidator(valid_query)]
 
 
+def _sane_weight(weight: float) -> float:
+    if weight > MAX_WEIGHT:
+        raise ValueError(
+            f"{weight:g} is over the largest weight, {MAX_WEIGHT:g}; weights are shares of their bucket, "
+            "so scale the bucket's weights down together"
+        )
+    return weight
+
+
 class CheckKind(StrEnum):
     FILE_EXISTS = "file_exists"
     FILE_ABSENT = "file_absent"
@@ -142,7 +154,9 @@ class CheckSpec(StrictInput):
 
     id: str = Field(min_length=1)
     required: bool = True
-    weight: float = Field(1.0, ge=0, allow_inf_nan=False)
+    weight: Annotated[float, AfterValidator(_sane_weight)] = Field(
+        1.0, ge=0, allow_inf_nan=False, json_schema_extra={"maximum": MAX_WEIGHT}
+    )
     description: str | None = None
     file_exists: SafeGlob | None = None
     file_absent: SafeGlob | None = None

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
-from diagbot.core.errors import CaseFileError, ReportFormatError
-from diagbot.core.report import check_version, headline
+from diagbot.core.errors import CaseFileError
+from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
 from diagbot.kinds.workspace.diff import diff_workspace
@@ -63,11 +63,11 @@ class WorkspaceKind:
     def parse(self, data: dict[str, Any], where: str) -> WorkspaceReport:
         check_version(data, where, WORKSPACE_SCHEMA_VERSION, "workspace report")
         try:
-            return WorkspaceReport.model_validate(data)
+            report = WorkspaceReport.model_validate(data)
         except ValidationError as exc:
-            raise ReportFormatError(
-                f"{where}: not a readable workspace report ({exc.error_count()} problems)"
-            ) from None
+            raise model_problems(exc, where, "workspace report") from None
+        unique_case_ids((result.case_id for result in report.results), where)
+        return report
 
     def diff(self, baseline: WorkspaceReport, current: WorkspaceReport, thresholds: Thresholds) -> DiffReport:
         return diff_workspace(baseline, current, thresholds)
