@@ -7,16 +7,21 @@ state 37 s per trial, a baseline claiming 4,000 trials 54 s)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from diagbot.core.errors import ReportFormatError
 from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.kind import AgentKind
-from diagbot.kinds.agent.match import max_matching
+from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching
+from diagbot.kinds.agent.schema_check import first_error
+from tests.conftest import write_json
 from tests.test_agent_checks import call as step
-from tests.test_agent_checks import change, failures, make_case, native, say, sequence_case
+from tests.test_agent_checks import change, evaluate, failures, make_case, native, say, sequence_case
 
 STOPPED = (
     "stopped after 2,000,000 comparisons, the limit for one check on one run; the case asks for more than "
@@ -228,3 +233,50 @@ def test_a_stored_report_names_a_forged_key_on_one_line() -> None:
         "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid "
         "number, unable to parse string as a number"
     ]
+
+
+def test_a_case_spends_one_budget_over_all_its_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each check had its own budget on each trial, so a case of many costly checks and 100 trials could take an
+    hour (a reviewer's case of every check at its budget: 39 s a trial). The case's checks now share one budget
+    over its trials: the check running when it is spent stops, and what is left does not run, each saying so."""
+    monkeypatch.setattr(checks, "MAX_CASE_STEPS", 2_000)
+    tools = [f"t{n}" for n in range(30)]
+    case = sequence_case(tools, "unordered", ignore_failed=False)
+    case = case.model_copy(update={"evaluator_config": case.evaluator_config.model_copy(update={"rule_checks": [
+        checks.Check.model_validate({"id": "short", "max_tool_calls": 100})]})})  # fmt: skip
+    run = native(*(step(t) for t in reversed(tools)))
+    for n in range(1, 5):
+        write_json(tmp_path / "c1" / f"trial-{n}.json", run)
+    found = evaluate(case, tmp_path)
+    stopped = f"tool_sequence_mismatch: {checks.CASE_LIMIT}"
+    assert [t.failed_checks for t in found.trial_results] == [
+        [],
+        [],
+        [stopped, f"rule_failed: {checks.CASE_LIMIT}"],
+        [stopped, f"rule_failed: {checks.CASE_LIMIT}"],
+    ]
+    assert found.status == "failed"
+
+
+def test_a_schema_keyword_pays_for_the_subschemas_and_items_it_walks() -> None:
+    """An empty subschema has no keyword to charge, so `allOf` of 100,000 of them behind 1,000 references was 40
+    steps a reference for 0.3 s of work (a reviewer's extrapolation: 45 hours a trial)."""
+    spent: list[int] = []
+    assert first_error({"allOf": [{}] * 1_000}, {}, spent.append) is None
+    assert spent == [20 + 3 * 1_000]
+    spent.clear()
+    assert first_error({"items": {}}, list(range(500)), spent.append) is None
+    assert spent == [20 + 3 * 500]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False) | st.sampled_from("ab"),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(JSON, JSON, st.booleans())
+def test_pairing_decides_as_the_message_does(expected: Any, actual: Any, exact: bool) -> None:
+    """Pairing asks `args_fit`, which writes no message; it must agree with `args_mismatch`, which does."""
+    assert args_fit(expected, actual, exact, lambda n: None) == (args_mismatch(expected, actual, exact) is None)

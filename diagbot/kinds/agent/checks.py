@@ -24,7 +24,7 @@ from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_nam
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
-from diagbot.kinds.agent.match import args_mismatch, max_matching, ordered_matching, show
+from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
 from diagbot.kinds.agent.run import Citation, Message, Run, StateChange, ToolCall
 
 MAX_MATCHED_CHARS = MAX_TEXT_CHARS
@@ -37,6 +37,10 @@ MAX_RUN_QUERY_STEPS = 5_000_000
 """JMESPath steps all of a case's queries may take on one run together (each query also stops at its own
 `core.query.MAX_QUERY_STEPS`): a case may list as many queries as its file holds. A query past it is not run and
 fails saying so; the other checks still run."""
+MAX_CASE_STEPS = 10_000_000
+"""Comparisons and JMESPath steps all of one case's checks may take over all its trials together: each check's and
+each run's own bound times the checks and the up to 100 trials of a case would still allow hours. Past it, the
+check running stops and those after it do not run; each fails saying so."""
 MAX_CITATIONS = 1_000  # citations of one answer that are compared with the gold evidence
 _NAMES_SHOWN = 12
 _LISTED = 5  # failures of one kind listed per check before "and N more"
@@ -78,7 +82,25 @@ DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
 
 
 class CheckLimit(Exception):
-    """A check hit MAX_CHECK_STEPS: it fails with this message, the other checks run."""
+    """A check hit MAX_CHECK_STEPS (it fails with this message, the other checks run) or its case hit
+    MAX_CASE_STEPS."""
+
+
+@dataclass
+class CaseWork:
+    """What one case's checks have spent over its trials, in comparisons and query steps."""
+
+    spent: int = 0
+
+    @property
+    def over(self) -> bool:
+        return self.spent > MAX_CASE_STEPS
+
+
+CASE_LIMIT = (
+    f"stopped: this case's checks took more than {MAX_CASE_STEPS:,} steps (comparisons and query steps) over its "
+    "trials, the most diagbot spends on one case; fewer expected items, policies, queries or trials would do"
+)
 
 
 @dataclass(frozen=True)
@@ -129,6 +151,7 @@ class Trial:
     accuracy: tuple[float | None, list[Citation]] | None = None  # citation accuracy and the citations off gold
     ruled: dict[int, tuple[bool | None, str]] = field(default_factory=dict)  # id(check object) -> its verdict, once
     queried: int = 0  # JMESPath steps this run's queries have taken, all checks together
+    work: CaseWork = field(default_factory=CaseWork)  # shared by the case's trials
 
     @cached_property
     def calls_by_tool(self) -> dict[str, list[ToolCall]]:
@@ -141,6 +164,10 @@ class Trial:
 
     def spend(self, count: int) -> None:
         self.steps += count
+        if self.steps <= MAX_CHECK_STEPS:  # past it, the work asked for is not done, so not the case's either
+            self.work.spent += count
+            if self.work.over:
+                raise CheckLimit(CASE_LIMIT)
         if self.steps > MAX_CHECK_STEPS:
             raise CheckLimit(
                 f"stopped after {MAX_CHECK_STEPS:,} comparisons, the limit for one check on one run; "
@@ -195,11 +222,19 @@ class Trial:
 
 
 def trial(
-    run: Run, case: AgentCase, rules: dict[str, Check], confirmation: Confirmation, citation_pattern: str | None = None
+    run: Run,
+    case: AgentCase,
+    rules: dict[str, Check],
+    confirmation: Confirmation,
+    citation_pattern: str | None = None,
+    work: CaseWork | None = None,
 ) -> Trial:
+    """The run as the checks see it; `work` is what the case's earlier trials have spent (a new case: nothing)."""
     initial = dict(case.initial_state if case.initial_state is not None else case.state or {})
     exact = case.evaluator_config.args_match == "exact"
-    return Trial(run, rules, confirmation, initial, exact=exact, citation_pattern=citation_pattern)
+    return Trial(
+        run, rules, confirmation, initial, exact=exact, citation_pattern=citation_pattern, work=work or CaseWork()
+    )
 
 
 def _names(calls: list[Any]) -> str:
@@ -247,7 +282,7 @@ def _count(calls: list[ToolCall]) -> str:
 def same(expected: Any, actual: Any, spend: Callable[[int], None]) -> bool:
     """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1);
     `spend` is charged the values compared."""
-    return args_mismatch(expected, actual, True, "", spend) is None
+    return args_fit(expected, actual, True, spend)
 
 
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
@@ -269,7 +304,9 @@ def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
     except (JMESPathError, TypeError, ValueError, RecursionError) as exc:
         return False, None, f"the query failed ({str(exc)[:100]})"
     finally:
-        t.queried += query_steps()
+        steps = query_steps()
+        t.queried += steps
+        t.work.spent += steps
 
 
 Verdict = tuple[bool | None, str]
@@ -375,7 +412,7 @@ def _called(spec: str | ToolArgs, t: Trial) -> tuple[bool, str]:
         return True, f"{tool} was called ({len(calls)}×)"
     for call in calls:
         t.spend(1)
-        if call.args_problem is None and args_mismatch(args, call.args, t.exact, "", t.spend) is None:
+        if call.args_problem is None and args_fit(args, call.args, t.exact, t.spend):
             return True, f"{_call_label(t.run, call)} was called with {show(args)}"
     why = args_mismatch(args, calls[0].args, t.exact) if calls[0].args_problem is None else calls[0].args_problem
     return False, f"no call of {tool} has {show(args)} ({_call_label(t.run, calls[0])}: {why})"
@@ -468,7 +505,7 @@ def _fits(exact: bool, t: Trial) -> Callable[[Any, ToolCall], bool]:
         if tool != call.tool:
             return False
         return args is None or (
-            call.args_problem is None and args_mismatch(args, call.args, exact, "", t.spend) is None
+            call.args_problem is None and args_fit(args, call.args, exact, t.spend)
         )
 
     return fits
@@ -542,7 +579,7 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
 
         def fits(args: dict[str, Any], call: ToolCall) -> bool:
             t.spend(1)
-            return call.args_problem is None and args_mismatch(args, call.args, exact, "", t.spend) is None
+            return call.args_problem is None and args_fit(args, call.args, exact, t.spend)
 
         pairing = max_matching(sets, calls, fits, t.spend)
         for args, paired in zip(sets, pairing, strict=True):
@@ -1025,6 +1062,8 @@ def judge(case: AgentCase, t: Trial, checks: list[CaseCheck]) -> list[str]:
     for check in checks:
         t.steps = 0
         try:
+            if t.work.over:  # the case's work is spent: what is left is not run
+                raise CheckLimit(CASE_LIMIT)
             found = check.run(case, t)
         except CheckLimit as exc:
             found = [str(exc)]

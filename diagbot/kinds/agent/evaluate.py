@@ -14,7 +14,7 @@ from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, Transition
-from diagbot.kinds.agent.checks import CHECKS, Code, judge, metrics, trial
+from diagbot.kinds.agent.checks import CHECKS, CaseWork, Code, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
@@ -168,6 +168,7 @@ def evaluate_case(
     confirmation = options.confirmation
     trials: list[TrialResult] = []
     first_run: Run | None = None
+    work = CaseWork()  # what the checks spend, over all the case's trials
     if isinstance(files, str):
         trials.append(
             TrialResult(trial=f"{case.case_id}/", passed=False, failed_checks=[f"{Code.TRACE_INVALID}: {files}"])
@@ -191,7 +192,7 @@ def evaluate_case(
             failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
             first_run = first_run or run
-            judged = trial(run, case, options.rules, confirmation, options.citation_pattern)
+            judged = trial(run, case, options.rules, confirmation, options.citation_pattern, work)
             failed = judge(case, judged, checks)
             found = metrics(case, judged) if case.evaluation_metrics else {}
         trials.append(TrialResult(trial=name, passed=not failed, failed_checks=failed, metrics=found))

@@ -77,46 +77,76 @@ def _is_number(value: Any) -> bool:
 
 
 def args_mismatch(
-    expected: Any, actual: Any, exact: bool = False, path: str = "", spend: Callable[[int], None] = _free
+    expected: Any,
+    actual: Any,
+    exact: bool = False,
+    path: str = "",
+    spend: Callable[[int], None] = _free,
+    detail: bool = True,
 ) -> str | None:
-    """None when `actual` matches `expected`, else where and how the first difference is. Iterative: nesting
-    depth is bounded by what the JSON decoder accepted, not by Python's stack. `spend` is charged, once the
-    comparison ends, a step per value compared and per key an exact match looks at."""
+    """None when `actual` matches `expected`, else where and how the first difference is (without `detail`, a
+    placeholder: pairing compares many values and shows none, so no path or value is written). `spend` is charged,
+    once the comparison ends, a step per value compared and per key an exact match looks at."""
+    found = _difference(expected, actual, exact, path, detail, spend)
+    if found is None:
+        return None
+    if not detail:
+        return "differs"
+    where, kind, want, got = found
+    label = where or "arguments"
+    if kind == "extra":
+        return f"{_join(where, want)}: not expected (args_match is exact)"
+    if kind == "missing":
+        return f"{label}: missing"
+    if kind == "length":
+        return f"{label}: expected {len(want)} items, got {len(got)}"
+    if kind in ("object", "array"):
+        return f"{label}: expected an {kind}, got {show(got)}"
+    return f"{label}: expected {show(want)}, got {show(got)}"
+
+
+def args_fit(expected: Any, actual: Any, exact: bool, spend: Callable[[int], None]) -> bool:
+    """Whether `actual` matches `expected`, as `args_mismatch` decides, without writing why not."""
+    return _difference(expected, actual, exact, "", False, spend) is None
+
+
+def _difference(
+    expected: Any, actual: Any, exact: bool, path: str, detail: bool, spend: Callable[[int], None]
+) -> tuple[str, str, Any, Any] | None:
+    """The first difference as (path, kind, expected, actual), paths written only with `detail`. Iterative:
+    nesting depth is bounded by what the JSON decoder accepted, not by Python's stack."""
     todo: list[tuple[Any, Any, str]] = [(expected, actual, path)]
     visited = 0
     try:
         while todo:
             want, got, where = todo.pop()
             visited += 1
-            label = where or "arguments"
             if isinstance(want, dict):
                 if not isinstance(got, dict):
-                    return f"{label}: expected an object, got {show(got)}"
+                    return where, "object", want, got
                 if exact:
                     visited += len(got)
-                    extra = sorted(str(k) for k in got if k not in want)
-                    if extra:
-                        return f"{_join(where, extra[0])}: not expected (args_match is exact)"
+                    if any(k not in want for k in got):
+                        return where, "extra", min(str(k) for k in got if k not in want), got
                 for key in reversed(list(want)):
-                    if key not in got:
-                        todo.append((_MISSING, _MISSING, _join(where, str(key))))
-                    else:
-                        todo.append((want[key], got[key], _join(where, str(key))))
+                    at = _join(where, str(key)) if detail else ""
+                    todo.append((want[key], got[key], at) if key in got else (_MISSING, _MISSING, at))
             elif want is _MISSING:
-                return f"{label}: missing"
+                return where, "missing", want, got
             elif isinstance(want, list):
                 if not isinstance(got, list):
-                    return f"{label}: expected an array, got {show(got)}"
+                    return where, "array", want, got
                 if len(want) != len(got):
-                    return f"{label}: expected {len(want)} items, got {len(got)}"
+                    return where, "length", want, got
                 todo.extend(
-                    (w, g, f"{where}[{i}]") for i, (w, g) in reversed(list(enumerate(zip(want, got, strict=True))))
+                    (w, g, f"{where}[{i}]" if detail else "")
+                    for i, (w, g) in reversed(list(enumerate(zip(want, got, strict=True))))
                 )
             elif _is_number(want):
                 if not _is_number(got) or want != got:
-                    return f"{label}: expected {show(want)}, got {show(got)}"
+                    return where, "value", want, got
             elif type(want) is not type(got) or want != got:  # bool, str, None: same type and value
-                return f"{label}: expected {show(want)}, got {show(got)}"
+                return where, "value", want, got
         return None
     finally:
         spend(visited)

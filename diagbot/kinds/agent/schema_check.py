@@ -26,6 +26,10 @@ KEYWORD_COST = 20
 """What one keyword evaluated costs in the check budget (`checks.MAX_CHECK_STEPS`): jsonschema takes about 25 us
 per keyword, twenty times a plain comparison, so a schema gets about 100,000 keywords (2 to 3 s) per run."""
 
+VISIT_COST = 3
+"""What a keyword pays per item, member or subschema it walks: about 3.5 us each in jsonschema, even for an empty
+subschema (whose own keywords, having none, charge nothing)."""
+
 MAX_REASON_CHARS = 160  # characters of jsonschema's message shown
 MAX_VALUE_CHARS = 60  # characters of the value's repr kept in it, when the message is longer than that
 
@@ -42,11 +46,27 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
 
 
+_PER_ITEM = frozenset({"items", "prefixItems", "contains", "unevaluatedItems"})
+_PER_MEMBER = frozenset({
+    "properties", "additionalProperties", "unevaluatedProperties", "propertyNames", "dependentSchemas",
+    "dependentRequired", "required",
+})  # fmt: skip
+_PER_BRANCH = frozenset({"allOf", "anyOf", "oneOf"})
+
+
 def _cost(name: str, value: Any, instance: Any) -> int:
-    """The keyword's own cost, plus the comparisons it makes: one per `enum` value, one per pair `uniqueItems`
-    may compare."""
+    """The keyword's own cost, plus the work it does beyond its subschemas' keywords (which are charged
+    themselves): a visit per array item or object member it walks, per subschema it tries (an empty one has no
+    keyword to charge), per value `const` or each `enum` value is compared with, per pair `uniqueItems` may
+    compare."""
+    if (name in _PER_ITEM and isinstance(instance, list)) or (name in _PER_MEMBER and isinstance(instance, dict)):
+        return KEYWORD_COST + VISIT_COST * len(instance)
+    if name in _PER_BRANCH and isinstance(value, list):
+        return KEYWORD_COST + VISIT_COST * len(value)
+    if name == "const":
+        return KEYWORD_COST + _size(instance, MAX_VALIDATED_VALUES)
     if name == "enum" and isinstance(value, list):
-        return KEYWORD_COST + len(value)
+        return KEYWORD_COST + len(value) * _size(instance, MAX_VALIDATED_VALUES)
     if name == "uniqueItems" and value is True and isinstance(instance, list):
         return KEYWORD_COST + len(instance) * len(instance) // 2
     return KEYWORD_COST
