@@ -242,7 +242,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         (b'[{"role":"assistant","content":"done \xff"}]', "not UTF-8 (bad byte at offset 37); re-save it as UTF-8"),
         (b"", "the run file is empty"),
         (b"  \n\t ", "the run file is empty"),
-        (b"\xef\xbb\xbf[]", "not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using utf-8-sig))"),
+        (b"\xef\xbb\xbf[", "not valid JSON at line 1 column 2 (Expecting value)"),  # the BOM skipped, the rest read
         ("null", UNKNOWN_FORMAT),
         ("5", UNKNOWN_FORMAT),
         ('"x"', UNKNOWN_FORMAT),
@@ -1050,3 +1050,11 @@ def test_an_empty_text_to_look_for_is_refused(tmp_path: Path) -> None:
         f"{where}: 'evaluator_config.rule_checks[3].tool_called': {said} (found \" \")",
         f"{where}: 'constraints.must_not_include[1]': {said} (found \"\")",
     ]
+
+
+def test_a_byte_order_mark_starts_a_run_file_or_a_json_case_file_unseen(tmp_path: Path) -> None:
+    """Some editors start UTF-8 with one; JSON parsers refuse it, YAML does not, so only the JSON files failed."""
+    bom = b"\xef\xbb\xbf"
+    runs = {"hostile.json": bom + json.dumps(GOOD_RUN).encode()}
+    result = evaluated(diagbot(make_suite(tmp_path, {"hostile.json": bom + json.dumps(case()).encode()}, runs)))
+    assert result.result("hostile")["status"] == "passed"

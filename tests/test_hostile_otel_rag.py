@@ -291,11 +291,30 @@ LINES = json_lines(*[{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]} for s
                                       "utf-8-sig))"),
         (LINES + b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: nested too deeply to be a run"),
         (LINES * 10_001, "line 10001: more than 10,000 JSON Lines; diagbot reads at most that many"),
+        (LINES + b'{"resourceSpan": []}\n', "line 2: $: holds no resourceSpans, but 'resourceSpan', which OTLP/JSON "
+                                             "does not have; the spans of a misspelt resourceSpans would go unseen"),
+        (LINES + b'{"messages": []}\n', "line 2: $: holds no resourceSpans, but 'messages', which OTLP/JSON does not "
+                                         "have; the spans of a misspelt resourceSpans would go unseen"),
+        (LINES + b'{"resourceSpans": [{"resource": {}, "scopeSpan": []}]}\n',
+         "line 2: $.resourceSpans[0]: holds no scopeSpans, but 'scopeSpan', which OTLP/JSON does not have; the spans "
+         "of a misspelt scopeSpans would go unseen"),
+        (LINES + b'{"resourceSpans": [{"scopeSpans": [{"scope": {}, "span": []}]}]}\n',
+         "line 2: $.resourceSpans[0].scopeSpans[0]: holds no spans, but 'span', which OTLP/JSON does not have; the "
+         "spans of a misspelt spans would go unseen"),
     ],
-    ids=["NaN", "null", "chat-messages", "bom", "nested-100k", "10001-lines"],
+    ids=["NaN", "null", "chat-messages", "bom", "nested-100k", "10001-lines", "resource-span", "chat-line",
+         "scope-span", "span"],
 )  # fmt: skip
 def test_a_bad_json_line_is_named_by_its_line(data: bytes, message: str) -> None:
     assert problem(data) == message
+
+
+def test_empty_otlp_messages_and_the_old_instrumentation_library_name_are_read() -> None:
+    """An empty request (proto3 reads a missing list as empty) adds nothing; spans under OTLP's name before 0.15,
+    `instrumentationLibrarySpans`, are read as those under `scopeSpans` (old exporters still write it)."""
+    (span,) = spans_of(BASE)
+    old = {"resourceSpans": [{"instrumentationLibrarySpans": [{"instrumentationLibrary": {}, "spans": [span]}]}]}
+    assert steps(parse(json_lines(old, {}, {"resourceSpans": [{"resource": {}}]}))) == steps(parse(BASE))
 
 
 def test_json_lines_with_crlf_and_a_lone_surrogate_are_read() -> None:

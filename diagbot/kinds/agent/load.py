@@ -128,8 +128,9 @@ def describe(
 
 
 def _text(blob: bytes) -> str:
+    """The file as text, without the byte-order mark some editors start UTF-8 with."""
     try:
-        return blob.decode("utf-8")
+        return blob.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
 

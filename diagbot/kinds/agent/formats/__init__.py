@@ -37,7 +37,9 @@ class TraceMissing(Exception):
 
 
 def parse_run(data: bytes, fmt: str) -> Run:
-    """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path."""
+    """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path. A
+    leading UTF-8 byte-order mark, which some editors write, is skipped."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
     if len(data) > 2 * MAX_JSON_VALUES:  # a shorter file cannot hold more values
         count_json(data, "")
     try:

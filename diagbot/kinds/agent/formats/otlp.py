@@ -70,15 +70,40 @@ def read(data: Any) -> Run:
 
 def _request(request: Any, root: str, spans: list[Span], quota: Quota) -> None:
     top = obj(request, root)
-    for r, resource in enumerate(items(top.get("resourceSpans", []), f"{root}.resourceSpans")):
+    for r, resource in enumerate(_list(top, "resourceSpans", root)):
         where = f"{root}.resourceSpans[{r}]"
-        for s, scope in enumerate(items(obj(resource, where).get("scopeSpans", []), f"{where}.scopeSpans")):
+        for s, scope in enumerate(_list(obj(resource, where), "scopeSpans", where)):
             inner = f"{where}.scopeSpans[{s}]"
-            for k, raw in enumerate(items(obj(scope, inner).get("spans", []), f"{inner}.spans")):
+            for k, raw in enumerate(_list(obj(scope, inner), "spans", inner)):
                 path = f"{inner}.spans[{k}]"
                 if len(spans) == MAX_STEPS:
                     raise TraceInvalid(path, f"more than {MAX_STEPS:,} spans; diagbot reads at most that many per run")
                 spans.append(_span(obj(raw, path), path, len(spans), quota))
+
+
+_BESIDE = {  # the other fields of each OTLP message whose list of spans `_list` reads
+    "resourceSpans": ("schemaUrl",),
+    "scopeSpans": ("resource", "schemaUrl"),
+    "spans": ("scope", "instrumentationLibrary", "schemaUrl"),
+}
+_OLD_NAMES = {"scopeSpans": "instrumentationLibrarySpans"}  # OTLP before 0.15 (2021), still written by old exporters
+
+
+def _list(message: dict[str, Any], key: str, where: str) -> list[Any]:
+    """The message's list `key` (absent: empty, as proto3 reads it). A message that holds fields OTLP does not
+    have instead (a misspelt `resourceSpan`, another format's `messages`) is refused: its spans would go unseen."""
+    old = _OLD_NAMES.get(key)
+    if key not in message and old in message:
+        return items(message[old], f"{where}.{old}")
+    if key not in message:
+        stray = [str(k) for k in message if k not in _BESIDE[key]]
+        if stray:
+            raise TraceInvalid(
+                where,
+                f"holds no {key}, but {', '.join(repr(k[:40]) for k in stray[:3])}, which OTLP/JSON does not have; "
+                f"the spans of a misspelt {key} would go unseen",
+            )
+    return items(message.get(key, []), f"{where}.{key}")
 
 
 def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
