@@ -504,9 +504,7 @@ def _fits(exact: bool, t: Trial) -> Callable[[Any, ToolCall], bool]:
         tool, args = (item, None) if isinstance(item, str) else (item.tool, item.args)
         if tool != call.tool:
             return False
-        return args is None or (
-            call.args_problem is None and args_fit(args, call.args, exact, t.spend)
-        )
+        return args is None or (call.args_problem is None and args_fit(args, call.args, exact, t.spend))
 
     return fits
 
