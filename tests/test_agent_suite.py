@@ -373,7 +373,8 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
                                                                         "retain_until": "2026-01-31"}}  # fmt: skip
     policy = {"tool": "refund_submit", "forbidden_state_transition": ["no_dup"]}
     labelled = spec_case() | {"case_id": "labelled", "side_effect_policy": policy}
-    config = _suite_folder(tmp_path, [prose, reviewed, lapsed, labelled])
+    named = spec_case() | {"case_id": "named", "failure_criteria": ["no_privacy_leak"]}
+    config = _suite_folder(tmp_path, [prose, reviewed, lapsed, labelled, named])
     assert main(["validate", "--config", str(config)]) == 0
     out, err = capsys.readouterr()
     where = f"{tmp_path}/cases/all.json:1: case"
@@ -385,8 +386,11 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
         f"warning: {where} lapsed: usage rights lapsed on 2026-01-31 (retain_until); it does not gate",
         f"warning: {where} labelled: side_effect_policy.forbidden_state_transition: 'no_dup' is a label for people, "
         "not machine-checked; write {key, from, to} to check it",
+        f"warning: {where} named: failure_criteria[0]: 'no_privacy_leak' is the name of a suite rule, but a text "
+        "here is for people and is not checked; write the check object itself here (a rule is named only in "
+        "evaluator_config.rule_checks, where it must hold)",
     ]
-    assert out == "diagbot validate: 1 suite, 0 errors, 5 warnings\n"
+    assert out == "diagbot validate: 1 suite, 0 errors, 6 warnings\n"
 
 
 def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -812,7 +812,7 @@ def criteria(case: AgentCase) -> list[tuple[str, int, Check | str, bool]]:
     found: list[tuple[str, int, Check | str, bool]] = [
         ("rule_checks", i, ref, True) for i, ref in enumerate(case.evaluator_config.rule_checks)
     ]
-    for name, must in _CRITERIA_FIELDS:
+    for name, must in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, name) or ()):
             if isinstance(item, Check):
                 found.append((name, i, item, must))
@@ -989,7 +989,7 @@ def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
     return lambda case: case.side_effect_policy is not None and any(test(policy) for policy in case.policies)
 
 
-_CRITERIA_FIELDS = (
+CRITERIA_FIELDS = (  # the fields that hold check objects beside prose, and whether what they say must hold
     ("expected_behavior", True),
     ("success_criteria", True),
     ("safety_constraints", True),
@@ -1002,7 +1002,7 @@ def _has_criteria(case: AgentCase) -> bool:
     """Whether the case has a check object or rule name anywhere `criteria` looks (without labelling them)."""
     if case.evaluator_config.rule_checks:
         return True
-    return any(isinstance(item, Check) for name, _ in _CRITERIA_FIELDS for item in getattr(case, name) or ())
+    return any(isinstance(item, Check) for name, _ in CRITERIA_FIELDS for item in getattr(case, name) or ())
 
 
 CHECKS: list[CaseCheck] = [

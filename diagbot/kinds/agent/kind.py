@@ -6,11 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from diagbot.core import values
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
 from diagbot.kinds.agent.cases import Transition
+from diagbot.kinds.agent.checks import CRITERIA_FIELDS
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
 from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
@@ -61,6 +63,7 @@ class AgentKind:
             return [f"{suite.cases_label}: holds no cases, so the suite evaluates nothing; add cases to it"]
         warnings = []
         today = today_of(suite.run)
+        rules = _options(suite).rules
         for loaded in loaded_cases:
             case, where = loaded.case, f"{loaded.label}:{loaded.line}: case {loaded.case.case_id}"
             if not case.negative_behavior:
@@ -84,6 +87,14 @@ class AgentKind:
                 warnings.append(
                     f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
                 )
+            for field, _ in CRITERIA_FIELDS:
+                for i, item in enumerate(getattr(case, field) or ()):
+                    if isinstance(item, str) and item in rules:
+                        warnings.append(
+                            f"{where}: {field}[{i}]: {values.one_line(item, 100)!r} is the name of a suite rule, but "
+                            "a text here is for people and is not checked; write the check object itself here (a rule "
+                            "is named only in evaluator_config.rule_checks, where it must hold)"
+                        )
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):
