@@ -679,6 +679,22 @@ def test_forbidden_transition() -> None:
     ]
 
 
+def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
+    """Only diagbot's format records state changes: a chat run's forbidden transition passed, whatever its final
+    state. Its net changes (initial state to final state, per key) are checked; a run that records neither fails."""
+    case = TRANSITIONS.model_copy(update={"initial_state": {"status": "closed", "priority": "low"}})
+    final = {"status": "refunded", "priority": "low", "note": "x"}
+    assert failures(case, {"messages": [{"role": "user", "content": "hi"}], "final_state": final}) == [
+        'state_transition_forbidden: status: "closed" → "refunded" is a forbidden transition (refund policy)',
+        'state_transition_forbidden: status: "closed" → "refunded" is not an allowed transition (refund policy)',
+    ]
+    assert failures(case, {"messages": [], "final_state": {"status": "closed", "priority": "high"}}) == []
+    assert failures(case, [{"role": "user", "content": "hi"}]) == [
+        "state_transition_forbidden: the refund policy's state transitions cannot be checked: the run records no "
+        "state changes and no final_state"
+    ]
+
+
 def test_transition_not_in_the_allowed_list() -> None:
     assert failures(TRANSITIONS, native(change("status", "open", "closed"))) == [
         'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
