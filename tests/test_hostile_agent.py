@@ -668,11 +668,17 @@ def test_slow_path_regexes_on_a_huge_answer_are_bounded(tmp_path: Path) -> None:
     root = make_suite(tmp_path, {"hostile.json": case(evaluator_config={"rule_checks": checks})},
                       {"hostile.json": [{"role": "assistant", "content": answer}]})  # fmt: skip
     # Each regex reads the first 1 MiB of the 20 MiB answer (bounded time), and since the rest was not searched,
-    # no `answer_not_matches` can pass: each fails, saying so.
+    # no `answer_not_matches` can pass: each fails, saying so. A search is charged by the bytes it reads times the
+    # pattern's program (RE2's slow path costs that), so five fit the check's budget; the rest are not judged.
     cut = "(only its first 1,048,576 characters were searched)"
     expected = [
-        f"rule_failed: r{n}: the answer may match /[ab]*a[ab]{{60}}c/ past the part searched {cut}" for n in range(10)
+        f"rule_failed: r{n}: the answer may match /[ab]*a[ab]{{60}}c/ past the part searched {cut}" for n in range(5)
     ]
+    expected.append(
+        "rule_failed: r5: stopped after 2,000,000 comparisons, the limit for one check on one run; the case asks for "
+        "more than diagbot compares (fewer expected items, policies or criteria would do) (5 criteria from this one "
+        "on not judged)"
+    )
     assert evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials() == [expected]
 
 

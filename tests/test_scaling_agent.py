@@ -25,7 +25,7 @@ from tests.test_agent_checks import change, evaluate, failures, make_case, nativ
 
 STOPPED = (
     "stopped after 2,000,000 comparisons, the limit for one check on one run; the case asks for more than "
-    "diagbot compares (fewer expected items or policies would do)"
+    "diagbot compares (fewer expected items, policies or criteria would do)"
 )
 
 
@@ -145,7 +145,10 @@ def test_many_needles_on_a_long_answer_stop_at_the_budget() -> None:
     three billion characters searched, now charged a step per needle per 1,000 characters."""
     criteria = [{"answer_contains": {"all": [f"word{k}-{n}" for n in range(1_000)]}} for k in range(3)]
     case = make_case(success_criteria=criteria)
-    assert failures(case, native(say("assistant", "x" * 1_000_000))) == [f"rule_failed: {STOPPED}"]
+    # the first criterion is judged (1,001,000 steps), the second would pass the budget: it and the third are not
+    first, stopped = failures(case, native(say("assistant", "x" * 1_000_000)))
+    assert first.startswith('rule_failed: success_criteria[0]: the answer lacks ["word0-0", "word0-1", ')
+    assert stopped == f"rule_failed: success_criteria[1]: {STOPPED} (2 criteria from this one on not judged)"
     # on a short answer the same criteria are decided, each listing what it lacks
     found = failures(case, native(say("assistant", "word0-1 word1-1")))
     assert len(found) == 3

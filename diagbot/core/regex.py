@@ -33,9 +33,10 @@ class Regex:
     per search). And a pattern that starts with literal text is looked for as bytes first (CPython's fast search),
     RE2 running only where that text occurs; a pattern that is all literal text is found that way alone."""
 
-    __slots__ = ("_literal", "_match", "_prefix")
+    __slots__ = ("_literal", "_match", "_prefix", "program")
 
-    def __init__(self, compiled: Any, pattern: str) -> None:
+    def __init__(self, compiled: Any, pattern: str, program: int = 1) -> None:
+        self.program = program  # RE2 instructions, as MAX_REGEX_PROGRAM counts them: what a search may cost a byte
         self._match: Callable[[Any, bytes, int, int], list[tuple[int, int]]] = compiled._regexp.Match
         prefix = _literal_prefix(pattern)
         self._prefix = prefix.encode()
@@ -151,7 +152,7 @@ def compile_regex(pattern: str) -> Regex:
             f"compiles to {size:,} RE2 instructions; the limit is {MAX_REGEX_PROGRAM:,} (shorten counted "
             "repetitions like .{0,100}, or split the pattern over several checks)"
         )
-    return Regex(compiled, pattern)
+    return Regex(compiled, pattern, size)
 
 
 _CAPTURING = re2.Options()
