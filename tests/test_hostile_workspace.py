@@ -29,9 +29,18 @@ import re2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagbot.core.query import _INTERPRETER, _METER, MAX_QUERY_BUILT, MAX_QUERY_CHARS, MAX_QUERY_DEPTH, MAX_QUERY_STEPS
-from diagbot.core.regex import _RE2_OPTIONS
+from diagbot.core.query import (
+    _INTERPRETER,
+    _METER,
+    MAX_QUERY_BUILT,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_DEPTH,
+    MAX_QUERY_STEPS,
+    query_steps,
+)
+from diagbot.core.regex import _RE2_OPTIONS, Regex
 from diagbot.core.regex import compile_regex as _compiled_regex
+from diagbot.kinds.workspace import checks as workspace_checks
 from diagbot.kinds.workspace.checks import (
     MAX_GLOB_CHARS,
     CheckSpec,
@@ -41,7 +50,8 @@ from diagbot.kinds.workspace.checks import (
     _preview,
     run_check,
 )
-from diagbot.kinds.workspace.judge import WorkspaceCase, judge_case
+from diagbot.kinds.workspace.judge import Reason, Status, Verdict, WorkspaceCase, judge_case, judge_suite
+from diagbot.kinds.workspace.kind import WorkspaceKind
 from tests.test_workspace import CONTRACT, EVIDENCE, load, write
 
 TIME_BOUND = 10.0  # seconds per hostile instance; each takes well under one here
@@ -558,3 +568,146 @@ def test_a_matched_secret_is_never_echoed(tmp_path: Path) -> None:
     passed, detail = outcomes["leak"]
     assert passed and token not in detail and "[redacted]" in detail
     assert_others_ran(outcomes)
+
+
+# ---- the case's work budget ----------------------------------------------------------------------------
+
+SLOW = "[ab]*a[ab]{50}c"  # passes the 128-instruction limit (57), but RE2's fast automaton gives up on it
+AB = "".join("ab"[(n * 7_919) % 13 % 2] for n in range(20_000))  # 20,000 bytes of a and b, no c
+
+
+def stopped_at(budget: int) -> Outcome:
+    return Outcome(
+        False,
+        f"stopped: the case's checks reached its work budget of {budget:,} steps before this one was decided; "
+        "use fewer or narrower checks (narrower globs, fewer phrases, simpler patterns)",
+    )
+
+
+@pytest.fixture
+def searches(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The texts RE2 is asked to search, in order."""
+    seen: list[bytes] = []
+    real = Regex.search
+
+    def search(self: Regex, text: bytes) -> tuple[int, int] | None:
+        seen.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(Regex, "search", search)
+    return seen
+
+
+def test_slow_regex_checks_stop_at_the_case_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[bytes]
+) -> None:
+    """The reviewer's case, small: thousands of checks of a pattern on RE2's slow path, each charged 57
+    instructions times the bytes it searches. Past the budget no search runs: the work is counted, not timed."""
+    first, each = 1 + 1 + 1 + 21 + 5_701, 1 + 1 + 5_701  # the first also matches the path and reads the file
+    budget = first + 3 * each
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", budget)
+    ws = Workspace(str(write(tmp_path / "ws", {"f.txt": AB})))
+    checks = [
+        CheckSpec.model_validate({"id": f"r{i}", "regex": {"file": "f.txt", "pattern": SLOW}}) for i in range(2_000)
+    ]
+
+    outcomes = [run_check(ws, check) for check in checks]
+
+    assert len(searches) == 4
+    assert outcomes[:4] == [Outcome(False, f"f.txt: no match for /{SLOW}/")] * 4
+    assert outcomes[4:] == [stopped_at(budget)] * 1_996
+
+
+CHEAP_CHECKS = [
+    {"file_exists": "f.txt"},
+    {"file_absent": "nothing/*.txt"},  # would pass: a stopped check never does
+    {"json_valid": "a.json"},
+    {"contains": {"file": "f.txt", "any": ["ab"]}},
+    {"regex": {"file": "f.txt", "pattern": "ab"}},
+    {"json_query": {"file": "a.json", "expr": "x"}},
+]
+
+
+@pytest.mark.parametrize("kind", CHEAP_CHECKS, ids=lambda kind: next(iter(kind)))
+def test_a_check_past_the_case_budget_fails_whatever_its_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: dict[str, Any]
+) -> None:
+    """Once the case is past its budget every later check fails saying so, even one that would pass at once,
+    and even one that passes when nothing is found (`file_absent`)."""
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", 1_000)
+    ws = Workspace(str(write(tmp_path / "ws", {"f.txt": AB, "a.json": {"x": 1}})))
+    check = CheckSpec.model_validate({"id": "c", **kind})
+    assert run_check(Workspace(ws.root), check).passed  # on its own, within the budget
+    ws.spent = 1_000  # all of it spent by the checks before
+
+    assert run_check(ws, check) == stopped_at(1_000)
+
+
+def test_a_query_that_crosses_the_budget_keeps_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query's steps are known once it has run: one started within the budget keeps its result, and the checks
+    after it are stopped."""
+    root = write(tmp_path / "ws", {"a.json": {"k": list(range(1_000))}})
+    query = CheckSpec.model_validate({"id": "q", "json_query": {"file": "a.json", "expr": "length(k[?@ > `10`])"}})
+    alone = Workspace(str(root))
+    result = run_check(alone, query)
+    assert result == Outcome(True, "a.json: length(k[?@ > `10`]) -> 989")
+    budget = alone.spent - query_steps() // 2  # the query starts within it, and ends past it
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", budget)
+    ws = Workspace(str(root))
+
+    assert [run_check(ws, query), run_check(ws, query)] == [result, stopped_at(budget)]
+
+
+def budget_case(case_id: str, diagnosis: list[dict[str, Any]], workspace: str = "shared") -> WorkspaceCase:
+    found = [{"id": "f", "file_exists": "f.txt"}]
+    return WorkspaceCase.model_validate(
+        {
+            "id": case_id,
+            "title": case_id,
+            "workspace": workspace,
+            "judge": {
+                "workflow": found,
+                "evidence_collection": found,
+                "critical_evidence": found,
+                "evidence_routing": found,
+                "diagnosis": diagnosis,
+            },
+        }
+    )
+
+
+def test_each_case_has_its_own_budget_and_a_stopped_one_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[bytes]
+) -> None:
+    """A case that spends its budget on one run folder leaves the next case's budget whole (the same folder, read
+    again): that case's verdict is the same judged alone or after it. The stopped case keeps the results of the
+    checks decided before the budget ran out, and its report is written as usual."""
+    budget = 5 + (1 + 1 + 21 + 5_701) + 2 * (1 + 1 + 5_701) + 100  # four file_exists, then three slow searches
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", budget)
+    write(tmp_path / "fixtures" / "shared", {"f.txt": AB})
+    slow = budget_case("slow", [{"id": f"r{i}", "regex": {"file": "f.txt", "pattern": SLOW}} for i in range(500)])
+    quick = budget_case(
+        "quick",
+        [
+            {"id": "slow_once", "regex": {"file": "f.txt", "pattern": SLOW}},
+            {"id": "no_c", "file_absent": "c.txt"},
+            {"id": "ab", "regex": {"file": "f.txt", "pattern": "ab"}},
+        ],
+    )
+
+    both = judge_suite([slow, quick], tmp_path / "fixtures", "ws")
+    alone = judge_suite([quick], tmp_path / "fixtures", "ws")
+
+    assert both.results[1] == alone.results[0]
+    assert [c.detail for c in alone.results[0].packet.buckets["diagnosis"].checks] == [
+        f"f.txt: no match for /{SLOW}/",
+        "no file matches 'c.txt'",
+        "f.txt: matched 'ab'",
+    ]
+    assert len(searches) == 3 + 2 * 2  # the slow case's three, then the quick case's two, twice
+    stopped = both.results[0]
+    assert (stopped.verdict, stopped.reason, stopped.score) == (Verdict.FAIL, Reason.DIAGNOSIS_MISSING, 69.0)
+    assert all(bucket.status is Status.PASS for name, bucket in stopped.packet.buckets.items() if name != "diagnosis")
+    details = [c.detail for c in stopped.packet.buckets["diagnosis"].checks]
+    assert details == [f"f.txt: no match for /{SLOW}/"] * 3 + [stopped_at(budget).detail] * 497
+    assert WorkspaceKind().parse(both.model_dump(mode="json", by_alias=True), "report") == both

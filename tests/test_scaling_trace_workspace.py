@@ -18,6 +18,7 @@ import pytest
 
 from diagbot.core import text
 from diagbot.core.errors import CaseFileError
+from diagbot.core.query import query_steps
 from diagbot.kinds.trace import checks as trace_checks
 from diagbot.kinds.trace import search
 from diagbot.kinds.trace.cases import TraceCase, parse_case_file
@@ -333,3 +334,105 @@ def test_a_case_lists_at_most_a_thousand_keywords_or_needles(tmp_path: Path) -> 
     assert TraceCase.model_validate(case_dict(expectedRootCauseKeywords=many[:1_000]))
     with pytest.raises(ValueError, match="at most 1000 items"):
         ContainsSpec.model_validate({"file": "a.txt", "all": many})
+
+
+# ---- one work budget per workspace case ----------------------------------------------------------------
+
+BUDGET_FILES = {"a.txt": "ab" * 5_000, "b.json": {"k": list(range(1_000))}, "u.txt": "é" * 1_000}
+
+
+@pytest.mark.parametrize(
+    ("kind", "spent"),
+    [
+        pytest.param({"file_exists": "a.txt"}, 1 + 1, id="check+path"),
+        # a glob of the root folder: a step, one per path tested (3), one per 100 characters of them (16: none)
+        pytest.param({"file_absent": "*.md"}, 1 + (1 + 3 + 0), id="check+glob"),
+        # read 10,000 bytes: 1 + 10; normalise 10,000 ASCII characters: 1 + 100; 7 phrases in them: 7 x (1 + 10)
+        pytest.param(
+            {"contains": {"file": "a.txt", "all": [f"n{i}" for i in range(7)]}},
+            1 + 1 + 1 + 11 + 101 + 7 * 11,
+            id="contains-ascii",
+        ),
+        # 2,000 bytes read: 1 + 2; 1,000 characters that are not ASCII: 1 + 500; one phrase: 1 + 1
+        pytest.param({"contains": {"file": "u.txt", "any": ["É"]}}, 1 + 1 + 1 + 3 + 501 + 2, id="contains-nfkc"),
+        # 57 instructions over 10,000 bytes: 1 + 570,000 / 200
+        pytest.param(
+            {"regex": {"file": "a.txt", "pattern": "[ab]*a[ab]{50}c"}}, 1 + 1 + 1 + 11 + 2_851, id="regex-slow-path"
+        ),
+        # 8 instructions; the glob tests the root's 3 paths; a.txt matches, so u.txt is never read
+        pytest.param({"regex": {"file": "*.txt", "pattern": "ba+b"}}, 1 + 4 + 1 + 11 + 401, id="regex-first-file"),
+        # 4,897 bytes read (1 + 4), and parsed (1 + 4,897 / 4)
+        pytest.param({"json_valid": "b.json"}, 1 + 1 + 1 + 5 + 1_225, id="json_valid"),
+    ],
+)
+def test_the_case_budget_is_charged_for_the_work_each_check_does(
+    tmp_path: Path, kind: dict[str, Any], spent: int
+) -> None:
+    """A step is roughly a microsecond of work: each check's step, then what it does, at the rates of `checks`."""
+    ws = Workspace(str(write(tmp_path, BUDGET_FILES)))
+    run_check(ws, CheckSpec.model_validate({"id": "c", **kind}))
+    assert ws.spent == spent
+
+
+def test_a_query_is_charged_the_steps_it_took(tmp_path: Path) -> None:
+    ws = Workspace(str(write(tmp_path, BUDGET_FILES)))
+    expr = "k[?@ > `998`]"
+    assert run_check(ws, CheckSpec.model_validate({"id": "q", "json_query": {"file": "b.json", "expr": expr}})) == (
+        Outcome(True, "b.json: k[?@ > `998`] -> [999]")
+    )
+    steps = query_steps()
+    assert steps > 1_000  # a step per item filtered, at least
+    assert ws.spent == 1 + 1 + 1 + 5 + 1_225 + 1 + steps
+
+
+def test_what_is_done_once_per_case_is_charged_once(tmp_path: Path) -> None:
+    """The second check on the same file and glob pays for its own search only: the file was read, normalised
+    and listed for the first."""
+    ws = Workspace(str(write(tmp_path, BUDGET_FILES)))
+    check = CheckSpec.model_validate({"id": "c", "contains": {"file": "a.txt", "any": ["n0"]}})
+    run_check(ws, check)
+    first = ws.spent
+    run_check(ws, check)
+    assert (first, ws.spent - first) == (1 + 1 + 1 + 11 + 101 + 11, 1 + 1 + 11)
+
+
+def stopped_at(budget: int) -> Outcome:
+    return Outcome(
+        False,
+        f"stopped: the case's checks reached its work budget of {budget:,} steps before this one was decided; "
+        "use fewer or narrower checks (narrower globs, fewer phrases, simpler patterns)",
+    )
+
+
+def test_many_phrase_checks_stop_at_the_case_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`contains` checks of 1,000 phrases each on a 100,000-character file: each is charged 1,000 x 101 steps,
+    and the checks past the budget search nothing."""
+    searched = calls(monkeypatch, text.Folded, "matches")
+    budget = 350_000  # the first: 1 + 1 + 1 + 101 (read) + 1,001 (normalised) + 101,000; the next 101,002 each
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", budget)
+    ws = Workspace(str(write(tmp_path, {"a.txt": "x" * 100_000})))
+    phrases = [f"p{i:04d}" for i in range(1_000)]
+
+    outcomes = [run_check(ws, check) for check in specs(20, contains={"file": "a.txt", "any": phrases})]
+
+    assert len(searched) == 3
+    missing = ", ".join(phrases[:12])
+    assert outcomes[:3] == [Outcome(False, f"a.txt: missing {missing}, ...and 988 more")] * 3
+    assert outcomes[3:] == [stopped_at(budget)] * 17
+
+
+def test_distinct_globs_over_many_files_stop_at_the_case_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counting_globs: type[CountingRegex]
+) -> None:
+    """Distinct `**` globs each test every path (the memo cannot help): each is charged a step per path and per
+    100 characters of them, and those past the budget test none."""
+    root = write(tmp_path, {f"sub/f{i:04d}.txt": "" for i in range(1_000)})  # 1,000 paths of 13 characters
+    per_glob = 1 + (1 + 1_000 + 13_000 // 100)  # the check, then the glob
+    monkeypatch.setattr(workspace_checks, "MAX_CASE_STEPS", 5 * per_glob)
+    ws = Workspace(str(root))
+
+    outcomes = [run_check(ws, CheckSpec(id=f"g{i}", file_exists=f"**/x{i}*.txt")) for i in range(50)]
+
+    assert counting_globs.tested == 5 * 1_000
+    assert outcomes[:5] == [Outcome(False, f"no file matches '**/x{i}*.txt'") for i in range(5)]
+    assert outcomes[5:] == [stopped_at(5 * per_glob)] * 45

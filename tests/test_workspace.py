@@ -943,6 +943,34 @@ def test_golden_files_match_bundled_cases() -> None:
     assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(r.case_id for r in bundled())
 
 
+STARTER = ROOT / "diagbot" / "templates" / "init" / "workspace"
+
+
+@pytest.mark.parametrize(
+    ("cases", "fixtures"),
+    [(CASES, FIXTURES), (STARTER / "cases" / "workspace", STARTER / "fixtures" / "workspace")],
+    ids=["bundled", "starter"],
+)
+def test_real_cases_spend_a_thousandth_of_the_work_budget(
+    cases: Path, fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget bounds hostile cases only: the bundled suite and `diagbot init`'s starter take at most a few
+    hundred of its 10,000,000 steps a case."""
+    made: list[Workspace] = []
+    real_init = Workspace.__init__
+
+    def init(self: Workspace, root: str) -> None:
+        real_init(self, root)
+        made.append(self)
+
+    monkeypatch.setattr(Workspace, "__init__", init)
+    loaded, problems = load_workspace_suite(cases, fixtures)
+    assert not problems
+    judge_suite(loaded, fixtures)
+    assert len(made) >= 2
+    assert max(ws.spent for ws in made) < workspace_checks.MAX_CASE_STEPS // 1_000
+
+
 # ---- report --------------------------------------------------------------------------------------------
 
 

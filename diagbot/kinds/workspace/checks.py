@@ -9,6 +9,12 @@ A case.yaml comes from the pull request, so every check is bounded whatever it a
 across wildcards, and a JMESPath query is capped in length and nesting when the case loads, and in steps and in
 what it builds while it runs (`core/query.py`). A check that hits a bound fails with a detail naming it; the other
 checks are not affected.
+
+And a case's checks together have one work budget, `MAX_CASE_STEPS`, counted in steps of roughly a microsecond
+(`Workspace.spend`, at the rates under it): a case.yaml can hold some 15,000 checks, and each one, bounded as it
+is, may take seconds. Work is counted, never timed, so a case's verdict is the same on any machine and whatever the
+other cases ask. Past the budget the case's remaining checks fail, saying so; those already decided keep their
+results.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from diagbot.core.models import StrictInput
-from diagbot.core.query import QueryLimitError, run_query, truthy, valid_query
+from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
-from diagbot.core.text import Folded, fold
+from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.core.values import excerpt, one_line
 
 READ_CAP = 8 * 1024 * 1024
@@ -39,6 +45,23 @@ MAX_ENTRIES = 100_000
 """Entries listed in one workspace; past this the listing stops, and a check that finds nothing fails."""
 MAX_MATCHES_KEPT = 10 * MAX_ENTRIES
 """Paths kept by one workspace's memo of glob matches; past this the oldest globs' matches are forgotten."""
+
+MAX_CASE_STEPS = 10_000_000
+"""Steps of work all of one case's checks may take on its run together: about 10 s at most, whatever the case asks
+(the bundled cases take well under 1% of it). Each check costs a step, and what it does on top is charged by the
+rates below before it is done, except a JMESPath query, whose steps are known once it has run (it stops at its own
+2,000,000). When a charge takes the case past the budget, that work is not done: the check, and every later check
+of the case, fails saying so."""
+# What a step buys of each kind of work: each rate is set so that a step is at most about a microsecond of the
+# slowest input of that kind measured (ASCII is cheap to normalise, so it is charged less).
+_NAME_CHARS_PER_STEP = 100  # a glob tested on a path: a step per path, and one per 100 characters of the paths
+_READ_BYTES_PER_STEP = 1_000  # a file read and decoded, once per case
+_JSON_BYTES_PER_STEP = 4  # a file parsed as JSON, once per case (a top-level array of small objects: ~250 ns/byte)
+_FOLD_ASCII_CHARS_PER_STEP = 100  # a text normalised for `contains`, once per case
+_FOLD_CHARS_PER_STEP = 2  # the same for other text, which NFKC may expand (up to ~400 ns a character)
+_PHRASE_CHARS_PER_STEP = 1_000  # one phrase of a `contains` check looked for in a normalised text
+_REGEX_INSTRUCTION_BYTES_PER_STEP = 200  # a regex search: RE2's slow path (its fast automaton can give up, as on
+# `[ab]*a[ab]{50}c`) costs about 5 ns per instruction of the pattern's program per byte searched
 
 MAX_WEIGHT = 1_000.0
 """A check's weight: weights are shares within a bucket, and a bound keeps their sum finite (two weights of 1e308
@@ -188,6 +211,11 @@ class Outcome(NamedTuple):
     detail: str
 
 
+class CaseLimit(Exception):
+    """A case's checks reached MAX_CASE_STEPS: the check running fails with this message, and so does every later
+    one of the case."""
+
+
 SpecT = TypeVar("SpecT")
 FileJudge = Callable[["Workspace", str, SpecT], tuple[bool, str]]
 
@@ -205,12 +233,15 @@ class _Blob:
 
 
 class Workspace:
-    """A read-only view of one run folder: listed once on creation, each file read, decoded, normalised and parsed
-    at most once, each glob matched once (however many checks ask)."""
+    """A read-only view of one run folder, made for one case: listed once on creation, each file read, decoded,
+    normalised and parsed at most once, each glob matched once (however many checks ask). It also keeps the case's
+    work budget (`spend`): everything the case's checks have it do is charged to it, so a case's checks share one
+    budget, and another case, with a workspace of its own, has its own."""
 
     def __init__(self, root: str) -> None:
         """Raises OSError when the root itself cannot be listed; an unreadable subfolder just lists nothing."""
         self.root = root
+        self.spent = 0  # steps charged to the case's checks so far
         self.files: dict[str, str] = {}  # relative path -> path to open, regular files inside the root only
         self.refused: dict[str, str] = {}  # relative path -> why it is not treated as a file
         self.folders: dict[str, list[str]] = {}  # "evidences/" -> the files and refused entries directly in it
@@ -264,6 +295,16 @@ class Workspace:
     def _real_root(self) -> str:
         return os.path.realpath(self.root)
 
+    def spend(self, steps: int) -> None:
+        """Charge work about to be done; raises CaseLimit instead when it would take the case past MAX_CASE_STEPS
+        (or the case is past it already), and the work is then not done."""
+        self.spent += steps
+        if self.spent > MAX_CASE_STEPS:
+            raise CaseLimit(
+                f"stopped: the case's checks reached its work budget of {MAX_CASE_STEPS:,} steps before this one "
+                "was decided; use fewer or narrower checks (narrower globs, fewer phrases, simpler patterns)"
+            )
+
     def match(self, pattern: str) -> tuple[list[str], list[str]]:
         """Files matching the glob, sorted, and notes about the first few matching entries that were refused. Like
         a shell, a glob whose wildcards are all in its last part looks only inside that one folder.
@@ -281,11 +322,13 @@ class Workspace:
     def _match(self, pattern: str) -> tuple[list[str], list[str]]:
         literal, folder, regex = _glob(pattern)
         if literal is not None:
+            self.spend(1)
             if literal in self.files:
                 return [literal], []
             hits = [literal]
         else:
             names = self.folders.get(folder, []) if folder is not None else [*self.files, *self.refused]
+            self.spend(1 + len(names) + sum(map(len, names)) // _NAME_CHARS_PER_STEP)
             hits = sorted(filter(regex.fullmatch, names))
         found = [rel for rel in hits if rel in self.files]
         refused = [rel for rel in hits if rel in self.refused]
@@ -313,6 +356,7 @@ class Workspace:
             finally:
                 os.close(fd)
             blob = self._blobs[rel] = _Blob(data, size)
+            self.spend(1 + len(data) // _READ_BYTES_PER_STEP)  # after: what a read costs is known once it is made
         return blob
 
     def text(self, rel: str) -> tuple[str, str]:
@@ -327,6 +371,9 @@ class Workspace:
         text, note = self.text(rel)
         blob = self.blob(rel)
         if blob.folded is None:
+            shown = len(text) if len(text) <= MAX_TEXT_CHARS else MAX_TEXT_CHARS  # what `fold` reads
+            per_step = _FOLD_ASCII_CHARS_PER_STEP if text.isascii() else _FOLD_CHARS_PER_STEP
+            self.spend(1 + shown // per_step)
             blob.folded = fold(text)
         return blob.folded, note
 
@@ -344,6 +391,7 @@ class Workspace:
         blob = self.blob(rel)
         if blob.parsed is None:
             if blob.plain is None:
+                self.spend(_parse_cost(blob))
                 blob.plain = _plainly_valid(blob)
             if blob.plain:
                 return True, "valid JSON"
@@ -354,8 +402,14 @@ class Workspace:
         """(ok, value, problem): JSON must be strict UTF-8 and fit under the read cap to be judged at all."""
         blob = self.blob(rel)
         if blob.parsed is None:
+            self.spend(_parse_cost(blob))
             blob.parsed = _parse(blob)
         return blob.parsed
+
+
+def _parse_cost(blob: _Blob) -> int:
+    """Steps to parse the file as JSON: a file over the read cap is refused unparsed."""
+    return 1 if blob.size > len(blob.data) else 1 + len(blob.data) // _JSON_BYTES_PER_STEP
 
 
 def _decode(blob: _Blob) -> tuple[str, str, bytes | None]:
@@ -507,6 +561,7 @@ def _any_file(ws: Workspace, pattern: str, judge: FileJudge[SpecT], spec: SpecT)
         return Outcome(False, f"no file matches {pattern!r}{_joined(refused)}")
     shown: list[str] = []
     for rel in files:
+        ws.spend(1)
         try:
             passed, detail = judge(ws, rel, spec)
         except OSError as exc:
@@ -542,6 +597,7 @@ def _valid_json_file(ws: Workspace, rel: str, _: None) -> tuple[bool, str]:
 
 def _contains_file(ws: Workspace, rel: str, spec: ContainsSpec) -> tuple[bool, str]:
     folded, note = ws.folded(rel)  # normalised once per file and capped, however the file expands under NFKC
+    ws.spend(len(spec.needles) * (1 + len(folded.text) // _PHRASE_CHARS_PER_STEP))
     found = folded.matches(spec.needles)
     if folded.cut:
         note = "; ".join(filter(None, [note, "only the start of the text was searched (the normalisation cap)"]))
@@ -560,8 +616,11 @@ def _needles(needles: list[str]) -> str:
 
 def _regex_file(ws: Workspace, rel: str, spec: RegexSpec) -> tuple[bool, str]:
     data, note = ws.utf8(rel)
+    cost = 1 + len(data) * spec.compiled.program // _REGEX_INSTRUCTION_BYTES_PER_STEP
+    ws.spend(cost)
     hit = spec.compiled.search(data)
     if hit is None and spec.dollar_before_newline and data.endswith(b"\n"):
+        ws.spend(cost)
         hit = spec.compiled.search(data[:-1])
     if hit is not None:  # 4 bytes per character at most: enough bytes for the characters shown
         start, end = hit
@@ -641,8 +700,12 @@ def _json_query_file(ws: Workspace, rel: str, spec: JsonQuerySpec) -> tuple[bool
     ok, value, problem = ws.json(rel)
     if not ok:
         return False, problem
+    ws.spend(1)  # a query's own steps are known only once it has run: charged then, and it stops at its own bound
     try:
-        result = run_query(spec.expr, value)
+        try:
+            result = run_query(spec.expr, value)
+        finally:
+            ws.spent += query_steps()
         shown = _preview(result)
     except QueryLimitError as exc:
         return False, f"{spec.expr} {exc}"
@@ -682,8 +745,12 @@ CHECKS: dict[CheckKind, Callable[[Workspace, Any], Outcome]] = {
 
 
 def run_check(ws: Workspace, check: CheckSpec) -> Outcome:
-    """Dispatch through the registry; a listing or read error becomes a failed check, never an exception."""
+    """Dispatch through the registry; a listing or read error, or the case's work budget running out, becomes a
+    failed check, never an exception."""
     try:
+        ws.spend(1)
         return CHECKS[check.kind](ws, check.payload)
+    except CaseLimit as exc:
+        return Outcome(False, str(exc))
     except OSError as exc:
         return Outcome(False, f"could not read the workspace ({exc.strerror})")

@@ -359,7 +359,9 @@ class WorkspaceResult(Output):
 
 def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
     """Judge one run folder; whatever the folder holds becomes check results, never an exception. The packet is
-    assembled as plain data and validated once, in one pass through pydantic-core rather than one per check."""
+    assembled as plain data and validated once, in one pass through pydantic-core rather than one per check. The
+    case's checks share the work budget of the workspace made for it here (`checks.MAX_CASE_STEPS`), so no other
+    case's checks can use any of it."""
     root, problem = _resolve(case, fixtures_dir)
     workspace = None
     if root is not None:
