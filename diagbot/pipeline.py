@@ -19,7 +19,7 @@ from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.io.baselines import Baselines
 from diagbot.io.config import Config
-from diagbot.io.files import write_file
+from diagbot.io.files import remove_stale, write_file
 from diagbot.kinds import registry
 from diagbot.kinds.base import Progress, SuiteInput
 from diagbot.render.markdown import (
@@ -191,10 +191,16 @@ def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> No
     An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout) down is a link
     (`io.files.write_file`)."""
     for suite in outcome.suites:
+        if suite.name == BASELINE:
+            continue
         if suite.report is not None:
             write_file(report_path(out, suite.name), dump_model_bytes(suite.report), out, anchor)
+        else:  # not evaluated: an earlier run's report must not stand for this one's
+            remove_stale(report_path(out, suite.name), out, anchor)
         if suite.diff is not None:
             write_file(diff_path(out, suite.name), dump_model(suite.diff), out, anchor)
+        else:
+            remove_stale(diff_path(out, suite.name), out, anchor)
     write_file(out / "comment.md", outcome.comment, out, anchor)
     write_file(out / "summary.md", outcome.summary, out, anchor)
 

@@ -186,6 +186,26 @@ def test_a_link_or_fifo_in_place_of_an_output_file_is_replaced_not_followed(tmp_
     assert (out / "comment.md").read_text().startswith("<!-- diagbot:agent -->")
 
 
+def test_a_suite_that_cannot_be_evaluated_leaves_no_earlier_report_behind(tmp_path: Path) -> None:
+    """Its report and diff from an earlier run into the same folder stayed there, and a later `--baseline` on the
+    folder read them as this run's. A link in their place is removed, not what it points at."""
+    repo, elsewhere = _started(tmp_path / "repo"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text("{}")
+    assert diagbot(repo, "run", "--quiet", "--out", "first").returncode == 0
+    assert diagbot(repo, "run", "--quiet", "--baseline", "first").returncode == 0
+    out = repo / "build/diagbot"
+    assert (out / "reports/agent.json").is_file() and (out / "diff/agent.json").is_file()
+    (out / "diff/agent.json").unlink()
+    (out / "diff/agent.json").symlink_to(elsewhere / "keep.json")
+    for case_file in (repo / "cases/agent").iterdir():
+        case_file.write_text("- not a case\n")
+    done = diagbot(repo, "run", "--quiet", "--baseline", "first")
+    assert done.returncode == 2
+    assert _files(out) == ["comment.md", "diff", "reports", "summary.md"]
+    assert (elsewhere / "keep.json").read_text() == "{}"
+
+
 def test_an_empty_out_is_refused(tmp_path: Path) -> None:
     _started(tmp_path)
     done = diagbot(tmp_path, "run", "--out", "", "--quiet")

@@ -102,6 +102,21 @@ def write_file(path: Path, text: str | bytes, root: Path | None = None, anchor: 
         raise OutputError(f"{path}: cannot be written ({exc.strerror or exc}); {_ELSEWHERE}") from None
 
 
+def remove_stale(path: Path, root: Path, anchor: Path | None = None) -> None:
+    """Remove an output an earlier run left at `path`, when this run writes none there (a suite that could not be
+    evaluated): a later `--baseline` on the folder would read it as this run's. Only below real folders, as
+    `write_file` writes; a link at `path` itself is removed, never what it points at."""
+    if not (path.is_file() or path.is_symlink()):
+        return
+    real_folder(path.parent, root, anchor)
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise OutputError(
+            f"{path}: an earlier run's output cannot be removed ({exc.strerror or exc}); {_ELSEWHERE}"
+        ) from None
+
+
 def _write(path: Path, text: str | bytes) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:50]}.", suffix=".tmp", dir=path.parent)
     try:
