@@ -30,6 +30,7 @@ from diagbot.kinds.agent.match import args_mismatch
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentCaseResult, aggregate, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
+from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Governance
 from tests.conftest import write_json
 
@@ -1425,3 +1426,40 @@ def test_responses_input_and_output_object() -> None:
         "refund_check",
     ]
     assert AgentOptions.model_validate({"trace-format": "openai-responses"}).trace_format == "openai-responses"
+
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+def test_a_tool_schema_is_read_by_the_draft_it_declares() -> None:
+    """zod-to-json-schema and others declare draft-07, whose tuple `items: [...]` 2020-12 refuses as a schema and
+    whose `dependencies` 2020-12 ignores."""
+    schema = {"$schema": DRAFT_07, "type": "object", "properties": {"pair": {"items": [{"type": "string"}]}},
+              "dependencies": {"amount": ["currency"]}}  # fmt: skip
+    case = make_case(tool_schema={"refund": schema})
+    assert failures(case, native(call("refund", {"pair": ["a"], "amount": 5, "currency": "EUR"}))) == []
+    assert failures(case, native(call("refund", {"pair": [1]}))) == [
+        "tool_args_invalid: refund (call 1): pair[0]: 1 is not of type 'string'"
+    ]
+    assert failures(case, native(call("refund", {"amount": 5}))) == [
+        "tool_args_invalid: refund (call 1): arguments: 'currency' is a dependency of 'amount'"
+    ]
+    with pytest.raises(ValidationError) as info:
+        make_case(tool_schema={"refund": {"$schema": "https://example.com/mine"}})
+    assert info.value.errors()[0]["msg"] == (
+        "Value error, the schema for 'refund' declares $schema 'https://example.com/mine', which is no JSON Schema "
+        "draft diagbot knows (2020-12, 2019-09, draft-07, draft-06, draft-04); remove it to have the schema read as "
+        "2020-12"
+    )
+
+
+def test_keywords_a_tool_schema_draft_does_not_have_are_named() -> None:
+    schema = {"type": "object", "require": ["order_id"], "properties": {"amount": {"maximun": 100, "title": "t"}},
+              "allOf": [{"x-internal": True}], "$defs": {"a": {"minimun": 1}}}  # fmt: skip
+    assert sorted(unknown_keywords(schema)) == [
+        "$defs.a: unknown keyword 'minimun' (did you mean minimum?)",
+        "allOf[0]: unknown keyword 'x-internal'",
+        "properties.amount: unknown keyword 'maximun' (did you mean maximum?)",
+        "top level: unknown keyword 'require' (did you mean required?)",
+    ]
+    assert unknown_keywords({"$schema": DRAFT_07, "dependencies": {"a": ["b"]}, "definitions": {}}) == []

@@ -369,12 +369,18 @@ def _regexes_in(schema: Any, tool: str) -> None:
 def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
     import jsonschema  # only for cases that have a tool_schema: it takes longer to import than a trace suite to load
 
+    from diagbot.kinds.agent.schema_check import draft_of
+
     for tool, schema in schemas.items():
         if not isinstance(schema, dict | bool):
             raise ValueError(f"the schema for {tool!r} must be a JSON Schema object")
         _regexes_in(schema, tool)
         try:
-            jsonschema.Draft202012Validator.check_schema(schema)
+            draft = draft_of(schema)
+        except ValueError as exc:
+            raise ValueError(f"the schema for {tool!r} {exc}") from None
+        try:
+            draft.check_schema(schema)
         except jsonschema.SchemaError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "top level"
             raise ValueError(

@@ -18,6 +18,7 @@ from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
 from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
+from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
 from diagbot.render.markdown import SuiteView, md
 
@@ -95,6 +96,12 @@ class AgentKind:
                             "a text here is for people and is not checked; write the check object itself here (a rule "
                             "is named only in evaluator_config.rule_checks, where it must hold)"
                         )
+            for tool, schema in (case.tool_schema or {}).items():
+                warnings += [
+                    f"{where}: tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it "
+                    "checks nothing"
+                    for unknown in unknown_keywords(schema)
+                ]
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):

@@ -10,12 +10,15 @@ so an exponential `anyOf` of references or a huge `enum` stops with a message in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
 import referencing.exceptions
 
 from diagbot.core.regex import compile_regex
+from diagbot.core.text import closest
+from diagbot.core.values import one_line
 from diagbot.kinds.agent.match import show
 
 MAX_VALIDATED_VALUES = 10_000
@@ -80,11 +83,84 @@ def _metered(name: str, keyword: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-_KEYWORDS = {
-    name: _metered(name, _pattern if name == "pattern" else keyword)
-    for name, keyword in jsonschema.Draft202012Validator.VALIDATORS.items()
-}
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, _KEYWORDS)  # type: ignore[no-untyped-call]
+_DRAFTS: tuple[Any, ...] = (
+    jsonschema.Draft202012Validator,
+    jsonschema.Draft201909Validator,
+    jsonschema.Draft7Validator,
+    jsonschema.Draft6Validator,
+    jsonschema.Draft4Validator,
+)
+
+
+def _uri(text: Any) -> str:
+    return str(text).split("://", 1)[-1].rstrip("#")  # http or https, with or without the empty fragment
+
+
+_BY_URI = {_uri(d.META_SCHEMA.get("$id") or d.META_SCHEMA.get("id")): d for d in _DRAFTS}
+
+
+def draft_of(schema: Any) -> Any:
+    """The validator class of the draft the schema declares in `$schema` (2020-12 when it declares none); a
+    ValueError for a `$schema` that is no draft diagbot knows."""
+    declared = schema.get("$schema") if isinstance(schema, dict) else None
+    if declared is None:
+        return jsonschema.Draft202012Validator
+    found = _BY_URI.get(_uri(declared)) if isinstance(declared, str) else None
+    if found is None:
+        raise ValueError(
+            f"declares $schema {str(declared)[:80]!r}, which is no JSON Schema draft diagbot knows (2020-12, "
+            "2019-09, draft-07, draft-06, draft-04); remove it to have the schema read as 2020-12"
+        )
+    return found
+
+
+@lru_cache(maxsize=len(_DRAFTS))
+def _metered_validator(draft: Any) -> Any:
+    keywords = {name: _metered(name, _pattern if name == "pattern" else k) for name, k in draft.VALIDATORS.items()}
+    return jsonschema.validators.extend(draft, keywords)  # type: ignore[no-untyped-call]
+
+
+_ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$defs", "definitions", "$comment", "$anchor", "$dynamicAnchor", "$recursiveAnchor",
+    "$vocabulary", "title", "description", "default", "examples", "readOnly", "writeOnly", "deprecated",
+    "contentMediaType", "contentEncoding", "contentSchema", "format",
+})  # fmt: skip  # keywords that validate nothing, by design
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SCHEMAS = (
+    "items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalItems", "additionalProperties", "not", "if",
+    "then", "else", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+)  # fmt: skip  # a subschema, or a list of them
+MAX_SCHEMA_NODES = 100_000  # subschemas `unknown_keywords` looks at
+MAX_UNKNOWN_SHOWN = 20
+
+
+def unknown_keywords(schema: Any) -> list[str]:
+    """`path: unknown keyword 'k' (did you mean ...?)` for each keyword that the schema's draft does not have, in
+    the schema and its subschemas: JSON Schema ignores such a keyword, so a misspelt `maximun` checks nothing."""
+    draft = draft_of(schema)
+    known = sorted({*draft.VALIDATORS, *_ANNOTATIONS})
+    found: list[str] = []
+    todo: list[tuple[str, Any]] = [("", schema)]
+    visited = 0
+    while todo and visited < MAX_SCHEMA_NODES and len(found) < MAX_UNKNOWN_SHOWN:
+        path, node = todo.pop()
+        visited += 1
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            at = f"{path}.{key}" if path else str(key)
+            if key not in draft.VALIDATORS and key not in _ANNOTATIONS:
+                close = closest(str(key), known)
+                found.append(
+                    f"{path or 'top level'}: unknown keyword {one_line(str(key), 80)!r}"
+                    + (f" (did you mean {close}?)" if close else "")
+                )
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                todo.extend((f"{at}.{name}", sub) for name, sub in value.items())
+            elif key in _SCHEMAS:
+                subs = value if isinstance(value, list) else [value]
+                todo.extend((f"{at}[{i}]" if isinstance(value, list) else at, sub) for i, sub in enumerate(subs))
+    return found[:MAX_UNKNOWN_SHOWN]
 
 
 def _size(value: Any, limit: int) -> int:
@@ -107,7 +183,8 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
         return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
     _charge = charge
     try:
-        error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(args))
+        validator = _metered_validator(draft_of(schema))(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     except referencing.exceptions.Unresolvable as exc:  # a $ref to nothing (or elsewhere: nothing is fetched)
         return f"its tool_schema cannot be applied: the reference {str(exc.ref)[:80]!r} does not resolve"
     except RecursionError:
