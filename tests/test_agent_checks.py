@@ -690,6 +690,7 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
         'state_transition_forbidden: status: "closed" → "refunded" is not an allowed transition (refund policy)',
     ]
     assert failures(case, {"messages": [], "final_state": {"status": "closed", "priority": "high"}}) == []
+    assert failures(case, {"messages": [], "final_state": {"priority": "low"}}) == []  # status: not recorded
     assert failures(case, [{"role": "user", "content": "hi"}]) == [
         "state_transition_forbidden: the refund policy's state transitions cannot be checked: the run records no "
         "state changes and no final_state"

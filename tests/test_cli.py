@@ -124,8 +124,8 @@ def test_diff_command_and_bad_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["diff", "--baseline", str(broken), "--current", str(report), "--output", str(tmp_path / "x.json")])
     assert code == 2
     err = capsys.readouterr().err
-    assert f"error: {broken}: passedCases: field required" in err
-    assert f"error: {broken}: results.0.caseId: field required" in err
+    assert f"error: {broken}: not a readable trace report: passedCases: field required" in err
+    assert f"error: {broken}: not a readable trace report: results.0.caseId: field required" in err
 
 
 def test_render_command(tmp_path: Path) -> None:

@@ -483,6 +483,10 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
             {"type": "computer_call", "id": "cu_1", "call_id": "c2", "status": "failed", "action": {"type": "click"}},
             {"type": "computer_call_output", "call_id": "c2", "output": {"type": "computer_screenshot"}},
             {"type": "reasoning", "id": "r1", "summary": []},
+            {"type": "local_shell_call", "id": "lsh_1", "call_id": "c3", "status": "completed"},
+            {"type": "local_shell_call_output", "id": "c3", "output": "a.txt"},  # names its call by `id`
+            {"type": "file_search_call_output", "id": "nobody", "output": "x"},  # pairs with nothing: left alone
+            {"type": "_call", "id": "x"},
             ANSWER,
         ],
         "openai-responses",
@@ -493,6 +497,7 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
         ("call", "refund_submit", "m2", {}, "-", True),
         ("call", "web_search", None, {}, "-", False),
         ("call", "computer", "c2", {}, {"type": "computer_screenshot"}, True),
+        ("call", "local_shell", "c3", {}, "a.txt", False),
         ("assistant", "done"),
     ]
     assert failures_of(run, **NOT_CALLED) == ["rule_failed: no_refund: refund_submit (call 1) was called"]

@@ -18,7 +18,7 @@ from diagbot.core.errors import ReportFormatError
 from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching
-from diagbot.kinds.agent.schema_check import first_error
+from diagbot.kinds.agent.schema_check import first_error, unknown_keywords
 from tests.conftest import write_json
 from tests.test_agent_checks import call as step
 from tests.test_agent_checks import change, evaluate, failures, make_case, native, say, sequence_case
@@ -283,3 +283,26 @@ JSON = st.recursive(
 def test_pairing_decides_as_the_message_does(expected: Any, actual: Any, exact: bool) -> None:
     """Pairing asks `args_fit`, which writes no message; it must agree with `args_mismatch`, which does."""
     assert args_fit(expected, actual, exact, lambda n: None) == (args_mismatch(expected, actual, exact) is None)
+
+
+def test_a_schema_keyword_pays_for_its_own_list_too() -> None:
+    """`required` of 100,000 names yields an error for each missing one: charged 63 steps for half a second of
+    work, so 46,000 references to it fitted one check's budget (a reviewer's figure: about 7 hours)."""
+    spent: list[int] = []
+    names = [f"n{i}" for i in range(1_000)]
+    assert first_error({"required": names}, {}, spent.append) is not None
+    assert spent == [20 + 3 * 1_000]
+    spent.clear()
+    assert first_error({"dependentRequired": {"a": names[:10], "b": names[:5]}}, {"a": 1}, spent.append) is not None
+    assert spent == [20 + 3 * (2 + 15 + 1)]
+
+
+def test_unknown_keywords_are_listed_up_to_twenty_and_siblings_are_known() -> None:
+    schema = {"if": {"type": "object"}, "then": {"maximun": 1}, "else": {}, "contains": {}, "minContains": 1,
+              **{f"x{i}": 1 for i in range(5_000)}}  # fmt: skip
+    found = unknown_keywords(schema)
+    assert len(found) == 20 and all(f.startswith("top level: unknown keyword 'x") for f in found)
+    assert unknown_keywords({"then": {"maximun": 1}, "minContains": 1}) == [
+        "then: unknown keyword 'maximun' (did you mean maximum?)"
+    ]
+    assert unknown_keywords({"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMaximum": True}) == []

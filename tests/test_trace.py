@@ -153,7 +153,8 @@ def test_an_unreadable_baseline_names_its_fields_on_one_line() -> None:
     with pytest.raises(ReportFormatError) as caught:
         parse_report(data, "base.json")
     assert caught.value.problems == [
-        "base.json: results.0.evidenceCoverage.t\\n::error::forged: input should be a valid boolean",
-        "base.json: results.1.caseId: field required",
-        "base.json: results.1.passed: field required",
+        "base.json: not a readable trace report: results.0.evidenceCoverage.t\\n::error::forged: input should be a "
+        "valid boolean",
+        "base.json: not a readable trace report: results.1.caseId: field required",
+        "base.json: not a readable trace report: results.1.passed: field required",
     ]

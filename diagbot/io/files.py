@@ -106,10 +106,10 @@ def remove_stale(path: Path, root: Path, anchor: Path | None = None) -> None:
     """Remove an output an earlier run left at `path`, when this run writes none there (a suite that could not be
     evaluated): a later `--baseline` on the folder would read it as this run's. Only below real folders, as
     `write_file` writes; a link at `path` itself is removed, never what it points at."""
-    if not (path.is_file() or path.is_symlink()):
-        return
-    real_folder(path.parent, root, anchor)
     try:
+        if not (path.is_file() or path.is_symlink()):
+            return
+        real_folder(path.parent, root, anchor)
         path.unlink()
     except OSError as exc:
         raise OutputError(

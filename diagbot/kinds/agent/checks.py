@@ -125,14 +125,16 @@ class Confirmation:
         folded = fold(text).text
         if not (self.pattern.search_text(text) or self.pattern.search_text(folded)):
             return False
-        return not self.refuses(text)
+        return not self.refuses(text, folded)
 
-    def refuses(self, text: str) -> bool:
+    def refuses(self, text: str, folded: str | None = None) -> bool:
         """(default pattern only) The message refuses: it cancels a confirmation given before it. A message too
-        long to read whole refuses."""
+        long to read whole refuses. `folded`: the text already NFKC case-folded."""
+        if not self.refusals:
+            return False
         if len(text) > MAX_MATCHED_CHARS:
-            return bool(self.refusals)
-        folded = fold(text).text
+            return True
+        folded = fold(text).text if folded is None else folded
         return any(refusal.search_text(folded) for refusal in self.refusals)
 
 
@@ -177,6 +179,11 @@ class Trial:
     @cached_property
     def answer(self) -> Folded:
         return fold(self.run.answer)
+
+    @cached_property
+    def answer_bytes(self) -> int:
+        """The UTF-8 bytes of the answer a regex searches."""
+        return len(searched(self.run.answer).encode("utf-8", "replace"))
 
     @cached_property
     def replies(self) -> Folded:
@@ -288,6 +295,8 @@ def same(expected: Any, actual: Any, spend: Callable[[int], None]) -> bool:
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
     """(ran, value, why not): a JMESPath query on the trial's final state, bounded; a query error is reported,
     never raised. Its steps count towards the run's MAX_RUN_QUERY_STEPS, and past it the query is not run."""
+    if t.work.over:
+        return False, None, CASE_LIMIT.removeprefix("stopped: ")
     if t.queried >= MAX_RUN_QUERY_STEPS:
         return (
             False,
@@ -471,7 +480,7 @@ def run_rule(check: Check, t: Trial) -> Verdict:
 def _text_cost(check: Check, t: Trial) -> int:
     key = check.key
     if key in ("answer_matches", "answer_not_matches"):  # RE2's slow path: ~5 ns per instruction per byte
-        return 1 + min(len(t.run.answer), MAX_MATCHED_CHARS) * compile_regex(check.value).program // 200
+        return 1 + t.answer_bytes * compile_regex(check.value).program // 200
     if key in ("answer_contains", "answer_not_contains", "replies_contain"):
         text = t.replies.text if key == "replies_contain" else t.answer.text
         return _needles(check.value) * (1 + len(text) // 1000)
@@ -681,7 +690,7 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             if step.role == "assistant":
                 confirmed = False
             elif step.role == "user":
-                t.spend(1)
+                t.spend(1 + len(step.text) // 1000)  # a search of the text, as text criteria are charged
                 if t.confirmation.confirms(step.text):
                     confirmed = True
                 elif confirmed and t.confirmation.refuses(step.text):
@@ -764,18 +773,18 @@ def _transition(change: StateChange) -> str:
 
 def _net_changes(t: Trial) -> list[StateChange] | None:
     """The state changes transitions are checked against: those the run records; else, when it records a final
-    state, one change per top-level key whose value differs from the initial state (formats other than diagbot's
+    state, one change per top-level key of it whose value differs from the initial state (formats other than diagbot's
     record no steps of state); else None: the run says nothing of its state."""
     if t.run.state_changes:
         return t.run.state_changes
     final = t.run.final_state
     if final is None:
         return None
-    before = t.initial_state
+    before = t.initial_state  # a key the final state leaves out is not known to have changed
     return [
-        StateChange(key, before.get(key), final.get(key))
-        for key in dict.fromkeys([*before, *final])
-        if key not in before or key not in final or not same(before[key], final[key], t.spend)
+        StateChange(key, before.get(key), value)
+        for key, value in final.items()
+        if key not in before or not same(before[key], value, t.spend)
     ]
 
 
@@ -829,7 +838,7 @@ def trace_requirement(case: AgentCase, t: Trial) -> list[str]:
 
 
 def final_state(case: AgentCase, t: Trial) -> list[str]:
-    return [said for check in case.state_checks for holds, said in [state_holds(check, t)] if not holds]
+    return _capped([said for check in case.state_checks for holds, said in [state_holds(check, t)] if not holds])
 
 
 def criteria(case: AgentCase) -> list[tuple[str, int, Check | str, bool]]:

@@ -82,16 +82,13 @@ def args_mismatch(
     exact: bool = False,
     path: str = "",
     spend: Callable[[int], None] = _free,
-    detail: bool = True,
 ) -> str | None:
-    """None when `actual` matches `expected`, else where and how the first difference is (without `detail`, a
-    placeholder: pairing compares many values and shows none, so no path or value is written). `spend` is charged,
-    once the comparison ends, a step per value compared and per key an exact match looks at."""
-    found = _difference(expected, actual, exact, path, detail, spend)
+    """None when `actual` matches `expected`, else where and how the first difference is (`args_fit` decides the
+    same without writing it). `spend` is charged, once the comparison ends, a step per value compared and per key an
+    exact match looks at."""
+    found = _difference(expected, actual, exact, path, True, spend)
     if found is None:
         return None
-    if not detail:
-        return "differs"
     where, kind, want, got = found
     label = where or "arguments"
     if kind == "extra":

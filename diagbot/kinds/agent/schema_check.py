@@ -52,27 +52,27 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
 _PER_ITEM = frozenset({"items", "prefixItems", "contains", "unevaluatedItems"})
 _PER_MEMBER = frozenset({
     "properties", "additionalProperties", "unevaluatedProperties", "propertyNames", "dependentSchemas",
-    "dependentRequired", "required",
+    "dependentRequired", "required", "dependencies",
 })  # fmt: skip
-_PER_BRANCH = frozenset({"allOf", "anyOf", "oneOf"})
 
 
 def _cost(name: str, value: Any, instance: Any) -> int:
     """The keyword's own cost, plus the work it does beyond its subschemas' keywords (which are charged
-    themselves): a visit per array item or object member it walks, per subschema it tries (an empty one has no
-    keyword to charge), per value `const` or each `enum` value is compared with, per pair `uniqueItems` may
-    compare."""
-    if (name in _PER_ITEM and isinstance(instance, list)) or (name in _PER_MEMBER and isinstance(instance, dict)):
-        return KEYWORD_COST + VISIT_COST * len(instance)
-    if name in _PER_BRANCH and isinstance(value, list):
-        return KEYWORD_COST + VISIT_COST * len(value)
+    themselves): a visit per entry of its own list or object (subschemas tried, even empty ones; names required,
+    each a possible error), per array item or object member of the instance it walks, per value `const` or each
+    `enum` value is compared with, per pair `uniqueItems` may compare."""
     if name == "const":
         return KEYWORD_COST + _size(instance, MAX_VALIDATED_VALUES)
     if name == "enum" and isinstance(value, list):
         return KEYWORD_COST + len(value) * _size(instance, MAX_VALIDATED_VALUES)
     if name == "uniqueItems" and value is True and isinstance(instance, list):
         return KEYWORD_COST + len(instance) * len(instance) // 2
-    return KEYWORD_COST
+    visits = len(value) if isinstance(value, list | dict) else 0
+    if isinstance(value, dict) and name in ("dependentRequired", "dependencies"):
+        visits += sum(len(names) for names in value.values() if isinstance(names, list))
+    if (name in _PER_ITEM and isinstance(instance, list)) or (name in _PER_MEMBER and isinstance(instance, dict)):
+        visits += len(instance)
+    return KEYWORD_COST + VISIT_COST * visits
 
 
 def _metered(name: str, keyword: Callable[..., Any]) -> Callable[..., Any]:
@@ -124,7 +124,8 @@ _ANNOTATIONS = frozenset({
     "$schema", "$id", "id", "$defs", "definitions", "$comment", "$anchor", "$dynamicAnchor", "$recursiveAnchor",
     "$vocabulary", "title", "description", "default", "examples", "readOnly", "writeOnly", "deprecated",
     "contentMediaType", "contentEncoding", "contentSchema", "format",
-})  # fmt: skip  # keywords that validate nothing, by design
+    "then", "else", "minContains", "maxContains", "exclusiveMaximum", "exclusiveMinimum",
+})  # fmt: skip  # keywords that validate nothing by design, and those read by a sibling (`if`, `contains`, ...)
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SCHEMAS = (
     "items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalItems", "additionalProperties", "not", "if",
@@ -148,6 +149,8 @@ def unknown_keywords(schema: Any) -> list[str]:
         if not isinstance(node, dict):
             continue
         for key, value in node.items():
+            if len(found) == MAX_UNKNOWN_SHOWN:
+                break
             at = f"{path}.{key}" if path else str(key)
             if key not in draft.VALIDATORS and key not in _ANNOTATIONS:
                 close = closest(str(key), known)

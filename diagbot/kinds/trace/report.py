@@ -11,11 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import rate
-from diagbot.core.report import RunInfo, check_version, unique_case_ids, with_rate
-from diagbot.core.values import one_line
+from diagbot.core.report import RunInfo, check_version, model_problems, unique_case_ids, with_rate
 
 SCHEMA_VERSION = 1
 NO_VERDICT = "NONE"
@@ -96,22 +94,12 @@ def build_report(
     )
 
 
-def _problems(exc: ValidationError, where: str) -> list[str]:
-    """The first problems, each with its field path, escaped to one line: a forged report names its own keys."""
-    shown = [
-        f"{where}: {one_line('.'.join(str(p) for p in e['loc']), 200) or 'top level'}: {e['msg'].lower()}"
-        for e in exc.errors()[:10]
-    ]
-    more = exc.error_count() - len(shown)
-    return shown + ([f"{where}: ... and {more} more problems"] if more > 0 else [])
-
-
 def parse_report(data: dict[str, Any], where: str) -> TraceReport:
     """A report written by diagbot (any schema version) or by the Java evaluator, from its decoded JSON."""
     check_version(data, where, SCHEMA_VERSION)
     try:
         report = TraceReport.model_validate(data)
     except ValidationError as exc:
-        raise ReportFormatError(*_problems(exc, where)) from None
+        raise model_problems(exc, where, "trace report") from None
     unique_case_ids((result.case_id for result in report.results), where)
     return report

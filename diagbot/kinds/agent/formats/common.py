@@ -71,10 +71,10 @@ def unknown_role(role: str, path: str, results: str = "tool") -> TraceInvalid:
     )
 
 
-def speaker(value: Any, path: str, results: str = "tool") -> str:
-    """The role of a message that is not a tool result."""
+def speaker(value: Any, path: str, results: str = "tool", result_role: str | None = None) -> str:
+    """The role of a message: one of SPEAKERS, or the format's `result_role` for a message that carries results."""
     role = text(value, path)
-    if role not in SPEAKERS:
+    if role not in SPEAKERS and role != result_role:
         raise unknown_role(role, path, results)
     return role
 

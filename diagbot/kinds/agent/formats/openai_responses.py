@@ -88,14 +88,20 @@ def read(data: Any) -> Run:
                     failed=bool(error),
                 )
                 run.steps.append(call)
-            elif kind.endswith("_call"):  # a hosted tool: web_search_call is a call of web_search
+            elif kind.endswith("_call") and kind != "_call":  # a hosted tool: web_search_call is a call of web_search
                 hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
                 call = ToolCall(tool=kind.removesuffix("_call"), id=hosted_id, raw_args={})
                 call.failed = item.get("status") == "failed"
                 run.steps.append(call)
                 if hosted_id is not None:
                     waiting.setdefault(hosted_id, []).append(call)
-            elif kind.endswith("_call_output"):
+            elif kind.endswith("_call_output") and kind not in _TEXT_OUTPUTS:  # a hosted tool's: paired if it can be
+                hosted = item.get("call_id", item.get("id"))  # local_shell_call_output names its call by `id`
+                pending = waiting.get(hosted) if isinstance(hosted, str) else None
+                if pending:
+                    call = pending.pop()
+                    call.result, call.has_result = item.get("output"), True
+            elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
                 if pending is None:
@@ -107,7 +113,7 @@ def read(data: Any) -> Run:
                     )
                 output = item.get("output")
                 call = pending.pop()  # the nearest earlier call with this call_id
-                if kind in _TEXT_OUTPUTS and not isinstance(output, str):
+                if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result = output, True
             if len(run.steps) > MAX_STEPS:

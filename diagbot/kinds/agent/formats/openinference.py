@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import SPEAKERS, optional_number, text, unknown_role
+from diagbot.kinds.agent.formats.common import optional_number, speaker, text
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -87,8 +87,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
         role = _text(span, message, "role", where)
         if role is None:
             raise TraceInvalid(span.where(f"{where}.role"), "a message without its role")
-        if role != "tool" and role not in SPEAKERS:
-            raise unknown_role(role, span.where(f"{where}.role"))
+        speaker(role, span.where(f"{where}.role"), result_role="tool")
         content = _text(span, message, "content", where)
         if content is None:  # the list form: its text parts joined, as the other formats join them
             texts = []

@@ -12,16 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import (
-    SPEAKERS,
-    content_text,
-    items,
-    obj,
-    optional_number,
-    optional_text,
-    text,
-    unknown_role,
-)
+from diagbot.kinds.agent.formats.common import content_text, items, obj, optional_number, optional_text, speaker, text
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -81,10 +72,7 @@ def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
 
 
 def _message(message: dict[str, Any], path: str) -> Said:
-    role = text(message.get("role"), f"{path}.role")
-    if role != "tool" and role not in SPEAKERS:
-        raise unknown_role(role, f"{path}.role")
-    said = Said(role, "")
+    said = Said(speaker(message.get("role"), f"{path}.role", result_role="tool"), "")
     if "parts" not in message:
         return _chat_message(message, said, path)
     texts = []
