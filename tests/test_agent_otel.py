@@ -474,6 +474,30 @@ def test_content_capture_off_gives_the_tool_spans_in_time_order() -> None:
     assert _failures(sequence, rec.otlp()) == []
 
 
+def test_a_run_whose_model_calls_record_no_messages_cannot_pass_a_text_check() -> None:
+    """With content capture off the answer is not empty but unknown: `answer_not_matches` and the other checks of
+    the text and turns passed on the empty answer; they are undecided now, and fail."""
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
+    tool(rec, "order_lookup", "call_1")
+    unknown = (
+        "the run's model calls were exported without their messages, so its text and turns are not known (turn on "
+        "the instrumentation's message content capture)"
+    )
+    case = AgentCase.model_validate({
+        **_case(), "evaluator_config": {"rule_checks": [{"id": "no_card", "answer_not_matches": "\\d{16}"}]},
+        "constraints": {"must_not_include": ["card"]}, "service_level": {"max_turns": 3},
+        "negative_behavior": [{"id": "rude", "answer_contains": ["stupid"]}],
+        "expected_tool_sequence": ["order_lookup"],
+    })  # fmt: skip
+    assert _failures(case, rec.otlp()) == [
+        f"rule_failed: no_card: {unknown}",
+        f"rule_failed: rude: {unknown} (this must not happen, and it cannot be ruled out)",
+        f"constraint_failed: constraints.must_not_include: {unknown}",
+        f"constraint_failed: service_level.max_turns: {unknown}",
+    ]
+
+
 def test_the_latest_model_call_that_records_messages_gives_them() -> None:
     rec = Recorder()
     two_turns(rec)

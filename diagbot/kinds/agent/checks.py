@@ -473,8 +473,16 @@ def run_rule(check: Check, t: Trial) -> Verdict:
     done = t.ruled.get(id(check))
     if done is None:
         t.spend(1 + _text_cost(check, t))
-        done = t.ruled[id(check)] = RULES[check.key](check.value, t)
+        if t.run.unrecorded and check.key in _OF_MESSAGES:
+            done = t.ruled[id(check)] = None, t.run.unrecorded
+        else:
+            done = t.ruled[id(check)] = RULES[check.key](check.value, t)
     return done
+
+
+_OF_MESSAGES = frozenset({
+    "answer_contains", "answer_not_contains", "answer_matches", "answer_not_matches", "replies_contain", "max_turns",
+})  # fmt: skip  # the checks a run without its messages cannot decide
 
 
 def _text_cost(check: Check, t: Trial) -> int:
@@ -879,20 +887,26 @@ def rules(case: AgentCase, t: Trial) -> list[str]:
 def constraints(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     given, level = case.constraints, case.service_level
+    unknown = t.run.unrecorded  # what the answer and the turns are cannot be known
     if given is not None:
-        if given.must_include:  # as answer_contains with a list: all of them
-            holds, said = _contains(given.must_include, t.answer, "the answer")
+        texts = [f for f in ("must_include", "must_not_include") if getattr(given, f)]
+        texts += ["max_chars"] if given.max_chars is not None else []
+        if unknown:
+            failures += [f"constraints.{field}: {unknown}" for field in texts]
+            texts = []
+        if "must_include" in texts:  # as answer_contains with a list: all of them
+            holds, said = _contains(given.must_include or [], t.answer, "the answer")
             failures += [] if holds else [f"constraints.must_include: {said}"]
-        if given.must_not_include:
-            holds, said = _not_contains(given.must_not_include, t.answer)
+        if "must_not_include" in texts:
+            holds, said = _not_contains(given.must_not_include or [], t.answer)
             failures += [] if holds else [f"constraints.must_not_include: {said}"]
-        if given.max_chars is not None and len(t.run.answer) > given.max_chars:
+        if "max_chars" in texts and len(t.run.answer) > (given.max_chars or 0):
             failures.append(
                 f"constraints.max_chars: the answer has {len(t.run.answer):,} characters > {given.max_chars:,}"
             )
     if level is not None:
         if level.max_turns is not None:
-            holds, said = _at_most(t.run.turns, level.max_turns, "assistant turns")
+            holds, said = (None, unknown) if unknown else _at_most(t.run.turns, level.max_turns, "assistant turns")
             failures += [] if holds else [f"service_level.max_turns: {said}"]
         if level.max_duration_ms is not None:
             holds, said = _at_most(t.run.duration_ms, level.max_duration_ms, "duration ms")

@@ -125,6 +125,9 @@ class Run:
     final_state: dict[str, Any] | None = None
     duration_ms: float | None = None
     citations: list[Citation] = field(default_factory=list)  # those the format records on the answer
+    unrecorded: str | None = None
+    """Why the run holds no messages though the agent spoke (spans exported without their content): the checks of
+    its text and turns are then undecided, never passed on an empty answer."""
 
     @cached_property
     def _index(self) -> tuple[list[ToolCall], list[str], int, list[StateChange], list[Retrieval]]:

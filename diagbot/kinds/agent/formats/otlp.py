@@ -170,6 +170,11 @@ def _run(roles: Roles) -> Run:
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
         anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
+    if latest is None and any(role == INFERENCE for _, _, role in roles):
+        run.unrecorded = (
+            "the run's model calls were exported without their messages, so its text and turns are not known "
+            "(turn on the instrumentation's message content capture)"
+        )
     run.steps = _merge(steps, anchors, _attach(roles, steps, anchors, owners))
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
