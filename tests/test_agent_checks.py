@@ -1240,7 +1240,7 @@ def test_not_gating_because_follows_the_gate_config() -> None:
 @pytest.mark.parametrize(
     "reply",
     ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet", "Don\u2019t proceed.",
-     "Please don\u2019t go ahead", "不行，别确认", "我不想确认"],
+     "Please don\u2019t go ahead", "不行，别确认", "我不想确认", "I don't want you to proceed"],
 )  # fmt: skip
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""

@@ -519,9 +519,7 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
 def test_a_message_under_a_role_diagbot_does_not_read_is_refused(fmt: str, run: Any, where: str) -> None:
     """Its text was never the answer and its calls never counted: an `Assistant` or `ai` message hid what the
     checks look for."""
-    results = {"openai-chat": "tool or function", "diagbot": "a tool_call step's result"}.get(
-        fmt, "a function_call_output item"
-    )
+    results = {"openai-chat": "tool or function", "diagbot": "a tool_call step"}.get(fmt, "a function_call_output item")
     role = run[1]["role"] if fmt == "openai-chat" else (run["steps"][0] if fmt == "diagbot" else run[0])["role"]
     assert problem(run, fmt) == (
         f"{where}: role {role!r} is not one diagbot reads (system, developer, user, assistant, or {results} for a "

@@ -75,7 +75,7 @@ DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|�
 DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
     r"^\W*(?:no|nope|don['’]?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
     # a negated confirming word: "do not proceed", "not yet, go ahead"
-    r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+)?(?:confirm\w*|proceed|go ahead|yes)\b",
+    r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
     r"\b(?:actually|wait|sorry),? no\b",  # "actually no, cancel it" after a yes
     r"不同意|不可以|不确认|不要|不行|不想|先别|别(?:这样|了|确认|提交|继续|办)|取消|算了|等一下",
 )

@@ -85,7 +85,7 @@ def _step(step: dict[str, Any], path: str) -> Step:
         raise TraceInvalid(f"{path}.kind", f"unknown step kind {kind!r}; use one of {', '.join(_STEP_KEYS)}")
     no_unknown_keys(step, _STEP_KEYS[kind], path)
     if kind == "message":
-        role = speaker(step.get("role"), f"{path}.role", "a tool_call step's result")
+        role = speaker(step.get("role"), f"{path}.role", "a tool_call step")
         return Message(role, content_text(step.get("content"), f"{path}.content"))
     if kind == "state_change":
         return StateChange(text(step.get("key"), f"{path}.key"), step.get("from"), step.get("to"))
