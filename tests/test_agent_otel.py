@@ -481,8 +481,8 @@ def test_a_run_whose_model_calls_record_no_messages_cannot_pass_a_text_check() -
     rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
     tool(rec, "order_lookup", "call_1")
     unknown = (
-        "the run's model calls were exported without their messages, so its text and turns are not known (turn on "
-        "the instrumentation's message content capture)"
+        "the run records no model call with its messages, so its text and turns are not known (export the model-call "
+        "spans, with the instrumentation's message content capture on)"
     )
     case = AgentCase.model_validate({
         **_case(), "evaluator_config": {"rule_checks": [{"id": "no_card", "answer_not_matches": "\\d{16}"}]},
@@ -496,6 +496,9 @@ def test_a_run_whose_model_calls_record_no_messages_cannot_pass_a_text_check() -
         f"constraint_failed: constraints.must_not_include: {unknown}",
         f"constraint_failed: service_level.max_turns: {unknown}",
     ]
+    only_tools = Recorder()  # no model-call span exported at all: the same
+    tool(only_tools, "order_lookup", "call_1")
+    assert _failures(case, only_tools.otlp())[0] == f"rule_failed: no_card: {unknown}"
 
 
 def test_the_latest_model_call_that_records_messages_gives_them() -> None:

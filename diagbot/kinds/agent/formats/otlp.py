@@ -170,10 +170,10 @@ def _run(roles: Roles) -> Run:
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
         anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
-    if latest is None and any(role == INFERENCE for _, _, role in roles):
+    if latest is None:  # an agent's run has model calls: none, or none with its messages, is a run without them
         run.unrecorded = (
-            "the run's model calls were exported without their messages, so its text and turns are not known "
-            "(turn on the instrumentation's message content capture)"
+            "the run records no model call with its messages, so its text and turns are not known (export the "
+            "model-call spans, with the instrumentation's message content capture on)"
         )
     run.steps = _merge(steps, anchors, _attach(roles, steps, anchors, owners))
     if len(run.steps) > MAX_STEPS:
