@@ -697,6 +697,17 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     ]
 
 
+def test_a_key_no_recorded_change_explains_is_checked_against_the_final_state() -> None:
+    """A native run that records one state change and a final state in which another key changed too: that
+    key's net change was not checked."""
+    case = TRANSITIONS.model_copy(update={"initial_state": {"status": "closed", "a": 1}})
+    run = native(change("a", 1, 2), final_state={"a": 2, "status": "refunded"})
+    assert failures(case, run) == [
+        'state_transition_forbidden: status: "closed" → "refunded" is a forbidden transition (refund policy)',
+        'state_transition_forbidden: status: "closed" → "refunded" is not an allowed transition (refund policy)',
+    ]
+
+
 def test_transition_not_in_the_allowed_list() -> None:
     assert failures(TRANSITIONS, native(change("status", "open", "closed"))) == [
         'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
@@ -1251,7 +1262,11 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
 @pytest.mark.parametrize(
     ("replies", "confirmed"),
     [(["yes", "actually no, cancel it"], False), (["go ahead", "wait, no"], False), (["no", "ok, yes go ahead"], True),
-     (["yes", "and please email me the receipt"], True)],
+     (["yes", "and please email me the receipt"], True), (["Yes, go ahead.", "Hmm, please cancel that."], False),
+     (["Yes.", "Never mind, I changed my mind."], False), (["Yes.", "Hold on, let me check first."], False),
+     (["Go ahead.", "On second thought, no."], False), (["Yes", "Please don't do it."], False),
+     (["Yes, but wait until I talk to my wife."], False), (["No problem, go ahead."], True),
+     (["Sure, why not? Go ahead."], True), (["No worries, yes please proceed."], True)],
 )  # fmt: skip
 def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
     run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))

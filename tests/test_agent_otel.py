@@ -499,6 +499,16 @@ def test_a_run_whose_model_calls_record_no_messages_cannot_pass_a_text_check() -
     only_tools = Recorder()  # no model-call span exported at all: the same
     tool(only_tools, "order_lookup", "call_1")
     assert _failures(case, only_tools.otlp())[0] == f"rule_failed: no_card: {unknown}"
+    confirmed = AgentCase.model_validate({
+        **_case(), "side_effect_policy": {"tool": "order_lookup", "confirmation_required": True},
+        "gold_evidence": [{"doc_id": "policy"}], "evaluation_metrics": ["citation_accuracy"],
+        "citation_requirement": "cites the policy",
+    })  # fmt: skip
+    assert _failures(confirmed, only_tools.otlp()) == [
+        f"confirmation_missing: {unknown}",
+        f"citation_inaccurate: {unknown}",
+        f"citation_missing: {unknown}",
+    ]
 
 
 def test_the_latest_model_call_that_records_messages_gives_them() -> None:

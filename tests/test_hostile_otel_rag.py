@@ -479,6 +479,7 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
             {"type": "mcp_call", "id": "m1", "name": "refund_submit", "arguments": '{"order": "B"}', "output": "done",
              "server_label": "shop"},
             {"type": "mcp_call", "id": "m2", "name": "refund_submit", "arguments": "{}", "error": "denied"},
+            {"type": "mcp_call", "id": "m3", "name": "refund_submit", "arguments": "{}", "status": "failed"},
             {"type": "web_search_call", "id": "ws_1", "status": "completed"},
             {"type": "computer_call", "id": "cu_1", "call_id": "c2", "status": "failed", "action": {"type": "click"}},
             {"type": "computer_call_output", "call_id": "c2", "output": {"type": "computer_screenshot"}},
@@ -495,6 +496,7 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
         ("call", "refund_submit", "c1", {"input": "order A"}, "ok", False),
         ("call", "refund_submit", "m1", {"order": "B"}, "done", False),
         ("call", "refund_submit", "m2", {}, "-", True),
+        ("call", "refund_submit", "m3", {}, "-", True),
         ("call", "web_search", None, {}, "-", False),
         ("call", "computer", "c2", {}, {"type": "computer_screenshot"}, True),
         ("call", "local_shell", "c3", {}, "a.txt", False),
@@ -742,3 +744,19 @@ def test_a_responses_item_reference_is_skipped_not_refused() -> None:
     with pytest.raises(TraceInvalid, match=r"^\$\.input\[1\]: an item with neither type nor role"):
         parse_run(json.dumps({"input": [{"role": "user", "content": "hi"}, {"x": 1}], "output": []}).encode(),
                   "openai-responses")  # fmt: skip
+
+
+def test_a_chat_custom_tool_call_and_a_refusal_part_are_read() -> None:
+    """A Chat Completions custom tool call made the file trace_invalid ("function: expected an object"); a
+    Responses `refusal` part was dropped, so what the model said in it was never the answer."""
+    run = parse([
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "custom", "custom": {"name": "code_exec", "input": "print(1)"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "card 4111111111111111"}]},
+    ])  # fmt: skip
+    assert steps(run) == [
+        ("user", "run it"), ("assistant", ""), ("call", "code_exec", "c1", {"input": "print(1)"}, "1", False),
+        ("assistant", "card 4111111111111111"),
+    ]  # fmt: skip

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagbot.core.errors import ReportFormatError
+from diagbot.core.regex import compile_regex
 from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching
@@ -306,3 +307,16 @@ def test_unknown_keywords_are_listed_up_to_twenty_and_siblings_are_known() -> No
         "then: unknown keyword 'maximun' (did you mean maximum?)"
     ]
     assert unknown_keywords({"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMaximum": True}) == []
+
+
+def test_a_schema_pattern_and_unique_items_pay_for_what_they_read() -> None:
+    """`pattern` was charged a step per 1,000 characters for RE2's slow path over them (200 such patterns on a 1 MB
+    argument: 30 s); `uniqueItems` a step per pair, however big the items it compares member by member."""
+    spent: list[int] = []
+    first_error({"pattern": "[ab]*a[ab]{20}c"}, "ab" * 5_000, spent.append)
+    program = compile_regex("[ab]*a[ab]{20}c").program
+    assert spent == [20, 1 + 10_000 * program // 50]
+    spent.clear()
+    items = [{"a": 1, "b": 2, "c": 3, "k": n} for n in range(100)]
+    assert first_error({"uniqueItems": True}, items, spent.append) is None
+    assert spent == [20 + 100 * 100 // 2 * (1 + 501 // 100)]

@@ -76,9 +76,13 @@ DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
     r"^\W*(?:no|nope|don['’]?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
     # a negated confirming word: "do not proceed", "not yet, go ahead"
     r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
-    r"\b(?:actually|wait|sorry),? no\b",  # "actually no, cancel it" after a yes
+    r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b"
+    r"|\bcancel (?:that|it)\b|\bdon['’]?t do (?:it|that)\b|\bbut wait\b",  # taking a yes back
     r"不同意|不可以|不确认|不要|不行|不想|先别|别(?:这样|了|确认|提交|继续|办)|取消|算了|等一下",
 )
+
+
+_AGREEING = re.compile(r"\b(?:no problem|no worries|why not)\b")  # a "no" or "not" that agrees ("no problem, go ahead")
 
 
 class CheckLimit(Exception):
@@ -134,7 +138,7 @@ class Confirmation:
             return False
         if len(text) > MAX_MATCHED_CHARS:
             return True
-        folded = fold(text).text if folded is None else folded
+        folded = _AGREEING.sub(" ", fold(text).text if folded is None else folded)
         return any(refusal.search_text(folded) for refusal in self.refusals)
 
 
@@ -691,6 +695,8 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
 
 def confirmations(case: AgentCase, t: Trial) -> list[str]:
     tools = {p.tool for p in case.policies if p.confirmation_required}
+    if t.run.unrecorded and any(c.tool in tools for c in t.run.calls):  # what the user said is not known
+        return [t.run.unrecorded]
     failures = _Listed()
     confirmed = False  # a confirming user message since the agent's last text, not taken back by a later one
     for step in t.run.steps:
@@ -780,20 +786,19 @@ def _transition(change: StateChange) -> str:
 
 
 def _net_changes(t: Trial) -> list[StateChange] | None:
-    """The state changes transitions are checked against: those the run records; else, when it records a final
-    state, one change per top-level key of it whose value differs from the initial state (formats other than diagbot's
-    record no steps of state); else None: the run says nothing of its state."""
-    if t.run.state_changes:
-        return t.run.state_changes
-    final = t.run.final_state
+    """The state changes transitions are checked against: those the run records, and, when it records a final
+    state, one change for each other top-level key of it whose value differs from the initial state (formats other
+    than diagbot's record no steps of state); None when the run says nothing of its state."""
+    recorded, final = t.run.state_changes, t.run.final_state
     if final is None:
-        return None
+        return recorded or None
     before = t.initial_state  # a key the final state leaves out is not known to have changed
-    return [
+    changed = {change.key for change in recorded}
+    return recorded + [
         StateChange(key, before.get(key), value)
         for key, value in final.items()
-        if key not in before or not same(before[key], value, t.spend)
-    ]
+        if key not in changed and (key not in before or not same(before[key], value, t.spend))
+    ]  # the keys no recorded change explains, from the initial state to the final one
 
 
 def transitions(case: AgentCase, t: Trial) -> list[str]:
@@ -989,6 +994,8 @@ def _accuracy(case: AgentCase, t: Trial) -> tuple[float | None, list[Citation]]:
 
 
 def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
+    if t.run.unrecorded:  # the answer's citations are not known
+        return [t.run.unrecorded]
     cited = t.citations
     t.spend(len(case.gold_evidence or []) + len(cited.citations))
     value, wrong = _accuracy(case, t)
@@ -1003,6 +1010,8 @@ def citation_accuracy(case: AgentCase, t: Trial) -> list[str]:
 
 
 def citation_required(case: AgentCase, t: Trial) -> list[str]:
+    if t.run.unrecorded:
+        return [t.run.unrecorded]
     gold, cited = case.gold_evidence or [], t.citations
     t.spend(len(gold) + len(cited.citations))
     if rag.cites_required(gold, cited.citations):

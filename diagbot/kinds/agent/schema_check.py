@@ -42,10 +42,12 @@ _charge: Callable[[int], None] = lambda count: None  # noqa: E731  # the running
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
     if not validator.is_type(instance, "string"):
         return
-    _charge(len(instance) // 1000)
     if len(instance) > MAX_PATTERN_CHARS:
         yield jsonschema.ValidationError(f"a string of {len(instance):,} characters, too long for `pattern`")
-    elif not compile_regex(pattern).search_text(instance):
+        return
+    regex = compile_regex(pattern)
+    _charge(1 + len(instance) * regex.program // 50)  # RE2's slow path: 200 instruction-bytes a step, 4 bytes a char
+    if not regex.search_text(instance):
         yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
 
 
@@ -65,8 +67,9 @@ def _cost(name: str, value: Any, instance: Any) -> int:
         return KEYWORD_COST + _size(instance, MAX_VALIDATED_VALUES)
     if name == "enum" and isinstance(value, list):
         return KEYWORD_COST + len(value) * _size(instance, MAX_VALIDATED_VALUES)
-    if name == "uniqueItems" and value is True and isinstance(instance, list):
-        return KEYWORD_COST + len(instance) * len(instance) // 2
+    if name == "uniqueItems" and value is True and isinstance(instance, list):  # each pair compared member by member
+        per_item = 1 + _size(instance, MAX_VALIDATED_VALUES) // max(1, len(instance))
+        return KEYWORD_COST + len(instance) * len(instance) // 2 * per_item
     visits = len(value) if isinstance(value, list | dict) else 0
     if isinstance(value, dict) and name in ("dependentRequired", "dependencies"):
         visits += sum(len(names) for names in value.values() if isinstance(names, list))

@@ -128,6 +128,8 @@ def content_text(value: Any, path: str) -> str:
         part = obj(part, f"{path}[{index}]")
         if part.get("type") in ("text", "input_text", "output_text") or ("text" in part and "type" not in part):
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
+        elif part.get("type") == "refusal":  # the model's refusal is what it said
+            parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
     return "\n".join(parts)
 
 

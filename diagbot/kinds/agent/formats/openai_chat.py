@@ -112,6 +112,11 @@ def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
             if type(name) is str:
                 return ToolCall(name, call_id, function.get("arguments"))
     where = f"{prefix}[{index}].tool_calls[{k}]"
+    if type(raw) is dict and raw.get("type") == "custom":  # a custom tool: free-form input, read as {input: TEXT}
+        custom = obj(raw.get("custom"), f"{where}.custom")
+        name = text(custom.get("name"), f"{where}.custom.name")
+        given = {"input": text(custom.get("input"), f"{where}.custom.input")}
+        return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=given)
     function = obj(obj(raw, where).get("function"), f"{where}.function")  # the same reads, now naming the fault
     name = text(function.get("name"), f"{where}.function.name")
     return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=function.get("arguments"))

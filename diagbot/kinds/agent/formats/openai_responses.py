@@ -85,7 +85,7 @@ def read(data: Any) -> Run:
                     raw_args=item.get("arguments"),
                     result=item.get("output"),
                     has_result=item.get("output") is not None,
-                    failed=bool(error),
+                    failed=bool(error) or item.get("status") == "failed",
                 )
                 run.steps.append(call)
             elif kind.endswith("_call") and kind != "_call":  # a hosted tool: web_search_call is a call of web_search
