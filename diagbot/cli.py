@@ -258,7 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from diagbot.core.outcome import unusable
     from diagbot.io.baselines import find_baselines
     from diagbot.kinds import registry
-    from diagbot.pipeline import run_config, run_outcome, write_outputs
+    from diagbot.pipeline import clear_outputs, run_config, run_outcome, write_outputs
     from diagbot.render.markdown import BaselineInfo
 
     default_suite = _default_suite_used(args)
@@ -270,6 +270,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = _config(args)
         baselines = find_baselines(location, [s.name for s in config.suites])
     except DiagbotError as exc:
+        try:  # an earlier run's outputs would read as this run's
+            clear_outputs(Path(args.out))
+        except OutputError as stale:
+            print_errors(stale.problems)
         if args.format != "json":
             raise
         print_errors(exc.problems)

@@ -7,13 +7,14 @@ gets. Pure but for reading the suites' own files; writing the report folder is `
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from diagbot.core.diff import DiffReport
-from diagbot.core.errors import DiagbotError
+from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
 from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
@@ -203,6 +204,25 @@ def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> No
             remove_stale(diff_path(out, suite.name), out, anchor)
     write_file(out / "comment.md", outcome.comment, out, anchor)
     write_file(out / "summary.md", outcome.summary, out, anchor)
+
+
+MAX_CLEARED = 10_000  # report and diff files of an earlier run that `clear_outputs` removes from one folder
+
+
+def clear_outputs(out: Path) -> None:
+    """Remove what an earlier run wrote to the report folder, for a run that writes nothing there (diagbot.yml or
+    the baseline could not be used): its reports, diffs, comment and summary would read as this run's."""
+    stale = [out / "comment.md", out / "summary.md"]
+    for folder in (out / "reports", out / "diff"):
+        try:
+            if folder.is_dir() and not folder.is_symlink():
+                with os.scandir(folder) as entries:
+                    listed = [Path(e.path) for _, e in zip(range(MAX_CLEARED), entries, strict=False)]
+                stale += [path for path in listed if path.suffix == ".json"]
+        except OSError as exc:
+            raise OutputError(f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})") from None
+    for path in stale:
+        remove_stale(path, out)
 
 
 def run_outcome(

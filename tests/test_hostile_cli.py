@@ -204,6 +204,12 @@ def test_a_suite_that_cannot_be_evaluated_leaves_no_earlier_report_behind(tmp_pa
     assert done.returncode == 2
     assert _files(out) == ["comment.md", "diff", "reports", "summary.md"]
     assert (elsewhere / "keep.json").read_text() == "{}"
+    # an unusable diagbot.yml writes nothing: what an earlier run wrote is removed, so nothing reads as this run's
+    assert diagbot(repo, "run", "--quiet").returncode == 2
+    (repo / "diagbot.yml").write_text("suites: 5\n")
+    done = diagbot(repo, "run", "--quiet")
+    assert done.returncode == 2 and "diagbot.yml" in done.stderr
+    assert _files(out) == ["diff", "reports"]
 
 
 def test_an_empty_out_is_refused(tmp_path: Path) -> None:
