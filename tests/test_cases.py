@@ -12,8 +12,13 @@ from tests.conftest import case_dict
 
 
 def problems(data: object) -> list[str]:
+    return problems_of(json.dumps(data, indent=2), "cases.json")
+
+
+def problems_of(text: str, path: str = "c.json") -> list[str]:
+    """What parse_case_file refuses `text` for."""
     with pytest.raises(CaseFileError) as info:
-        parse_case_file(json.dumps(data, indent=2), "cases.json")
+        parse_case_file(text, path)
     return info.value.problems
 
 
@@ -98,9 +103,7 @@ def test_defaults_are_checked_too() -> None:
 
 
 def test_not_json_points_at_line_and_column() -> None:
-    with pytest.raises(CaseFileError) as info:
-        parse_case_file('[\n  {"id": "a",}\n]', "cases.json")
-    assert info.value.problems == [
+    assert problems_of('[\n  {"id": "a",}\n]', "cases.json") == [
         "cases.json:2:14: not valid JSON (Expecting property name enclosed in double quotes); "
         "fix the syntax and run again"
     ]
@@ -204,9 +207,3 @@ def test_a_case_file_may_start_with_a_byte_order_mark() -> None:
     assert [case.id for case in suite.cases] == ["a", "b"]
     assert text.splitlines()[suite.lines["b"] - 1].strip() == '"id": "b",'
     assert problems_of("\ufeff") == ["c.json: the case file is empty; write a JSON array of cases (see the README)"]
-
-
-def problems_of(text: str) -> list[str]:
-    with pytest.raises(CaseFileError) as info:
-        parse_case_file(text, "c.json")
-    return info.value.problems

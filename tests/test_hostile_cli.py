@@ -23,10 +23,9 @@ import pytest
 import yaml
 
 from diagbot.action.settings import Settings, SettingsError
-from diagbot.core.errors import CaseFileError
-from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.scaffold import starter, write_starter
 from tests.conftest import ROOT
+from tests.test_cases import problems_of
 from tests.test_cli_ux import read_terminal
 
 TIMEOUT = 60
@@ -394,18 +393,15 @@ def test_a_repeated_key_nested_too_deeply_to_place_is_still_named() -> None:
     """json reads 450 levels; the pure-Python rescan that places a repeat runs out of stack first. The repeat is
     still the problem reported, not "nested too deeply"."""
     deep = '[{"id": "a", "traceFixture": "a.json", "title": ' + '{"k": ' * 450 + '{"x": 1, "x": 2}' + "}" * 450 + "}]"
-    with pytest.raises(CaseFileError) as caught:
-        parse_case_file(deep, "cases.json")
-    assert caught.value.problems == [
+    assert problems_of(deep, "cases.json") == [
         "cases.json:1:1: not valid JSON (duplicate key 'x' in an object nested too deeply to say where; keep one); "
         "fix the syntax and run again"
     ]
 
 
 def test_a_repeated_key_in_a_trace_case_file_is_an_error() -> None:
-    with pytest.raises(CaseFileError) as caught:
-        parse_case_file('[\n  {"id": "a", "traceFixture": "a.json"},\n  {"id": "b", "id": "a"}\n]', "cases.json")
-    assert caught.value.problems == [
+    text = '[\n  {"id": "a", "traceFixture": "a.json"},\n  {"id": "b", "id": "a"}\n]'
+    assert problems_of(text, "cases.json") == [
         "cases.json:3:3: not valid JSON (duplicate key 'id' in the object that starts here; keep one); fix the syntax "
         "and run again"
     ]

@@ -17,7 +17,7 @@ from diagbot.action.settings import Settings, SettingsError
 from diagbot.cli import main
 from diagbot.core import values
 from diagbot.core.diff import parse_diff
-from diagbot.core.errors import CaseFileError, ConfigError, ReportFormatError
+from diagbot.core.errors import ConfigError, ReportFormatError
 from diagbot.core.report import dump_model, load_json_object
 from diagbot.core.text import closest
 from diagbot.io.baselines import baselines_in_archive, read_report_file
@@ -36,6 +36,7 @@ from diagbot.kinds.workspace.judge import load_workspace_suite
 from diagbot.kinds.workspace.kind import WorkspaceKind
 from diagbot.render.markdown import BaselineInfo, CurrentInfo, render_markdown
 from tests.conftest import DELETE, VERIFIER, case_dict, trace_dict, write_json
+from tests.test_cases import problems_of
 
 # ---- trace fixtures: fields no fixture held, near-miss keys -----------------------------------------------------
 
@@ -210,9 +211,7 @@ def test_an_empty_fixture_says_empty(tmp_path: Path) -> None:
 
 
 def test_an_empty_trace_case_file_says_empty() -> None:
-    with pytest.raises(CaseFileError) as info:
-        parse_case_file("\n", "cases/diagnosis-cases.json")
-    assert info.value.problems == [
+    assert problems_of("\n", "cases/diagnosis-cases.json") == [
         "cases/diagnosis-cases.json: the case file is empty; write a JSON array of cases (see the README)"
     ]
 

@@ -320,3 +320,11 @@ def test_a_schema_pattern_and_unique_items_pay_for_what_they_read() -> None:
     items = [{"a": 1, "b": 2, "c": 3, "k": n} for n in range(100)]
     assert first_error({"uniqueItems": True}, items, spent.append) is None
     assert spent == [20 + 100 * 100 // 2 * (1 + 501 // 100)]
+
+
+def test_a_subschema_path_is_cut_however_long_the_keys_above_it() -> None:
+    """Each path is its parent's plus a key: under a megabyte-long property name, every subschema below copied it."""
+    wide = {f"p{i}": {"maximun": 1} for i in range(3)}
+    found = unknown_keywords({"properties": {"k" * 1_000_000: {"properties": wide}}})
+    assert len(found) == 3 and all(len(f) < 300 for f in found)
+    assert found[0].startswith("properties." + "k" * 180)

@@ -87,7 +87,11 @@ _AGREEING = re.compile(r"\b(?:no problem|no worries|why not)\b")  # a "no" or "n
 
 class CheckLimit(Exception):
     """A check hit MAX_CHECK_STEPS (it fails with this message, the other checks run) or its case hit
-    MAX_CASE_STEPS."""
+    MAX_CASE_STEPS. `limit` says which, without the advice that follows it."""
+
+    def __init__(self, limit: str, advice: str) -> None:
+        super().__init__(f"{limit}; {advice}")
+        self.limit = limit
 
 
 @dataclass
@@ -101,10 +105,16 @@ class CaseWork:
         return self.spent > MAX_CASE_STEPS
 
 
-CASE_LIMIT = (
+_CASE_SPENT = (
     f"stopped: this case's checks took more than {MAX_CASE_STEPS:,} steps (comparisons and query steps) over its "
-    "trials, the most diagbot spends on one case; fewer expected items, policies, queries or trials would do"
+    "trials, the most diagbot spends on one case",
+    "fewer expected items, policies, queries or trials would do",
 )
+_CHECK_SPENT = (
+    f"stopped after {MAX_CHECK_STEPS:,} comparisons, the limit for one check on one run",
+    "the case asks for more than diagbot compares (fewer expected items, policies or criteria would do)",
+)
+CASE_LIMIT = "; ".join(_CASE_SPENT)  # what a check stopped by its case's budget says
 
 
 @dataclass(frozen=True)
@@ -170,15 +180,11 @@ class Trial:
 
     def spend(self, count: int) -> None:
         self.steps += count
-        if self.steps <= MAX_CHECK_STEPS:  # past it, the work asked for is not done, so not the case's either
-            self.work.spent += count
-            if self.work.over:
-                raise CheckLimit(CASE_LIMIT)
-        if self.steps > MAX_CHECK_STEPS:
-            raise CheckLimit(
-                f"stopped after {MAX_CHECK_STEPS:,} comparisons, the limit for one check on one run; "
-                "the case asks for more than diagbot compares (fewer expected items, policies or criteria would do)"
-            )
+        if self.steps > MAX_CHECK_STEPS:  # the work asked for is not done, so it is not the case's either
+            raise CheckLimit(*_CHECK_SPENT)
+        self.work.spent += count
+        if self.work.over:
+            raise CheckLimit(*_CASE_SPENT)
 
     @cached_property
     def answer(self) -> Folded:
@@ -633,10 +639,10 @@ def tool_args(case: AgentCase, t: Trial) -> list[str]:
         try:
             why = call.args_problem or first_error(schemas[call.tool], call.args, t.spend)
         except CheckLimit as exc:  # the budget is spent: this call is unchecked, and so are those after it
-            limit = str(exc).split("; ", 1)[0]  # "stopped after N comparisons, the limit for one check on one run"
             failures.append(
-                f"{_call_label(t.run, call)}: checking it against tool_schema.{call.tool} {limit}; a simpler schema "
-                "(fewer anyOf/oneOf branches or references, a shorter enum, no uniqueItems on long arrays) would do"
+                f"{_call_label(t.run, call)}: checking it against tool_schema.{call.tool} {exc.limit}; a simpler "
+                "schema (fewer anyOf/oneOf branches or references, a shorter enum, no uniqueItems on long arrays) "
+                "would do"
             )
             break
         if why:
@@ -893,19 +899,18 @@ def constraints(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     given, level = case.constraints, case.service_level
     unknown = t.run.unrecorded  # what the answer and the turns are cannot be known
-    if given is not None:
-        texts = [f for f in ("must_include", "must_not_include") if getattr(given, f)]
-        texts += ["max_chars"] if given.max_chars is not None else []
-        if unknown:
-            failures += [f"constraints.{field}: {unknown}" for field in texts]
-            texts = []
-        if "must_include" in texts:  # as answer_contains with a list: all of them
-            holds, said = _contains(given.must_include or [], t.answer, "the answer")
+    if given is not None and unknown:
+        asked = {"must_include": given.must_include, "must_not_include": given.must_not_include,
+                 "max_chars": given.max_chars is not None}  # fmt: skip
+        failures += [f"constraints.{name}: {unknown}" for name, ask in asked.items() if ask]
+    elif given is not None:
+        if given.must_include:  # as answer_contains with a list: all of them
+            holds, said = _contains(given.must_include, t.answer, "the answer")
             failures += [] if holds else [f"constraints.must_include: {said}"]
-        if "must_not_include" in texts:
-            holds, said = _not_contains(given.must_not_include or [], t.answer)
+        if given.must_not_include:
+            holds, said = _not_contains(given.must_not_include, t.answer)
             failures += [] if holds else [f"constraints.must_not_include: {said}"]
-        if "max_chars" in texts and len(t.run.answer) > (given.max_chars or 0):
+        if given.max_chars is not None and len(t.run.answer) > given.max_chars:
             failures.append(
                 f"constraints.max_chars: the answer has {len(t.run.answer):,} characters > {given.max_chars:,}"
             )
@@ -1124,7 +1129,7 @@ def judge(case: AgentCase, t: Trial, checks: list[CaseCheck]) -> list[str]:
         t.steps = 0
         try:
             if t.work.over:  # the case's work is spent: what is left is not run
-                raise CheckLimit(CASE_LIMIT)
+                raise CheckLimit(*_CASE_SPENT)
             found = check.run(case, t)
         except CheckLimit as exc:
             found = [str(exc)]

@@ -136,6 +136,7 @@ _SCHEMAS = (
 )  # fmt: skip  # a subschema, or a list of them
 MAX_SCHEMA_NODES = 100_000  # subschemas `unknown_keywords` looks at
 MAX_UNKNOWN_SHOWN = 20
+MAX_PATH_CHARS = 200  # of a subschema's path: each is built from its parent's, so an uncut one could copy megabytes
 
 
 def unknown_keywords(schema: Any) -> list[str]:
@@ -154,7 +155,7 @@ def unknown_keywords(schema: Any) -> list[str]:
         for key, value in node.items():
             if len(found) == MAX_UNKNOWN_SHOWN:
                 break
-            at = f"{path}.{key}" if path else str(key)
+            at = one_line(f"{path}.{key}" if path else str(key), MAX_PATH_CHARS)  # a path of keys the PR wrote
             if key not in draft.VALIDATORS and key not in _ANNOTATIONS:
                 close = closest(str(key), known)
                 found.append(
@@ -162,7 +163,7 @@ def unknown_keywords(schema: Any) -> list[str]:
                     + (f" (did you mean {close}?)" if close else "")
                 )
             elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                todo.extend((f"{at}.{name}", sub) for name, sub in value.items())
+                todo.extend((one_line(f"{at}.{name}", MAX_PATH_CHARS), sub) for name, sub in value.items())
             elif key in _SCHEMAS:
                 subs = value if isinstance(value, list) else [value]
                 todo.extend((f"{at}[{i}]" if isinstance(value, list) else at, sub) for i, sub in enumerate(subs))

@@ -74,12 +74,11 @@ def read(data: Any) -> Run:
             call = pending.pop()  # the nearest earlier call with this id
             call.result, call.has_result = content, True
             continue
-        if role != "assistant":
-            if role not in SPEAKERS:
-                raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
-            append(Message(role, content))
-            continue
+        if role != "assistant" and role not in SPEAKERS:
+            raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
         append(Message(role, content))
+        if role != "assistant":
+            continue
         calls = message.get("tool_calls")
         if calls is not None:
             if type(calls) is not list or len(calls) > MAX_STEPS:
