@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_eval.py
 	$(BIN)/python bench/bench_workspace.py
 	$(BIN)/python bench/bench_agent.py
+	$(BIN)/python bench/bench_agent_parts.py
 	$(BIN)/python bench/bench_agent_otlp.py
 
 # Builds the action's image with buildah (no Docker) and runs it against the loopback GitHub server. Needs root.
