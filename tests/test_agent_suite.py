@@ -393,6 +393,38 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
     assert out == "diagbot validate: 1 suite, 0 errors, 6 warnings\n"
 
 
+def test_run_reports_parts_of_cases_that_check_nothing_in_the_report_the_comment_and_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate's warnings of checks that are silently ignored reach a run too, which is what CI runs."""
+    named = spec_case() | {"case_id": "named", "negative_behavior": ["no_privacy_leak"]}
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "maximun": 100}}}
+    misspelt = spec_case() | {"case_id": "misspelt", "tool_schema": {"refund_submit": schema}}
+    many = [spec_case() | {"case_id": f"many_{i:03d}", "failure_criteria": ["no_privacy_leak"]} for i in range(120)]
+    config = _suite_folder(tmp_path, [named, misspelt, *many])
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    rule = (
+        "'no_privacy_leak' is the name of a suite rule, but a text here is for people and is not checked; write the "
+        "check object itself here (a rule is named only in evaluator_config.rule_checks, where it must hold)"
+    )
+    assert report["warnings"][:3] == [
+        f"case named: negative_behavior[0]: {rule}",
+        "case misspelt: tool_schema.refund_submit: properties.amount: unknown keyword 'maximun' (did you mean "
+        "maximum?); JSON Schema ignores it, so it checks nothing",
+        f"case many_000: failure_criteria[0]: {rule}",
+    ]
+    assert len(report["warnings"]) == 101  # 100 kept, then the count of the rest
+    assert report["warnings"][-1] == "... and 22 more of these warnings (diagbot validate lists them all)"
+    comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
+    assert "Warning: case misspelt: tool\\_schema.refund\\_submit: properties.amount: unknown keyword" in comment
+    assert "... and 76 more warnings in the report" in comment  # 25 of the 101 shown
+    err = capsys.readouterr().err
+    assert f"warning: a: case named: negative_behavior[0]: {rule}\n" in err
+    stored = AgentKind().parse(report, "baseline")
+    assert stored.warnings == report["warnings"]
+
+
 def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = spec_case() | {"evaluator_config": {"rule_checks": ["no_privacy_lek"]}}
     config = _suite_folder(tmp_path, [broken])

@@ -97,6 +97,17 @@ def md(value: Any, limit: int = CELL_LIMIT) -> str:
     return _AUTOLINK.sub(r"\1&#8203;", text)  # `https&#8203;://x`, `www&#8203;.x`: shown alike, never a link
 
 
+MAX_NOTES = 25  # warnings shown under a suite's headline; a report from a fork's artifact may hold any number
+
+
+def warning_notes(warnings: list[str]) -> tuple[str, ...]:
+    """A report's warnings as escaped lines for the comment, capped."""
+    shown = [md(f"Warning: {warning}", 400) for warning in warnings[:MAX_NOTES]]
+    if len(warnings) > MAX_NOTES:
+        shown.append(f"... and {len(warnings) - MAX_NOTES} more warnings in the report")
+    return tuple(shown)
+
+
 def percent(value: float | None) -> str:
     return "n/a" if value is None else rate(value)
 

@@ -13,17 +13,19 @@ from diagbot.core import values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, Transition
-from diagbot.kinds.agent.checks import CHECKS, CaseWork, Code, judge, metrics, trial
+from diagbot.kinds.agent.cases import AgentCase, Check, Transition
+from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import MAX_TRIALS, AgentCaseResult, AgentReport, Status, TrialResult, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
+from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Governance
 
 TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are its trials (JSON Lines: OTLP)
 _SHOWN = 160
+MAX_WARNINGS = 100  # warnings a report keeps; a suite where every case has some says so once, with the count
 
 
 MAX_FIXTURE_ENTRIES = 1_000_000  # entries listed in the fixtures folder; past this the listing stops
@@ -139,6 +141,27 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
             if value is not None:
                 found.append(f"constraints.{name}: {value}")
     return [item if len(item) <= _SHOWN else item[: _SHOWN - 1] + "…" for item in found]
+
+
+def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
+    """What in a case reads like a check but checks nothing, so the case can pass without it: a suite rule's name
+    written as text where text is for people, and tool_schema keywords that the schema's draft does not have.
+    `run` puts them in the report's warnings (and so the comment), `validate` among its own."""
+    found = []
+    for field, _ in CRITERIA_FIELDS:
+        for i, item in enumerate(getattr(case, field) or ()):
+            if isinstance(item, str) and item in rules:
+                found.append(
+                    f"{field}[{i}]: {values.one_line(item, 100)!r} is the name of a suite rule, but a text here is "
+                    "for people and is not checked; write the check object itself here (a rule is named only in "
+                    "evaluator_config.rule_checks, where it must hold)"
+                )
+    for tool, schema in (case.tool_schema or {}).items():
+        found += [
+            f"tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it checks nothing"
+            for unknown in unknown_keywords(schema)
+        ]
+    return found
 
 
 def _uses_gold(case: AgentCase) -> bool:
@@ -283,5 +306,15 @@ def evaluate_cases(
 ) -> AgentReport:  # fmt: skip
     today = today_of(run)
     listed = Fixtures(fixtures)
-    results = [evaluate_case(c, listed, options, max_bytes, gate, today) for c in cases]
-    return build_report(results, suite, run)
+    results: list[AgentCaseResult] = []
+    warnings: list[str] = []
+    unlisted = 0
+    for loaded in cases:
+        results.append(evaluate_case(loaded, listed, options, max_bytes, gate, today))
+        found = ignored_checks(loaded.case, options.rules)
+        kept = found[: max(0, MAX_WARNINGS - len(warnings))]
+        warnings += [f"case {loaded.case.case_id}: {warning}" for warning in kept]
+        unlisted += len(found) - len(kept)
+    if unlisted:
+        warnings.append(f"... and {unlisted:,} more of these warnings (diagbot validate lists them all)")
+    return build_report(results, suite, run, warnings)

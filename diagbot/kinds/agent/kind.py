@@ -6,21 +6,18 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from diagbot.core import values
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
 from diagbot.kinds.agent.cases import Transition
-from diagbot.kinds.agent.checks import CRITERIA_FIELDS
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import evaluate_cases, is_checked, today_of
+from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
 from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
-from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
-from diagbot.render.markdown import SuiteView, md
+from diagbot.render.markdown import SuiteView, md, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
 _SHOWN_CHECKS = 2
@@ -88,20 +85,7 @@ class AgentKind:
                 warnings.append(
                     f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
                 )
-            for field, _ in CRITERIA_FIELDS:
-                for i, item in enumerate(getattr(case, field) or ()):
-                    if isinstance(item, str) and item in rules:
-                        warnings.append(
-                            f"{where}: {field}[{i}]: {values.one_line(item, 100)!r} is the name of a suite rule, but "
-                            "a text here is for people and is not checked; write the check object itself here (a rule "
-                            "is named only in evaluator_config.rule_checks, where it must hold)"
-                        )
-            for tool, schema in (case.tool_schema or {}).items():
-                warnings += [
-                    f"{where}: tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it "
-                    "checks nothing"
-                    for unknown in unknown_keywords(schema)
-                ]
+            warnings += [f"{where}: {warning}" for warning in ignored_checks(case, rules)]
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):
@@ -111,6 +95,9 @@ class AgentKind:
                                 "machine-checked; write {key, from, to} to check it"
                             )
         return warnings
+
+    def warnings(self, report: AgentReport) -> list[str]:
+        return list(report.warnings)
 
     def blocking(self, report: AgentReport) -> list[str]:
         return [f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}"
@@ -123,7 +110,8 @@ class AgentKind:
         except ValidationError as exc:
             raise model_problems(exc, where, "agent report") from None
         unique_case_ids((r.case_id for r in stored.results), where)
-        return build_report(stored.results, stored.suite, stored.run)  # aggregates remade: never trusted as stored
+        # aggregates remade: never trusted as stored
+        return build_report(stored.results, stored.suite, stored.run, stored.warnings)
 
     def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
         return diff_agent(baseline, current, thresholds)
@@ -155,6 +143,7 @@ class AgentKind:
         if diff is not None and diff.common_cases is not None:
             notes.append(md(f"{diff.common_cases} of {report.total_cases} cases were comparable with the baseline "
                             "(present on both sides with the same case_version)", 300))  # fmt: skip
+        notes += warning_notes(report.warnings)
         return SuiteView(
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
             # with a baseline, both rates are over the comparable cases (same id and case_version), as the diff's

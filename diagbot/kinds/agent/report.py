@@ -89,6 +89,7 @@ class AgentReport(Output):
     dataset_versions: dict[str, list[str]]
     slices: dict[str, dict[str, SliceStat]]
     results: list[AgentCaseResult]
+    warnings: list[str] = Field(default_factory=list, max_length=1_000, exclude_if=lambda v: not v)  # checks of nothing
 
 
 def aggregate(results: list[AgentCaseResult]) -> Aggregate:
@@ -134,7 +135,12 @@ def _slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
     }  # fmt: skip
 
 
-def build_report(results: list[AgentCaseResult], suite: str | None = None, run: RunInfo | None = None) -> AgentReport:
+def build_report(
+    results: list[AgentCaseResult],
+    suite: str | None = None,
+    run: RunInfo | None = None,
+    warnings: list[str] | None = None,
+) -> AgentReport:
     everything = aggregate(results)
     gating = aggregate([r for r in results if r.gating])
     versions: dict[str, set[str]] = {}
@@ -154,4 +160,5 @@ def build_report(results: list[AgentCaseResult], suite: str | None = None, run: 
         dataset_versions={k: sorted(v) for k, v in sorted(versions.items())},
         slices=_slices(results),
         results=results,
+        warnings=warnings or [],
     )

@@ -15,21 +15,11 @@ from diagbot.kinds.trace.cases import load_case_file
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.report import TraceReport, parse_report
-from diagbot.render.markdown import SuiteView, md
-
-MAX_NOTES = 25  # warnings shown under a suite's headline; a report from a fork's artifact may hold any number
+from diagbot.render.markdown import MAX_NOTES, SuiteView, md, warning_notes
 
 
 def no_cases_warning(label: str) -> str:
     return f"{label}: holds no cases, so the suite evaluates nothing; add cases to it"
-
-
-def warning_notes(warnings: list[str]) -> tuple[str, ...]:
-    """The report's warnings as escaped lines for the comment, capped."""
-    shown = [md(f"Warning: {warning}", 400) for warning in warnings[:MAX_NOTES]]
-    if len(warnings) > MAX_NOTES:
-        shown.append(f"... and {len(warnings) - MAX_NOTES} more warnings in the report")
-    return tuple(shown)
 
 
 class TraceKind:
