@@ -697,6 +697,33 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     ]
 
 
+def test_a_net_change_of_a_key_the_initial_state_lacks_is_undecided_where_its_start_matters() -> None:
+    """Its start is unknown: it read as null, so `closed -> refunded` was ruled out and the run passed."""
+    start = "the case's initial state does not hold status, so where it started is unknown; add status to initial_state"
+    chat = {"messages": [{"role": "user", "content": "hi"}], "final_state": {"status": "refunded"}}
+    assert failures(TRANSITIONS, chat) == [
+        'state_transition_forbidden: status: (unknown start) → "refunded" cannot be ruled out as a forbidden '
+        f"transition (refund policy): {start}",
+        'state_transition_forbidden: status: (unknown start) → "refunded" cannot be confirmed as an allowed '
+        f"transition (refund policy): {start}",
+    ]
+    chat["final_state"] = {"status": "closed"}  # no item goes to "closed": decided without the start
+    assert failures(TRANSITIONS, chat) == [
+        'state_transition_forbidden: status: (unknown start) → "closed" is not an allowed transition (refund policy)'
+    ]
+    keyless = make_case(
+        side_effect_policy={"tool": "refund", "allowed_state_transition": {"from": "open", "to": "refunded"}}
+    )
+    chat["final_state"] = {"status": "refunded"}
+    assert failures(keyless, chat) == [
+        'state_transition_forbidden: status: (unknown start) → "refunded" cannot be confirmed as an allowed '
+        f"transition (refund policy): {start}"
+    ]
+    known = keyless.model_copy(update={"initial_state": {"status": "open"}})
+    assert failures(known, chat) == []
+    assert failures(TRANSITIONS.model_copy(update={"state": {"status": "open"}}), chat) == []  # `state` serves too
+
+
 def test_a_key_no_recorded_change_explains_is_checked_against_the_final_state() -> None:
     """A native run that records one state change and a final state in which another key changed too: that
     key's net change was not checked."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -22,6 +22,7 @@ from jmespath.exceptions import JMESPathError
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
+from diagbot.core.values import one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
@@ -779,16 +780,16 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
     return failures.messages()
 
 
-def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool:
-    return (
-        (item.key is None or item.key == change.key)
-        and same(item.from_, change.before, t.spend)
-        and same(item.to, change.after, t.spend)
-    )
+def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool | None:
+    """Whether the change is the item's transition; None when it would be, but where the key started is unknown."""
+    if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t.spend):
+        return False
+    return None if change.before is UNRECORDED else same(item.from_, change.before, t.spend)
 
 
 def _transition(change: StateChange) -> str:
-    return f"{change.key}: {show(change.before)} → {show(change.after)}"
+    before = "(unknown start)" if change.before is UNRECORDED else show(change.before)
+    return f"{one_line(change.key, 100)}: {before} → {show(change.after)}"
 
 
 def _net_changes(t: Trial) -> list[StateChange] | None:
@@ -801,10 +802,27 @@ def _net_changes(t: Trial) -> list[StateChange] | None:
     before = t.initial_state  # a key the final state leaves out is not known to have changed
     changed = {change.key for change in recorded}
     return recorded + [
-        StateChange(key, before.get(key), value)
+        StateChange(key, before.get(key, UNRECORDED), value)
         for key, value in final.items()
         if key not in changed and (key not in before or not same(before[key], value, t.spend))
     ]  # the keys no recorded change explains, from the initial state to the final one
+
+
+UNRECORDED = object()
+"""Where a net change started when the case's initial state does not hold its key: then a transition checked on it
+that depends on its start is undecided, and fails saying which key to add."""
+_START = "the case's initial state does not hold {key}, so where it started is unknown; add {key} to initial_state"
+
+
+def _either(verdicts: Iterable[bool | None]) -> bool | None:
+    """Any, over three values: True if one is True, else None if one is undecided, else False."""
+    found: bool | None = False
+    for verdict in verdicts:
+        if verdict:
+            return True
+        if verdict is None:
+            found = None
+    return found
 
 
 def transitions(case: AgentCase, t: Trial) -> list[str]:
@@ -822,12 +840,24 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
             continue
         for change in changes:
             t.spend(1 + len(forbidden) + len(allowed))
-            if any(_fits_transition(i, change, t) for i in forbidden) and failures.wants():
-                failures.add(f"{_transition(change)} is a forbidden transition ({policy.tool} policy)")
+            known = change.before is not UNRECORDED
+            start = "" if known else f": {_START.format(key=one_line(change.key, 100))}"
+            hit = _either(_fits_transition(i, change, t) for i in forbidden)
+            if hit is not False and failures.wants():
+                failures.add(
+                    f"{_transition(change)} is a forbidden transition ({policy.tool} policy)" if hit else
+                    f"{_transition(change)} cannot be ruled out as a forbidden transition ({policy.tool} policy){start}"
+                )  # fmt: skip
+            # a keyless item governs the changes from its `from`: whether it governs one of unknown start is unknown
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
-            governed += [i for i in allowed if i.key is None and same(i.from_, change.before, t.spend)]
-            if governed and not any(_fits_transition(i, change, t) for i in governed) and failures.wants():
-                failures.add(f"{_transition(change)} is not an allowed transition ({policy.tool} policy)")
+            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, change.before, t.spend))]
+            fit = _either([*(_fits_transition(i, change, t) for i in governed), *(None for _ in keyless if not known),
+                           *(_fits_transition(i, change, t) for i in keyless if known)])  # fmt: skip
+            if (governed or keyless) and fit is not True and failures.wants():
+                failures.add(
+                    f"{_transition(change)} is not an allowed transition ({policy.tool} policy)" if fit is False else
+                    f"{_transition(change)} cannot be confirmed as an allowed transition ({policy.tool} policy){start}"
+                )  # fmt: skip
     return failures.messages()
 
 
