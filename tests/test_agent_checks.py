@@ -719,6 +719,12 @@ def test_a_net_change_of_a_key_the_initial_state_lacks_is_undecided_where_its_st
         'state_transition_forbidden: status: (unknown start) → "refunded" cannot be confirmed as an allowed '
         f"transition (refund policy): {start}"
     ]
+    chat["final_state"] = {"status": "closed"}  # not the keyless item's `to`, but it governs only starts from open
+    assert failures(keyless, chat) == [
+        'state_transition_forbidden: status: (unknown start) → "closed" cannot be confirmed as an allowed '
+        f"transition (refund policy): {start}"
+    ]
+    chat["final_state"] = {"status": "refunded"}
     known = keyless.model_copy(update={"initial_state": {"status": "open"}})
     assert failures(known, chat) == []
     assert failures(TRANSITIONS.model_copy(update={"state": {"status": "open"}}), chat) == []  # `state` serves too

@@ -848,11 +848,11 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     f"{_transition(change)} is a forbidden transition ({policy.tool} policy)" if hit else
                     f"{_transition(change)} cannot be ruled out as a forbidden transition ({policy.tool} policy){start}"
                 )  # fmt: skip
-            # a keyless item governs the changes from its `from`: whether it governs one of unknown start is unknown
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
             keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, change.before, t.spend))]
-            fit = _either([*(_fits_transition(i, change, t) for i in governed), *(None for _ in keyless if not known),
-                           *(_fits_transition(i, change, t) for i in keyless if known)])  # fmt: skip
+            fit = _either(_fits_transition(i, change, t) for i in governed + keyless)
+            if fit is False and keyless and not known:
+                fit = None  # a keyless item governs the changes from its `from`: this one's start is unknown
             if (governed or keyless) and fit is not True and failures.wants():
                 failures.add(
                     f"{_transition(change)} is not an allowed transition ({policy.tool} policy)" if fit is False else
