@@ -760,3 +760,47 @@ def test_a_chat_custom_tool_call_and_a_refusal_part_are_read() -> None:
         ("user", "run it"), ("assistant", ""), ("call", "code_exec", "c1", {"input": "print(1)"}, "1", False),
         ("assistant", "card 4111111111111111"),
     ]  # fmt: skip
+
+
+def test_a_chat_messages_own_refusal_is_what_it_said() -> None:
+    """Chat Completions puts a refusal in the message's `refusal` beside a null `content`: it was dropped, so the
+    answer was an earlier message's ("Sure, I will transfer the funds now.")."""
+    run = parse([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Sure, I will transfer the funds now."},
+        {"role": "user", "content": "to this unknown account"},
+        {"role": "assistant", "content": None, "refusal": "I can't help with that transfer."},
+    ])  # fmt: skip
+    assert run.answer == "I can't help with that transfer."
+    both = parse([{"role": "assistant", "content": "Partly:", "refusal": "not the rest."}])
+    assert both.answer == "Partly:\nnot the rest."
+    assert problem([{"role": "assistant", "content": None, "refusal": 3}]) == (
+        "$[0].refusal: expected a string, found a number"
+    )
+
+
+def test_parallel_calls_without_ids_get_their_results_in_order() -> None:
+    """GenAI and OpenInference ids are optional (Gemini's function calls carry none): two parallel calls answered
+    in order got each other's results (the last waiting call took the first result)."""
+    history = [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris and Rome?"}]},
+        {"role": "assistant", "parts": [call_part(None, "get_weather", {"city": "Paris"}),
+                                        call_part(None, "get_weather", {"city": "Rome"})]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "response": "Paris: 12C"},
+                                   {"type": "tool_call_response", "response": "Rome: 20C"}]},
+    ]  # fmt: skip
+    rec = Recorder()
+    rec.span("generate_content gemini", {"gen_ai.operation.name": "generate_content",
+                                         "gen_ai.input.messages": json.dumps(history)})  # fmt: skip
+    paired = [(c.args, c.result) for c in parse(rec.otlp()).calls]
+    assert paired == [({"city": "Paris"}, "Paris: 12C"), ({"city": "Rome"}, "Rome: 20C")]
+    flat = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "assistant"}
+    for k, city in enumerate(("Paris", "Rome")):
+        flat[f"llm.input_messages.0.message.tool_calls.{k}.tool_call.function.name"] = "get_weather"
+        flat[f"llm.input_messages.0.message.tool_calls.{k}.tool_call.function.arguments"] = json.dumps({"city": city})
+        flat[f"llm.input_messages.{k + 1}.message.role"] = "tool"
+        flat[f"llm.input_messages.{k + 1}.message.content"] = f"{city}: {12 + 8 * k}C"
+    rec = Recorder()
+    rec.span("llm", flat)
+    paired = [(c.args, c.result) for c in parse(rec.otlp()).calls]
+    assert paired == [({"city": "Paris"}, "Paris: 12C"), ({"city": "Rome"}, "Rome: 20C")]

@@ -3,7 +3,8 @@
 Assistant messages carry `tool_calls[].function.{name, arguments}` with the arguments as a JSON string the model
 wrote (possibly not JSON); `tool` messages carry the result and the `tool_call_id` it answers. Real exports reuse
 call ids, so a result goes to the nearest earlier call with that id that has no result yet. Older logs use
-`function_call` on the assistant message and a `function` message (named, not id'd) for the result.
+`function_call` on the assistant message and a `function` message (named, not id'd) for the result. A message
+the model refused to answer carries `refusal` (text) beside a null `content`: that text is what it said.
 
 The loop checks types inline and builds a JSON path only for the message that is wrong: a suite reads hundreds of
 thousands of messages.
@@ -57,6 +58,10 @@ def read(data: Any) -> Run:
         content = message.get("content")
         if type(content) is not str:
             content = content_text(content, f"{prefix}[{index}].content")
+        refusal = message.get("refusal")  # what the model said instead of an answer (content is then null)
+        if refusal is not None:
+            refused = text(refusal, f"{prefix}[{index}].refusal")
+            content = f"{content}\n{refused}" if content else refused
         if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)

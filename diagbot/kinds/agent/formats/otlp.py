@@ -185,7 +185,8 @@ def _conversation(
     said: list[Said], steps: list[Step], waiting: dict[str | None, list[ToolCall]], owners: dict[int, int]
 ) -> None:
     """Messages as steps, as openai-chat reads them: a result goes to the nearest earlier call with its id that
-    has none yet, and a message that only gives results is not a step."""
+    has none yet (a result without an id, to the first call without one that has none: parallel calls are
+    answered in order), and a message that only gives results is not a step."""
     for message in said:
         for call_id, has_result, result, path in message.answers:
             pending = waiting.get(call_id)
@@ -204,7 +205,7 @@ def _conversation(
                 raise TraceInvalid(
                     path, f"a second tool result for {call_id!r}: every earlier call with this id is already answered"
                 )
-            call = pending.pop()
+            call = pending.pop() if call_id is not None else pending.pop(0)  # results without ids come in order
             call.result, call.has_result = result, has_result
         owner = None
         if message.role != "tool" and (message.text or message.calls or not message.answers):
