@@ -804,3 +804,18 @@ def test_parallel_calls_without_ids_get_their_results_in_order() -> None:
     rec.span("llm", flat)
     paired = [(c.args, c.result) for c in parse(rec.otlp()).calls]
     assert paired == [({"city": "Paris"}, "Paris: 12C"), ({"city": "Rome"}, "Rome: 20C")]
+
+
+def test_a_responses_array_that_starts_with_a_short_input_message_is_detected() -> None:
+    """The API's short input form `{role, content}` has no `type`; `auto` refused such an array as no known
+    format, though the reader reads it."""
+    items = [
+        {"role": "user", "content": "Refund ORDER_1?"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "refund_submit", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Submitted."}]},
+    ]
+    run = parse(items)
+    assert ([c.tool for c in run.calls], run.answer) == (["refund_submit"], "Submitted.")
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert parse(chat).answer == "hello"  # chat messages, none typed, are still chat

@@ -38,14 +38,18 @@ _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or t
 
 
 def detect(data: Any) -> bool:
-    """Items carry a `type` (chat messages do not); some of the first are ones this format reads."""
+    """Items carry a `type` (chat messages do not), except the API's short input messages (`{role, content}`);
+    some of the first are typed items this format reads."""
     if isinstance(data, dict):
         return isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
     head = data[:20] if isinstance(data, list) else []
     return (
         bool(head)
-        and all(isinstance(item, dict) and isinstance(item.get("type"), str) for item in head)
-        and any(item["type"] in _TYPES for item in head)
+        and all(
+            isinstance(item, dict) and (isinstance(item.get("type"), str) or ("type" not in item and "role" in item))
+            for item in head
+        )
+        and any(item.get("type") in _TYPES for item in head)
     )
 
 
