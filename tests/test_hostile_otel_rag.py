@@ -819,3 +819,18 @@ def test_a_responses_array_that_starts_with_a_short_input_message_is_detected() 
     assert ([c.tool for c in run.calls], run.answer) == (["refund_submit"], "Submitted.")
     chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert parse(chat).answer == "hello"  # chat messages, none typed, are still chat
+
+
+def test_openinference_deprecated_function_call_attributes_are_a_call() -> None:
+    """`message.function_call_name` / `function_call_arguments_json` (OpenInference's legacy attributes) were
+    skipped, so a forbidden refund_submit made that way passed `tool_not_called`."""
+    rec = Recorder()
+    rec.span("llm", {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Refund ORDER_1",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.function_call_name": "refund_submit",
+        "llm.output_messages.0.message.function_call_arguments_json": '{"order_id": "ORDER_1"}',
+    })  # fmt: skip
+    calls = parse(rec.otlp()).calls
+    assert [(c.tool, c.id, c.args) for c in calls] == [("refund_submit", None, {"order_id": "ORDER_1"})]

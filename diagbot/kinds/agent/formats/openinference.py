@@ -2,11 +2,11 @@
 
 Lists are flattened into indexed keys. `LLM` spans hold the conversation so far in
 `llm.input_messages.N.message.*` and `llm.output_messages.N.message.*` (`role`, `content` or
-`contents.M.message_content.text`, `tool_calls.K.tool_call.{id, function.name, function.arguments}`, and on a
-tool result `tool_call_id`); `TOOL` spans hold one call (`tool.name`, `tool.id`, the arguments as JSON in
-`input.value`, the result in `output.value`; `tool.parameters` is the tool's definition, not the call's
-arguments); `RETRIEVER` spans hold `retrieval.documents.N.document.{id, score, content}` and the query in
-`input.value`; `AGENT` is the run.
+`contents.M.message_content.text`, `tool_calls.K.tool_call.{id, function.name, function.arguments}` or the
+deprecated `function_call_name` / `function_call_arguments_json`, and on a tool result `tool_call_id`); `TOOL`
+spans hold one call (`tool.name`, `tool.id`, the arguments as JSON in `input.value`, the result in
+`output.value`; `tool.parameters` is the tool's definition, not the call's arguments); `RETRIEVER` spans hold
+`retrieval.documents.N.document.{id, score, content}` and the query in `input.value`; `AGENT` is the run.
 """
 
 from __future__ import annotations
@@ -109,6 +109,9 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                 raise TraceInvalid(span.where(f"{k}.tool_call.function.name"), "a tool call without its name")
             call_id = _text(span, call, "id", f"{k}.tool_call")
             calls.append(ToolCall(name, call_id, _leaf(span, function, "arguments", f"{k}.tool_call.function")))
+        legacy = _text(span, message, "function_call_name", where)  # the deprecated form of one call
+        if legacy is not None:
+            calls.append(ToolCall(legacy, None, _leaf(span, message, "function_call_arguments_json", where)))
         said.append(Said(role, content, calls))
     return said
 
