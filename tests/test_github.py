@@ -181,6 +181,38 @@ def test_unsafe_archives_are_refused(data: bytes) -> None:
         dg.unpack_artifact(data, "artifact 1", max_total=1024 * 1024)
 
 
+def _damaged(method: int, flip: int = 0) -> bytes:
+    """A one-member archive whose member cannot be read back: its compressed bytes scrambled, or (flip) a header
+    flag set."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        archive.writestr("reports/diagnosis.json", b'{"kind": "trace"}' * 50)
+    data = bytearray(buffer.getvalue())
+    if flip:  # general purpose bit 0, in the local header and in the central directory: "encrypted"
+        data[6] |= flip
+        data[data.rfind(b"PK\x01\x02") + 8] |= flip
+    else:
+        start = 30 + len("reports/diagnosis.json") + (9 if method == zipfile.ZIP_LZMA else 0)
+        for i in range(start, start + 8):
+            data[i] ^= 0xFF
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(_damaged(zipfile.ZIP_DEFLATED), id="corrupt-deflate"),
+        pytest.param(_damaged(zipfile.ZIP_LZMA), id="corrupt-lzma"),
+        pytest.param(_damaged(zipfile.ZIP_DEFLATED, flip=1), id="encrypted"),
+    ],
+)
+def test_an_archive_whose_member_cannot_be_decompressed_is_refused_not_raised(data: bytes) -> None:
+    """zlib.error, lzma.LZMAError and RuntimeError (an encrypted member) escaped as a bug: no check run, and the
+    older good artifact behind it was never tried."""
+    with pytest.raises(dg.UnsafeArtifact, match=r"^artifact 1: cannot read reports/diagnosis.json \("):
+        dg.unpack_artifact(data, "artifact 1")
+
+
 def test_bare_json_artifact_is_accepted() -> None:
     assert dg.unpack_artifact(b' {"kind": "trace"}', "a") == {"report.json": b' {"kind": "trace"}'}
 
@@ -245,6 +277,40 @@ def test_waits_add_up_to_the_cap_across_retries(gh: GitHubTestServer) -> None:
     finally:
         client.close()
     assert len(gh.api_requests("GET", r"/comments$")) == 3
+
+
+def test_the_rate_limit_is_named_as_such_not_as_a_missing_permission(g: Github, gh: GitHubTestServer) -> None:
+    """A 403 whose reset is past max-wait-seconds said "the token lacks a permission ... grant it", and on the
+    comments list became "the token may not comment here"."""
+    limited = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW.timestamp()) + 7200)}
+    body = {"message": "API rate limit exceeded for installation ID 1."}
+    gh.inject("GET", r"/comments$", 403, body=body, headers=limited)
+    with pytest.raises(dg.GitHubUnavailable) as caught:
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
+    assert caught.value.problems == [
+        "commenting on #7: GitHub answered 403: API rate limit exceeded for installation ID 1.; the token's rate "
+        "limit is spent and its reset is past max-wait-seconds; rerun the job after the reset, or raise "
+        "max-wait-seconds"
+    ]
+
+
+def test_a_wait_past_the_budget_says_what_was_being_done(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("GET", r"/comments$", 429, headers={"Retry-After": "3600"})
+    with pytest.raises(dg.GitHubUnavailable) as caught:
+        dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
+    assert caught.value.problems[0].startswith("commenting on #7: GitHub asked us to wait 3600s more")
+
+
+def test_a_deleted_accounts_comment_with_the_marker_is_not_ours(g: Github, gh: GitHubTestServer) -> None:
+    """GitHub sends `user: null` for a deleted account: reading its login raised AttributeError, so no comment
+    and no check run were made."""
+    ghost = gh.add_comment(REPO, 7, f"{MARKER}\nquoted by someone since deleted", deleted_user=True)
+    dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, f"{MARKER}\nours", "update")
+    assert gh.comments[ghost.id].body.endswith("since deleted")
+    assert sorted(c.body for c in gh.comments.values()) == [
+        f"{MARKER}\nours",
+        f"{MARKER}\nquoted by someone since deleted",
+    ]
 
 
 def test_other_authors_comments_are_never_taken_over(g: Github, gh: GitHubTestServer) -> None:

@@ -12,11 +12,13 @@ import heapq
 import io
 import itertools
 import json
+import lzma
 import re
 import secrets
 import stat
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException, GithubRetry, UnknownObjectException
+from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException, UnknownObjectException
 from github.Artifact import Artifact
 from github.CheckRun import CheckRun
 from github.Issue import Issue
@@ -106,6 +108,10 @@ class DiagbotRetry(GithubRetry):
         super().sleep(response)
 
 
+class WaitExceeded(GitHubUnavailable):
+    """Raised from inside urllib3's retry, so it says what was being done only once `_mapped` names it."""
+
+
 @dataclass
 class WaitBudget:
     """How long one run may spend waiting on GitHub (retries and rate limits together): max-wait-seconds."""
@@ -114,7 +120,7 @@ class WaitBudget:
 
     def spend(self, seconds: float) -> None:
         if seconds > self.remaining:
-            raise GitHubUnavailable(
+            raise WaitExceeded(
                 f"GitHub asked us to wait {seconds:.0f}s more, past the {self.remaining:.0f}s left of max-wait-seconds "
                 "(rate limit or repeated failures); rerun the job later or raise max-wait-seconds"
             )
@@ -153,13 +159,27 @@ def make_client(api_url: str, token: str, max_wait_seconds: float = 120.0, timeo
     )
 
 
+def _rate_limited(exc: GithubException) -> bool:
+    """A 403 or 429 that is GitHub's rate limit (PyGithub's class, or GitHub's own words), not a permission."""
+    message = exc.data.get("message") if isinstance(exc.data, dict) else None
+    said = isinstance(message, str) and "rate limit" in message.lower()
+    return isinstance(exc, RateLimitExceededException) or (exc.status in (403, 429) and said)
+
+
 def _explain(exc: Exception, doing: str) -> GitHubError:
     """Our exception for a PyGithub or network failure while `doing` something."""
+    if isinstance(exc, WaitExceeded):
+        return GitHubUnavailable(*(f"{doing}: {problem}" for problem in exc.problems))
     if isinstance(exc, DiagbotError) and isinstance(exc, GitHubError):
         return exc
     if isinstance(exc, GithubException):
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         detail = f"GitHub answered {exc.status}" + (f": {message}" if message else "")
+        if _rate_limited(exc):
+            return GitHubUnavailable(
+                f"{doing}: {detail}; the token's rate limit is spent and its reset is past max-wait-seconds; rerun "
+                "the job after the reset, or raise max-wait-seconds"
+            )
         if exc.status == 401:
             return GitHubError(f"{doing}: {detail}; the token is invalid or expired; pass a valid github-token")
         if exc.status in (403, 404):
@@ -181,10 +201,10 @@ def _mapped(doing: str, forbidden: GitHubError | None = None) -> Iterator[None]:
     try:
         yield
     except GithubException as exc:
-        if exc.status == 403 and forbidden is not None:
+        if exc.status == 403 and forbidden is not None and not _rate_limited(exc):
             raise forbidden from None
         raise _explain(exc, doing) from None
-    except (requests.RequestException, OSError) as exc:
+    except (requests.RequestException, OSError, WaitExceeded) as exc:
         raise _explain(exc, doing) from None
 
 
@@ -355,7 +375,8 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
         try:
             with archive.open(member) as stream:
                 content = stream.read(member.file_size + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, zlib.error,
+                lzma.LZMAError, EOFError) as exc:  # fmt: skip  # RuntimeError: an encrypted member
             raise UnsafeArtifact(f"{where}: cannot read {member.filename} ({exc})") from None
         if len(content) > member.file_size:
             raise UnsafeArtifact(f"{where}: {member.filename} is larger than its header says; refusing to unpack")
@@ -458,7 +479,10 @@ def upsert_comment(
     text = body if head_sha is None else with_head_line(body, marker, head_sha)
 
     def ours() -> list[IssueComment]:
-        found = [c for c in issue.get_comments() if marker in (c.body or "") and c.user.login == author]
+        found = [
+            c for c in issue.get_comments()
+            if marker in (c.body or "") and c.user is not None and c.user.login == author
+        ]  # fmt: skip  # a deleted account's comment has no user
         return sorted(found, key=lambda c: (c.created_at, c.id))
 
     seen: list[IssueComment] = []

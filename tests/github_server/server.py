@@ -391,9 +391,11 @@ class GitHubTestServer:
         id: int | None = None,
         created_at: datetime | None = None,
         updated_at: datetime | None = None,
+        deleted_user: bool = False,
     ) -> Comment:
         """A comment on pull request ``issue_number`` (add the pull first).
-        ``user`` defaults to ``token_user``, i.e. a comment an earlier bot run left."""
+        ``user`` defaults to ``token_user``, i.e. a comment an earlier bot run left; ``deleted_user`` makes it
+        a deleted account's, which GitHub serves with ``user: null`` (``nullable-simple-user``)."""
         with self._lock:
             key = (self.repo(repo).full_name, issue_number)
             if key not in self.pulls:
@@ -404,7 +406,7 @@ class GitHubTestServer:
                 issue_number=issue_number,
                 id=id or self.next_id(),
                 body=body,
-                user=user or self.token_user,
+                user=None if deleted_user else user or self.token_user,
                 created_at=created,
                 updated_at=updated_at or created,
             )

@@ -356,7 +356,7 @@ def issue_comment(comment: Comment, api: str) -> Json:
         "html_url": f"{HTML}/{comment.repo}/pull/{comment.issue_number}#issuecomment-{comment.id}",
         "issue_url": f"{repo_url}/issues/{comment.issue_number}",
         "body": comment.body,
-        "user": user(comment.user, api),
+        "user": user(comment.user, api) if comment.user is not None else None,
         "created_at": ts(comment.created_at),
         "updated_at": ts(comment.updated_at),
         "author_association": "NONE",

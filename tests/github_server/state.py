@@ -117,7 +117,7 @@ class Comment:
     issue_number: int
     id: int
     body: str
-    user: str
+    user: str | None  # None: a deleted account's comment
     created_at: datetime
     updated_at: datetime
 
