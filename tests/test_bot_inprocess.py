@@ -205,3 +205,47 @@ def test_a_bare_json_baseline_artifact_serves_a_one_suite_config(gh: GitHubTestS
     code, log = run(gh, ws)
     assert code == 1, log
     assert "Compared against the baseline from `main`" in comment_body(gh)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "unknown"),
+    [
+        ("GET", r"/actions/runs$", 500, "listing the runs of main"),
+        ("GET", r"/actions/runs$", 403, "the token lacks a permission"),
+        ("GET", r"/artifacts/\d+/zip$", 503, "downloading artifact"),
+    ],
+    ids=["runs-500", "runs-403", "download-503"],
+)
+def test_a_baseline_github_would_not_hand_over_fails_the_gate_never_passes_it(
+    gh: GitHubTestServer, ws: Path, method: str, path: str, status: int, unknown: str
+) -> None:
+    """Any failure to list or download the baseline read as "no baseline", so a regressing pull request passed
+    (exit 0, a success check). Its baseline is unknown, which is a named problem; a push only warns of it."""
+    upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    gh.inject(method, path, status, times=20)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    [check] = gh.check_runs.values()
+    assert (check.conclusion, check.output_title) == ("failure", "input could not be used: (baseline)")
+    errors = [line for line in log.splitlines() if line.startswith("::error::")]
+    assert errors and all(e.startswith("::error::the baseline could not be fetched, so this pull request cannot be "
+                                       "compared (a gate never passes on a baseline it could not read): ")
+                          for e in errors)  # fmt: skip
+    assert any(unknown in e for e in errors)
+    gh.inject(method, path, status, times=20)
+    code, log = run(gh, ws, "push")
+    assert code == 0, log
+    assert "::warning::" in log and "::error::" not in log
+
+
+def test_an_unreadable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path) -> None:
+    """Expired or unsafe candidates are skipped as before: only GitHub not answering makes the baseline unknown."""
+    files = baseline_files(gh, ws)
+    upload(gh, files, sha="e" * 40)
+    newest = upload(gh, {"reports/diagnosis.json": b"not json"})
+    gh.artifacts[newest].expired = True
+    code, log = run(gh, ws)
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "success"

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from diagbot.action.settings import Settings
 from diagbot.github import client as gh
-from diagbot.github.port import ArtifactCandidate, GitHubError, GitHubPort, UnsafeArtifact
+from diagbot.github.port import ArtifactCandidate, ArtifactGone, GitHubError, GitHubPort, UnsafeArtifact
 from diagbot.io.baselines import Baselines, baselines_in_archive
 from diagbot.io.config import Config
 from diagbot.render.markdown import BaselineInfo
@@ -20,25 +20,38 @@ def resolve_baseline(
     base_sha: str | None,
     now: datetime,
     warnings: list[str],
+    strict: bool = False,
 ) -> tuple[Baselines, BaselineInfo]:
     """Try the candidates newest first (the base commit's own first); the first with a report for any of these
-    suites is the baseline, and every problem of its files is kept (they fail the gate, named)."""
+    suites is the baseline, and every problem of its files is kept (they fail the gate, named).
+
+    `strict` is a pull request's gate: when GitHub could not be asked (an outage, the rate limit, a missing
+    `actions: read`) and no candidate was usable, whether a baseline exists is unknown, and that must never read
+    as "there is none", which passes: it is a problem, and the check fails naming it. A push only warns."""
     name = settings.baseline_artifact
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
     try:
         search = port.find_baselines(name, base_branch, base_sha)
     except GitHubError as exc:
+        reason = f"the '{name}' artifacts could not be listed"
+        if strict:
+            return Baselines(problems=_unknown(exc.problems)), BaselineInfo(source="none", missing_reason=reason)
         warnings.extend(exc.problems)
-        return Baselines(), BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
+        return Baselines(), BaselineInfo(source="none", missing_reason=reason)
     tried: list[str] = []
+    unreachable: list[str] = []  # candidates GitHub did not hand over: they may be the baseline
     for candidate in search.candidates:
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
             found = _read(files, config, where)
-        except GitHubError as exc:  # gone, unsafe, deleted, forbidden, unavailable: the next one may do
+        except (ArtifactGone, UnsafeArtifact) as exc:  # expired, deleted or unreadable: the next one may do
             tried.extend(exc.problems)
+            continue
+        except GitHubError as exc:  # forbidden or unavailable: the next one may do, but this one is unknown
+            tried.extend(exc.problems)
+            unreachable.extend(exc.problems)
             continue
         if not found.reports and not found.problems and not found.names:
             tried.append(f"{where}: holds no report for these suites")
@@ -46,6 +59,10 @@ def resolve_baseline(
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         return found, _provenance(settings, candidate, config, now)
+    if strict and unreachable:
+        warnings.extend(p for p in tried if p not in unreachable)
+        reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be downloaded"
+        return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
     warnings.extend(tried)
     runs = f"{search.runs_scanned} run" + ("" if search.runs_scanned == 1 else "s")
     looked = f" (looked at {runs} of {base_branch}" + (
@@ -57,6 +74,14 @@ def resolve_baseline(
         else f"none of the {len(search.candidates)} '{name}' artifacts from {base_branch} was usable{looked}"
     )
     return Baselines(), BaselineInfo(source="none", branch=base_branch, missing_reason=reason)
+
+
+def _unknown(problems: list[str]) -> list[str]:
+    return [
+        f"the baseline could not be fetched, so this pull request cannot be compared (a gate never passes on a "
+        f"baseline it could not read): {problem}"
+        for problem in problems
+    ]
 
 
 def _read(files: dict[str, bytes], config: Config, where: str) -> Baselines:

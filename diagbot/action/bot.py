@@ -44,7 +44,10 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     target = resolve_target(settings, port)
     config = _config(settings, target)
     gate = _gate(settings, config, target)
-    baselines, info = resolve_baseline(settings, port, config, target.base_branch, target.base_sha, now, notes.warnings)
+    strict = target.role is Role.PULL_REQUEST  # a pull request's gate never passes on a baseline it could not fetch
+    baselines, info = resolve_baseline(
+        settings, port, config, target.base_branch, target.base_sha, now, notes.warnings, strict
+    )
     run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=timestamp(now))
     current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
     outcome = run_config(config, baselines, info, current, run_info, gate)
