@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +59,53 @@ def test_pull_request_target_is_the_head_not_the_merge_commit() -> None:
     target = events.resolve_target(Settings.from_env(env(GITHUB_SHA="c" * 40)), port=None)  # type: ignore[arg-type]
     assert (target.role, target.pr_number, target.head_sha) == (events.Role.PULL_REQUEST, 7, "a" * 40)
     assert (target.base_branch, target.base_sha) == ("main", "b" * 40)
+
+
+def test_pull_request_target_must_have_checked_out_the_head_it_posts_on(tmp_path: Path) -> None:
+    """pull_request_target checks out the base branch by default: diagbot evaluated the base and posted success on
+    the pull request's head. It now requires the head, as a rerun naming pr-number does."""
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / ".git" / "HEAD").write_text("b" * 40 + "\n")  # the base commit
+    settings = Settings.from_env(env(GITHUB_EVENT_NAME="pull_request_target", GITHUB_WORKSPACE=str(workspace),
+                                     GITHUB_SHA="b" * 40))  # fmt: skip
+    with pytest.raises(events.EventError, match=r"^pull request #7 is at aaaaaaaaaaaa, but the workspace holds bbbb"):
+        events.resolve_target(settings, port=None)  # type: ignore[arg-type]
+    (workspace / ".git" / "HEAD").write_text("a" * 40 + "\n")
+    assert events.resolve_target(settings, port=None).head_sha == "a" * 40  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda p: p.pop("pull_request"), " lacks pull_request; was the workflow triggered by this event?"),
+        (
+            lambda p: p["pull_request"].update(head=None),
+            " lacks pull_request.head.sha; was the workflow triggered by this event?",
+        ),
+        (lambda p: p["pull_request"].update(number=True), ": pull_request.number is bool, expected int"),
+        (lambda p: p["pull_request"]["head"].update(sha={"x": 1}), ": pull_request.head.sha is dict, expected str"),
+        (lambda p: p["pull_request"]["head"].update(sha="abc"), ": pull_request.head.sha is not a 40-digit commit sha"),
+        (lambda p: p["pull_request"].update(number=0), ": pull_request.number is not a pull request's number"),
+    ],
+    ids=["no-pull", "null-head", "bool-number", "dict-sha", "short-sha", "zero"],
+)
+def test_a_malformed_pull_request_payload_names_its_field(tmp_path: Path, change: Any, message: str) -> None:
+    """`head: null` said "lacks 'NoneType' object is not subscriptable"; `number: true` was pull request 1."""
+    payload = json.loads((EVENTS / "pull_request.json").read_text())
+    change(payload)
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    with pytest.raises(events.EventError) as caught:
+        events.resolve_target(Settings.from_env(env(GITHUB_EVENT_PATH=str(path))), port=None)  # type: ignore[arg-type]
+    assert caught.value.problems == [f"{path}: the pull_request payload{message}"]
+
+
+def test_a_pull_request_run_without_an_event_payload_says_so() -> None:
+    environment = env()
+    del environment["GITHUB_EVENT_PATH"]
+    with pytest.raises(events.EventError, match=r"^GITHUB_EVENT_PATH is not set, so the pull_request payload"):
+        events.resolve_target(Settings.from_env(environment), port=None)  # type: ignore[arg-type]
 
 
 def test_push_target_compares_with_the_previous_baseline_of_its_branch() -> None:

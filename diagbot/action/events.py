@@ -68,12 +68,15 @@ def resolve_target(settings: Settings, port: GitHubPort) -> Target:
     if settings.mode is RunMode.PUSH or (event == "push" and settings.mode is RunMode.AUTO):
         return _push_target(settings, payload)
     if event in PULL_EVENTS and settings.pr_number is None:
-        return _pull_request_target(settings, payload)
+        target = _pull_request_target(settings, payload)
+        if event == "pull_request_target" and target.pr_number is not None and target.head_sha is not None:
+            _require_checkout_of(settings, target.pr_number, target.head_sha)  # it checks out the base by default
+        return target
     if settings.pr_number is not None and (
         event in (*PULL_EVENTS, "workflow_dispatch") or settings.mode is RunMode.PULL_REQUEST
     ):
         pull = port.pull(settings.pr_number)
-        if event not in PULL_EVENTS:  # a pull_request run checks out the PR's merge commit, by design
+        if event != "pull_request":  # a pull_request run checks out the PR's merge commit, by design
             _require_checkout_of(settings, pull.number, pull.head_sha)
         return Target(Role.PULL_REQUEST, pull.head_sha, pull.head_ref, pull.base_ref, pull.base_sha, pull.number)
     if settings.mode is RunMode.PULL_REQUEST:
@@ -87,20 +90,40 @@ def resolve_target(settings: Settings, port: GitHubPort) -> Target:
 
 
 def _pull_request_target(settings: Settings, payload: dict[str, Any]) -> Target:
-    pull = payload.get("pull_request")
-    if not isinstance(pull, dict):
-        raise EventError(f"{settings.event_path}: a {settings.event_name} payload without 'pull_request'")
-    try:
-        return Target(
-            Role.PULL_REQUEST,
-            head_sha=str(pull["head"]["sha"]),
-            ref=str(pull["head"]["ref"]),
-            base_branch=str(pull["base"]["ref"]),
-            base_sha=str(pull["base"]["sha"]),
-            pr_number=int(pull["number"]),
+    if settings.event_path is None:
+        raise EventError(
+            f"GITHUB_EVENT_PATH is not set, so the {settings.event_name} payload cannot be read; run diagbot as a "
+            "workflow step (or set the mode and pr-number inputs)"
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise EventError(f"{settings.event_path}: the pull_request payload lacks {exc}") from None
+    where = f"{settings.event_path}: the {settings.event_name} payload"
+    number = _field(payload, "pull_request.number", int, where)
+    head_sha = _field(payload, "pull_request.head.sha", str, where)
+    if number < 1 or not _SHA.fullmatch(head_sha):
+        wrong = "number is not a pull request's number" if number < 1 else "head.sha is not a 40-digit commit sha"
+        raise EventError(f"{where}: pull_request.{wrong}")
+    return Target(
+        Role.PULL_REQUEST,
+        head_sha=head_sha,
+        ref=_field(payload, "pull_request.head.ref", str, where),
+        base_branch=_field(payload, "pull_request.base.ref", str, where),
+        base_sha=_field(payload, "pull_request.base.sha", str, where),
+        pr_number=number,
+    )
+
+
+def _field(payload: dict[str, Any], path: str, kind: type[Any], where: str) -> Any:
+    """The payload's value at the dotted `path`, of type `kind` (a boolean is no number), or an EventError
+    naming the field."""
+    value: Any = payload
+    keys = path.split(".")
+    for depth, key in enumerate(keys):
+        if not isinstance(value, dict) or key not in value:
+            missing = ".".join(keys[: depth + 1]) if isinstance(value, dict) else path
+            raise EventError(f"{where} lacks {missing}; was the workflow triggered by this event?")
+        value = value[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise EventError(f"{where}: {path} is {type(value).__name__}, expected {kind.__name__}")
+    return value
 
 
 def _push_target(settings: Settings, payload: dict[str, Any]) -> Target:
