@@ -152,6 +152,43 @@ def test_workflow_run_head_sha_must_match_the_artifact(gh: GitHubTestServer, tmp
     gh.assert_no_violations()
 
 
+def _relay_for(gh: GitHubTestServer, ws: Path, workflow_run: dict[str, Any]) -> tuple[int, str]:
+    event = ws / "event.json"
+    event.write_text(
+        json.dumps({"action": "completed", "workflow_run": {"id": 5555, "head_sha": HEAD, **workflow_run}})
+    )
+    out = io.StringIO()
+    with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
+        code = relay.run(settings(gh, ws).model_copy(update={"event_path": event}), PyGithubPort(github, REPO), out)
+    return code, out.getvalue()
+
+
+def test_another_forks_run_at_the_same_commit_cannot_post_on_this_pull_request(
+    gh: GitHubTestServer, tmp_path: Path
+) -> None:
+    """The relay checked only the head sha: an attacker who pushed the victim's commit to their own fork, opened
+    #9 and had its run upload a passing pr.json naming #7 got a success check and comment on #7."""
+    gh.add_pull(REPO, 9, head_sha=HEAD, head_ref="evil", head_repo="attacker/app", base_ref="main")
+    write_artifact(tmp_path)  # names #7, whose head is fork/app's `feature`
+    code, log = _relay_for(gh, tmp_path, {"head_branch": "evil", "head_repository": {"full_name": "attacker/app"},
+                                          "pull_requests": []})  # fmt: skip
+    assert code == 2
+    assert (
+        "the artifact names pull request #7, but the run that uploaded it is not that pull request's (it ran in "
+        "attacker/app, but #7's head is in fork/app; it ran on branch evil, but #7's head is feature): a forged "
+        "artifact; nothing was posted"
+    ) in log
+    assert not gh.comments and not gh.check_runs
+    code, log = _relay_for(gh, tmp_path, {"head_branch": "feature", "head_repository": {"full_name": "fork/app"},
+                                          "pull_requests": [{"number": 9}]})  # fmt: skip
+    assert code == 2 and "its pull requests are #9" in log
+    code, log = _relay_for(gh, tmp_path, {"head_branch": "feature", "head_repository": {"full_name": "Fork/App"},
+                                          "pull_requests": []})  # fmt: skip
+    assert code == 0, log
+    assert [c.issue_number for c in gh.comments.values()] == [7]
+    gh.assert_no_violations()
+
+
 def test_closed_pull_request_gets_nothing(gh: GitHubTestServer, tmp_path: Path) -> None:
     gh.add_pull(REPO, 8, head_sha=HEAD, state="closed")
     write_artifact(tmp_path, {"number": 8})

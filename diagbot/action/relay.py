@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,7 +31,7 @@ from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.gate import GateSettings
-from diagbot.github.port import GitHubPort
+from diagbot.github.port import GitHubPort, PullInfo
 from diagbot.kinds.registry import parse_any_report, view
 from diagbot.pipeline import SuiteOutcome, gate_outcome
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
@@ -74,7 +75,7 @@ def _relay(
             f"{report_dir / 'pr.json'}: names repository {record.repository}, but this is {settings.repository}; "
             "the artifact comes from another repository's run"
         )
-    evaluating_run = _check_event(settings, record)
+    evaluating = _check_event(settings, record)
     suites = load_suites(report_dir, record.suites, settings.workspace)
     views = [view(s.name, s.report, s.diff) for s in suites if s.report is not None]
 
@@ -85,19 +86,21 @@ def _relay(
             f"pull request #{number} is at {pull.head_sha}, but the artifact is for {record.head_sha}: a stale or "
             "forged artifact; nothing was posted (a newer run for the current head posts its own results)"
         )
+    if evaluating is not None:
+        _same_pull(evaluating, pull)
     if pull.state != "open":
         print(f"::notice::pull request #{number} is {pull.state}; nothing posted", file=out)
         return None
 
     baseline = _baseline(settings, record, any(v.diff is not None for v in views))
-    current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating_run))
+    current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating.id if evaluating else None))
     marker = f"diagbot:{record.marker_id}"
     comment = render_markdown(
         "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems
     )
     # The evaluating run's own input problems fail the check as they failed that run.
-    evaluating = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
-    decision = gate_outcome([*suites, *evaluating], _gate(settings, record))
+    broken = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
+    decision = gate_outcome([*suites, *broken], _gate(settings, record))
     notes = Notes(warnings, errors)
     post = Post(
         number=number,
@@ -241,8 +244,38 @@ def _listed(reports: Path, root: Path) -> list[str]:
 # --- trusted context -----------------------------------------------------------------------------------------------
 
 
-def _check_event(settings: Settings, record: PrRecord) -> int | None:
-    """The evaluating run's id from a workflow_run payload (trusted: GitHub wrote it), checking its head sha."""
+@dataclass(frozen=True)
+class EvaluatingRun:
+    """The run that uploaded the artifact, as the workflow_run payload (trusted: GitHub wrote it) says."""
+
+    id: int | None
+    head_repository: str | None
+    head_branch: str | None
+    pull_numbers: tuple[int, ...]
+
+
+def _same_pull(run: EvaluatingRun, pull: PullInfo) -> None:
+    """The evaluating run ran on this pull request's head branch and repository, and, when GitHub lists its pull
+    requests (it does not for forks), for this one: another fork's pull request at the same commit, whose artifact
+    names this number, must not post here."""
+    wrong = []
+    if run.pull_numbers and pull.number not in run.pull_numbers:
+        wrong.append(f"its pull requests are {', '.join(f'#{n}' for n in run.pull_numbers)}")
+    if run.head_repository is not None and (pull.head_repo or "").lower() != run.head_repository.lower():
+        wrong.append(
+            f"it ran in {run.head_repository}, but #{pull.number}'s head is in {pull.head_repo or 'a deleted fork'}"
+        )
+    if run.head_branch is not None and run.head_branch != pull.head_ref:
+        wrong.append(f"it ran on branch {run.head_branch}, but #{pull.number}'s head is {pull.head_ref}")
+    if wrong:
+        raise RelayError(
+            f"the artifact names pull request #{pull.number}, but the run that uploaded it is not that pull request's "
+            f"({'; '.join(wrong)}): a forged artifact; nothing was posted"
+        )
+
+
+def _check_event(settings: Settings, record: PrRecord) -> EvaluatingRun | None:
+    """The evaluating run from a workflow_run payload (trusted: GitHub wrote it), checking its head sha."""
     if settings.event_name != "workflow_run" or settings.event_path is None:
         return None
     try:
@@ -259,7 +292,17 @@ def _check_event(settings: Settings, record: PrRecord) -> int | None:
             "artifact; nothing was posted"
         )
     run_id = workflow_run.get("id")
-    return run_id if isinstance(run_id, int) and not isinstance(run_id, bool) else None
+    repository = workflow_run.get("head_repository")
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    branch = workflow_run.get("head_branch")
+    pulls = workflow_run.get("pull_requests")
+    numbers = [p.get("number") for p in pulls if isinstance(p, dict)] if isinstance(pulls, list) else []
+    return EvaluatingRun(
+        id=run_id if isinstance(run_id, int) and not isinstance(run_id, bool) else None,
+        head_repository=name if isinstance(name, str) else None,
+        head_branch=branch if isinstance(branch, str) else None,
+        pull_numbers=tuple(n for n in numbers if isinstance(n, int) and not isinstance(n, bool)),
+    )
 
 
 def _baseline(settings: Settings, record: PrRecord, compared: bool) -> BaselineInfo:

@@ -643,7 +643,8 @@ class PyGithubPort:
         doing = f"reading pull request #{number}"
         with _mapped(doing):
             pull = self._repo.get_pull(number)
-            return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state)
+            head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
+            return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state, head_repo)
 
     def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch:
         return search_baselines(self._repo, name, base_branch, base_sha)

@@ -45,6 +45,7 @@ class PullInfo:
     base_ref: str
     base_sha: str
     state: str
+    head_repo: str | None = None  # owner/name of the head's repository (a fork's); None once the fork is deleted
 
 
 @dataclass(frozen=True)
