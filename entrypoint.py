@@ -34,12 +34,21 @@ def fail(exc: DiagbotError) -> int:
 
 
 def hand_back(workspace: Path, folder: Path) -> None:
-    """The container runs as root: give what it wrote back to the workspace's owner so later steps can use it."""
+    """The container runs as root: give what it wrote back to the workspace's owner so later steps can use it.
+    Only a real folder reached through real folders from the workspace is walked, and a link in it is handed back
+    itself, never followed: a pull request can commit the report folder as a link to `/var/run` or `/`."""
     try:
         owner = workspace.stat()
-        for path in [folder, *folder.rglob("*")]:
-            os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
-    except OSError:
+        at = workspace
+        for part in folder.relative_to(workspace).parts:
+            at = at / part
+            if at.is_symlink() or not at.is_dir():
+                return  # diagbot wrote nothing there (it never writes through a link)
+        for root, folders, files in os.walk(folder):  # followlinks=False: never into a linked folder
+            for name in (*folders, *files):
+                os.chown(os.path.join(root, name), owner.st_uid, owner.st_gid, follow_symlinks=False)
+        os.chown(folder, owner.st_uid, owner.st_gid, follow_symlinks=False)
+    except (OSError, ValueError):
         pass  # not root, or nothing written: later steps can still read the files
 
 

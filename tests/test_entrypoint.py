@@ -323,3 +323,31 @@ def test_relay_posts_even_when_the_evaluating_run_failed_on_input(gh: GitHubTest
     assert "input could not be used" in comment.body and "leaves the fixtures folder" in comment.body
     assert "**workspace**" in comment.body  # the suite that did run is still shown
     assert [c.conclusion for c in gh.check_runs.values()] == ["failure", "failure"]
+
+
+def test_hand_back_never_follows_a_link_the_pull_request_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The container is root: a report folder committed as a link to /var/run handed the host's docker.sock to the
+    workspace owner. Only real folders are walked, and a link is handed back itself."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    import entrypoint
+
+    owned: list[str] = []
+    monkeypatch.setattr(os, "chown", lambda path, uid, gid, follow_symlinks=True: owned.append(
+        os.path.relpath(path, tmp_path) + ("" if not follow_symlinks else " (followed)")))  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "docker.sock").write_text("")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "diagbot-report").symlink_to(elsewhere)
+    entrypoint.hand_back(ws, ws / "diagbot-report")
+    assert owned == []
+    (ws / "diagbot-report").unlink()
+    (ws / "diagbot-report" / "reports").mkdir(parents=True)
+    (ws / "diagbot-report" / "reports" / "a.json").write_text("{}")
+    (ws / "diagbot-report" / "linked").symlink_to(elsewhere)
+    entrypoint.hand_back(ws, ws / "diagbot-report")
+    assert sorted(owned) == ["ws/diagbot-report", "ws/diagbot-report/linked", "ws/diagbot-report/reports",
+                             "ws/diagbot-report/reports/a.json"]  # fmt: skip
