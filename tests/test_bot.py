@@ -157,3 +157,13 @@ def test_checked_out_commit_reads_git_without_git(tmp_path: Path) -> None:
     assert events.checked_out_commit(tmp_path) == "e" * 40
     (git / "HEAD").write_text("ref: ../../etc/passwd\n")
     assert events.checked_out_commit(tmp_path) is None
+
+
+def test_annotation_messages_are_cut_by_utf8_bytes_not_characters() -> None:
+    """GitHub's limit is 64 KB: 60,000 CJK characters (180,000 bytes) made it refuse the check run itself."""
+    from diagbot.action.bot import MAX_ANNOTATION_BYTES, _cut_bytes
+
+    cut = _cut_bytes("退款" * 40_000, MAX_ANNOTATION_BYTES)
+    assert len(cut.encode()) == MAX_ANNOTATION_BYTES and cut == "退款" * 10_000
+    assert _cut_bytes("ab退", 4) == "ab"  # never half a character
+    assert _cut_bytes("short", MAX_ANNOTATION_BYTES) == "short"
