@@ -55,6 +55,18 @@ def test_thresholds_inputs() -> None:
     assert settings.thresholds == {"tool-calls-pct": 35.0}
 
 
+def test_the_baseline_workflow_is_this_runs_own_unless_an_input_names_another() -> None:
+    ref = "octo/app/.github/workflows/diagbot.yml@refs/pull/7/merge"
+    assert Settings.from_env(env(GITHUB_WORKFLOW_REF=ref)).baseline_workflow_path == ".github/workflows/diagbot.yml"
+    named = env(GITHUB_WORKFLOW_REF=ref, **{"INPUT_BASELINE-WORKFLOW": "diagbot-main.yml"})
+    assert Settings.from_env(named).baseline_workflow_path == ".github/workflows/diagbot-main.yml"
+    assert Settings.from_env(env()).baseline_workflow_path is None  # outside Actions: any workflow's runs
+    other = env(GITHUB_WORKFLOW_REF="elsewhere/tools/.github/workflows/shared.yml@refs/heads/main")
+    assert Settings.from_env(other).baseline_workflow_path is None
+    with pytest.raises(SettingsError, match="input 'baseline-workflow'"):
+        Settings.from_env(env(**{"INPUT_BASELINE-WORKFLOW": "diagbot"}))
+
+
 def test_pull_request_target_is_the_head_not_the_merge_commit() -> None:
     target = events.resolve_target(Settings.from_env(env(GITHUB_SHA="c" * 40)), port=None)  # type: ignore[arg-type]
     assert (target.role, target.pr_number, target.head_sha) == (events.Role.PULL_REQUEST, 7, "a" * 40)

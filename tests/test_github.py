@@ -139,6 +139,15 @@ def test_the_base_commits_own_run_comes_first_even_behind_the_candidate_limit(g:
     assert (found.runs_scanned, found.stopped_because) == (10, "10 candidates found")
 
 
+def test_only_the_given_workflows_runs_hold_the_baseline(g: Github, gh: GitHubTestServer) -> None:
+    """Runs were filtered by event and branch only: a nightly workflow's newer `diagbot-report` on main became
+    the pull request's baseline (exit 2 for its suites, or a diff against another workflow's results)."""
+    ours = artifact(gh, age_days=2, workflow="diagbot.yml")
+    artifact(gh, age_days=1, workflow="nightly.yml")
+    assert candidates(g, workflow=".github/workflows/diagbot.yml") == [ours]
+    assert len(candidates(g)) == 2  # no workflow known: every workflow's runs count, as before
+
+
 def test_workflow_dispatch_runs_of_the_base_branch_are_baselines_too(g: Github, gh: GitHubTestServer) -> None:
     pushed_old = artifact(gh, age_days=3)
     dispatched = artifact(gh, age_days=1, event="workflow_dispatch")

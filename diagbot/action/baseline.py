@@ -32,7 +32,7 @@ def resolve_baseline(
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
     try:
-        search = port.find_baselines(name, base_branch, base_sha)
+        search = port.find_baselines(name, base_branch, base_sha, settings.baseline_workflow_path)
     except GitHubError as exc:
         reason = f"the '{name}' artifacts could not be listed"
         if strict:

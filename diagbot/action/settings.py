@@ -43,6 +43,9 @@ class Settings(BaseModel):
     github_token: SecretStr = Field(alias="INPUT_GITHUB-TOKEN", min_length=1)
     config: str | None = Field(default=None, alias="INPUT_CONFIG")
     baseline_artifact: str = Field(default="diagbot-report", alias="INPUT_BASELINE-ARTIFACT", min_length=1)
+    baseline_workflow: str | None = Field(
+        default=None, alias="INPUT_BASELINE-WORKFLOW", pattern=r"^[^\s@]+\.ya?ml$", max_length=300
+    )
     baseline_max_age_days: float | None = Field(
         default=None, gt=0, allow_inf_nan=False, alias="INPUT_BASELINE-MAX-AGE-DAYS"
     )
@@ -70,6 +73,7 @@ class Settings(BaseModel):
     sha: str | None = Field(default=None, alias="GITHUB_SHA")
     ref: str | None = Field(default=None, alias="GITHUB_REF")
     run_id: int | None = Field(default=None, alias="GITHUB_RUN_ID")
+    workflow_ref: str | None = Field(default=None, alias="GITHUB_WORKFLOW_REF")
     workspace: Path = Field(default=Path("."), alias="GITHUB_WORKSPACE")
     output: Path | None = Field(default=None, alias="GITHUB_OUTPUT")
     step_summary: Path | None = Field(default=None, alias="GITHUB_STEP_SUMMARY")
@@ -90,6 +94,18 @@ class Settings(BaseModel):
 
     def run_link(self, run_id: int | None) -> str | None:
         return None if run_id is None else f"{self.server_url}/{self.repository}/actions/runs/{run_id}"
+
+    @property
+    def baseline_workflow_path(self) -> str | None:
+        """The workflow whose runs hold the baseline, as a path in the repository: the baseline-workflow input (a
+        file name under .github/workflows/, or a path), else this run's own workflow (from GITHUB_WORKFLOW_REF,
+        `owner/repo/.github/workflows/x.yml@ref`); None when neither is known, and then any workflow's runs count."""
+        if self.baseline_workflow is not None:
+            given = self.baseline_workflow
+            return given if "/" in given else f".github/workflows/{given}"
+        ref = (self.workflow_ref or "").partition("@")[0]
+        prefix = f"{self.repository}/"
+        return ref[len(prefix) :] if ref.lower().startswith(prefix.lower()) and len(ref) > len(prefix) else None
 
     @property
     def thresholds(self) -> dict[str, float]:

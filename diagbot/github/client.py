@@ -223,6 +223,7 @@ def search_baselines(
     base_branch: str,
     base_sha: str | None,
     *,
+    workflow: str | None = None,
     max_candidates: int = MAX_CANDIDATES,
     max_runs: int = MAX_RUNS_SCANNED,
     max_seconds: float = MAX_SEARCH_SECONDS,
@@ -234,7 +235,8 @@ def search_baselines(
     Only the branch's runs are listed, never the repository-wide artifact list (where every pull request run's
     upload crowds the baselines out). The search looks at no more than `max_runs` runs and `max_seconds` of
     `clock`, and ends once it has `max_candidates`. A fork's run can have the same branch name; it is never trusted
-    (its head repository must be this repository).
+    (its head repository must be this repository). With `workflow` (a workflow file's path in the repository), only
+    that workflow's runs count: another workflow's `diagbot-report` is not this one's baseline.
     """
     found: list[ArtifactCandidate] = []
     scanned = 0
@@ -253,7 +255,8 @@ def search_baselines(
             if run is None:
                 break
             scanned += 1
-            found.extend(_run_candidates(run, name, base_branch, base_sha))
+            if workflow is None or run.path == workflow:
+                found.extend(_run_candidates(run, name, base_branch, base_sha))
             if len(found) >= max_candidates:  # fallbacks are kept even after an exact match: it may be unusable
                 stopped = f"{len(found)} candidates found"
                 break
@@ -646,8 +649,10 @@ class PyGithubPort:
             head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
             return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state, head_repo)
 
-    def find_baselines(self, name: str, base_branch: str, base_sha: str | None) -> BaselineSearch:
-        return search_baselines(self._repo, name, base_branch, base_sha)
+    def find_baselines(
+        self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None
+    ) -> BaselineSearch:
+        return search_baselines(self._repo, name, base_branch, base_sha, workflow=workflow)
 
     def download(self, candidate: ArtifactCandidate) -> bytes:
         return download_artifact(self.github.requester, candidate)
