@@ -222,6 +222,16 @@ def test_an_archive_whose_member_cannot_be_decompressed_is_refused_not_raised(da
         dg.unpack_artifact(data, "artifact 1")
 
 
+def test_an_archive_that_holds_one_file_twice_is_refused() -> None:
+    """The last copy won silently: which report was the baseline depended on the writer's order."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("reports/diagnosis.json", b'{"kind": "trace"}')
+        archive.writestr("reports\\diagnosis.json", b'{"kind": "other"}')
+    with pytest.raises(dg.UnsafeArtifact, match=r"holds reports\\diagnosis\.json twice"):
+        dg.unpack_artifact(buffer.getvalue(), "artifact 1")
+
+
 def test_bare_json_artifact_is_accepted() -> None:
     assert dg.unpack_artifact(b' {"kind": "trace"}', "a") == {"report.json": b' {"kind": "trace"}'}
 

@@ -367,11 +367,15 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
     if len(members) > MAX_MEMBERS:
         raise UnsafeArtifact(f"{where}: {len(members)} files, over the cap of {MAX_MEMBERS}")
     files: dict[str, bytes] = {}
+    seen: set[str] = set()
     total = 0
     for member in members:
         path = _safe_member_path(member, where)
         if path is None:
             continue
+        if path in seen:  # the same file twice, maybe spelt differently (a//b, or a backslash for a slash)
+            raise UnsafeArtifact(f"{where}: holds {member.filename} twice; which one is the report is unknown")
+        seen.add(path)
         total += member.file_size
         if total > max_total:
             raise UnsafeArtifact(f"{where}: unpacks to over {max_total} bytes (a zip bomb?); refusing to unpack")
