@@ -332,6 +332,24 @@ def test_a_deleted_accounts_comment_with_the_marker_is_not_ours(g: Github, gh: G
     ]
 
 
+def test_a_comment_posted_as_another_login_than_comment_author_says_so() -> None:
+    """With a GitHub App's token every run posted a new comment, silently: its own is never found by the default
+    comment-author. The warning names the login to set."""
+    with GitHubTestServer(token_user="my-app[bot]") as app:
+        app.add_repo(REPO)
+        app.add_pull(REPO, 7, base_sha=BASE)
+        client = dg.make_client(app.api_url, "t", max_wait_seconds=5)
+        try:
+            warnings: list[str] = []
+            dg.upsert_comment(client.get_repo(REPO).get_issue(7), MARKER, f"{MARKER}\nx", "update", warnings=warnings)
+        finally:
+            client.close()
+    assert warnings == [
+        "commenting on #7: the comment was posted as my-app[bot], but comment-author is github-actions[bot], so the "
+        "next run will not find it and will post another; set the comment-author input to my-app[bot]"
+    ]
+
+
 def test_other_authors_comments_are_never_taken_over(g: Github, gh: GitHubTestServer) -> None:
     theirs = gh.add_comment(REPO, 7, f"{MARKER}\nposted with a PAT", user="release-bot")
     issue = g.get_repo(REPO).get_issue(7)

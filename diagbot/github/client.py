@@ -504,6 +504,12 @@ def upsert_comment(
         existing = ours() if mode == "update" else []
         if not existing:
             comment = _write_once(lambda: issue.create_comment(text), posted)
+            poster = comment.user.login if comment.user is not None else None
+            if mode == "update" and poster is not None and poster != author:
+                notes.append(
+                    f"{doing}: the comment was posted as {poster}, but comment-author is {author}, so the next run "
+                    f"will not find it and will post another; set the comment-author input to {poster}"
+                )
             if mode == "new" or (len(seen) <= 1 and comment.body == text):
                 return str(comment.html_url)
             existing = seen  # another run's comment turned up meanwhile: update it rather than add a second
