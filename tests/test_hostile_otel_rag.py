@@ -834,3 +834,43 @@ def test_openinference_deprecated_function_call_attributes_are_a_call() -> None:
     })  # fmt: skip
     calls = parse(rec.otlp()).calls
     assert [(c.tool, c.id, c.args) for c in calls] == [("refund_submit", None, {"order_id": "ORDER_1"})]
+
+
+def _chat_span_with_events(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One model-call span, made by the SDK, whose messages are span events (older GenAI conventions)."""
+    from opentelemetry.trace import SpanKind
+
+    rec = Recorder()
+    span = rec.tracer.start_span("chat gpt-4o", kind=SpanKind.CLIENT, start_time=rec.clock,
+                                 attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "openai"})  # fmt: skip
+    for i, (name, attributes) in enumerate(events):
+        span.add_event(name, attributes, timestamp=rec.clock + i + 1)
+    span.add_event("exception", {"exception.message": "ignored"}, timestamp=rec.clock + 99)
+    span.end(end_time=rec.clock + 1_000)
+    return rec.otlp()
+
+
+def test_messages_recorded_as_span_events_are_the_conversation() -> None:
+    """Instrumentations on the older conventions record messages as span events; they were never read, so the
+    run had no answer and failed saying content capture was off, though it was on."""
+    prompt = json.dumps([{"role": "user", "content": "Refund ORDER_1?"}])
+    completion = json.dumps([{"role": "assistant", "content": "Refund submitted."}])
+    run = parse(_chat_span_with_events([("gen_ai.content.prompt", {"gen_ai.prompt": prompt}),
+                                        ("gen_ai.content.completion", {"gen_ai.completion": completion})]))  # fmt: skip
+    assert (steps(run), run.unrecorded) == ([("user", "Refund ORDER_1?"), ("assistant", "Refund submitted.")], None)
+    calls = json.dumps([{"id": "c1", "type": "function",
+                         "function": {"name": "order_lookup", "arguments": '{"order_id": "ORDER_1"}'}}])  # fmt: skip
+    run = parse(_chat_span_with_events([
+        ("gen_ai.system.message", {"content": "You are a refund agent."}),
+        ("gen_ai.user.message", {"content": "Refund ORDER_1?"}),
+        ("gen_ai.assistant.message", {"tool_calls": calls}),
+        ("gen_ai.tool.message", {"id": "c1", "content": "signed, 3 days"}),
+        ("gen_ai.choice", {"index": 0, "finish_reason": "stop",
+                           "message": json.dumps({"role": "assistant", "content": "Eligible: refund submitted."})}),
+    ]))  # fmt: skip
+    assert steps(run) == [
+        ("system", "You are a refund agent."), ("user", "Refund ORDER_1?"), ("assistant", ""),
+        ("call", "order_lookup", "c1", {"order_id": "ORDER_1"}, "signed, 3 days", False),
+        ("assistant", "Eligible: refund submitted."),
+    ]  # fmt: skip
+    assert run.unrecorded is None

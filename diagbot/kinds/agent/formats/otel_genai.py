@@ -5,7 +5,11 @@
 `tool_call` and `tool_call_response` parts, as JSON text or structured values), `execute_tool` (one call:
 `gen_ai.tool.name`, `gen_ai.tool.call.id`, `.arguments`, `.result`), `retrieval` (`gen_ai.retrieval.query.text`,
 `gen_ai.retrieval.documents`) and `invoke_agent` (the run). Older instrumentations record the messages as
-`gen_ai.prompt` / `gen_ai.completion` lists, in chat-completions shape or in parts; both are read.
+`gen_ai.prompt` / `gen_ai.completion` lists, in chat-completions shape or in parts (both are read), or as span
+events: `gen_ai.content.prompt` / `gen_ai.content.completion` carrying those two attributes (conventions up to
+1.27), or one event per message (`gen_ai.{system,user,assistant,tool}.message` and `gen_ai.choice`, 1.28 to 1.36)
+whose attributes are the event body's fields: `content`, `tool_calls`, the tool message's `id`, the choice's
+`message`.
 """
 
 from __future__ import annotations
@@ -37,22 +41,39 @@ _INPUT, _OUTPUT = ("gen_ai.input.messages", "gen_ai.prompt"), ("gen_ai.output.me
 _RESULT_KEYS = ("response", "result")  # the JSON schema says `response`; the spec's own example, `result`
 
 
+_CONTENT_EVENTS = {"gen_ai.content.prompt": _INPUT, "gen_ai.content.completion": _OUTPUT}
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+_CHOICE = "gen_ai.choice"
+
+
 def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
-    if operation is None and (span.has("gen_ai.prompt") or span.has("gen_ai.completion")):
+    if operation is None and (span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span)):
         return INFERENCE  # older conventions, before the operation name
     return _ROLES.get(operation) if operation is not None else None
 
 
+def _message_events(span: Span) -> bool:
+    return any(e.name in _CONTENT_EVENTS or e.name in _MESSAGE_EVENTS or e.name == _CHOICE for e in span.events)
+
+
 def records_messages(span: Span) -> bool:
     """Whether the span may record messages (a cheap test of its keys; `conversation` tells whether it does)."""
-    return any(span.has(key) for key in (*_INPUT, *_OUTPUT))
+    return any(span.has(key) for key in (*_INPUT, *_OUTPUT)) or _message_events(span)
 
 
 def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     """The span's input messages (after its system instructions) and its output messages; None when it records
-    no message (empty lists; system instructions alone are no conversation)."""
+    no message (empty lists; system instructions alone are no conversation). Messages in attributes win over
+    those in events."""
     said_in, said_out = _messages(span, _INPUT), _messages(span, _OUTPUT)
+    if not (said_in or said_out):
+        said_in, said_out = _event_messages(span)
     if not (said_in or said_out):
         return None
     said: list[Said] = []
@@ -69,6 +90,27 @@ def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
         return []
     value, where = span.json(key), span.where(key)
     return [_message(obj(m, f"{where}[{i}]"), f"{where}[{i}]") for i, m in enumerate(items(value, where))]
+
+
+def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
+    """The messages a span records as events, in time order: before the choices, the input; the choices, output."""
+    said_in: list[Said] = []
+    said_out: list[Said] = []
+    for event in span.events:
+        if event.name in _CONTENT_EVENTS:
+            keys = _CONTENT_EVENTS[event.name]
+            (said_in if keys is _INPUT else said_out).extend(_messages(event, keys))
+        elif event.name in _MESSAGE_EVENTS or event.name == _CHOICE:
+            message: dict[str, Any] = {"role": _MESSAGE_EVENTS.get(event.name, "assistant")}
+            if event.name == _CHOICE:
+                message |= obj(event.json("message") or {}, event.where("message"))
+            for key in ("content", "tool_calls"):
+                if event.has(key):
+                    message[key] = event.json(key) if key == "tool_calls" else event.get(key)
+            if event.has("id"):
+                message["tool_call_id"] = event.get("id")
+            (said_out if event.name == _CHOICE else said_in).append(_message(message, event.path))
+    return said_in, said_out
 
 
 def _message(message: dict[str, Any], path: str) -> Said:

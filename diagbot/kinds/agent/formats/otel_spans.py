@@ -39,6 +39,7 @@ class Span:
     order: int  # place in the file, to keep ties in time stable
     attributes: dict[str, Any] = field(default_factory=dict)  # key -> the AnyValue as recorded
     quota: Quota = field(default_factory=Quota)  # what JSON text its attributes may still decode: the run's, shared
+    events: list[Span] = field(default_factory=list)  # its `gen_ai.*` span events, in time order, read as spans
 
     def has(self, key: str) -> bool:
         return key in self.attributes

@@ -114,15 +114,22 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         raise TraceInvalid(
             f"{path}.status.code", f"expected an integer (OTLP/JSON writes enums as numbers; 2 is ERROR), found {found}"
         )
-    attributes: dict[str, Any] = {}
-    for i, raw in enumerate(items(span.get("attributes", []), f"{path}.attributes")):
-        attribute = obj(raw, f"{path}.attributes[{i}]")
-        attributes[text(attribute.get("key"), f"{path}.attributes[{i}].key")] = attribute.get("value")
+    attributes = _attributes(span, path)
     trace_id = _id(span.get("traceId"), "traceId", path)
     _id(span.get("spanId"), "spanId", path)
     if span.get("parentSpanId"):
         _id(span["parentSpanId"], "parentSpanId", path)
     name = span.get("name", "")
+    events = []
+    for i, raw in enumerate(items(span.get("events", []), f"{path}.events")):
+        where = f"{path}.events[{i}]"
+        event = obj(raw, where)
+        event_name = text(event.get("name", ""), f"{where}.name")
+        if not event_name.startswith("gen_ai."):  # exceptions, logs: nothing the conventions read
+            continue
+        at = int64(event.get("timeUnixNano", "0"), f"{where}.timeUnixNano")
+        events.append(Span(where, "", event_name, at, at, False, i, _attributes(event, where), quota))
+    events.sort(key=lambda event: (event.start, event.order))
     return Span(
         path=path,
         trace_id=trace_id,
@@ -133,7 +140,17 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         order=order,
         attributes=attributes,
         quota=quota,
+        events=events,
     )
+
+
+def _attributes(message: dict[str, Any], path: str) -> dict[str, Any]:
+    """A span's or an event's attributes: key -> the AnyValue as recorded (decoded when a convention asks)."""
+    found: dict[str, Any] = {}
+    for i, raw in enumerate(items(message.get("attributes", []), f"{path}.attributes")):
+        attribute = obj(raw, f"{path}.attributes[{i}]")
+        found[text(attribute.get("key"), f"{path}.attributes[{i}].key")] = attribute.get("value")
+    return found
 
 
 def _id(value: Any, field: str, path: str) -> str:
