@@ -874,3 +874,26 @@ def test_messages_recorded_as_span_events_are_the_conversation() -> None:
         ("assistant", "Eligible: refund submitted."),
     ]  # fmt: skip
     assert run.unrecorded is None
+
+
+def test_a_conversation_recorded_on_the_agent_span_alone_is_read() -> None:
+    """Frameworks such as AG2 record the messages on `invoke_agent`, not on model calls: the run had no answer."""
+    history = [{"role": "user", "parts": [text("Refund ORDER_1?")]},
+               {"role": "assistant", "parts": [call_part("c1", "refund_submit", {"order_id": "ORDER_1"})]},
+               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}]  # fmt: skip
+    output = [{"role": "assistant", "parts": [text("Refund submitted.")]}]
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})  # a model call without its messages
+    rec.span(
+        "execute_tool refund_submit",
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund_submit", "gen_ai.tool.call.id": "c1"},
+    )
+    rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent",
+                                      "gen_ai.input.messages": json.dumps(history),
+                                      "gen_ai.output.messages": json.dumps(output)})  # fmt: skip
+    run = parse(rec.otlp())
+    assert (run.answer, run.unrecorded, [(c.tool, c.result) for c in run.calls]) == (
+        "Refund submitted.",
+        None,
+        [("refund_submit", "ok")],
+    )

@@ -7,7 +7,8 @@ unknown fields ignored. One file is one run, so spans of two traces are refused,
 start-time order.
 
 One conversation from many spans: every model call records the history so far, so the run's messages are those
-of the latest inference span that records any (its input messages, then its output messages). Tool spans attach
+of the latest inference span that records any (its input messages, then its output messages), or, when no model
+call does, of the latest agent span that records any (some frameworks record it there alone). Tool spans attach
 to that conversation's calls by call id, in order, adding status, duration and what the messages left out
 (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
 With no messages recorded (content capture is opt-in) the run is its tool spans and retrievals in time order. The
@@ -169,14 +170,9 @@ def _id(value: Any, field: str, path: str) -> str:
 def _run(roles: Roles) -> Run:
     agent = next((span for span, _, role in roles if role == AGENT), None)
     run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
-    latest = next(
-        (
-            (s, said)
-            for s, c, role in reversed(roles)
-            if role == INFERENCE and c.records_messages(s) and (said := c.conversation(s)) is not None
-        ),
-        None,
-    )  # the latest model call that records a message: one whose message lists are empty records none
+    # The latest model call that records a message (one whose message lists are empty records none); else the
+    # latest agent span that does, for frameworks that record the conversation on `invoke_agent` alone.
+    latest = _latest(roles, INFERENCE) or _latest(roles, AGENT)
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
@@ -196,6 +192,18 @@ def _run(roles: Roles) -> Run:
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
+
+
+def _latest(roles: Roles, role: str) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
+    """The latest span of `role` that records a message, with its conversation."""
+    return next(
+        (
+            (span, said)
+            for span, convention, its in reversed(roles)
+            if its == role and convention.records_messages(span) and (said := convention.conversation(span)) is not None
+        ),
+        None,
+    )
 
 
 def _conversation(
