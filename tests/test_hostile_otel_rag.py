@@ -897,3 +897,32 @@ def test_a_conversation_recorded_on_the_agent_span_alone_is_read() -> None:
         None,
         [("refund_submit", "ok")],
     )
+
+
+def test_openllmetry_flattened_prompt_and_completion_keys_are_the_conversation() -> None:
+    """OpenLLMetry writes `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`: not read, so the answer was lost, its
+    tool calls uncounted, and the run failed saying content capture was off."""
+    flat = {
+        "gen_ai.system": "openai", "llm.request.type": "chat",
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund ORDER_1?",
+        "gen_ai.prompt.1.role": "assistant",
+        "gen_ai.prompt.1.tool_calls.0.id": "call_1", "gen_ai.prompt.1.tool_calls.0.name": "order_lookup",
+        "gen_ai.prompt.1.tool_calls.0.arguments": '{"order_id": "ORDER_1"}',
+        "gen_ai.prompt.2.role": "tool", "gen_ai.prompt.2.tool_call_id": "call_1", "gen_ai.prompt.2.content": "signed",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "",
+        "gen_ai.completion.0.function_call.name": "refund_submit",
+        "gen_ai.completion.0.function_call.arguments": '{"order_id": "ORDER_1"}',
+    }  # fmt: skip
+    rec = Recorder()
+    rec.span("openai.chat", flat)
+    run = parse(rec.otlp())
+    assert steps(run) == [
+        ("user", "Refund ORDER_1?"), ("assistant", ""),
+        ("call", "order_lookup", "call_1", {"order_id": "ORDER_1"}, "signed", False),
+        ("assistant", ""), ("call", "refund_submit", None, {"order_id": "ORDER_1"}, "-", False),
+    ]  # fmt: skip
+    assert run.unrecorded is None
+    rec = Recorder()
+    rec.span("openai.chat", {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+                             "gen_ai.prompt.x.role": "user"})  # fmt: skip
+    assert "list index 'x' after gen_ai.prompt; an index must be a whole number from 0" in problem(rec.otlp())

@@ -9,7 +9,9 @@
 events: `gen_ai.content.prompt` / `gen_ai.content.completion` carrying those two attributes (conventions up to
 1.27), or one event per message (`gen_ai.{system,user,assistant,tool}.message` and `gen_ai.choice`, 1.28 to 1.36)
 whose attributes are the event body's fields: `content`, `tool_calls`, the tool message's `id`, the choice's
-`message`.
+`message`. OpenLLMetry flattens those lists into indexed keys (`gen_ai.prompt.N.role`, `.content`,
+`.tool_call_id`, `.tool_calls.K.{id, name, arguments}` or `.function_call.{name, arguments}`, the same under
+`gen_ai.completion.N`); they are read as the same messages.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from diagbot.kinds.agent.formats.otel_spans import (
     Span,
     ToolSpan,
     document_id,
+    flat_entries,
+    flat_leaf,
+    flat_node,
+    flat_text,
+    flat_tree,
 )
 from diagbot.kinds.agent.run import Document, Retrieval, ToolCall
 
@@ -51,9 +58,17 @@ _MESSAGE_EVENTS = {
 _CHOICE = "gen_ai.choice"
 
 
+_FLAT_INPUT, _FLAT_OUTPUT = "gen_ai.prompt.", "gen_ai.completion."  # OpenLLMetry's indexed keys
+
+
+def _flat(span: Span) -> bool:
+    return any(key.startswith((_FLAT_INPUT, _FLAT_OUTPUT)) for key in span.attributes)
+
+
 def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
-    if operation is None and (span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span)):
+    older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
+    if operation is None and older:
         return INFERENCE  # older conventions, before the operation name
     return _ROLES.get(operation) if operation is not None else None
 
@@ -64,7 +79,7 @@ def _message_events(span: Span) -> bool:
 
 def records_messages(span: Span) -> bool:
     """Whether the span may record messages (a cheap test of its keys; `conversation` tells whether it does)."""
-    return any(span.has(key) for key in (*_INPUT, *_OUTPUT)) or _message_events(span)
+    return any(span.has(key) for key in (*_INPUT, *_OUTPUT)) or _message_events(span) or _flat(span)
 
 
 def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
@@ -72,6 +87,8 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     no message (empty lists; system instructions alone are no conversation). Messages in attributes win over
     those in events."""
     said_in, said_out = _messages(span, _INPUT), _messages(span, _OUTPUT)
+    if not (said_in or said_out):
+        said_in, said_out = _flat_messages(span, _FLAT_INPUT), _flat_messages(span, _FLAT_OUTPUT)
     if not (said_in or said_out):
         said_in, said_out = _event_messages(span)
     if not (said_in or said_out):
@@ -90,6 +107,28 @@ def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
         return []
     value, where = span.json(key), span.where(key)
     return [_message(obj(m, f"{where}[{i}]"), f"{where}[{i}]") for i, m in enumerate(items(value, where))]
+
+
+def _flat_messages(span: Span, prefix: str) -> list[Said]:
+    """OpenLLMetry's messages, `gen_ai.prompt.N.*` or `gen_ai.completion.N.*`, in index order, read as the
+    chat-completions shaped messages they flatten."""
+    said = []
+    for key, entry in flat_entries(span, prefix, flat_tree(span, prefix)):
+        role = flat_text(span, entry, "role", key)
+        message: dict[str, Any] = {"role": role if role is not None or prefix == _FLAT_INPUT else "assistant"}
+        for name in ("content", "tool_call_id"):
+            if name in entry:
+                message[name] = flat_leaf(span, entry, name, key)
+        calls = flat_entries(span, f"{key}.tool_calls.", entry.get("tool_calls", {}))
+        if "function_call" in entry:  # the older single call
+            calls.append((f"{key}.function_call", flat_node(entry["function_call"], span, f"{key}.function_call")))
+        message["tool_calls"] = [
+            {"id": flat_leaf(span, call, "id", where), "function": {name: flat_leaf(span, call, name, where)
+                                                                    for name in ("name", "arguments")}}
+            for where, call in calls
+        ]  # fmt: skip
+        said.append(_message(message, span.where(key)))
+    return said
 
 
 def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagbot.kinds.agent.formats.common import Quota, embedded_json, items, obj, text, type_name
-from diagbot.kinds.agent.run import ToolCall, TraceInvalid
+from diagbot.kinds.agent.run import MAX_STEPS, ToolCall, TraceInvalid
 
 # What a span is to the run.
 INFERENCE = "inference"  # a model call that may record the conversation so far
@@ -24,6 +24,7 @@ RETRIEVAL = "retrieval"  # one retrieval (RAG)
 AGENT = "agent"  # the agent's run: the root, whose duration is the run's
 
 MAX_DEPTH = 32  # nested arrays and key-value lists in one attribute value
+MAX_KEY_PARTS = 16  # dot-separated parts of a flattened key after its list's prefix (the conventions use at most 8)
 _INT = re.compile(r"-?[0-9]{1,20}")
 _INT_RANGE = (-(2**63), 2**64 - 1)  # int64 values and the fixed64 times
 
@@ -162,3 +163,70 @@ def document_id(value: Any, path: str) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     raise TraceInvalid(path, f"expected a string or a whole number, found {type_name(value)}")
+
+
+# Lists flattened into indexed keys (OpenInference's, OpenLLMetry's `gen_ai.prompt.N.*`), unflattened: `a.0.b`
+# becomes {"a": {"0": {"b": "a.0.b"}}}, each leaf the attribute key that holds the value, decoded only when read.
+
+
+def flat_tree(span: Span, prefix: str) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for key in span.attributes:
+        if key.startswith(prefix):
+            parts = key.count(".", len(prefix)) + 1  # counted before a dict is made for each part
+            if parts > MAX_KEY_PARTS:
+                raise TraceInvalid(
+                    span.where(key),
+                    f"{parts:,} parts after {prefix.rstrip('.')}; diagbot reads at most {MAX_KEY_PARTS}",
+                )
+            node = tree
+            *inner, last = key[len(prefix) :].split(".")
+            for name in inner:
+                node = node.setdefault(name, {})
+                if not isinstance(node, dict):
+                    raise TraceInvalid(span.where(key), "a key under another attribute's value")
+            if isinstance(node.get(last), dict):
+                raise TraceInvalid(span.where(key), "a value where other attributes have keys under it")
+            node[last] = key
+    return tree
+
+
+def flat_entries(span: Span, prefix: str, tree: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The items of the list flattened under `prefix` (its key path, its subtree), in index order."""
+    found = []
+    for index, subtree in flat_node(tree, span, prefix.rstrip(".")).items():
+        if not (index.isascii() and index.isdigit()):  # "-1", " 1", "²": no message or call may vanish
+            raise TraceInvalid(
+                span.where(_key_in(subtree)),
+                f"list index {index[:20]!r} after {prefix.rstrip('.')}; an index must be a whole number from 0 "
+                "(ASCII digits)",
+            )
+        if len(index) > 6 or int(index) >= MAX_STEPS:
+            raise TraceInvalid(span.where(prefix + index), f"index {index[:20]}; diagbot reads at most {MAX_STEPS:,}")
+        found.append((int(index), f"{prefix}{index}", flat_node(subtree, span, f"{prefix}{index}")))
+    return [(key, subtree) for _, key, subtree in sorted(found, key=lambda item: item[0])]
+
+
+def _key_in(subtree: Any) -> str:
+    """An attribute key under `subtree` of the unflattened lists (the first recorded), to name in a message."""
+    while isinstance(subtree, dict):  # never empty: a dict is made only for a key under it
+        subtree = next(iter(subtree.values()))
+    return str(subtree)
+
+
+def flat_node(value: Any, span: Span, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TraceInvalid(span.where(value), f"expected the keys under {key}, found a value")
+    return value
+
+
+def flat_leaf(span: Span, node: dict[str, Any], name: str, where: str) -> Any:
+    key = node.get(name)
+    if isinstance(key, dict):
+        raise TraceInvalid(span.where(f"{where}.{name}"), "expected a value, found more keys under it")
+    return None if key is None else span.get(key)
+
+
+def flat_text(span: Span, node: dict[str, Any], name: str, where: str) -> str | None:
+    value = flat_leaf(span, node, name, where)
+    return None if value is None else text(value, span.where(f"{where}.{name}"))
