@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -114,8 +113,13 @@ def make_suite(
     return root
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+# The limit is set by a small Python that then execs diagbot, not by a preexec_fn: Python code run between fork and
+# exec also runs every os.register_at_fork hook of this process (the OpenTelemetry SDK's providers register some),
+# and one that takes a lock deadlocked the child.
+LIMITED = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
 
 
 @dataclass
@@ -153,7 +157,8 @@ class Result:
 
 
 def diagbot(root: Path, command: str = "run", timeout: float = TIMEOUT) -> Result:
-    args = [sys.executable, "-m", "diagbot", command, "--config", str(root / "diagbot.yml")]
+    limited = LIMITED.format(limit=MEMORY)
+    args = [sys.executable, "-c", limited, "-m", "diagbot", command, "--config", str(root / "diagbot.yml")]
     if command == "run":
         args += ["--out", str(root / "out")]
     env = {**os.environ, "PYTHONUTF8": "1"}
@@ -166,7 +171,6 @@ def diagbot(root: Path, command: str = "run", timeout: float = TIMEOUT) -> Resul
         timeout=timeout,
         check=False,
         env=env,
-        preexec_fn=_limit_memory,  # only sets a limit in the child, before exec
     )
     seconds = time.monotonic() - started
     return Result(proc.returncode, _text(proc.stdout), _text(proc.stderr), seconds, root)

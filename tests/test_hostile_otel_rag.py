@@ -926,3 +926,27 @@ def test_openllmetry_flattened_prompt_and_completion_keys_are_the_conversation()
     rec.span("openai.chat", {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
                              "gen_ai.prompt.x.role": "user"})  # fmt: skip
     assert "list index 'x' after gen_ai.prompt; an index must be a whole number from 0" in problem(rec.otlp())
+
+
+@pytest.mark.parametrize("fmt", ["auto", "otlp"])
+def test_the_sdks_console_span_json_is_named_as_such(fmt: str) -> None:
+    """What a newcomer tries first, ConsoleSpanExporter's output, was 'not valid JSON (Extra data)' under auto and
+    'a misspelt resourceSpans' under otlp: neither said that the format is the SDK's own, not OTLP/JSON."""
+    import io
+
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    written = io.StringIO()
+    provider = Recorder().provider  # fixed ids and resource, as the recorder's own exports
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=written)))
+    tracer = provider.get_tracer("newcomer")
+    for name in ("chat gpt-4o", "execute_tool order_lookup"):
+        with tracer.start_as_current_span(name, attributes={"gen_ai.operation.name": name.split()[0]}):
+            pass
+    provider.shutdown()
+    message = problem(written.getvalue().encode(), fmt)
+    assert message.endswith(
+        "(this is the OpenTelemetry SDK's own span JSON, as ConsoleSpanExporter or span.to_json() writes it, not "
+        "OTLP/JSON; export with an OTLP/JSON file exporter instead: see docs/agent.md, 'Getting such a file')"
+    )
+    assert "SDK's own span JSON" not in problem(b'{"context": 1}\n{"x": 2}', fmt)  # other broken JSON: no hint

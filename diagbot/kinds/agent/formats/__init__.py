@@ -40,6 +40,35 @@ def parse_run(data: bytes, fmt: str) -> Run:
     """A run from a file's bytes in the given format (or detected); raises TraceInvalid naming the JSON path. A
     leading UTF-8 byte-order mark, which some editors write, is skipped."""
     data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return _parse(data, fmt)
+    except TraceInvalid as exc:
+        if fmt not in (AUTO, otlp.NAME) or not _sdk_span_json(data):
+            raise
+        raise TraceInvalid(exc.path, exc.message + SDK_SPAN_HINT) from None
+
+
+SDK_SPAN_HINT = (
+    " (this is the OpenTelemetry SDK's own span JSON, as ConsoleSpanExporter or span.to_json() writes it, not "
+    "OTLP/JSON; export with an OTLP/JSON file exporter instead: see docs/agent.md, 'Getting such a file')"
+)
+
+
+def _sdk_span_json(data: bytes) -> bool:
+    """Whether the file starts with a span as the Python SDK writes it to the console: `{name, context: {trace_id,
+    span_id}, ...}` (one after another, so not one JSON document)."""
+    start = data.lstrip()[:1]
+    if start != b"{":
+        return False
+    try:
+        first, _ = json.JSONDecoder().raw_decode(data.decode("utf-8", "replace").lstrip())
+    except (ValueError, RecursionError):
+        return False
+    context = first.get("context") if isinstance(first, dict) else None
+    return isinstance(context, dict) and "trace_id" in context and "span_id" in context
+
+
+def _parse(data: bytes, fmt: str) -> Run:
     if len(data) > 2 * MAX_JSON_VALUES:  # a shorter file cannot hold more values
         count_json(data, "")
     try:
