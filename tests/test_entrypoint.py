@@ -291,7 +291,13 @@ def test_a_huge_suite_still_posts_one_comment_under_the_limit(gh: GitHubTestServ
     assert len(result.summary.encode()) < 1024 * 1024
 
 
+def _from_a_fork(gh: GitHubTestServer) -> None:
+    """Pull request #7 comes from forker/app, as tests/events/workflow_run.json's evaluating run does."""
+    gh.add_pull(REPO, 7, head_sha=HEAD, head_ref="feature", head_repo="forker/app", base_ref="main", base_sha=BASE)
+
+
 def test_fork_pull_request_then_the_relay_posts_from_its_report_folder(gh: GitHubTestServer, workspace: Path) -> None:
+    _from_a_fork(gh)
     run_id = make_baseline(gh, workspace)
     denied = {"message": "Resource not accessible by integration"}
     gh.inject("POST", r"/comments$", 403, denied)
@@ -311,6 +317,7 @@ def test_fork_pull_request_then_the_relay_posts_from_its_report_folder(gh: GitHu
 
 
 def test_relay_posts_even_when_the_evaluating_run_failed_on_input(gh: GitHubTestServer, workspace: Path) -> None:
+    _from_a_fork(gh)
     (workspace / "cases" / "diagnosis-cases.json").write_text('[{"id": "x", "traceFixture": "../escape.json"}]')
     gh.inject("POST", r"/comments$", 403, {"message": "Resource not accessible by integration"})
     evaluated = run_action(gh, workspace, "pull_request")
