@@ -1218,3 +1218,21 @@ def test_a_problem_quoting_the_run_is_cut() -> None:
     chat(rec, [say("tool", response_part("c" * 5_000_000, "r"))], [])
     quoted = "a tool result for '" + "c" * 5_000_000
     assert problem(rec.otlp()) == f'{SPAN}.attributes["gen_ai.input.messages"][0].parts[0]: {quoted[:1_999]}…'
+
+
+def test_the_report_gives_no_turn_count_for_a_run_without_its_messages(tmp_path: Path) -> None:
+    """`turnCount: 0` said the agent never spoke; with content capture off its turns are unknown."""
+    from diagbot.kinds.agent.evaluate import evaluate_cases
+    from diagbot.kinds.agent.load import LoadedCase
+    from diagbot.kinds.agent.options import AgentOptions
+    from diagbot.kinds.base import Governance
+
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
+    tool(rec, "order_lookup", "call_1")
+    (tmp_path / "c1.json").write_text(json.dumps(rec.otlp()), encoding="utf-8")
+    case = AgentCase.model_validate({**_case(), "expected_tool_sequence": ["order_lookup"]})
+    report = evaluate_cases([LoadedCase(case, tmp_path / "c1.yaml", "c1.yaml", 1)], tmp_path, AgentOptions(),
+                            10**7, Governance())  # fmt: skip
+    [result] = report.results
+    assert (result.status, result.tool_call_count, result.turn_count) == ("passed", 1, None)

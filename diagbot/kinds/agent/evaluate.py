@@ -262,7 +262,7 @@ def evaluate_case(
         failed_checks=short + (first_failing.failed_checks if first_failing else []),
         unchecked_expectations=unchecked_expectations(case),
         tool_call_count=len(first_run.calls) if first_run else None,
-        turn_count=first_run.turns if first_run else None,
+        turn_count=first_run.turns if first_run and not first_run.unrecorded else None,  # unknown, not 0
         duration_ms=first_run.duration_ms if first_run else None,
         metrics=_mean_metrics(trials),
     )
