@@ -950,3 +950,26 @@ def test_the_sdks_console_span_json_is_named_as_such(fmt: str) -> None:
         "OTLP/JSON; export with an OTLP/JSON file exporter instead: see docs/agent.md, 'Getting such a file')"
     )
     assert "SDK's own span JSON" not in problem(b'{"context": 1}\n{"x": 2}', fmt)  # other broken JSON: no hint
+
+
+def test_a_tool_span_without_an_id_takes_the_call_with_its_arguments() -> None:
+    """Two parallel calls of one tool, their TOOL spans without `tool.id`, B's starting first and failing: B's
+    failure went to A (the first free call of the tool), and A's result to B."""
+    made = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Cancel A and B",
+        "llm.output_messages.0.message.role": "assistant",
+    }  # fmt: skip
+    for k, order in enumerate("AB"):
+        prefix = f"llm.output_messages.0.message.tool_calls.{k}.tool_call"
+        made |= {f"{prefix}.id": f"call_{order}", f"{prefix}.function.name": "cancel",
+                 f"{prefix}.function.arguments": json.dumps({"order": order})}  # fmt: skip
+    rec = Recorder()
+    rec.span("llm", made)
+    at = rec.clock
+    rec.span("cancel", {"openinference.span.kind": "TOOL", "tool.name": "cancel", "input.value": '{"order": "B"}'},
+             error=True, start=at)  # fmt: skip
+    rec.span("cancel", {"openinference.span.kind": "TOOL", "tool.name": "cancel", "input.value": '{"order": "A"}',
+                        "output.value": "cancelled A"}, start=at + 1_000)  # fmt: skip
+    calls = [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls]
+    assert calls == [("call_A", "cancelled A", False), ("call_B", None, True)]

@@ -18,6 +18,7 @@ object, or its JSON text) the final state, for agents that record it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import deque
 from types import ModuleType
@@ -26,7 +27,7 @@ from typing import Any
 from diagbot.kinds.agent.formats import openinference, otel_genai
 from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text, type_name
 from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
-from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid, decode_args
 
 NAME = "otlp"
 FINAL_STATE = "diagbot.final_state"
@@ -252,7 +253,8 @@ def _attach(
     made, retrievals) with their start times, in time order.
 
     A span takes the first call not yet taken with its call id. A span without an id (OpenInference often records
-    none), or whose id no message has while some calls have none, takes the first free call of its tool. A span
+    none), or whose id no message has while some calls have none, takes the first free call of its tool, or, when
+    it records arguments, the first free one with those arguments. A span
     whose id the messages have but whose calls are all taken repeats the last of them (a retry): counted once,
     that call takes the last attempt's status, a result if it had none, and a duration to the attempt's end."""
     by_id: dict[str, deque[tuple[int, ToolCall]]] = {}
@@ -279,7 +281,7 @@ def _attach(
                 _retried(*first[found.id], found, span)
                 continue
         else:
-            match = _first_free((by_tool if found.id is None else no_id).get(found.tool), taken)
+            match = _first_free((by_tool if found.id is None else no_id).get(found.tool), taken, found.raw_args)
         if match is None:
             later.append((span.start, _call(found, span)))
             continue
@@ -302,10 +304,26 @@ def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
     call.duration_ms = max(span.end - first.start, 0) / 1e6
 
 
-def _first_free(queue: deque[tuple[int, ToolCall]] | None, taken: set[int]) -> tuple[int, ToolCall] | None:
+_ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments before taking the first
+
+
+def _first_free(
+    queue: deque[tuple[int, ToolCall]] | None, taken: set[int], raw_args: Any = None
+) -> tuple[int, ToolCall] | None:
+    """The first call of `queue` no span has taken; for a span that records its arguments, the first of the next
+    few whose arguments are those (parallel calls of one tool, whose spans start in any order)."""
     while queue and queue[0][0] in taken:
         queue.popleft()
-    return queue.popleft() if queue else None
+    if not queue:
+        return None
+    if raw_args is not None:
+        args, problem = decode_args(raw_args)
+        if problem is None:
+            for entry in itertools.islice(queue, _ARGS_LOOKAHEAD):
+                if entry[0] not in taken and entry[1].args_problem is None and entry[1].args == args:
+                    queue.remove(entry)
+                    return entry
+    return queue.popleft()
 
 
 def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
