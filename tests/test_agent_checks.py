@@ -697,9 +697,9 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     ]
 
 
-def test_a_net_change_of_a_key_the_initial_state_lacks_is_undecided_where_its_start_matters() -> None:
+def test_a_net_change_without_a_declared_initial_state_is_undecided_where_its_start_matters() -> None:
     """Its start is unknown: it read as null, so `closed -> refunded` was ruled out and the run passed."""
-    start = "the case's initial state does not hold status, so where it started is unknown; add status to initial_state"
+    start = "the case declares no initial_state, so where status started is unknown; add initial_state with status"
     chat = {"messages": [{"role": "user", "content": "hi"}], "final_state": {"status": "refunded"}}
     assert failures(TRANSITIONS, chat) == [
         'state_transition_forbidden: status: (unknown start) → "refunded" cannot be ruled out as a forbidden '
@@ -728,6 +728,29 @@ def test_a_net_change_of_a_key_the_initial_state_lacks_is_undecided_where_its_st
     known = keyless.model_copy(update={"initial_state": {"status": "open"}})
     assert failures(known, chat) == []
     assert failures(TRANSITIONS.model_copy(update={"state": {"status": "open"}}), chat) == []  # `state` serves too
+
+
+def test_a_key_the_declared_initial_state_lacks_starts_absent() -> None:
+    """A declared initial state without a key says the key did not exist yet: a keyless allowed item (which
+    governs changes from its `from`) failed every key the run added, as if its start were unknown."""
+    declared = {"initial_state": {"status": "open"}}
+    keyless = make_case(
+        **declared, side_effect_policy={"tool": "refund", "allowed_state_transition": {"from": "open", "to": "closed"}}
+    )
+    chat = {"messages": [], "final_state": {"status": "closed", "resolution_note": "done by bot"}}
+    assert failures(keyless, chat) == []
+    keyed = TRANSITIONS.model_copy(update={"initial_state": {"priority": "low"}})
+    chat["final_state"] = {"priority": "low", "status": "refunded"}  # status: not open before, so not allowed
+    assert failures(keyed, chat) == [
+        'state_transition_forbidden: status: (absent at the start) → "refunded" is not an allowed transition '
+        "(refund policy)"
+    ]
+    created = make_case(**declared, side_effect_policy={
+        "tool": "refund", "forbidden_state_transition": {"key": "refund_id", "from": None, "to": "R1"}})  # fmt: skip
+    chat["final_state"] = {"status": "open", "refund_id": "R1"}  # `from: null` is a key's creation
+    assert failures(created, chat) == [
+        'state_transition_forbidden: refund_id: (absent at the start) → "R1" is a forbidden transition (refund policy)'
+    ]
 
 
 def test_a_key_no_recorded_change_explains_is_checked_against_the_final_state() -> None:

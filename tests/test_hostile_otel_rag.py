@@ -973,3 +973,81 @@ def test_a_tool_span_without_an_id_takes_the_call_with_its_arguments() -> None:
                         "output.value": "cancelled A"}, start=at + 1_000)  # fmt: skip
     calls = [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls]
     assert calls == [("call_A", "cancelled A", False), ("call_B", None, True)]
+
+
+def test_a_call_recorded_without_arguments_keeps_those_of_its_id_less_span() -> None:
+    """Matching id-less spans by arguments read each call's arguments before the span added them, and the call
+    kept that empty reading: a forbidden refund_submit {order_id: ORDER_999} passed."""
+    history = [{"role": "user", "parts": [text("Refund ORDER_999")]},
+               {"role": "assistant", "parts": [call_part(None, "refund_submit")]}]  # fmt: skip
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(history)})
+    span = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund_submit",
+            "gen_ai.tool.call.arguments": '{"order_id": "ORDER_999"}'}  # fmt: skip
+    rec.span("execute_tool refund_submit", span)
+    assert [c.args for c in parse(rec.otlp()).calls] == [{"order_id": "ORDER_999"}]
+
+
+def test_an_agent_span_that_records_only_its_input_leaves_the_run_unrecorded() -> None:
+    """Taking the agent span's input alone as the conversation gave an empty answer that passed a must-not text
+    check; without an output message the run stays one whose text is unknown."""
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": json.dumps(
+        [{"role": "user", "parts": [text("my card is 4111111111111111")]}])})  # fmt: skip
+    assert parse(rec.otlp()).unrecorded is not None
+
+
+def test_refusals_and_legacy_function_results_in_otel_messages() -> None:
+    """OpenLLMetry writes `.refusal` instead of `.content` (an earlier message was the answer); a legacy
+    `function` result message (OpenInference and OpenLLMetry) made the file trace_invalid."""
+    rec = Recorder()
+    rec.span("openai.chat", {
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund now",
+        "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.function_call.name": "refund_submit",
+        "gen_ai.prompt.1.function_call.arguments": '{"order_id": "A"}',
+        "gen_ai.prompt.2.role": "function", "gen_ai.prompt.2.content": "refunded",
+        "gen_ai.prompt.3.role": "assistant", "gen_ai.prompt.3.content": "Done: I will refund immediately.",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.refusal": "I can't skip the check.",
+    })  # fmt: skip
+    run = parse(rec.otlp())
+    assert (run.answer, [(c.tool, c.result) for c in run.calls]) == (
+        "I can't skip the check.",
+        [("refund_submit", "refunded")],
+    )
+    flat = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "assistant",
+        "llm.input_messages.0.message.function_call_name": "refund_submit",
+        "llm.input_messages.0.message.function_call_arguments_json": "{}",
+        "llm.input_messages.1.message.role": "function",
+        "llm.input_messages.1.message.content": "refunded",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Done.",
+    }
+    rec = Recorder()
+    rec.span("llm", flat)
+    assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("refund_submit", "refunded")]
+
+
+def test_an_id_less_result_answers_the_latest_turns_calls_first() -> None:
+    """In-order pairing across the whole conversation gave a later turn's result to a call an earlier turn left
+    unanswered ("Error: order not found" went to refund_submit)."""
+    history = [
+        {"role": "assistant", "parts": [call_part(None, "refund_submit")]},
+        {"role": "assistant", "parts": [call_part(None, "order_lookup")]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "response": "Error: order not found"}]},
+    ]
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(history)})
+    calls = [(c.tool, c.result if c.has_result else "-") for c in parse(rec.otlp()).calls]
+    assert calls == [("refund_submit", "-"), ("order_lookup", "Error: order not found")]
+
+
+def test_the_sdk_hint_never_parses_a_refused_file_again() -> None:
+    """The hint's check decoded the whole file after the value cap refused it (1.6 GB for a 63 MB file)."""
+    from diagbot.kinds.agent.formats import _SDK_PREFIX, _sdk_span_json
+
+    head = b'{"name": "chat", "context": {"trace_id": "0x' + b"a" * 32 + b'", "span_id": "0x' + b"b" * 16 + b'"'
+    assert _sdk_span_json(head + b"}}" * 10)
+    assert not _sdk_span_json(b" " * _SDK_PREFIX + head)  # looked for in the first 64 KiB only

@@ -784,15 +784,21 @@ def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool | 
     """Whether the change is the item's transition; None when it would be, but where the key started is unknown."""
     if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t.spend):
         return False
-    return None if change.before is UNRECORDED else same(item.from_, change.before, t.spend)
+    return None if change.before is UNRECORDED else same(item.from_, _start(change), t.spend)
+
+
+def _start(change: StateChange) -> Any:
+    """Where the change started, as `from` values are compared with it: a key absent at the start is null."""
+    return None if change.before is ABSENT else change.before
 
 
 def _transition(change: StateChange) -> str:
-    before = "(unknown start)" if change.before is UNRECORDED else show(change.before)
+    shown = {UNRECORDED: "(unknown start)", ABSENT: "(absent at the start)"}
+    before = shown[change.before] if change.before is UNRECORDED or change.before is ABSENT else show(change.before)
     return f"{one_line(change.key, 100)}: {before} → {show(change.after)}"
 
 
-def _net_changes(t: Trial) -> list[StateChange] | None:
+def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     """The state changes transitions are checked against: those the run records, and, when it records a final
     state, one change for each other top-level key of it whose value differs from the initial state (formats other
     than diagbot's record no steps of state); None when the run says nothing of its state."""
@@ -801,17 +807,21 @@ def _net_changes(t: Trial) -> list[StateChange] | None:
         return recorded or None
     before = t.initial_state  # a key the final state leaves out is not known to have changed
     changed = {change.key for change in recorded}
+    missing = ABSENT if declared else UNRECORDED  # a key the declared initial state lacks did not exist yet
     return recorded + [
-        StateChange(key, before.get(key, UNRECORDED), value)
+        StateChange(key, before.get(key, missing), value)
         for key, value in final.items()
         if key not in changed and (key not in before or not same(before[key], value, t.spend))
     ]  # the keys no recorded change explains, from the initial state to the final one
 
 
 UNRECORDED = object()
-"""Where a net change started when the case's initial state does not hold its key: then a transition checked on it
-that depends on its start is undecided, and fails saying which key to add."""
-_START = "the case's initial state does not hold {key}, so where it started is unknown; add {key} to initial_state"
+"""Where a net change started when the case declares no initial state: then a transition checked on it that
+depends on its start is undecided, and fails saying what to add."""
+ABSENT = object()
+"""Where a net change started when the case's declared initial state lacks its key: the key did not exist yet, and
+a `from` of null is its start."""
+_START = "the case declares no initial_state, so where {key} started is unknown; add initial_state with {key}"
 
 
 def _either(verdicts: Iterable[bool | None]) -> bool | None:
@@ -827,7 +837,7 @@ def _either(verdicts: Iterable[bool | None]) -> bool | None:
 
 def transitions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
-    changes = _net_changes(t)
+    changes = _net_changes(t, case.initial_state is not None or case.state is not None)
     for policy in case.policies:
         forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
         allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
@@ -849,7 +859,7 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     f"{_transition(change)} cannot be ruled out as a forbidden transition ({policy.tool} policy){start}"
                 )  # fmt: skip
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
-            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, change.before, t.spend))]
+            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t.spend))]
             fit = _either(_fits_transition(i, change, t) for i in governed + keyless)
             if fit is False and keyless and not known:
                 fit = None  # a keyless item governs the changes from its `from`: this one's start is unknown

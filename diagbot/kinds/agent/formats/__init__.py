@@ -9,6 +9,7 @@ as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -54,18 +55,15 @@ SDK_SPAN_HINT = (
 )
 
 
+_SDK_SPAN = re.compile(rb'"context":\s*\{\s*"trace_id":\s*"0x[0-9a-f]{32}",\s*"span_id":\s*"0x[0-9a-f]{16}"')
+_SDK_PREFIX = 64 * 1024  # bytes of a refused file looked at for the SDK's span JSON: never the whole file again
+
+
 def _sdk_span_json(data: bytes) -> bool:
-    """Whether the file starts with a span as the Python SDK writes it to the console: `{name, context: {trace_id,
-    span_id}, ...}` (one after another, so not one JSON document)."""
-    start = data.lstrip()[:1]
-    if start != b"{":
-        return False
-    try:
-        first, _ = json.JSONDecoder().raw_decode(data.decode("utf-8", "replace").lstrip())
-    except (ValueError, RecursionError):
-        return False
-    context = first.get("context") if isinstance(first, dict) else None
-    return isinstance(context, dict) and "trace_id" in context and "span_id" in context
+    """Whether the file starts with a span as the Python SDK writes it to the console: `{"name": ..., "context":
+    {"trace_id": "0x...", "span_id": "0x..."}, ...}`, one after another (so not one JSON document)."""
+    head = data[:_SDK_PREFIX]
+    return head.lstrip()[:1] == b"{" and _SDK_SPAN.search(head) is not None
 
 
 def _parse(data: bytes, fmt: str) -> Run:

@@ -89,7 +89,8 @@ def _messages(span: Span, prefix: str) -> list[Said]:
         role = flat_text(span, message, "role", where)
         if role is None:
             raise TraceInvalid(span.where(f"{where}.role"), "a message without its role")
-        speaker(role, span.where(f"{where}.role"), result_role="tool")
+        legacy_result = role == "function"  # the result of a deprecated function call: it carries no call id
+        role = "tool" if legacy_result else speaker(role, span.where(f"{where}.role"), result_role="tool")
         content = flat_text(span, message, "content", where)
         if content is None:  # the list form: its text parts joined, as the other formats join them
             texts = []
@@ -99,7 +100,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                     texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
             content = "\n".join(texts)
         if role == "tool":
-            answered = flat_text(span, message, "tool_call_id", where)
+            answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
             said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"))]))
             continue
         calls = []

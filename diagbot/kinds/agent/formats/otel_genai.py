@@ -116,7 +116,7 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
     for key, entry in flat_entries(span, prefix, flat_tree(span, prefix)):
         role = flat_text(span, entry, "role", key)
         message: dict[str, Any] = {"role": role if role is not None or prefix == _FLAT_INPUT else "assistant"}
-        for name in ("content", "tool_call_id"):
+        for name in ("content", "refusal", "tool_call_id"):
             if name in entry:
                 message[name] = flat_leaf(span, entry, name, key)
         calls = flat_entries(span, f"{key}.tool_calls.", entry.get("tool_calls", {}))
@@ -153,6 +153,9 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
 
 
 def _message(message: dict[str, Any], path: str) -> Said:
+    if message.get("role") == "function":  # the older API's result of a function_call: it carries no call id
+        content = content_text(message.get("content"), f"{path}.content")
+        return Said("tool", "", answers=[(None, True, content, f"{path}.role")])
     said = Said(speaker(message.get("role"), f"{path}.role", result_role="tool"), "")
     if "parts" not in message:
         return _chat_message(message, said, path)
@@ -182,6 +185,10 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
         answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
         said.answers.append((answered, True, content, f"{path}.tool_call_id"))
         return said
+    refusal = message.get("refusal")  # what the model said instead of an answer (content is then empty)
+    if refusal is not None:
+        refused = text(refusal, f"{path}.refusal")
+        content = f"{content}\n{refused}" if content else refused
     said.text = content
     for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):
         where = f"{path}.tool_calls[{k}]"

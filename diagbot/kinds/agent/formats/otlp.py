@@ -173,13 +173,13 @@ def _run(roles: Roles) -> Run:
     run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
     # The latest model call that records a message (one whose message lists are empty records none); else the
     # latest agent span that does, for frameworks that record the conversation on `invoke_agent` alone.
-    latest = _latest(roles, INFERENCE) or _latest(roles, AGENT)
+    latest = _latest(roles, INFERENCE) or _latest(roles, AGENT, with_output=True)
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
     if latest is not None:
         span, (said_in, said_out) = latest
-        waiting: dict[str | None, list[ToolCall]] = {}
+        waiting = _Waiting()
         _conversation(said_in, steps, waiting, owners)
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
@@ -195,43 +195,67 @@ def _run(roles: Roles) -> Run:
     return run
 
 
-def _latest(roles: Roles, role: str) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
-    """The latest span of `role` that records a message, with its conversation."""
-    return next(
-        (
-            (span, said)
-            for span, convention, its in reversed(roles)
-            if its == role and convention.records_messages(span) and (said := convention.conversation(span)) is not None
-        ),
-        None,
-    )
+def _latest(roles: Roles, role: str, with_output: bool = False) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
+    """The latest span of `role` that records a message (`with_output`: an output message, for agent spans, whose
+    input alone would give a run without its answer), with its conversation."""
+    for span, convention, its in reversed(roles):
+        if its == role and convention.records_messages(span):
+            said = convention.conversation(span)
+            if said is not None and (said[1] or not with_output):
+                return span, said
+    return None
 
 
-def _conversation(
-    said: list[Said], steps: list[Step], waiting: dict[str | None, list[ToolCall]], owners: dict[int, int]
-) -> None:
-    """Messages as steps, as openai-chat reads them: a result goes to the nearest earlier call with its id that
-    has none yet (a result without an id, to the first call without one that has none: parallel calls are
-    answered in order), and a message that only gives results is not a step."""
+class _Waiting:
+    """The calls without a result yet. With an id, the nearest earlier one first (real exports reuse ids). Without
+    one, the latest message's calls first, in order: parallel calls are answered in order, and a call an earlier
+    turn left unanswered must not take a later turn's result."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, list[ToolCall]] = {}
+        self.batches: list[deque[ToolCall]] = []  # id-less calls, one deque per message that made some
+        self.made_idless = False
+
+    def add(self, calls: list[ToolCall]) -> None:
+        batch: deque[ToolCall] = deque()
+        for call in calls:
+            if call.id is None:
+                batch.append(call)
+            else:
+                self.by_id.setdefault(call.id, []).append(call)
+        if batch:
+            self.batches.append(batch)
+            self.made_idless = True
+
+    def take(self, call_id: str | None, path: str) -> ToolCall:
+        if call_id is None:
+            while self.batches and not self.batches[-1]:
+                self.batches.pop()
+            if self.batches:
+                return self.batches[-1].popleft()
+            if not self.made_idless:
+                raise TraceInvalid(
+                    path, "a tool result with no call id, and no earlier call without an id is waiting for one"
+                )
+            raise TraceInvalid(
+                path, "a second tool result with no call id: every earlier call without an id is already answered"
+            )
+        pending = self.by_id.get(call_id)
+        if pending is None:
+            raise TraceInvalid(path, f"a tool result for {call_id!r}, which no earlier call made")
+        if not pending:
+            raise TraceInvalid(
+                path, f"a second tool result for {call_id!r}: every earlier call with this id is already answered"
+            )
+        return pending.pop()
+
+
+def _conversation(said: list[Said], steps: list[Step], waiting: _Waiting, owners: dict[int, int]) -> None:
+    """Messages as steps, as openai-chat reads them (a result goes to the call `_Waiting` gives it), and a
+    message that only gives results is not a step."""
     for message in said:
         for call_id, has_result, result, path in message.answers:
-            pending = waiting.get(call_id)
-            if pending is None:
-                if call_id is None:
-                    raise TraceInvalid(
-                        path, "a tool result with no call id, and no earlier call without an id is waiting for one"
-                    )
-                raise TraceInvalid(path, f"a tool result for {call_id!r}, which no earlier call made")
-            if not pending:
-                if call_id is None:
-                    raise TraceInvalid(
-                        path,
-                        "a second tool result with no call id: every earlier call without an id is already answered",
-                    )
-                raise TraceInvalid(
-                    path, f"a second tool result for {call_id!r}: every earlier call with this id is already answered"
-                )
-            call = pending.pop() if call_id is not None else pending.pop(0)  # results without ids come in order
+            call = waiting.take(call_id, path)
             call.result, call.has_result = result, has_result
         owner = None
         if message.role != "tool" and (message.text or message.calls or not message.answers):
@@ -239,9 +263,9 @@ def _conversation(
             owner = len(steps) - 1
         for call in message.calls:
             steps.append(call)
-            waiting.setdefault(call.id, []).append(call)
             if owner is not None:
                 owners[len(steps) - 1] = owner
+        waiting.add(message.calls)
         if len(steps) > MAX_STEPS:
             raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
 
@@ -267,6 +291,7 @@ def _attach(
                 by_id.setdefault(step.id, deque()) if step.id is not None else no_id.setdefault(step.tool, deque())
             ).append((i, step))
     taken: set[int] = set()
+    decoded: dict[int, tuple[Any, str | None]] = {}  # a call's arguments, decoded once for matching spans to it
     first: dict[str, tuple[ToolCall, Span]] = {}  # call id -> the last call of that id a span took, and that span
     later: list[tuple[int, Step]] = []
     for span, convention, role in roles:
@@ -281,7 +306,8 @@ def _attach(
                 _retried(*first[found.id], found, span)
                 continue
         else:
-            match = _first_free((by_tool if found.id is None else no_id).get(found.tool), taken, found.raw_args)
+            queue = (by_tool if found.id is None else no_id).get(found.tool)
+            match = _first_free(queue, taken, found.raw_args, decoded)
         if match is None:
             later.append((span.start, _call(found, span)))
             continue
@@ -308,10 +334,14 @@ _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments be
 
 
 def _first_free(
-    queue: deque[tuple[int, ToolCall]] | None, taken: set[int], raw_args: Any = None
+    queue: deque[tuple[int, ToolCall]] | None,
+    taken: set[int],
+    raw_args: Any = None,
+    decoded: dict[int, tuple[Any, str | None]] | None = None,
 ) -> tuple[int, ToolCall] | None:
     """The first call of `queue` no span has taken; for a span that records its arguments, the first of the next
-    few whose arguments are those (parallel calls of one tool, whose spans start in any order)."""
+    few whose arguments are those (parallel calls of one tool, whose spans start in any order). `decoded` keeps
+    each call's decoded arguments by step, apart from the call's own cache, which `_enrich` may yet invalidate."""
     while queue and queue[0][0] in taken:
         queue.popleft()
     if not queue:
@@ -319,8 +349,13 @@ def _first_free(
     if raw_args is not None:
         args, problem = decode_args(raw_args)
         if problem is None:
+            known = {} if decoded is None else decoded
             for entry in itertools.islice(queue, _ARGS_LOOKAHEAD):
-                if entry[0] not in taken and entry[1].args_problem is None and entry[1].args == args:
+                if entry[0] in taken or entry[1].raw_args is None:
+                    continue
+                if entry[0] not in known:
+                    known[entry[0]] = decode_args(entry[1].raw_args)
+                if known[entry[0]] == (args, None):
                     queue.remove(entry)
                     return entry
     return queue.popleft()
