@@ -40,9 +40,12 @@ def ws(workspace: Path) -> Path:
     return workspace
 
 
-def settings(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inputs: str) -> Settings:
+def settings(
+    gh: GitHubTestServer, ws: Path, event: str = "pull_request", env: dict[str, str] | None = None, **inputs: str
+) -> Settings:
     return Settings.from_env(
         {
+            **(env or {}),
             "INPUT_GITHUB-TOKEN": TOKEN,
             "INPUT_MAX-WAIT-SECONDS": "1",
             "GITHUB_API_URL": gh.api_url,
@@ -60,11 +63,13 @@ def settings(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inpu
     )
 
 
-def run(gh: GitHubTestServer, ws: Path, event: str = "pull_request", **inputs: str) -> tuple[int, str]:
+def run(
+    gh: GitHubTestServer, ws: Path, event: str = "pull_request", env: dict[str, str] | None = None, **inputs: str
+) -> tuple[int, str]:
     out = io.StringIO()
     client = make_client(gh.api_url, TOKEN, max_wait_seconds=1)
     try:
-        code = bot.run(settings(gh, ws, event, **inputs), PyGithubPort(client, REPO), now=NOW, out=out)
+        code = bot.run(settings(gh, ws, event, env, **inputs), PyGithubPort(client, REPO), now=NOW, out=out)
     finally:
         client.close()
     return code, out.getvalue()
@@ -249,3 +254,19 @@ def test_an_unreadable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTest
     assert code == 0, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "success"
+
+
+def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_workflow_names_one(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """Pull requests run pr.yml, pushes ci.yml (the upload's workflow here): the baseline must still be found,
+    with a warning naming the input; with baseline-workflow: pr.yml, ci.yml's runs are passed over, and said so."""
+    upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    own = {"GITHUB_WORKFLOW_REF": f"{REPO}/.github/workflows/pr.yml@refs/pull/7/merge"}
+    code, log = run(gh, ws, env=own)
+    assert code == 1, log
+    assert "the baseline comes from .github/workflows/ci.yml, since this workflow" in comment_body(gh)
+    code, log = run(gh, ws, env=own, baseline_workflow="pr.yml")
+    assert code == 0, log
+    assert "1 run(s) of other workflows than .github/workflows/pr.yml were passed over" in comment_body(gh)

@@ -139,12 +139,19 @@ def test_the_base_commits_own_run_comes_first_even_behind_the_candidate_limit(g:
     assert (found.runs_scanned, found.stopped_because) == (10, "10 candidates found")
 
 
-def test_only_the_given_workflows_runs_hold_the_baseline(g: Github, gh: GitHubTestServer) -> None:
+def test_this_workflows_runs_hold_the_baseline_before_any_others(g: Github, gh: GitHubTestServer) -> None:
     """Runs were filtered by event and branch only: a nightly workflow's newer `diagbot-report` on main became
-    the pull request's baseline (exit 2 for its suites, or a diff against another workflow's results)."""
+    the pull request's baseline. Another workflow's artifact serves only when this one's runs have none (pushes
+    may run another workflow than pull requests), and never when baseline-workflow names the one to use."""
     ours = artifact(gh, age_days=2, workflow="diagbot.yml")
-    artifact(gh, age_days=1, workflow="nightly.yml")
-    assert candidates(g, workflow=".github/workflows/diagbot.yml") == [ours]
+    nightly = artifact(gh, age_days=1, workflow="nightly.yml")
+    found = search(g, workflow=".github/workflows/diagbot.yml")
+    assert ([c.id for c in found.candidates], found.other_workflows) == ([ours], False)
+    assert found.candidates[0].workflow == ".github/workflows/diagbot.yml"
+    found = search(g, workflow=".github/workflows/pr.yml")  # no run of its own: the others', flagged
+    assert ([c.id for c in found.candidates], found.other_workflows) == ([nightly, ours], True)
+    found = search(g, workflow=".github/workflows/pr.yml", only=True)
+    assert (found.candidates, found.passed_over) == ([], 2)
     assert len(candidates(g)) == 2  # no workflow known: every workflow's runs count, as before
 
 

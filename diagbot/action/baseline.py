@@ -32,7 +32,8 @@ def resolve_baseline(
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
     try:
-        search = port.find_baselines(name, base_branch, base_sha, settings.baseline_workflow_path)
+        workflow, only = settings.baseline_workflow_path, settings.baseline_workflow is not None
+        search = port.find_baselines(name, base_branch, base_sha, workflow, only)
     except GitHubError as exc:
         reason = f"the '{name}' artifacts could not be listed"
         if strict:
@@ -58,14 +59,27 @@ def resolve_baseline(
             continue
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
-        return found, _provenance(settings, candidate, config, now)
+        info = _provenance(settings, candidate, config, now)
+        if search.other_workflows:
+            elsewhere = (
+                f"the baseline comes from {candidate.workflow or 'another workflow'}, since this workflow's runs of "
+                f"{base_branch} uploaded no '{name}'; set the baseline-workflow input to the workflow that does"
+            )
+            info = info.model_copy(update={"warnings": [*info.warnings, elsewhere]})
+        return found, info
     if strict and unreachable:
         warnings.extend(p for p in tried if p not in unreachable)
         reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be downloaded"
         return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
     warnings.extend(tried)
     runs = f"{search.runs_scanned} run" + ("" if search.runs_scanned == 1 else "s")
-    looked = f" (looked at {runs} of {base_branch}" + (
+    passed = (
+        f"; {search.passed_over} run(s) of other workflows than {settings.baseline_workflow_path} were passed over, "
+        "as the baseline-workflow input asks"
+        if search.passed_over
+        else ""
+    )
+    looked = f" (looked at {runs} of {base_branch}{passed}" + (
         f"; stopped: {search.stopped_because})" if search.stopped_because else ")"
     )
     reason = (

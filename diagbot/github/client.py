@@ -224,6 +224,7 @@ def search_baselines(
     base_sha: str | None,
     *,
     workflow: str | None = None,
+    only: bool = False,
     max_candidates: int = MAX_CANDIDATES,
     max_runs: int = MAX_RUNS_SCANNED,
     max_seconds: float = MAX_SEARCH_SECONDS,
@@ -235,10 +236,14 @@ def search_baselines(
     Only the branch's runs are listed, never the repository-wide artifact list (where every pull request run's
     upload crowds the baselines out). The search looks at no more than `max_runs` runs and `max_seconds` of
     `clock`, and ends once it has `max_candidates`. A fork's run can have the same branch name; it is never trusted
-    (its head repository must be this repository). With `workflow` (a workflow file's path in the repository), only
-    that workflow's runs count: another workflow's `diagbot-report` is not this one's baseline.
+    (its head repository must be this repository). With `workflow` (a workflow file's path in the repository),
+    that workflow's runs come first: another workflow's newer `diagbot-report` is not this one's baseline. Other
+    workflows' candidates are kept in case it has none (pushes may run another workflow than pull requests),
+    unless `only`, when their runs are passed over and counted.
     """
     found: list[ArtifactCandidate] = []
+    elsewhere: list[ArtifactCandidate] = []
+    passed_over = 0
     scanned = 0
     stopped: str | None = None
     started = clock()
@@ -257,11 +262,17 @@ def search_baselines(
             scanned += 1
             if workflow is None or run.path == workflow:
                 found.extend(_run_candidates(run, name, base_branch, base_sha))
+            elif only:
+                passed_over += 1
+            elif len(elsewhere) < max_candidates:
+                elsewhere.extend(_run_candidates(run, name, base_branch, base_sha))
             if len(found) >= max_candidates:  # fallbacks are kept even after an exact match: it may be unusable
                 stopped = f"{len(found)} candidates found"
                 break
-    found.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
-    return BaselineSearch(found[:max_candidates], scanned, stopped)
+    other = not found and bool(elsewhere)
+    chosen = elsewhere if other else found
+    chosen.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
+    return BaselineSearch(chosen[:max_candidates], scanned, stopped, other_workflows=other, passed_over=passed_over)
 
 
 def _baseline_runs(repo: Repository, base_branch: str, base_sha: str | None) -> Iterator[WorkflowRun]:
@@ -304,6 +315,7 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
             head_branch=run.head_branch,
             head_sha=run.head_sha,
             exact=base_sha is not None and run.head_sha == base_sha,
+            workflow=run.path,
         )
         for artifact in listed
         if artifact.name == name and not artifact.expired
@@ -660,9 +672,9 @@ class PyGithubPort:
             return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state, head_repo)
 
     def find_baselines(
-        self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None
+        self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None, only: bool = False
     ) -> BaselineSearch:
-        return search_baselines(self._repo, name, base_branch, base_sha, workflow=workflow)
+        return search_baselines(self._repo, name, base_branch, base_sha, workflow=workflow, only=only)
 
     def download(self, candidate: ArtifactCandidate) -> bytes:
         return download_artifact(self.github.requester, candidate)

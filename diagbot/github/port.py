@@ -61,6 +61,7 @@ class ArtifactCandidate:
     head_branch: str
     head_sha: str
     exact: bool  # made from the base commit itself
+    workflow: str = ""  # the path of the workflow whose run uploaded it
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class BaselineSearch:
     candidates: list[ArtifactCandidate]
     runs_scanned: int
     stopped_because: str | None = None  # why the search ended before running out of runs, if it did
+    other_workflows: bool = False  # the candidates are other workflows' runs': the asked-for one's hold none
+    passed_over: int = 0  # runs of other workflows not searched (the asked-for workflow was given explicitly)
 
 
 class GitHubPort(Protocol):
@@ -80,7 +83,7 @@ class GitHubPort(Protocol):
     def pull(self, number: int) -> PullInfo: ...
 
     def find_baselines(
-        self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None
+        self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None, only: bool = False
     ) -> BaselineSearch: ...
 
     def download(self, candidate: ArtifactCandidate) -> bytes: ...
