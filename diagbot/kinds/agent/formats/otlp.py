@@ -8,9 +8,9 @@ start-time order.
 
 One conversation from many spans: every model call records the history so far, so the run's messages are those
 of the latest inference span that records any (its input messages, then its output messages), or, when no model
-call does, of the latest agent span that records any (some frameworks record it there alone). Tool spans attach
-to that conversation's calls by call id, in order, adding status, duration and what the messages left out
-(result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
+call does, of the latest agent span that records an output message (some frameworks record it there alone). Tool
+spans attach to that conversation's calls by call id, in order, adding status, duration and what the messages left
+out (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
 With no messages recorded (content capture is opt-in) the run is its tool spans and retrievals in time order. The
 agent span (`invoke_agent`, OpenInference `AGENT`) gives the duration, and its `diagbot.final_state` attribute (an
 object, or its JSON text) the final state, for agents that record it.
@@ -172,7 +172,7 @@ def _run(roles: Roles) -> Run:
     agent = next((span for span, _, role in roles if role == AGENT), None)
     run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
     # The latest model call that records a message (one whose message lists are empty records none); else the
-    # latest agent span that does, for frameworks that record the conversation on `invoke_agent` alone.
+    # latest agent span that records an output, for frameworks that record the conversation on `invoke_agent` alone.
     latest = _latest(roles, INFERENCE) or _latest(roles, AGENT, with_output=True)
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
