@@ -1051,3 +1051,15 @@ def test_the_sdk_hint_never_parses_a_refused_file_again() -> None:
     head = b'{"name": "chat", "context": {"trace_id": "0x' + b"a" * 32 + b'", "span_id": "0x' + b"b" * 16 + b'"'
     assert _sdk_span_json(head + b"}}" * 10)
     assert not _sdk_span_json(b" " * _SDK_PREFIX + head)  # looked for in the first 64 KiB only
+
+
+def test_a_binary_protobuf_request_is_named_as_such() -> None:
+    """The binary OTLP request (what OTLP/HTTP sends) said only "not UTF-8 ...; re-save it as UTF-8"."""
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    message = problem(rec.request().SerializeToString())
+    assert message.endswith(
+        "(this looks like binary protobuf OTLP, as an OTLP/HTTP or gRPC exporter sends it; diagbot reads OTLP/JSON: "
+        "see docs/agent.md, 'Getting such a file')"
+    )
+    assert "protobuf" not in problem(b"\n\xff\x0a not JSON", "openai-chat")  # a forced other format: no hint

@@ -44,11 +44,16 @@ def parse_run(data: bytes, fmt: str) -> Run:
     try:
         return _parse(data, fmt)
     except TraceInvalid as exc:
-        if fmt not in (AUTO, otlp.NAME) or not _sdk_span_json(data):
+        hint = _exporter_hint(data, exc) if fmt in (AUTO, otlp.NAME) else ""
+        if not hint:
             raise
-        raise TraceInvalid(exc.path, exc.message + SDK_SPAN_HINT) from None
+        raise TraceInvalid(exc.path, exc.message + hint) from None
 
 
+PROTOBUF_HINT = (
+    " (this looks like binary protobuf OTLP, as an OTLP/HTTP or gRPC exporter sends it; diagbot reads OTLP/JSON: "
+    "see docs/agent.md, 'Getting such a file')"
+)
 SDK_SPAN_HINT = (
     " (this is the OpenTelemetry SDK's own span JSON, as ConsoleSpanExporter or span.to_json() writes it, not "
     "OTLP/JSON; export with an OTLP/JSON file exporter instead: see docs/agent.md, 'Getting such a file')"
@@ -57,6 +62,15 @@ SDK_SPAN_HINT = (
 
 _SDK_SPAN = re.compile(rb'"context":\s*\{\s*"trace_id":\s*"0x[0-9a-f]{32}",\s*"span_id":\s*"0x[0-9a-f]{16}"')
 _SDK_PREFIX = 64 * 1024  # bytes of a refused file looked at for the SDK's span JSON: never the whole file again
+
+
+def _exporter_hint(data: bytes, exc: TraceInvalid) -> str:
+    """What an exporter wrote instead of OTLP/JSON, when the file is one of those: the SDK's console JSON, or the
+    binary protobuf request (field 1, length-delimited, holding a resource or its scope spans)."""
+    if _sdk_span_json(data):
+        return SDK_SPAN_HINT
+    protobuf = data[:1] == b"\n" and any(byte in (0x0A, 0x12) for byte in data[2:8])
+    return PROTOBUF_HINT if protobuf and exc.message.startswith("not UTF-8") else ""
 
 
 def _sdk_span_json(data: bytes) -> bool:
