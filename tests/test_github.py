@@ -182,6 +182,16 @@ def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestS
         dg.download_artifact(g.requester, candidate)
 
 
+def test_deleted_between_listing_and_download_is_gone_not_unknown(g: Github, gh: GitHubTestServer) -> None:
+    """A 404 for an artifact just listed is a deletion: the next candidate serves, and a pull request's gate does
+    not fail on it as on a baseline GitHub would not hand over."""
+    artifact(gh, head_sha=BASE)
+    [candidate] = search(g).candidates
+    gh.inject("GET", r"/artifacts/\d+/zip$", 404)
+    with pytest.raises(dg.ArtifactGone, match="404, the artifact was deleted since it was listed"):
+        dg.download_artifact(g.requester, candidate)
+
+
 @pytest.mark.parametrize(
     "data",
     [

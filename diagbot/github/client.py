@@ -333,6 +333,10 @@ def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_by
         status, headers, body = requester.requestJson("GET", candidate.archive_download_url)
     if status == 410:
         raise ArtifactGone(f"{doing}: GitHub answered 410, the artifact has expired; trying an older one")
+    if status == 404:  # listed a moment ago, with the same token: deleted since
+        raise ArtifactGone(
+            f"{doing}: GitHub answered 404, the artifact was deleted since it was listed; trying an older one"
+        )
     if status != 302 or "location" not in headers:
         raise _explain(GithubException(status, _json_or_none(body), headers), doing)
     session = requests.Session()
