@@ -244,16 +244,20 @@ def test_a_baseline_github_would_not_hand_over_fails_the_gate_never_passes_it(
     assert "::warning::" in log and "::error::" not in log
 
 
-def test_an_unreadable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path) -> None:
-    """Expired or unsafe candidates are skipped as before: only GitHub not answering makes the baseline unknown."""
+@pytest.mark.parametrize("expired", [True, False], ids=["expired", "unreadable"])
+def test_an_unusable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path, expired: bool) -> None:
+    """Expired or unreadable candidates are skipped as before: only GitHub not answering makes the baseline
+    unknown. The older artifact is the baseline, so the broken case is a regression (no baseline would pass)."""
     files = baseline_files(gh, ws)
     upload(gh, files, sha="e" * 40)
     newest = upload(gh, {"reports/diagnosis.json": b"not json"})
-    gh.artifacts[newest].expired = True
+    gh.artifacts[newest].expired = expired
+    break_a_case(ws)
     code, log = run(gh, ws)
-    assert code == 0, log
+    assert code == 1, log
     [check] = gh.check_runs.values()
-    assert check.conclusion == "success"
+    assert check.conclusion == "failure" and "regression" in (check.output_title or "")
+    assert "No baseline" not in comment_body(gh)
 
 
 def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_workflow_names_one(

@@ -52,6 +52,7 @@ from diagbot.kinds.workspace.checks import (
 )
 from diagbot.kinds.workspace.judge import Reason, Status, Verdict, WorkspaceCase, judge_case, judge_suite
 from diagbot.kinds.workspace.kind import WorkspaceKind
+from tests.test_scaling_trace_workspace import calls, stopped_at
 from tests.test_workspace import CONTRACT, EVIDENCE, load, write
 
 TIME_BOUND = 10.0  # seconds per hostile instance; each takes well under one here
@@ -576,30 +577,14 @@ SLOW = "[ab]*a[ab]{50}c"  # passes the 128-instruction limit (57), but RE2's fas
 AB = "".join("ab"[(n * 7_919) % 13 % 2] for n in range(20_000))  # 20,000 bytes of a and b, no c
 
 
-def stopped_at(budget: int) -> Outcome:
-    return Outcome(
-        False,
-        f"stopped: the case's checks reached its work budget of {budget:,} steps before this one was decided; "
-        "use fewer or narrower checks (narrower globs, fewer phrases, simpler patterns)",
-    )
-
-
 @pytest.fixture
-def searches(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """The texts RE2 is asked to search, in order."""
-    seen: list[bytes] = []
-    real = Regex.search
-
-    def search(self: Regex, text: bytes) -> tuple[int, int] | None:
-        seen.append(text)
-        return real(self, text)
-
-    monkeypatch.setattr(Regex, "search", search)
-    return seen
+def searches(monkeypatch: pytest.MonkeyPatch) -> list[Regex]:
+    """One entry per search RE2 is asked to make, in order."""
+    return calls(monkeypatch, Regex, "search")
 
 
 def test_slow_regex_checks_stop_at_the_case_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[bytes]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[Regex]
 ) -> None:
     """The reviewer's case, small: thousands of checks of a pattern on RE2's slow path, each charged 57
     instructions times the bytes it searches. Past the budget no search runs: the work is counted, not timed."""
@@ -677,7 +662,7 @@ def budget_case(case_id: str, diagnosis: list[dict[str, Any]], workspace: str = 
 
 
 def test_each_case_has_its_own_budget_and_a_stopped_one_is_still_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[bytes]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: list[Regex]
 ) -> None:
     """A case that spends its budget on one run folder leaves the next case's budget whole (the same folder, read
     again): that case's verdict is the same judged alone or after it. The stopped case keeps the results of the

@@ -55,6 +55,7 @@ from diagbot.kinds.workspace.judge import (
     load_workspace_suite,
 )
 from diagbot.kinds.workspace.kind import WorkspaceKind
+from tests.test_scaling_trace_workspace import calls
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES, FIXTURES = ROOT / "cases" / "workspace", ROOT / "fixtures" / "workspace"
@@ -956,18 +957,12 @@ def test_real_cases_spend_a_thousandth_of_the_work_budget(
 ) -> None:
     """The budget bounds hostile cases only: the bundled suite and `diagbot init`'s starter take at most a few
     hundred of its 10,000,000 steps a case."""
-    made: list[Workspace] = []
-    real_init = Workspace.__init__
-
-    def init(self: Workspace, root: str) -> None:
-        real_init(self, root)
-        made.append(self)
-
-    monkeypatch.setattr(Workspace, "__init__", init)
+    made: list[Workspace] = calls(monkeypatch, Workspace, "__init__")  # each case's workspace, as it is made
     loaded, problems = load_workspace_suite(cases, fixtures)
     assert not problems
     judge_suite(loaded, fixtures)
     assert len(made) >= 2
+    assert min(ws.spent for ws in made) > 0  # the checks are charged at all
     assert max(ws.spent for ws in made) < workspace_checks.MAX_CASE_STEPS // 1_000
 
 

@@ -31,15 +31,14 @@ def resolve_baseline(
     name = settings.baseline_artifact
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
+    workflow, only = settings.baseline_workflow_path, settings.baseline_workflow is not None
     try:
-        workflow, only = settings.baseline_workflow_path, settings.baseline_workflow is not None
         search = port.find_baselines(name, base_branch, base_sha, workflow, only)
     except GitHubError as exc:
-        reason = f"the '{name}' artifacts could not be listed"
-        if strict:
-            return Baselines(problems=_unknown(exc.problems)), BaselineInfo(source="none", missing_reason=reason)
-        warnings.extend(exc.problems)
-        return Baselines(), BaselineInfo(source="none", missing_reason=reason)
+        if not strict:
+            warnings.extend(exc.problems)
+        found = Baselines(problems=_unknown(exc.problems) if strict else [])
+        return found, BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
     tried: list[str] = []
     unreachable: list[str] = []  # candidates GitHub did not hand over: they may be the baseline
     for candidate in search.candidates:
@@ -74,7 +73,7 @@ def resolve_baseline(
     warnings.extend(tried)
     runs = f"{search.runs_scanned} run" + ("" if search.runs_scanned == 1 else "s")
     passed = (
-        f"; {search.passed_over} run(s) of other workflows than {settings.baseline_workflow_path} were passed over, "
+        f"; {search.passed_over} run(s) of other workflows than {workflow} were passed over, "
         "as the baseline-workflow input asks"
         if search.passed_over
         else ""

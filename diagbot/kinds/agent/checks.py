@@ -793,8 +793,12 @@ def _start(change: StateChange) -> Any:
 
 
 def _transition(change: StateChange) -> str:
-    shown = {UNRECORDED: "(unknown start)", ABSENT: "(absent at the start)"}
-    before = shown[change.before] if change.before is UNRECORDED or change.before is ABSENT else show(change.before)
+    if change.before is UNRECORDED:
+        before = "(unknown start)"
+    elif change.before is ABSENT:
+        before = "(absent at the start)"
+    else:
+        before = show(change.before)
     return f"{one_line(change.key, 100)}: {before} → {show(change.after)}"
 
 

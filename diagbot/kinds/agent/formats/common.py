@@ -133,6 +133,15 @@ def content_text(value: Any, path: str) -> str:
     return "\n".join(parts)
 
 
+def with_refusal(content: str, refusal: Any, path: str) -> str:
+    """A message's text with its `refusal`, the text a model writes instead of an answer (Chat Completions puts it
+    beside a null `content`)."""
+    if refusal is None:
+        return content
+    refused = text(refusal, path)
+    return f"{content}\n{refused}" if content else refused
+
+
 def no_unknown_keys(data: dict[str, Any], known: tuple[str, ...], path: str) -> None:
     """The native format is ours and strict: a misspelt key is an error, never a field quietly read as absent,
     with the closest known name (`core.text.closest`, which bounds the comparison)."""

@@ -25,6 +25,7 @@ from diagbot.kinds.agent.formats.common import (
     text,
     type_name,
     unknown_role,
+    with_refusal,
 )
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
@@ -58,10 +59,9 @@ def read(data: Any) -> Run:
         content = message.get("content")
         if type(content) is not str:
             content = content_text(content, f"{prefix}[{index}].content")
-        refusal = message.get("refusal")  # what the model said instead of an answer (content is then null)
+        refusal = message.get("refusal")  # tested here first: the helper's call would cost every message
         if refusal is not None:
-            refused = text(refusal, f"{prefix}[{index}].refusal")
-            content = f"{content}\n{refused}" if content else refused
+            content = with_refusal(content, refusal, f"{prefix}[{index}].refusal")
         if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)

@@ -18,7 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import content_text, items, obj, optional_number, optional_text, speaker, text
+from diagbot.kinds.agent.formats.common import (
+    content_text,
+    items,
+    obj,
+    optional_number,
+    optional_text,
+    speaker,
+    text,
+    with_refusal,
+)
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -143,9 +152,10 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
             message: dict[str, Any] = {"role": _MESSAGE_EVENTS.get(event.name, "assistant")}
             if event.name == _CHOICE:
                 message |= obj(event.json("message") or {}, event.where("message"))
-            for key in ("content", "tool_calls"):
-                if event.has(key):
-                    message[key] = event.json(key) if key == "tool_calls" else event.get(key)
+            if event.has("content"):
+                message["content"] = event.get("content")
+            if event.has("tool_calls"):
+                message["tool_calls"] = event.json("tool_calls")
             if event.has("id"):
                 message["tool_call_id"] = event.get("id")
             (said_out if event.name == _CHOICE else said_in).append(_message(message, event.path))
@@ -185,11 +195,7 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
         answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
         said.answers.append((answered, True, content, f"{path}.tool_call_id"))
         return said
-    refusal = message.get("refusal")  # what the model said instead of an answer (content is then empty)
-    if refusal is not None:
-        refused = text(refusal, f"{path}.refusal")
-        content = f"{content}\n{refused}" if content else refused
-    said.text = content
+    said.text = with_refusal(content, message.get("refusal"), f"{path}.refusal")
     for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):
         where = f"{path}.tool_calls[{k}]"
         call = obj(raw, where)
