@@ -6,6 +6,9 @@ import copy
 import json
 import os
 import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,26 @@ def trace_dict(**overrides: Any) -> dict[str, Any]:
 
 DELETE = object()
 VERIFIER = "session.selfEvaluation.verifier_evaluation"
+
+
+HANG_SECONDS = 120  # far above what any test's block takes: only a hang reaches it
+
+
+@contextmanager
+def hang_guard(seconds: int = HANG_SECONDS) -> Iterator[None]:
+    """Fail the block as hung if it is still running after `seconds` (main thread only). A guard against a hang,
+    not an assertion on speed: how fast diagbot is, bench/ measures."""
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError(f"still running after {seconds} s: hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def write_json(path: Path, data: Any) -> Path:

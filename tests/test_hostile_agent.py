@@ -17,7 +17,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 import tracemalloc
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,9 +30,9 @@ from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 from diagbot.kinds.trace import fields
 
-TIMEOUT = 60.0  # seconds a run may take before the test gives up on it
-HANG_TIMEOUT = 30.0  # for inputs that took minutes when this review was written (the bound below is what counts)
-BOUND = 20.0  # seconds any run here must finish in; each takes about half a second when the product behaves
+# A hang guard, not a speed test: a run that has not ended by then fails the test as hung (each takes about half
+# a second). The inputs that once took minutes are held to their work budgets, which the messages show.
+TIMEOUT = 120.0
 MEMORY = 4 * 1024**3  # address space of the diagbot process: a runaway allocation fails instead of swapping
 MIB = 1024 * 1024
 
@@ -127,7 +126,6 @@ class Result:
     code: int
     stdout: str
     stderr: str
-    seconds: float
     root: Path
 
     @property
@@ -156,24 +154,15 @@ class Result:
         return [line.removeprefix("error: ") for line in self.stderr.splitlines() if line.startswith("error: ")]
 
 
-def diagbot(root: Path, command: str = "run", timeout: float = TIMEOUT) -> Result:
+def diagbot(root: Path, command: str = "run") -> Result:
     limited = LIMITED.format(limit=MEMORY)
     args = [sys.executable, "-c", limited, "-m", "diagbot", command, "--config", str(root / "diagbot.yml")]
     if command == "run":
         args += ["--out", str(root / "out")]
     env = {**os.environ, "PYTHONUTF8": "1"}
     env.pop("GITHUB_ACTIONS", None)
-    started = time.monotonic()
-    proc = subprocess.run(
-        args,
-        cwd=root,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-        env=env,
-    )
-    seconds = time.monotonic() - started
-    return Result(proc.returncode, _text(proc.stdout), _text(proc.stderr), seconds, root)
+    proc = subprocess.run(args, cwd=root, capture_output=True, timeout=TIMEOUT, check=False, env=env)
+    return Result(proc.returncode, _text(proc.stdout), _text(proc.stderr), root)
 
 
 def _text(data: bytes) -> str:
@@ -181,11 +170,10 @@ def _text(data: bytes) -> str:
 
 
 def assert_clean(result: Result) -> None:
-    """No traceback, no internal error, in bounded time, and no half-written output file left behind."""
+    """No traceback, no internal error, and no half-written output file left behind."""
     both = result.stdout + result.stderr
     assert "Traceback" not in both, result.stderr[-3000:]
     assert "failed unexpectedly" not in both, result.stderr[-3000:]
-    assert result.seconds < BOUND, f"took {result.seconds:.1f} s"
     if result.out.exists():
         assert not [p for p in result.out.rglob("*") if p.name.endswith(".tmp")]
 
@@ -683,7 +671,7 @@ def test_slow_path_regexes_on_a_huge_answer_are_bounded(tmp_path: Path) -> None:
         "more than diagbot compares (fewer expected items, policies or criteria would do) (5 criteria from this one "
         "on not judged)"
     )
-    assert evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials() == [expected]
+    assert evaluated(diagbot(root)).trials() == [expected]
 
 
 # --- JMESPath queries on a big final state ------------------------------------------------------------------------
@@ -726,7 +714,7 @@ def test_a_doubled_query_result_is_shown_bounded(tmp_path: Path) -> None:
     expr = " | ".join(["[@,@]"] * 30)
     root = make_suite(tmp_path, {"hostile.json": case(final_state_check={"id": "q", "expr": expr, "equals": 1})},
                       {"hostile.json": {"messages": GOOD_RUN, "final_state": {"s": "x" * 1000}}})  # fmt: skip
-    result = evaluated(diagbot(root, timeout=HANG_TIMEOUT))
+    result = evaluated(diagbot(root))
     failed_with(result, "final_state_mismatch: q: expected 1, got " + "[" * 30 + '{"s": "' + "x" * 22 + "…")
 
 
@@ -790,12 +778,12 @@ def _stopped(result: Result) -> str:
 
 def test_an_exponential_schema_is_bounded(tmp_path: Path) -> None:
     """2^39 `anyOf` branches, none of which the call meets: the check stops at its budget and the call fails."""
-    _stopped(diagbot(_schema_suite(tmp_path, _exponential_schema(40)), timeout=HANG_TIMEOUT))
+    _stopped(diagbot(_schema_suite(tmp_path, _exponential_schema(40))))
 
 
 def test_a_huge_enum_on_array_items_is_bounded(tmp_path: Path) -> None:
     schema = {"properties": {"a": {"items": {"enum": [{"k": i} for i in range(100_000)]}}}}
-    _stopped(diagbot(_schema_suite(tmp_path, schema, {"a": [{"k": -1}] * 4_000}), timeout=HANG_TIMEOUT))
+    _stopped(diagbot(_schema_suite(tmp_path, schema, {"a": [{"k": -1}] * 4_000})))
 
 
 def test_unique_items_on_big_arrays_is_bounded(tmp_path: Path) -> None:
@@ -803,7 +791,7 @@ def test_unique_items_on_big_arrays_is_bounded(tmp_path: Path) -> None:
     cannot finish, so the call fails saying so. It never passes unchecked."""
     schema = {"properties": {"a": {"uniqueItems": True}}}
     args = {"a": [i if i % 2 else str(i) for i in range(9_990)]}
-    _stopped(diagbot(_schema_suite(tmp_path, schema, *[args] * 10), timeout=HANG_TIMEOUT))
+    _stopped(diagbot(_schema_suite(tmp_path, schema, *[args] * 10)))
 
 
 @pytest.mark.parametrize(
@@ -818,7 +806,7 @@ def test_unique_items_on_big_arrays_is_bounded(tmp_path: Path) -> None:
 def test_a_schema_stopped_at_the_budget_names_the_call_and_the_schema(
     tmp_path: Path, schema: dict[str, Any], arguments: list[Any]
 ) -> None:
-    failed = _stopped(diagbot(_schema_suite(tmp_path, schema, *arguments), timeout=HANG_TIMEOUT))
+    failed = _stopped(diagbot(_schema_suite(tmp_path, schema, *arguments)))
     assert failed == (
         "tool_args_invalid: t (call 1): checking it against tool_schema.t stopped after 2,000,000 comparisons, the "
         "limit for one check on one run; a simpler schema (fewer anyOf/oneOf branches or references, a shorter enum, "
@@ -947,7 +935,7 @@ def test_many_expected_calls_against_a_huge_argument(tmp_path: Path) -> None:
               "evaluator_config": {"tool_sequence": {"match": "superset"}}}  # fmt: skip
     root = make_suite(tmp_path, {"hostile.json": case(**fields)}, {"hostile.json": calls_run(("t", BIG_ARGUMENT))})
     ts = "t, " * 12 + "… 988 more"
-    failed_with(evaluated(diagbot(root, timeout=HANG_TIMEOUT)),
+    failed_with(evaluated(diagbot(root)),
                 f"tool_sequence_mismatch: expected [{ts}] (superset), calls in scope [t]: no distinct call matches "
                 f'{ts}; t (call 1 in scope): a: expected 1, got "{"x" * 58}…')  # fmt: skip
 
@@ -956,7 +944,7 @@ def test_many_idempotency_paths_on_a_huge_argument(tmp_path: Path) -> None:
     policy = {"tool": "t", "idempotency_key": ["a"] * 1_000}
     root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policy)},
                       {"hostile.json": calls_run(("t", BIG_ARGUMENT))})  # fmt: skip
-    assert evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials() == [[]]
+    assert evaluated(diagbot(root)).trials() == [[]]
 
 
 def test_confirmation_on_a_long_run_is_bounded(tmp_path: Path) -> None:
@@ -965,9 +953,7 @@ def test_confirmation_on_a_long_run_is_bounded(tmp_path: Path) -> None:
     root = make_suite(tmp_path, {"hostile.json": case(side_effect_policy=policies)}, {"hostile.json": run})
     missing = [f"confirmation_missing: t (call {n}) was made without a user confirmation after the agent's last "
                "message" for n in range(1, 6)]  # fmt: skip
-    failed_with(
-        evaluated(diagbot(root, timeout=HANG_TIMEOUT)), *missing, "confirmation_missing: and 4993 more like these"
-    )
+    failed_with(evaluated(diagbot(root)), *missing, "confirmation_missing: and 4993 more like these")
 
 
 # --- RAG checks and what the OpenTelemetry adapters quote ---------------------------------------------------------
@@ -984,7 +970,7 @@ def test_a_citation_pattern_that_reads_on_to_the_end_of_the_answer(tmp_path: Pat
     root = make_suite(tmp_path, {"hostile.json": case(**RAG_FIELDS)},
                       {"hostile.json": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]},
                       f"    citation-pattern: '{pattern}'\n")  # fmt: skip
-    (failed,) = evaluated(diagbot(root, timeout=HANG_TIMEOUT)).trials()
+    (failed,) = evaluated(diagbot(root)).trials()
     cited = ", ".join(dict.fromkeys(char for char in answer if char in "ab"))
     assert failed == [
         f"citation_inaccurate: citation_accuracy 0.00 < 1 (not gold evidence: {cited}); the search for citations "

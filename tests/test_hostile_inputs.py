@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,11 @@ from tests.conftest import ROOT, case_dict, trace_dict, write_json
 from tests.github_server import GitHubTestServer
 from tests.test_relay import HEAD, REPO, TOKEN, relay_run, write_artifact
 
-SECONDS = 20.0  # generous: the machine is shared; a hang takes minutes
+SECONDS = 120.0  # a hang guard, not a speed test: only a hang takes this long
 
 
 def timed(fn: Callable[[], Any]) -> Any:
-    """Run `fn` in a thread; fail (not hang) when it takes longer than SECONDS."""
+    """Run `fn` in a thread; fail as hung (instead of hanging the suite) if it is still running after SECONDS."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -35,14 +34,12 @@ def timed(fn: Callable[[], Any]) -> Any:
         except BaseException as exc:  # handed back to the test
             box["error"] = exc
 
-    start = time.monotonic()
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(SECONDS)
-    assert not thread.is_alive(), f"still running after {SECONDS}s"
+    assert not thread.is_alive(), f"still running after {SECONDS} s: hung"
     if "error" in box:
         raise box["error"]
-    assert time.monotonic() - start < SECONDS
     return box.get("value")
 
 

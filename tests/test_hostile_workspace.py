@@ -5,8 +5,9 @@ backtracks for minutes under Python's `re`, globs with many `*` or several `**` 
 query that doubles a string 36 times or nests past the stack. Each one here either fails its own check with a
 detail naming the bound it hit, or is refused when the case loads, and the other checks of the case still run.
 
-Times and memory are measured generously (`TIME_BOUND`, `MEMORY_BOUND`): the machine is noisy, and each of these
-took minutes or tens of GB before the bounds, and takes well under a second now.
+Each of these took minutes or tens of GB before the bounds. What the tests hold them to is the outcome naming the
+bound and a generous memory bound (`MEMORY_BOUND`); time is only a hang guard (`hang_guard`), since how fast
+they run is for `bench/` to measure, not for a test on a noisy machine to assert.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import fnmatch
 import json
 import resource
 import sys
-import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,10 +52,10 @@ from diagbot.kinds.workspace.checks import (
 )
 from diagbot.kinds.workspace.judge import Reason, Status, Verdict, WorkspaceCase, judge_case, judge_suite
 from diagbot.kinds.workspace.kind import WorkspaceKind
+from tests.conftest import hang_guard
 from tests.test_scaling_trace_workspace import calls, stopped_at
 from tests.test_workspace import CONTRACT, EVIDENCE, load, write
 
-TIME_BOUND = 10.0  # seconds per hostile instance; each takes well under one here
 MEMORY_BOUND = 512 * 1024 * 1024  # growth of the process's peak RSS per hostile instance, in bytes
 
 NAME = "a" * 60  # a folder name that every `*a*a*...` part matches many ways
@@ -64,14 +64,12 @@ DEPTH = 30  # folders deep: paths of about 1,800 characters
 
 @contextmanager
 def bounded() -> Iterator[None]:
-    """The block finishes within TIME_BOUND and grows peak memory by less than MEMORY_BOUND (peak RSS covers
-    what RE2 allocates in C++ too, which tracemalloc would not see)."""
+    """The block grows peak memory by less than MEMORY_BOUND (peak RSS covers what RE2 allocates in C++ too, which
+    tracemalloc would not see), and is stopped as hung (`hang_guard`)."""
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    start = time.monotonic()
-    yield
-    elapsed = time.monotonic() - start
+    with hang_guard():
+        yield
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
-    assert elapsed < TIME_BOUND, f"took {elapsed:.1f} s"
     assert grown < MEMORY_BOUND, f"peak memory grew by {grown >> 20} MiB"
 
 
