@@ -391,6 +391,11 @@ def test_expected_args_respects_ignore_failed() -> None:
     assert failures(ignoring, run) == [
         'expected_args_mismatch: no distinct call of refund has {"n": 1} (refund (call 2): n: expected 1, got 2)'
     ]
+    only_failed = native(call("refund", {"n": 1}, error=True), call("refund", {"n": 1}, error=True))
+    assert failures(ignoring, only_failed) == [  # it was called: the message must not say "never called"
+        "expected_args_mismatch: refund has no successful call: its 2 failed calls are left out by "
+        "tool_sequence.ignore_failed (expected 1 call with set arguments)"
+    ]
 
 
 def test_expected_args_message_when_the_fitting_call_is_taken() -> None:
@@ -1029,11 +1034,32 @@ def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
         "trace_invalid: c1.json: $.steps[1].kind: unknown step kind 'msg'; use one of message, tool_call, "
         "state_change, retrieval"
     ]
-    write_json(tmp_path / "c1.json", {"steps": []})
+    write_json(tmp_path / "c1.json", {"run": []})
     assert evaluate(SEQ_CASE, tmp_path).failed_checks == [
         "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-responses, "
         "openai-chat, otlp (see docs/agent.md)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ({"steps": []}, "$.format: expected 'diagbot-agent-trace' (read as diagbot,"),
+        ({"messages": {"role": "user"}}, "$.messages: expected an array, found an object (read as openai-chat,"),
+        ([{"role": "user", "content": "x"}, "oops"],
+         "$[1]: expected a message object, found a string (read as openai-chat,"),
+        ([{"type": "message", "role": "user", "content": "x"}, 3],
+         "$[1]: expected an object, found a number (read as openai-responses,"),
+        ({"resourceSpans": {}}, "$.resourceSpans: expected an array, found an object (read as otlp,"),
+    ],
+)  # fmt: skip
+def test_auto_names_the_fault_of_a_file_that_resembles_a_format(run: Any, said: str) -> None:
+    """Under auto, a file no adapter detects but one resembles is read by that one, so the message names the path
+    that is wrong, not only "$: not a run format"."""
+    with pytest.raises(TraceInvalid) as refused:
+        parse_run(json.dumps(run).encode(), "auto")
+    assert str(refused.value).startswith(said), str(refused.value)
+    assert str(refused.value).endswith(" the format it resembles)")
 
 
 def test_a_forced_trace_format_names_the_format_the_file_looks_like() -> None:
@@ -1049,7 +1075,7 @@ def test_a_forced_trace_format_names_the_format_the_file_looks_like() -> None:
     assert "(the file looks like otlp, but the suite's trace-format is diagbot;" in str(native_run.value)
     with pytest.raises(TraceInvalid) as own:  # a file of the forced format that is broken gets no hint
         parse_run(json.dumps([{"role": "user", "content": 5}]).encode(), "openai-chat")
-    assert str(own.value) == "$[0].content: expected an array, found a number"
+    assert str(own.value) == "$[0].content: expected text, null or a list of content parts, found a number"
 
 
 def test_trace_invalid_when_both_a_file_and_a_folder_are_recorded(tmp_path: Path) -> None:

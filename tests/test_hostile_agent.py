@@ -238,7 +238,8 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ("null", UNKNOWN_FORMAT),
         ("5", UNKNOWN_FORMAT),
         ('"x"', UNKNOWN_FORMAT),
-        ('{"messages": 5}', UNKNOWN_FORMAT),
+        ('{"messages": 5}',
+         "$.messages: expected an array, found a number (read as openai-chat, the format it resembles)"),
         ('[{"role":"assistant","content":"done","tool_calls":{"a":1}}]',
          "$[0].tool_calls: expected an array, found an object"),
         ('[{"role":"assistant","content":"done","tool_calls":"x"}]',
@@ -249,7 +250,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
          "$[0].tool_calls[0].function: expected an object, found null"),
         ('[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},'
          '{"role":"tool","tool_call_id":"a","content":{"rows":[1,2]}},{"role":"assistant","content":"done"}]',
-         "$[1].content: expected an array, found an object"),
+         "$[1].content: expected text, null or a list of content parts, found an object"),
         ('[{"role":"tool","tool_call_id":"zz","content":"x"}]',
          "$[0].tool_call_id: a tool result for 'zz', which no earlier call made"),
         ('[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},'
@@ -436,6 +437,15 @@ def test_a_run_that_is_a_symlink_loop_says_so(tmp_path: Path) -> None:
 # --- case files: the suite is refused with every problem listed, each naming its file ------------------------------
 
 BILLION_LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+
+
+def _nested(leaf: Any, levels: int) -> Any:
+    """`leaf` under `levels` nested `properties: {a: ...}` (two JSON levels each)."""
+    for _ in range(levels):
+        leaf = {"properties": {"a": leaf}}
+    return leaf
+
+
 REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("laughs.yaml", BILLION_LAUGHS, "not valid YAML (aliases (*a) are not allowed here; write the value out)"),
     ("int.json", '{"case_id": "i", "n": ' + "9" * 5000 + "}", "int.json: holds a number with 5000 digits (at most 50)"),
@@ -476,6 +486,8 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
      "the schema for 't' uses patternProperties, which diagbot does not run; list the properties"),
     ("schema_regex.yaml", yaml_case("sr", tool_schema={"t": {"properties": {"a": {"pattern": "(?=x)"}}}}),
      "the schema for 't' has pattern '(?=x)': uses a lookahead or lookbehind"),
+    ("schema_deep.yaml", yaml_case("sd", tool_schema={"t": _nested({}, 100)}),  # checking it overflowed the stack
+     "the schema for 't' is nested more than 64 levels deep; flatten it ($defs and $ref name a shape once)"),
     ("p0.yaml", yaml_case("pz", risk_level="P0"), "p0.yaml: case pz: negative_behavior is required for P0 cases"),
 ]  # fmt: skip
 RULES = "    rules:\n      no_privacy_leak: {answer_not_matches: '\\b\\d{16}\\b'}\n"

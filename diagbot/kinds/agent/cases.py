@@ -345,14 +345,23 @@ else:
     StateChecks = _by_shape(list=Annotated[list[StateQuery], Field(max_length=MAX_ITEMS)], object=StateQuery)
 
 
+MAX_SCHEMA_DEPTH = 64  # JSON levels of one tool_schema: checking it recurses about ten frames a level
+
+
 def _regexes_in(schema: Any, tool: str) -> None:
     """Every `pattern` must run on RE2, and `patternProperties` is refused: jsonschema matches those keys with
-    Python's backtracking `re` in several keywords, and a pull request writes them."""
-    todo = [schema]
+    Python's backtracking `re` in several keywords, and a pull request writes them. The schema is at most
+    MAX_SCHEMA_DEPTH levels deep, so that checking it cannot exhaust the stack."""
+    todo = [(schema, 1)]
     while todo:
-        node = todo.pop()
+        node, depth = todo.pop()
+        if depth > MAX_SCHEMA_DEPTH and isinstance(node, list | dict):
+            raise ValueError(
+                f"the schema for {tool!r} is nested more than {MAX_SCHEMA_DEPTH} levels deep; flatten it ($defs and "
+                "$ref name a shape once)"
+            )
         if isinstance(node, list):
-            todo.extend(node)
+            todo.extend((item, depth + 1) for item in node)
         elif isinstance(node, dict):
             if "patternProperties" in node:
                 raise ValueError(
@@ -363,7 +372,7 @@ def _regexes_in(schema: Any, tool: str) -> None:
                     compile_regex(node["pattern"])
                 except ValueError as exc:
                     raise ValueError(f"the schema for {tool!r} has pattern {node['pattern'][:60]!r}: {exc}") from None
-            todo.extend(node.values())
+            todo.extend((value, depth + 1) for value in node.values())
 
 
 def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
@@ -386,6 +395,8 @@ def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(
                 f"the schema for {tool!r} is not a valid JSON Schema at {where}: {exc.message[:120]}"
             ) from None
+        except RecursionError:  # the depth bound above keeps it from happening; never a traceback if it does
+            raise ValueError(f"the schema for {tool!r} is nested too deeply to check; flatten it") from None
     return schemas
 
 

@@ -596,11 +596,15 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     for tool, given in (case.expected_args or {}).items():
         sets = given if isinstance(given, list) else [given]
-        calls = [c for c in t.calls_by_tool.get(tool, ()) if not (ignore_failed and c.failed)]
+        made = t.calls_by_tool.get(tool, ())
+        calls = [c for c in made if not (ignore_failed and c.failed)]
         if not calls:
+            expected = f"expected {len(sets)} call{'s' * (len(sets) != 1)} with set arguments"
             failures.append(
-                f"{tool} was never called (expected {len(sets)} call{'s' * (len(sets) != 1)} with set arguments)"
-            )
+                f"{tool} was never called ({expected})" if not made else
+                f"{tool} has no successful call: its {len(made)} failed call{'s' * (len(made) != 1)} "
+                f"{'are' if len(made) != 1 else 'is'} left out by tool_sequence.ignore_failed ({expected})"
+            )  # fmt: skip
             continue
 
         def fits(args: dict[str, Any], call: ToolCall) -> bool:

@@ -1,9 +1,10 @@
 """The run formats an agent suite reads, one adapter module each, and the one way a run file is loaded.
 
-An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JSON look like mine?) and
-`read(data) -> Run` (raising TraceInvalid with the JSON path). A new format is one module and one entry in
-`ADAPTERS`; `auto` tries them in order. A file of several JSON documents, one a line (JSON Lines), is read only
-as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
+An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JSON look like mine?),
+`resembles(data) -> bool` (looser: was a file that no adapter detects meant to be mine? then my error names what
+is wrong with it) and `read(data) -> Run` (raising TraceInvalid with the JSON path). A new format is one module
+and one entry in `ADAPTERS`; `auto` tries them in order. A file of several JSON documents, one a line (JSON
+Lines), is read only as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
 """
 
 from __future__ import annotations
@@ -87,8 +88,12 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
+    guessed = False  # under auto: no adapter detected the file, and the one it resembles reads it
     if fmt == AUTO:
         adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
+        if adapter is None:
+            adapter = next((a for a in ADAPTERS.values() if a.resembles(decoded)), None)
+            guessed = True
         if adapter is None:
             raise TraceInvalid(
                 "$", f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
@@ -99,7 +104,7 @@ def _parse(data: bytes, fmt: str) -> Run:
         run: Run = adapter.read(decoded)
     except TraceInvalid as exc:  # its path and message quote the run: cut and escaped, for the report and the log
         path, message = values.one_line(exc.path, MAX_PROBLEM_CHARS), values.one_line(exc.message, MAX_PROBLEM_CHARS)
-        message += _format_hint(decoded, fmt)
+        message += f" (read as {adapter.NAME}, the format it resembles)" if guessed else _format_hint(decoded, fmt)
         if (path, message) == (exc.path, exc.message):
             raise
         raise TraceInvalid(path, message) from None

@@ -123,6 +123,8 @@ def content_text(value: Any, path: str) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if not isinstance(value, list):
+        raise TraceInvalid(path, f"expected text, null or a list of content parts, found {type_name(value)}")
     parts = []
     for index, part in enumerate(items(value, path)):
         part = obj(part, f"{path}[{index}]")

@@ -55,6 +55,11 @@ def detect(data: Any) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
+def resembles(data: Any) -> bool:
+    """Looser than `detect`: an object naming a format or holding steps was meant to be this one."""
+    return isinstance(data, dict) and ("format" in data or "steps" in data)
+
+
 def read(data: Any) -> Run:
     top = obj(data, "$")
     if top.get("format") != FORMAT:

@@ -38,6 +38,14 @@ def detect(data: Any) -> bool:
     return isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data[:5])
 
 
+def resembles(data: Any) -> bool:
+    """Looser than `detect`: the file was meant to be chat messages (it has `messages`, or a message among its
+    first items), so this adapter's error says what is wrong with it."""
+    if isinstance(data, dict):
+        return "messages" in data
+    return isinstance(data, list) and any(isinstance(m, dict) and "role" in m for m in data[:20])
+
+
 def read(data: Any) -> Run:
     if isinstance(data, dict):
         run = Run(

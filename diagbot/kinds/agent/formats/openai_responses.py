@@ -53,6 +53,13 @@ def detect(data: Any) -> bool:
     )
 
 
+def resembles(data: Any) -> bool:
+    """Looser than `detect`: a response object (with `output`), or items among which one is typed as this format's."""
+    if isinstance(data, dict):
+        return "output" in data
+    return isinstance(data, list) and any(isinstance(i, dict) and i.get("type") in _TYPES for i in data[:20])
+
+
 def read(data: Any) -> Run:
     run = Run()
     if isinstance(data, dict):

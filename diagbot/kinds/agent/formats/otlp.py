@@ -44,6 +44,13 @@ def detect(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("resourceSpans"), list)
 
 
+def resembles(data: Any) -> bool:
+    """Looser than `detect`: an export request whose `resourceSpans` is not a list."""
+    if isinstance(data, JsonLines):
+        data = data.documents[0][1]
+    return isinstance(data, dict) and "resourceSpans" in data
+
+
 def read(data: Any) -> Run:
     requests = data.documents if isinstance(data, JsonLines) else [(0, data)]
     spans: list[Span] = []
