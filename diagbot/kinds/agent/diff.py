@@ -2,8 +2,8 @@
 
 A case whose `case_version` changed is a different contract: it gets one CHANGED item and is not compared
 further. The aggregates that gate (pass rate and pass^k of the gating cases) are compared over the cases present
-on both sides with equal versions; items of cases that do not gate are marked `gating: false`, so they are shown
-and never fail the check.
+on both sides with equal versions and machine-checked on both or neither; items of cases that do not gate are
+marked `gating: false`, so they are shown and never fail the check.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
         kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
         items.append(item(kind, cid, "status", old.status, new.status, f"{statuses}{detail}"))
     else:
-        items += changed(cid, "status", old.status, new.status, statuses)
+        unchecked = " (nothing in it is machine-checked now)" if new.status == "unchecked" else ""
+        items += changed(cid, "status", old.status, new.status, statuses + unchecked)
     if old.status == new.status:
         was, now = f"{old.trials_passed}/{old.trials}", f"{new.trials_passed}/{new.trials}"
         items += changed(cid, "trialsPassed", was, now, f"trials passed {was} → {now}")
@@ -102,10 +103,14 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
         r for r in current.results if r.case_id in before and before[r.case_id].case_version == r.case_version
     ]
     ids = {r.case_id for r in comparable}
-    old = [before[r.case_id] for r in comparable]
-    gating_ids = {r.case_id for r in comparable if r.gating}
-    items = _aggregate_items(old, comparable, gating_ids)
-    before_common, after_common = build_report(old), build_report(comparable)
+    # a case machine-checked on one side only is, for the aggregates, like a case present on one side only: a
+    # failing case whose checks were removed must not raise the pass rate, one that gained failing checks not
+    # lower it; its status change is an item of its own
+    compared = [r for r in comparable if (r.status == "unchecked") == (before[r.case_id].status == "unchecked")]
+    old = [before[r.case_id] for r in compared]
+    gating_ids = {r.case_id for r in compared if r.gating}
+    items = _aggregate_items(old, compared, gating_ids)
+    before_common, after_common = build_report(old), build_report(compared)
     items += _slice_items(before_common, after_common)
     for dataset, versions in current.dataset_versions.items():
         old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
@@ -128,5 +133,5 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
         order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
         (before_common.pass_rate, after_common.pass_rate),
-        len(comparable),
+        len(compared),
     )

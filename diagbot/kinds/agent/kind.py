@@ -142,7 +142,8 @@ class AgentKind:
         notes.append(md(f"Gating cases: {gating}; informational: {informational}; unchecked: {report.unchecked_cases}"))
         if diff is not None and diff.common_cases is not None:
             notes.append(md(f"{diff.common_cases} of {report.total_cases} cases were comparable with the baseline "
-                            "(present on both sides with the same case_version)", 300))  # fmt: skip
+                            "(present on both sides with the same case_version, and machine-checked on both or "
+                            "neither)", 300))  # fmt: skip
         notes += warning_notes(report.warnings)
         return SuiteView(
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
