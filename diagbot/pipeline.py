@@ -135,9 +135,9 @@ def run_config(
                 spec = dataclasses.replace(spec, progress=progress(suite.name))
             outcome.report = registry.evaluate(suite.kind, spec)
             if outcome.baseline is not None:
-                outcome.diff = registry.diff_reports(
-                    outcome.baseline, outcome.report, thresholds, f"baseline for {suite.name}"
-                )
+                source = baselines.sources.get(suite.name)
+                where = f"baseline for {suite.name}" + (f" ({source})" if source else "")
+                outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
         except DiagbotError as exc:
             outcome.problems = exc.problems
         if outcome.report is not None and outcome.report.total_cases == 0:

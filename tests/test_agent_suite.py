@@ -456,6 +456,20 @@ def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytes
     assert out == "diagbot validate: 1 suite, 1 errors, 0 warnings\n"
 
 
+def test_validate_lists_the_warnings_of_the_usable_cases_beside_the_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One broken case does not hide what validate says of the others: both are printed, and it exits 2."""
+    broken = spec_case() | {"evaluator_config": {"rule_checks": ["no_privacy_lek"]}}
+    loose = spec_case() | {"case_id": "loose_002", "risk_level": "P2", "negative_behavior": None}
+    config = _suite_folder(tmp_path, [broken, loose])
+    assert main(["validate", "--config", str(config)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.")
+    assert "warning: " in err and "case loose_002: no negative_behavior; say what must not happen (001 12.9.3)\n" in err
+    assert out == "diagbot validate: 1 suite, 1 errors, 1 warnings\n"
+
+
 def test_validate_asks_git_once_and_names_each_suite_by_its_own_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -510,7 +510,8 @@ def test_a_baseline_of_another_kind_is_named_and_fails_with_exit_2(
                    str(ROOT / "fixtures"), "--output", "wrong/reports/agent.json")  # fmt: skip
     assert made.returncode == 0, made.stderr
     message = (
-        "baseline for agent: is a trace report but the current suite is agent; check which file or artifact the "
+        "baseline for agent (wrong/reports/agent.json): is a trace report but the current suite is agent; check which "
+        "file or artifact the "
         "baseline comes from"
     )
     done = diagbot(tmp_path, "run", "--baseline", "wrong", "--quiet")

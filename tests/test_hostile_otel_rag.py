@@ -461,7 +461,10 @@ def test_hostile_responses_items_name_the_item(tmp_path: Path) -> None:
         "unknown-call": [
             "trace_invalid: unknown-call.json: $.output[0].call_id: an output for 'zz', which no earlier call made"
         ],
-        "output-object": ["trace_invalid: output-object.json: $.output[1].output: expected an array, found an object"],
+        "output-object": [
+            "trace_invalid: output-object.json: $.output[1].output: expected text, null or a list of content parts, "
+            "found an object"
+        ],
         "call-id-number": [
             "trace_invalid: call-id-number.json: $.output[0].call_id: expected a string, found a number"
         ],

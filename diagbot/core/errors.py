@@ -8,9 +8,10 @@ class DiagbotError(Exception):
 
     exit_code = 2
 
-    def __init__(self, *problems: str) -> None:
+    def __init__(self, *problems: str, warnings: list[str] | None = None) -> None:
         super().__init__("\n".join(problems))
         self.problems = list(problems)
+        self.warnings = warnings or []  # found beside the problems (validate prints both)
 
 
 class CaseFileError(DiagbotError):

@@ -23,6 +23,7 @@ class Baselines:
     reports: dict[str, SuiteReport] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # where each report was read, for messages about it
 
 
 def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
@@ -111,6 +112,7 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
 def _read(found: Baselines, name: str, path: Path) -> None:
     try:
         found.reports[name] = read_report_file(path)
+        found.sources[name] = str(path)
     except DiagbotError as exc:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]
 
@@ -124,5 +126,6 @@ def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
         except UnicodeDecodeError:
             raise ReportFormatError(f"{where}: the report is not UTF-8 text") from None
         found.reports[name] = _report(text, where)
+        found.sources[name] = where
     except DiagbotError as exc:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]

@@ -56,9 +56,17 @@ class AgentKind:
         return report
 
     def validate(self, suite: SuiteInput) -> list[str]:
-        loaded_cases = self._load(suite, with_lines=True)
+        """The warnings of the suite's cases; with problems, CaseFileError carries the usable cases' warnings."""
+        problems: list[str] = []
+        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, True))
+        warnings = self._warnings(suite, loaded_cases)
+        if problems:
+            raise CaseFileError(*problems, warnings=warnings)
         if not loaded_cases:  # the same words as the trace kind's (kinds never import each other)
             return [f"{suite.cases_label}: holds no cases, so the suite evaluates nothing; add cases to it"]
+        return warnings
+
+    def _warnings(self, suite: SuiteInput, loaded_cases: list[LoadedCase]) -> list[str]:
         warnings = []
         today = today_of(suite.run)
         rules = _options(suite).rules
