@@ -453,7 +453,7 @@ def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytes
         f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
         "'no_privacy_lek' (did you mean no_privacy_leak?); define it under the suite's rules in diagbot.yml\n"
     )
-    assert out == "diagbot validate: 1 suite, 1 errors, 0 warnings\n"
+    assert out == "diagbot validate: 1 suite, 1 error, 0 warnings\n"
 
 
 def test_validate_lists_the_warnings_of_the_usable_cases_beside_the_errors(
@@ -467,7 +467,7 @@ def test_validate_lists_the_warnings_of_the_usable_cases_beside_the_errors(
     out, err = capsys.readouterr()
     assert err.startswith(f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.")
     assert "warning: " in err and "case loose_002: no negative_behavior; say what must not happen (001 12.9.3)\n" in err
-    assert out == "diagbot validate: 1 suite, 1 errors, 1 warnings\n"
+    assert out == "diagbot validate: 1 suite, 1 error, 1 warning\n"
 
 
 def test_validate_asks_git_once_and_names_each_suite_by_its_own_place(

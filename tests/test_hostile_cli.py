@@ -325,7 +325,7 @@ def test_an_unusable_diagbot_yml_is_one_clear_line_and_exit_2(
     done = diagbot(_started(tmp_path, config), "validate")
     assert done.returncode == 2
     assert done.stderr == f"error: {message}\n"
-    assert done.stdout in ("", "diagbot validate: 1 suite, 1 errors, 0 warnings\n")  # the path problems are per suite
+    assert done.stdout in ("", "diagbot validate: 1 suite, 1 error, 0 warnings\n")  # the path problems are per suite
 
 
 @pytest.mark.parametrize(

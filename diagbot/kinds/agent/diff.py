@@ -40,7 +40,9 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     statuses = f"{old.status} → {new.status}"
     if {old.status, new.status} == {"passed", "failed"}:
         worse = new.status == "failed"
-        detail = f" ({'; '.join(new.failed_checks[:2])})" if worse and new.failed_checks else ""
+        count = len(new.failed_checks)  # said first: a long first check cuts the cell before a count at the end
+        shown = "; ".join(new.failed_checks[:2])
+        detail = "" if not worse or not count else f" ({count} failed checks: {shown})" if count > 2 else f" ({shown})"
         kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
         items.append(item(kind, cid, "status", old.status, new.status, f"{statuses}{detail}"))
     else:
