@@ -339,8 +339,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
         warnings += len(found)
     suites = len(config.suites)
-    say(f"diagbot validate: {suites} suite{'s' * (suites != 1)}, {errors} error{'s' * (errors != 1)}, "
-        f"{warnings} warning{'s' * (warnings != 1)}")
+    say(
+        f"diagbot validate: {suites} suite{'s' * (suites != 1)}, {errors} error{'s' * (errors != 1)}, "
+        f"{warnings} warning{'s' * (warnings != 1)}"
+    )
     return 2 if errors else 0
 
 
