@@ -470,6 +470,26 @@ def test_validate_lists_the_warnings_of_the_usable_cases_beside_the_errors(
     assert out == "diagbot validate: 1 suite, 1 error, 1 warning\n"
 
 
+def test_a_fault_of_the_defaults_is_named_once_for_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in `defaults` (here a metadata field, and one inside a default policy) is said once, under
+    `defaults:`, not once for each case it reaches; a case that gives the field itself is named on its own."""
+    defaults = {k: v for k, v in spec_case().items() if k != "case_id"}
+    defaults["metadata"] = {**defaults["metadata"], "review_staus": "approved"}
+    defaults["risk_level"] = "P9"
+    cases = [{"case_id": f"c{i}"} for i in range(3)] + [{"case_id": "own", "risk_level": "PX"}]
+    config = _suite_folder(tmp_path, [])
+    written = json.dumps({"defaults": defaults, "cases": cases}, default=str)
+    (tmp_path / "cases" / "all.json").write_text(written, encoding="utf-8")
+    assert main(["validate", "--config", str(config)]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    where = f"error: {tmp_path}/cases/all.json:"
+    assert errors == [
+        f"{where} defaults: 'risk_level': \"P9\" is not one of P0, P1, P2, P3 (did you mean P3?)",
+        f"{where} defaults: unknown field 'metadata.review_staus' (did you mean review_status?)",
+        f"{where} case own: 'risk_level': \"PX\" is not one of P0, P1, P2, P3 (did you mean P3?)",
+    ]
+
+
 def test_validate_asks_git_once_and_names_each_suite_by_its_own_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -191,6 +191,19 @@ def _split(data: Any, label: str, problems: list[str], suggestions: Suggestions)
     return {k: v for k, v in defaults.items() if k in FIELD_NAMES and k != "case_id"}, cases
 
 
+def _from_defaults(loc: tuple[Any, ...], defaults: dict[str, Any], raw: dict[str, Any]) -> bool:
+    """Whether the value at `loc` of a merged case came from the file's defaults (one level deep in metadata)."""
+    if not loc or loc[0] not in defaults:
+        return False
+    if loc[0] not in raw:
+        return True
+    inner, given = defaults[loc[0]], raw[loc[0]]
+    return (
+        loc[0] == "metadata" and len(loc) > 1 and isinstance(inner, dict) and isinstance(given, dict)
+        and loc[1] in inner and loc[1] not in given
+    )  # fmt: skip
+
+
 def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     merged = {**defaults, **raw}
     if isinstance(defaults.get("metadata"), dict) and isinstance(raw.get("metadata"), dict):
@@ -257,6 +270,7 @@ def iter_cases(
             )
             defaults = {}
         lines = _lines(text) if with_lines else {}
+        said_of_defaults: set[str] = set()
         del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
         for index, raw in enumerate(raw_cases):
             raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak
@@ -274,7 +288,13 @@ def iter_cases(
             try:
                 case = AgentCase.model_validate(_merged(defaults, raw))
             except ValidationError as exc:
-                problems += [f"{where}: {describe(error, suggestions=suggestions)}" for error in exc.errors()]
+                for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
+                    said = describe(error, suggestions=suggestions)
+                    if not _from_defaults(tuple(error["loc"]), defaults, raw):
+                        problems.append(f"{where}: {said}")
+                    elif said not in said_of_defaults:
+                        said_of_defaults.add(said)
+                        problems.append(f"{shown}: defaults: {said}")
                 continue
             if case.case_id in first_seen:
                 problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
