@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import types
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 
 from diagbot.core.text import MAX_TEXT_CHARS
 from diagbot.core.values import load_yaml
-from diagbot.kinds.agent import checks, schema_check
+from diagbot.kinds.agent import checks, formats, schema_check
 from diagbot.kinds.agent.cases import AgentCase, Check
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
@@ -1039,6 +1040,51 @@ def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
         "trace_invalid: c1.json: $: not a run format diagbot knows; expected one of diagbot, openai-responses, "
         "openai-chat, otlp (see docs/agent.md)"
     ]
+
+
+REFUND = {"name": "refund_submit", "arguments": "{}"}
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ([{"type": "message", "role": "user", "content": "refund?"}, {"call_id": "c1", **REFUND},
+          {"type": "message", "role": "assistant", "content": "Refunded."}],
+         "$[1]: an item with neither type nor role; expected a typed item"),
+        ([{"type": "message", "role": "user", "content": "refund?"}, {"id": "fc_1", "call_id": "c1", **REFUND}],
+         "$[1]: an item without a type holds 'call_id'; only a reference ({id}) may omit it"),
+        ([{"role": "user", "content": "refund?"}, {"id": "msg_ref_1"},
+          {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": REFUND}]},
+          {"type": "message", "role": "assistant", "content": "Refunded."}],
+         "$[2].tool_calls: tool_calls is a Chat Completions field, not a Responses one"),
+        ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": REFUND}]}],
+          "output": []},
+         "$: holds both messages (openai-chat) and output (openai-responses)"),
+    ],
+)  # fmt: skip
+def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -> None:
+    """Runs mixing shapes, whose refund call would go unread (so a case forbidding it would pass): a Responses
+    item that has no type but a call's fields, a chat message among Responses items, a file holding both formats.
+    Each is refused under auto and under the format it was read as, never read without its call."""
+    for fmt in ("auto", "openai-responses"):
+        with pytest.raises(TraceInvalid) as refused:
+            parse_run(json.dumps(run).encode(), fmt)
+        assert str(refused.value).startswith(said), (fmt, str(refused.value))
+
+
+def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under auto, a file that no adapter detects is refused even when the adapter it resembles reads it: a
+    resemblance names what is wrong, it never makes a run (fail closed, whatever a lenient reader accepts)."""
+    lenient = types.SimpleNamespace(NAME="lenient", resembles=lambda data: True, read=lambda data: Run())
+    monkeypatch.setattr(formats, "RESEMBLED", (lenient,))
+    with pytest.raises(TraceInvalid) as refused:
+        parse_run(b'{"anything": 1}', "auto")
+    assert str(refused.value) == (
+        "$: not a run format diagbot knows (closest: lenient, but not in its shape); expected one of diagbot, "
+        "openai-responses, openai-chat, otlp (see docs/agent.md)"
+    )
+    reference = [{"type": "message", "role": "user", "content": "x"}, {"id": "msg_1"}]  # a Responses item reference
+    assert parse_run(json.dumps(reference).encode(), "auto").answer == ""  # detected as Responses, and read
 
 
 @pytest.mark.parametrize(

@@ -239,22 +239,30 @@ def test_a_gating_case_that_regresses_gates_and_carries_its_severity_and_version
 
 
 @pytest.mark.parametrize("was", ["failed", "passed"])
-def test_a_case_that_loses_its_checks_is_shown_and_moves_no_aggregate(was: str) -> None:
-    """A gating case whose checks were removed (same case_version) is unchecked now: a status change of its own,
-    never an improvement of the pass rate it left (a failing case must not be hidden that way), and the aggregates
-    are compared over the other common cases, as for a case present on one side only."""
+def test_a_case_that_loses_its_checks_under_the_same_version_regresses_and_moves_no_aggregate(was: str) -> None:
+    """A gating case whose checks were removed under the same case_version is unchecked now. That would hide a
+    failure (a pull request could green a failing P0 case so), so it is a gating regression of its own, asking
+    for a new case_version; the aggregates are compared over the other common cases, so the pass rate it left
+    shows no improvement. The reverse, a case that gains failing checks, is a change and lowers nothing."""
     base = bundled_report()
     baseline = _variant(base, "refund_tool_partial_amount_003", status=was, passed=was == "passed")
     current = _variant(base, "refund_tool_partial_amount_003", status="unchecked", passed=False)
     diff = diff_agent(baseline, current)
     [item] = [i for i in diff.items if i.case_id == "refund_tool_partial_amount_003"]
-    assert (item.type, item.metric, item.gating) == (ItemType.CHANGED, "status", True)
-    assert item.message == f"{was} → unchecked (nothing in it is machine-checked now)"
+    assert (item.type, item.metric, item.gating) == (ItemType.REGRESSION, "status", True)
+    assert item.message == (
+        f"{was} → unchecked: nothing in it is machine-checked now, under the same case_version v1; give it a new "
+        "case_version if its contract changed"
+    )
     assert not [i for i in diff.items if i.case_id is None and i.type is not ItemType.CHANGED]
-    assert diff.common_cases == 16 and not diff.has_regression  # 17 on both sides, less this one
-    back = diff_agent(current, baseline)  # and checks that a case gains, failing, lower nothing either
+    assert diff.common_cases == 16 and diff.has_regression and diff.gating_regressions == 1  # 17 less this one
+    back = diff_agent(current, baseline)
+    [item] = [i for i in back.items if i.case_id == "refund_tool_partial_amount_003"]
+    assert (item.type, item.message) == (ItemType.CHANGED, f"unchecked → {was}")
     assert not [i for i in back.items if i.case_id is None and i.type is not ItemType.CHANGED]
     assert back.common_cases == 16 and not back.has_regression
+    bumped = _variant(base, "refund_tool_partial_amount_003", status="unchecked", passed=False, case_version="v2")
+    assert not diff_agent(baseline, bumped).has_regression  # a new contract: one caseVersion change
 
 
 def test_a_changed_dataset_version_and_changed_slices_are_shown() -> None:

@@ -45,9 +45,13 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
         detail = "" if not worse or not count else f" ({count} failed checks: {shown})" if count > 2 else f" ({shown})"
         kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
         items.append(item(kind, cid, "status", old.status, new.status, f"{statuses}{detail}"))
+    elif new.status == "unchecked" and old.status != "unchecked":
+        # the same case_version promises the same contract: checks removed under it would hide a failure
+        said = (f"{statuses}: nothing in it is machine-checked now, under the same case_version "
+                f"{new.case_version}; give it a new case_version if its contract changed")  # fmt: skip
+        items.append(item(ItemType.REGRESSION, cid, "status", old.status, new.status, said))
     else:
-        unchecked = " (nothing in it is machine-checked now)" if new.status == "unchecked" else ""
-        items += changed(cid, "status", old.status, new.status, statuses + unchecked)
+        items += changed(cid, "status", old.status, new.status, statuses)
     if old.status == new.status:
         was, now = f"{old.trials_passed}/{old.trials}", f"{new.trials_passed}/{new.trials}"
         items += changed(cid, "trialsPassed", was, now, f"trials passed {was} → {now}")
@@ -107,7 +111,7 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     ids = {r.case_id for r in comparable}
     # a case machine-checked on one side only is, for the aggregates, like a case present on one side only: a
     # failing case whose checks were removed must not raise the pass rate, one that gained failing checks not
-    # lower it; its status change is an item of its own
+    # lower it; its status change is an item of its own (a regression when it lost its checks)
     compared = [r for r in comparable if (r.status == "unchecked") == (before[r.case_id].status == "unchecked")]
     old = [before[r.case_id] for r in compared]
     gating_ids = {r.case_id for r in compared if r.gating}

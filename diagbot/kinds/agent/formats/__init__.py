@@ -2,9 +2,10 @@
 
 An adapter is a module with `NAME`, `detect(data) -> bool` (does this decoded JSON look like mine?),
 `resembles(data) -> bool` (looser: was a file that no adapter detects meant to be mine? then my error names what
-is wrong with it) and `read(data) -> Run` (raising TraceInvalid with the JSON path). A new format is one module
-and one entry in `ADAPTERS`; `auto` tries them in order. A file of several JSON documents, one a line (JSON
-Lines), is read only as OTLP (`otlp` or `auto`): that adapter gets them as a `JsonLines`.
+is wrong with it; a file only resembled is never read as a run) and `read(data) -> Run` (raising TraceInvalid
+with the JSON path). A new format is one module and one entry in `ADAPTERS` and in `RESEMBLED`; `auto` tries
+them in order. A file of several JSON documents, one a line (JSON Lines), is read only as OTLP (`otlp` or
+`auto`): that adapter gets them as a `JsonLines`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,22 @@ from diagbot.kinds.agent.run import MAX_STEPS, Run, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
 ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat, otlp)}
+# which one a file that none detects was meant to be: the formats whose own key (`output`, `messages`,
+# `resourceSpans`) is there before the native format's `format` or `steps`, which any format could hold
+RESEMBLED = (openai_responses, openai_chat, otlp, native)
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
 MAX_MATCHED_CHARS = 1024 * 1024  # characters of a tool result that `tool-error-pattern` reads
 MAX_PROBLEM_CHARS = 2_000
 """Characters of a problem's JSON path, and of its message, kept: both quote the run (a key, an id), and a trial's
 failure lands in the report, the comment and the next run's baseline."""
+
+
+UNKNOWN_FORMAT = f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
+BOTH_FORMATS = (
+    "holds both messages (openai-chat) and output (openai-responses): which is the run is unknown; a file records "
+    "one run in one format"
+)
 
 
 class TraceMissing(Exception):
@@ -88,16 +99,16 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
-    guessed = False  # under auto: no adapter detected the file, and the one it resembles reads it
+    if isinstance(decoded, dict) and "messages" in decoded and "output" in decoded:
+        raise TraceInvalid("$", BOTH_FORMATS)
+    guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
     if fmt == AUTO:
         adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
         if adapter is None:
-            adapter = next((a for a in ADAPTERS.values() if a.resembles(decoded)), None)
+            adapter = next((a for a in RESEMBLED if a.resembles(decoded)), None)
             guessed = True
         if adapter is None:
-            raise TraceInvalid(
-                "$", f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
-            )
+            raise TraceInvalid("$", UNKNOWN_FORMAT)
     else:
         adapter = ADAPTERS[fmt]
     try:
@@ -108,6 +119,9 @@ def _parse(data: bytes, fmt: str) -> Run:
         if (path, message) == (exc.path, exc.message):
             raise
         raise TraceInvalid(path, message) from None
+    if guessed:  # it reads, but is not shaped as that format's files are: never judged as a run
+        raise TraceInvalid("$", f"not a run format diagbot knows (closest: {adapter.NAME}, but not in its shape); "
+                                f"expected one of {', '.join(ADAPTERS)} (see docs/agent.md)")  # fmt: skip
     return run
 
 

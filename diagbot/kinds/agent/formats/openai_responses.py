@@ -34,6 +34,7 @@ from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInva
 NAME = "openai-responses"
 _TYPES = frozenset({"message", "function_call", "function_call_output"})  # what `detect` looks for
 _NAMED_CALLS = ("function_call", "custom_tool_call")
+_CHAT_FIELDS = ("tool_calls", "tool_call_id", "function_call")  # on a message item: a chat message, not Responses
 _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
 
 
@@ -41,16 +42,23 @@ def detect(data: Any) -> bool:
     """Items carry a `type` (chat messages do not), except the API's short input messages (`{role, content}`);
     some of the first are typed items this format reads."""
     if isinstance(data, dict):
-        return isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
+        return (
+            isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
+            and "messages" not in data  # both: which one is the run is unknown (`both_formats`)
+        )  # fmt: skip
     head = data[:20] if isinstance(data, list) else []
     return (
         bool(head)
-        and all(
-            isinstance(item, dict) and (isinstance(item.get("type"), str) or ("type" not in item and "role" in item))
-            for item in head
-        )
+        and all(isinstance(item, dict) and (isinstance(item.get("type"), str) or _untyped(item)) for item in head)
         and any(item.get("type") in _TYPES for item in head)
     )
+
+
+def _untyped(item: dict[str, Any]) -> bool:
+    """The items that may omit `type` (or give it as null): a short input message (`{role, content}`), a
+    reference (`{id}`)."""
+    reference = isinstance(item.get("id"), str) and set(item) <= {"id", "type"}
+    return item.get("type") is None and ("role" in item or reference)
 
 
 def resembles(data: Any) -> bool:
@@ -139,12 +147,28 @@ def _kind(item: dict[str, Any], where: str) -> str:
     kind = item.get("type")
     if kind is None:
         if "role" in item:
-            return "message"
-        if isinstance(item.get("id"), str):
-            return "item_reference"  # it points at an item of an earlier response, which this file does not hold
-        raise TraceInvalid(
-            where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
-        )
+            kind = "message"
+        elif isinstance(item.get("id"), str):
+            other = next((key for key in item if key not in ("id", "type")), None)
+            if other is None:
+                return "item_reference"  # it points at an item of an earlier response, which this file does not hold
+            raise TraceInvalid(  # a call or an output without its type must not be skipped as a reference
+                where,
+                f"an item without a type holds {str(other)[:40]!r}; only a reference ({{id}}) may omit it: "
+                "give its type (function_call, function_call_output, ...)",
+            )
+        else:
+            raise TraceInvalid(
+                where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
+            )
+    if kind == "message":
+        chat = next((key for key in _CHAT_FIELDS if key in item), None)
+        if chat is not None:  # a Chat Completions message among Responses items: its calls would go unread
+            raise TraceInvalid(
+                f"{where}.{chat}",
+                f"{chat} is a Chat Completions field, not a Responses one (its calls and results are "
+                "function_call and function_call_output items): record the run in one format",
+            )
     if not isinstance(kind, str):
         raise TraceInvalid(
             f"{where}.type",
