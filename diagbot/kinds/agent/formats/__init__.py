@@ -99,7 +99,7 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
-    if isinstance(decoded, dict) and "messages" in decoded and "output" in decoded:
+    if isinstance(decoded, dict) and "messages" in decoded and "output" in decoded:  # before any format reads it
         raise TraceInvalid("$", BOTH_FORMATS)
     guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
     if fmt == AUTO:

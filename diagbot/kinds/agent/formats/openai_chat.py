@@ -34,7 +34,7 @@ NAME = "openai-chat"
 
 def detect(data: Any) -> bool:
     if isinstance(data, dict):
-        return isinstance(data.get("messages"), list) and "output" not in data  # both: see `both_formats`
+        return isinstance(data.get("messages"), list)
     return isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data[:5])
 
 

@@ -42,10 +42,7 @@ def detect(data: Any) -> bool:
     """Items carry a `type` (chat messages do not), except the API's short input messages (`{role, content}`);
     some of the first are typed items this format reads."""
     if isinstance(data, dict):
-        return (
-            isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
-            and "messages" not in data  # both: which one is the run is unknown (`both_formats`)
-        )  # fmt: skip
+        return isinstance(data.get("output"), list) and isinstance(data.get("input", []), list | str)
     head = data[:20] if isinstance(data, list) else []
     return (
         bool(head)
