@@ -1056,10 +1056,31 @@ REFUND = {"name": "refund_submit", "arguments": "{}"}
         ([{"role": "user", "content": "refund?"}, {"id": "msg_ref_1"},
           {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": REFUND}]},
           {"type": "message", "role": "assistant", "content": "Refunded."}],
-         "$[2].tool_calls: tool_calls is a Chat Completions field, not a Responses one"),
+         "$[2].tool_calls: a message item holds tool_calls: a call recorded so would go unread"),
         ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": REFUND}]}],
           "output": []},
-         "$: holds both messages (openai-chat) and output (openai-responses)"),
+         "$: holds messages (openai-chat) and output (openai-responses): which is the run is unknown"),
+        ({"messages": [{"role": "user", "content": "refund?"}], "input": [{"type": "function_call", "call_id": "c1",
+                                                                          **REFUND}]},
+         "$: holds messages (openai-chat) and input (openai-responses)"),
+        ({"messages": [{"role": "user", "content": "refund?"}], "steps": [{"kind": "tool_call", "tool": "refund"}]},
+         "$: holds messages (openai-chat) and steps (diagbot)"),
+        ({"output": [], "resourceSpans": []}, "$: holds output (openai-responses) and resourceSpans (otlp)"),
+        ({"messages": [{"role": "user", "content": "refund?"}],
+          "choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c1", "function": REFUND}]}}]},
+         "$.choices: a chat response's choices beside the messages would go unread"),
+        ([{"role": "user", "content": "refund?", "tool_calls": [{"id": "c1", "function": REFUND}]},
+          {"type": "message", "role": "assistant", "content": "ok"}],
+         "$[0].tool_calls: a message item holds tool_calls"),
+        ([{"type": "message", "role": "user", "content": "refund?"},
+          {"type": "response.output_item.done", "item": {"type": "function_call", "call_id": "c1", **REFUND}}],
+         "$[1].type: 'response.output_item.done' is not an item type"),
+        ([{"type": "message", "role": "user", "content": "refund?"},
+          {"type": "Function_Call", "call_id": "c1", **REFUND}],
+         "$[1].type: 'Function_Call' is not an item type"),
+        ([{"type": "message", "role": "user", "content": "refund?"},
+          {"role": "assistant", "call_id": "c1", **REFUND}],
+         "$[1].call_id: a message item holds call_id"),
     ],
 )  # fmt: skip
 def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -> None:
@@ -1070,6 +1091,33 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
         with pytest.raises(TraceInvalid) as refused:
             parse_run(json.dumps(run).encode(), fmt)
         assert str(refused.value).startswith(said), (fmt, str(refused.value))
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ([{"role": "user", "content": "refund?", "tool_calls": [{"id": "c1", "function": REFUND}]}],
+         "$[0].tool_calls: only an assistant message calls tools; this one's role is 'user'"),
+        ([{"role": "tool", "content": "x", "function_call": REFUND}],
+         "$[0].function_call: only an assistant message calls tools; this one's role is 'tool'"),
+        ([{"role": "user", "content": "refund?"}] * 20 + [{"type": "function_call", "role": "assistant",
+                                                         "call_id": "c1", **REFUND}],
+         "$[20].type: 'function_call' is not a chat message's type"),
+    ],
+)  # fmt: skip
+def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
+    """Calls on a message the chat reader reads no calls from (not the assistant's), or a Responses call among
+    chat messages (past the items auto looks at): refused, so a case forbidding the call cannot pass."""
+    for fmt in ("auto", "openai-chat"):
+        with pytest.raises(TraceInvalid) as refused:
+            parse_run(json.dumps(run).encode(), fmt)
+        assert str(refused.value).startswith(said), (fmt, str(refused.value))
+
+
+def test_an_audio_reply_is_read_by_its_transcript() -> None:
+    run = [{"role": "user", "content": "refund?"},
+           {"role": "assistant", "content": None, "audio": {"id": "a1", "transcript": "Refund approved."}}]  # fmt: skip
+    assert parse_run(json.dumps(run).encode(), "auto").answer == "Refund approved."
 
 
 def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -396,6 +396,36 @@ def test_a_tool_span_of_no_recorded_call_is_placed_by_its_start_time() -> None:
     ]
 
 
+def test_a_tool_span_of_another_tool_under_a_calls_id_is_refused() -> None:
+    """A span of refund_submit that answers the id of an order_lookup call would be taken onto that call, and
+    the refund never counted: the file is refused instead."""
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "order_lookup", {"order_id": "A"}))
+    chat(rec, [say("user", text("A?"))], [calling])
+    tool(rec, "refund_submit", "call_1", result="refunded")
+    chat(rec, [say("user", text("A?")), calling], [say("assistant", text("ok"))])
+    said = problem(rec.otlp())
+    assert "a tool span of 'refund_submit' answers call id 'call_1', which the conversation gave a call of " in said
+    assert said.startswith("$.resourceSpans[0]")
+
+
+def test_an_attribute_value_under_a_field_otlp_json_does_not_write_is_refused() -> None:
+    """`string_value` (the proto field name, which some JSON encoders keep) read as an empty value would drop
+    the tool span whose operation it names; it is refused, naming the field."""
+    rec = Recorder()
+    chat(rec, [say("user", text("A?"))], [say("assistant", text("ok"))])
+    tool(rec, "refund_submit", "call_1")
+    doc = rec.otlp()
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    [operation] = [a for a in spans[-1]["attributes"] if a["key"] == "gen_ai.operation.name"]
+    operation["value"] = {"string_value": operation["value"]["stringValue"]}
+    said = problem(doc)
+    assert said.endswith(
+        'attributes["gen_ai.operation.name"].string_value: not an AnyValue field OTLP/JSON writes (stringValue, '
+        "boolValue, intValue, doubleValue, bytesValue, arrayValue, kvlistValue: lowerCamelCase)"
+    ), said
+
+
 def test_a_tool_span_without_a_call_id_takes_the_first_free_call_of_its_tool() -> None:
     rec = Recorder()
     history = [say("user", text("A and B?"))]
@@ -441,8 +471,15 @@ def test_every_tool_span_claims_at_most_one_call_and_no_call_is_counted_twice(
         chat(rec, [say("user", text("go"))], [calling])
     for call_id, name, failed in spans:
         tool(rec, name, call_id, error=failed)
-    run = parse(rec.otlp())
     recorded = made if capture else []
+    tools_of: dict[str, set[str]] = {}
+    for call_id, name in recorded:
+        if call_id is not None:
+            tools_of.setdefault(call_id, set()).add(name)
+    if any(i in tools_of and t not in tools_of[i] for i, t, _ in spans):  # a span of another tool under an id
+        assert "answers call id" in problem(rec.otlp())
+        return
+    run = parse(rec.otlp())
     assert len(recorded) <= len(run.calls) <= len(recorded) + len(spans)
     from_messages = [c for c in run.calls if isinstance(c.args, dict)]  # only the messages record arguments here
     assert [(c.id, c.tool, c.args) for c in from_messages] == [(i, t, {"n": n}) for n, (i, t) in enumerate(recorded)]

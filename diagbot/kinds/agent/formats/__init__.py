@@ -39,9 +39,12 @@ failure lands in the report, the comment and the next run's baseline."""
 
 
 UNKNOWN_FORMAT = f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
-BOTH_FORMATS = (
-    "holds both messages (openai-chat) and output (openai-responses): which is the run is unknown; a file records "
-    "one run in one format"
+# the top-level keys that hold each format's run; a file with those of two would be read as one, the other unread
+_RUN_KEYS = (
+    ("messages", "openai-chat"),
+    ("output", "openai-responses"),
+    ("steps", "diagbot"),
+    ("resourceSpans", "otlp"),
 )
 
 
@@ -99,8 +102,8 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
-    if isinstance(decoded, dict) and "messages" in decoded and "output" in decoded:  # before any format reads it
-        raise TraceInvalid("$", BOTH_FORMATS)
+    if isinstance(decoded, dict):  # before any format reads it
+        _one_run(decoded)
     guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
     if fmt == AUTO:
         adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
@@ -123,6 +126,24 @@ def _parse(data: bytes, fmt: str) -> Run:
         raise TraceInvalid("$", f"not a run format diagbot knows (closest: {adapter.NAME}, but not in its shape); "
                                 f"expected one of {', '.join(ADAPTERS)} (see docs/agent.md)")  # fmt: skip
     return run
+
+
+def _one_run(top: dict[str, Any]) -> None:
+    """A file records one run in one format: the keys of two formats, or a chat response's `choices` beside the
+    messages, would leave one part unread (and a call in it unseen)."""
+    held = [f"{key} ({name})" for key, name in _RUN_KEYS if key in top]
+    if isinstance(top.get("input"), list) and "output" not in top:
+        held.append("input (openai-responses)")
+    if len(held) > 1:
+        raise TraceInvalid(
+            "$", f"holds {' and '.join(held)}: which is the run is unknown; a file records one run in one format"
+        )
+    if "messages" in top and "choices" in top:
+        raise TraceInvalid(
+            "$.choices",
+            "a chat response's choices beside the messages would go unread; append the chosen "
+            "message (choices[0].message) to messages",
+        )
 
 
 def _format_hint(decoded: Any, fmt: str) -> str:

@@ -70,6 +70,25 @@ def read(data: Any) -> Run:
         refusal = message.get("refusal")  # tested here first: the helper's call would cost every message
         if refusal is not None:
             content = with_refusal(content, refusal, f"{prefix}[{index}].refusal")
+        audio = message.get("audio")  # an audio reply: its transcript is what the model said
+        if audio is not None and not content:
+            content = text(
+                obj(audio, f"{prefix}[{index}].audio").get("transcript", ""), f"{prefix}[{index}].audio.transcript"
+            )
+        kind = message.get("type")
+        if kind is not None and kind != "message":
+            _not_a_message(message, f"{prefix}[{index}]")
+        if (
+            role != "assistant"
+            and (message.get("tool_calls") or message.get("function_call")) is not None
+            and (
+                role in SPEAKERS or role == "tool" or role == "function"  # an unknown role is refused as such below
+            )
+        ):
+            field = "tool_calls" if message.get("tool_calls") else "function_call"
+            raise TraceInvalid(
+                f"{prefix}[{index}].{field}", f"only an assistant message calls tools; this one's role is {role!r}"
+            )
         if role == "tool" or role == "function":
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)
@@ -114,6 +133,17 @@ def read(data: Any) -> Run:
                 f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run",
             )
     return run
+
+
+def _not_a_message(message: dict[str, Any], where: str) -> None:
+    """A chat message has no `type`; one naming a call (a Responses item's) would be read without its call."""
+    kind = message["type"]
+    if not isinstance(kind, str) or kind.endswith(("_call", "_call_output")) or kind.startswith("response."):
+        raise TraceInvalid(
+            f"{where}.type",
+            f"{str(kind)[:40]!r} is not a chat message's type (chat messages have none); a "
+            "Responses item among chat messages would be read without its call: record the run in one format",
+        )
 
 
 def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:

@@ -34,7 +34,8 @@ from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInva
 NAME = "openai-responses"
 _TYPES = frozenset({"message", "function_call", "function_call_output"})  # what `detect` looks for
 _NAMED_CALLS = ("function_call", "custom_tool_call")
-_CHAT_FIELDS = ("tool_calls", "tool_call_id", "function_call")  # on a message item: a chat message, not Responses
+# on a message item: a chat message's call fields, or a call's own; either way a call that would go unread
+_CALL_FIELDS = ("tool_calls", "tool_call_id", "function_call", "call_id", "name", "arguments", "output")
 _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
 
 
@@ -106,7 +107,9 @@ def read(data: Any) -> Run:
                 run.steps.append(call)
             elif kind.endswith("_call") and kind != "_call":  # a hosted tool: web_search_call is a call of web_search
                 hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
-                call = ToolCall(tool=kind.removesuffix("_call"), id=hosted_id, raw_args={})
+                named = item.get("name")  # a hosted call is named by its type, unless it names its tool
+                tool = named if isinstance(named, str) else kind.removesuffix("_call")
+                call = ToolCall(tool=tool, id=hosted_id, raw_args={})
                 call.failed = item.get("status") == "failed"
                 run.steps.append(call)
                 if hosted_id is not None:
@@ -159,16 +162,22 @@ def _kind(item: dict[str, Any], where: str) -> str:
                 where, "an item with neither type nor role; expected a typed item (message, function_call, ...)"
             )
     if kind == "message":
-        chat = next((key for key in _CHAT_FIELDS if key in item), None)
-        if chat is not None:  # a Chat Completions message among Responses items: its calls would go unread
+        field = next((key for key in _CALL_FIELDS if key in item), None)
+        if field is not None:  # a chat message, or a call without its type, among Responses items
             raise TraceInvalid(
-                f"{where}.{chat}",
-                f"{chat} is a Chat Completions field, not a Responses one (its calls and results are "
-                "function_call and function_call_output items): record the run in one format",
+                f"{where}.{field}",
+                f"a message item holds {field}: a call recorded so would go unread (Responses records calls and "
+                "results as function_call and function_call_output items); record the run in one format",
             )
     if not isinstance(kind, str):
         raise TraceInvalid(
             f"{where}.type",
             f"expected a string naming the item's type (message, function_call, ...), found {type_name(kind)}",
+        )
+    if kind.startswith("response.") or kind != kind.lower():  # a stream event, or a type the API never writes
+        raise TraceInvalid(
+            f"{where}.type",
+            f"{kind[:60]!r} is not an item type (they are lower case: message, function_call, ...); "
+            "a stream's events are not a run: record the response's items",
         )
     return kind

@@ -143,6 +143,13 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
                 entry.get("value", {}), f"{where}[{i}].value", depth + 1
             )
         return pairs
+    if value:  # `string_value` (a proto field name), a misspelling: read as empty, the value would go unseen
+        key = str(next(iter(value)))[:40]
+        raise TraceInvalid(
+            f"{path}.{key}",
+            "not an AnyValue field OTLP/JSON writes (stringValue, boolValue, intValue, doubleValue, "
+            "bytesValue, arrayValue, kvlistValue: lowerCamelCase)",
+        )
     return None
 
 

@@ -291,9 +291,12 @@ def _attach(
     by_id: dict[str, deque[tuple[int, ToolCall]]] = {}
     by_tool: dict[str, deque[tuple[int, ToolCall]]] = {}
     no_id: dict[str, deque[tuple[int, ToolCall]]] = {}
+    tools_of: dict[str, set[str]] = {}  # call id -> the tools the conversation's calls of that id are of
     for i, step in enumerate(steps):
         if isinstance(step, ToolCall):
             by_tool.setdefault(step.tool, deque()).append((i, step))
+            if step.id is not None:
+                tools_of.setdefault(step.id, set()).add(step.tool)
             (
                 by_id.setdefault(step.id, deque()) if step.id is not None else no_id.setdefault(step.tool, deque())
             ).append((i, step))
@@ -308,6 +311,13 @@ def _attach(
             continue
         found: ToolSpan = convention.tool(span)
         if found.id is not None and found.id in by_id:
+            named = tools_of[found.id]
+            if found.tool not in named:  # taken onto a call of another tool, this call would go unseen
+                raise TraceInvalid(
+                    span.path,
+                    f"a tool span of {found.tool!r} answers call id {found.id!r}, which the conversation "
+                    f"gave a call of {sorted(named)[0]!r}; a call id names one call of one tool",
+                )
             match = _first_free(by_id[found.id], taken)
             if match is None:
                 _retried(*first[found.id], found, span)
