@@ -426,6 +426,18 @@ def test_an_attribute_value_under_a_field_otlp_json_does_not_write_is_refused() 
     ), said
 
 
+def test_a_server_tool_call_part_is_a_call() -> None:
+    """A provider-run tool (here web search) recorded as a `server_tool_call` part is a call, as the Responses
+    reader counts hosted tools' calls, so that available_tools and tool_not_called see it."""
+    rec = Recorder()
+    searching = {"type": "server_tool_call", "id": "s1", "name": "web_search",
+                 "server_tool_call": {"type": "web_search"}}  # fmt: skip
+    chat(rec, [say("user", text("A?"))], [say("assistant", searching, text("found it"))])
+    run = parse(rec.otlp())
+    assert [(c.tool, c.id, c.args) for c in run.calls] == [("web_search", "s1", {})]
+    assert run.answer == "found it"
+
+
 def test_a_tool_span_without_a_call_id_takes_the_first_free_call_of_its_tool() -> None:
     rec = Recorder()
     history = [say("user", text("A and B?"))]

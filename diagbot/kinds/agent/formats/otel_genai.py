@@ -183,7 +183,10 @@ def _message(message: dict[str, Any], path: str) -> Said:
             key = next((k for k in _RESULT_KEYS if k in part), None)
             answered = optional_text(part.get("id"), f"{where}.id")
             said.answers.append((answered, key is not None, part[key] if key else None, where))
-        # other parts (reasoning, blob, uri, file, server tool calls) say nothing the checks read
+        elif kind == "server_tool_call":  # a provider-run tool (web search...): a call, as Responses' hosted ones are
+            call_id = optional_text(part.get("id"), f"{where}.id")
+            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, {}))
+        # other parts (reasoning, blob, uri, file, server tool results) say nothing the checks read
     said.text = "\n".join(texts)
     return said
 
