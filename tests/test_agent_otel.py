@@ -438,6 +438,20 @@ def test_a_server_tool_call_part_is_a_call() -> None:
     assert run.answer == "found it"
 
 
+def test_spans_under_both_the_old_and_the_new_scope_list_name_are_refused() -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("A?"))], [say("assistant", text("ok"))])
+    tool(rec, "refund_submit", "call_1")
+    doc = rec.otlp()
+    resource = doc["resourceSpans"][0]
+    resource["instrumentationLibrarySpans"] = [{"spans": resource["scopeSpans"][0]["spans"][1:]}]
+    resource["scopeSpans"][0]["spans"] = resource["scopeSpans"][0]["spans"][:1]
+    assert problem(doc) == (
+        "$.resourceSpans[0]: holds both scopeSpans and instrumentationLibrarySpans (its name before OTLP 0.15): the "
+        "spans of one would go unseen; write them all under scopeSpans"
+    )
+
+
 def test_a_tool_span_without_a_call_id_takes_the_first_free_call_of_its_tool() -> None:
     rec = Recorder()
     history = [say("user", text("A and B?"))]

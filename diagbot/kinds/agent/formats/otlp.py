@@ -102,6 +102,11 @@ def _list(message: dict[str, Any], key: str, where: str) -> list[Any]:
     """The message's list `key` (absent: empty, as proto3 reads it). A message that holds fields OTLP does not
     have instead (a misspelt `resourceSpan`, another format's `messages`) is refused: its spans would go unseen."""
     old = _OLD_NAMES.get(key)
+    if key in message and old in message:
+        raise TraceInvalid(
+            where, f"holds both {key} and {old} (its name before OTLP 0.15): the spans of one would go unseen; "
+            f"write them all under {key}"
+        )  # fmt: skip
     if key not in message and old in message:
         return items(message[old], f"{where}.{old}")
     if key not in message:
