@@ -1114,6 +1114,22 @@ def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: st
         assert str(refused.value).startswith(said), (fmt, str(refused.value))
 
 
+def test_text_parts_are_read_or_the_file_refused() -> None:
+    """A part with a null type is text; text under a type no API writes is refused, never skipped."""
+    said = [
+        {"role": "user", "content": "refund?"},
+        {"role": "assistant", "content": [{"type": None, "text": "Refund"}, {"type": "output_text", "text": "ok"}]},
+    ]
+    assert parse_run(json.dumps(said).encode(), "openai-chat").answer == "Refund\nok"
+    said[1]["content"] = [{"type": "Text", "text": "Refund approved."}]  # fmt: skip
+    with pytest.raises(TraceInvalid) as refused:
+        parse_run(json.dumps(said).encode(), "openai-chat")
+    assert str(refused.value) == (
+        "$[1].content[0].type: 'Text' is not a text part's type (text, input_text, output_text, refusal), but the "
+        "part holds text"
+    )
+
+
 def test_an_audio_reply_is_read_by_its_transcript() -> None:
     run = [{"role": "user", "content": "refund?"},
            {"role": "assistant", "content": None, "audio": {"id": "a1", "transcript": "Refund approved."}}]  # fmt: skip

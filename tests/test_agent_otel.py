@@ -837,6 +837,22 @@ def test_openinference_problems_name_the_attribute(attributes: dict[str, Any], m
     assert problem(rec.otlp()) == f"$.resourceSpans[0].scopeSpans[0].spans[0].{message}"
 
 
+def test_openinference_content_and_its_parts_are_both_read() -> None:
+    """A message's `content` and its `contents` parts (text, input_text, output_text) together are its text:
+    reading only the first hid the answer in the parts from answer_not_contains."""
+    rec = Recorder()
+    rec.span("llm", {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "refund?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "ok",
+        "llm.output_messages.0.message.contents.0.message_content.type": "output_text",
+        "llm.output_messages.0.message.contents.0.message_content.text": "Refund approved.",
+    })  # fmt: skip
+    assert parse(rec.otlp()).answer == "ok\nRefund approved."
+
+
 # --- retrievals and citations ----------------------------------------------------------------------------------------
 
 

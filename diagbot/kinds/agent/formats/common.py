@@ -117,6 +117,9 @@ def state(value: Any, path: str) -> dict[str, Any] | None:
     return None if value is None else obj(value, path)
 
 
+_TEXT_TYPES = ("text", "input_text", "output_text")
+
+
 def content_text(value: Any, path: str) -> str:
     """Message content: a string, null, or a list of parts of which the text parts are joined."""
     if value is None:
@@ -128,10 +131,17 @@ def content_text(value: Any, path: str) -> str:
     parts = []
     for index, part in enumerate(items(value, path)):
         part = obj(part, f"{path}[{index}]")
-        if part.get("type") in ("text", "input_text", "output_text") or ("text" in part and "type" not in part):
+        kind = part.get("type")
+        if kind in _TEXT_TYPES or (kind is None and "text" in part):
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
-        elif part.get("type") == "refusal":  # the model's refusal is what it said
+        elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
+        elif "text" in part:  # text under a type no API writes (`Text`): skipped, it could hide what was said
+            raise TraceInvalid(
+                f"{path}[{index}].type",
+                f"{str(kind)[:40]!r} is not a text part's type (text, input_text, "
+                "output_text, refusal), but the part holds text",
+            )
     return "\n".join(parts)
 
 

@@ -34,6 +34,9 @@ _ROLES = {"LLM": INFERENCE, "TOOL": TOOL, "RETRIEVER": RETRIEVAL, "AGENT": AGENT
 _INPUT, _OUTPUT = "llm.input_messages.", "llm.output_messages."
 
 
+_TEXT_PARTS = ("text", "input_text", "output_text")  # the message_content types whose `text` is read
+
+
 def uses(span: Span) -> bool:
     return span.has(KIND)
 
@@ -92,13 +95,12 @@ def _messages(span: Span, prefix: str) -> list[Said]:
         legacy_result = role == "function"  # the result of a deprecated function call: it carries no call id
         role = "tool" if legacy_result else speaker(role, span.where(f"{where}.role"), result_role="tool")
         content = flat_text(span, message, "content", where)
-        if content is None:  # the list form: its text parts joined, as the other formats join them
-            texts = []
-            for k, entry in flat_entries(span, f"{where}.contents.", message.get("contents", {})):
-                part = flat_node(entry.get("message_content", {}), span, f"{k}.message_content")
-                if (flat_text(span, part, "type", f"{k}.message_content") or "text") == "text":
-                    texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
-            content = "\n".join(texts)
+        texts = [] if content is None else [content]  # and the list form's text parts, joined after it
+        for k, entry in flat_entries(span, f"{where}.contents.", message.get("contents", {})):
+            part = flat_node(entry.get("message_content", {}), span, f"{k}.message_content")
+            if (flat_text(span, part, "type", f"{k}.message_content") or "text") in _TEXT_PARTS:
+                texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
+        content = "\n".join(texts)
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
             said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"))]))
