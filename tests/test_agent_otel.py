@@ -426,6 +426,18 @@ def test_an_attribute_value_under_a_field_otlp_json_does_not_write_is_refused() 
     ), said
 
 
+def test_a_message_with_parts_and_tool_calls_beside_them_is_refused() -> None:
+    rec = Recorder()
+    both = {
+        **say("assistant", text("ok")),
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "refund_submit", "arguments": "{}"}}],
+    }
+    chat(rec, [say("user", text("A?"))], [both])
+    assert problem(rec.otlp()).endswith(
+        "[0].tool_calls: a message with parts holds tool_calls too: record it as parts (tool_call, text)"
+    )
+
+
 def test_a_server_tool_call_part_is_a_call() -> None:
     """A provider-run tool (here web search) recorded as a `server_tool_call` part is a call, as the Responses
     reader counts hosted tools' calls, so that available_tools and tool_not_called see it."""

@@ -43,7 +43,7 @@ from diagbot.kinds.agent.formats.otel_spans import (
     flat_text,
     flat_tree,
 )
-from diagbot.kinds.agent.run import Document, Retrieval, ToolCall
+from diagbot.kinds.agent.run import Document, Retrieval, ToolCall, TraceInvalid
 
 _ROLES = {
     "chat": INFERENCE,
@@ -162,6 +162,9 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
     return said_in, said_out
 
 
+_EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
+
+
 def _message(message: dict[str, Any], path: str) -> Said:
     if message.get("role") == "function":  # the older API's result of a function_call: it carries no call id
         content = content_text(message.get("content"), f"{path}.content")
@@ -169,6 +172,11 @@ def _message(message: dict[str, Any], path: str) -> Said:
     said = Said(speaker(message.get("role"), f"{path}.role", result_role="tool"), "")
     if "parts" not in message:
         return _chat_message(message, said, path)
+    beside = next((key for key in ("tool_calls", "content", "function_call") if message.get(key) not in _EMPTY), None)
+    if beside is not None:  # the parts are read, so what is beside them would go unread
+        raise TraceInvalid(
+            f"{path}.{beside}", f"a message with parts holds {beside} too: record it as parts (tool_call, text)"
+        )
     texts = []
     for j, raw in enumerate(items(message["parts"], f"{path}.parts")):
         where = f"{path}.parts[{j}]"
