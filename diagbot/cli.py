@@ -334,7 +334,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except DiagbotError as exc:
             print_errors(exc.problems)
             errors += len(exc.problems)
-            found = exc.warnings  # those of the suite's usable cases, still worth fixing
+            found = exc.warnings if isinstance(exc, CaseFileError) else []  # the usable cases', still worth fixing
         for warning in found:
             print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
         warnings += len(found)

@@ -1042,6 +1042,13 @@ def test_trace_invalid_names_the_json_path(tmp_path: Path) -> None:
     ]
 
 
+def refusal(run: Any, fmt: str) -> str:
+    """Why `run` (as JSON) is refused as a run file of `fmt`."""
+    with pytest.raises(TraceInvalid) as refused:
+        parse_run(json.dumps(run).encode(), fmt)
+    return str(refused.value)
+
+
 REFUND = {"name": "refund_submit", "arguments": "{}"}
 
 
@@ -1088,9 +1095,8 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
     item that has no type but a call's fields, a chat message among Responses items, a file holding both formats.
     Each is refused under auto and under the format it was read as, never read without its call."""
     for fmt in ("auto", "openai-responses"):
-        with pytest.raises(TraceInvalid) as refused:
-            parse_run(json.dumps(run).encode(), fmt)
-        assert str(refused.value).startswith(said), (fmt, str(refused.value))
+        found = refusal(run, fmt)
+        assert found.startswith(said), (fmt, found)
 
 
 @pytest.mark.parametrize(
@@ -1109,9 +1115,8 @@ def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: st
     """Calls on a message the chat reader reads no calls from (not the assistant's), or a Responses call among
     chat messages (past the items auto looks at): refused, so a case forbidding the call cannot pass."""
     for fmt in ("auto", "openai-chat"):
-        with pytest.raises(TraceInvalid) as refused:
-            parse_run(json.dumps(run).encode(), fmt)
-        assert str(refused.value).startswith(said), (fmt, str(refused.value))
+        found = refusal(run, fmt)
+        assert found.startswith(said), (fmt, found)
 
 
 def test_text_parts_are_read_or_the_file_refused() -> None:
@@ -1122,9 +1127,7 @@ def test_text_parts_are_read_or_the_file_refused() -> None:
     ]
     assert parse_run(json.dumps(said).encode(), "openai-chat").answer == "Refund\nok"
     said[1]["content"] = [{"type": "Text", "text": "Refund approved."}]  # fmt: skip
-    with pytest.raises(TraceInvalid) as refused:
-        parse_run(json.dumps(said).encode(), "openai-chat")
-    assert str(refused.value) == (
+    assert refusal(said, "openai-chat") == (
         "$[1].content[0].type: 'Text' is not a text part's type (text, input_text, output_text, refusal), but the "
         "part holds text"
     )
@@ -1141,9 +1144,7 @@ def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch:
     resemblance names what is wrong, it never makes a run (fail closed, whatever a lenient reader accepts)."""
     lenient = types.SimpleNamespace(NAME="lenient", resembles=lambda data: True, read=lambda data: Run())
     monkeypatch.setattr(formats, "RESEMBLED", (lenient,))
-    with pytest.raises(TraceInvalid) as refused:
-        parse_run(b'{"anything": 1}', "auto")
-    assert str(refused.value) == (
+    assert refusal({"anything": 1}, "auto") == (
         "$: not a run format diagbot knows (closest: lenient, but not in its shape); expected one of diagbot, "
         "openai-responses, openai-chat, otlp (see docs/agent.md)"
     )
@@ -1166,10 +1167,8 @@ def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch:
 def test_auto_names_the_fault_of_a_file_that_resembles_a_format(run: Any, said: str) -> None:
     """Under auto, a file no adapter detects but one resembles is read by that one, so the message names the path
     that is wrong, not only "$: not a run format"."""
-    with pytest.raises(TraceInvalid) as refused:
-        parse_run(json.dumps(run).encode(), "auto")
-    assert str(refused.value).startswith(said), str(refused.value)
-    assert str(refused.value).endswith(" the format it resembles)")
+    found = refusal(run, "auto")
+    assert found.startswith(said) and found.endswith(" the format it resembles)"), found
 
 
 def test_a_forced_trace_format_names_the_format_the_file_looks_like() -> None:

@@ -171,11 +171,22 @@ def test_checked_out_commit_reads_git_without_git(tmp_path: Path) -> None:
     assert events.checked_out_commit(tmp_path) is None
 
 
-def test_annotation_messages_are_cut_by_utf8_bytes_not_characters() -> None:
-    """GitHub's limit is 64 KB: 60,000 CJK characters (180,000 bytes) made it refuse the check run itself."""
-    from diagbot.action.bot import MAX_ANNOTATION_BYTES, _cut_bytes
+def test_annotation_messages_are_cut_by_utf8_bytes_not_characters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub's limit is 64 KB: 60,000 CJK characters (180,000 bytes) made it refuse the check run itself. The
+    annotations the check run is created with are cut by bytes, between characters."""
+    from types import SimpleNamespace
 
-    cut = _cut_bytes("退款" * 40_000, MAX_ANNOTATION_BYTES)
-    assert len(cut.encode()) == MAX_ANNOTATION_BYTES and cut == "退款" * 10_000
-    assert _cut_bytes("ab退", 4) == "ab"  # never half a character
-    assert _cut_bytes("short", MAX_ANNOTATION_BYTES) == "short"
+    from diagbot.action import bot
+    from diagbot.kinds.base import Annotation
+
+    said = {"long": "退款" * 40_000, "edge": "x" * (bot.MAX_ANNOTATION_BYTES - 1) + "退", "short": "short"}
+    found = [Annotation(tmp_path / "cases.yaml", 3, name, message) for name, message in said.items()]
+    monkeypatch.setattr(bot.registry, "annotate", lambda suite, report: found)
+    outcome = SimpleNamespace(suites=[SimpleNamespace(report=object(), input=object())])
+    settings = Settings.from_env(env(GITHUB_WORKSPACE=str(tmp_path)))
+    made = {a["title"]: a["message"] for a in bot.case_annotations(settings, outcome)}  # type: ignore[arg-type]
+    assert made["long"] == "退款" * 10_000 and len(made["long"].encode()) == bot.MAX_ANNOTATION_BYTES
+    assert made["edge"] == "x" * (bot.MAX_ANNOTATION_BYTES - 1)  # never half a character
+    assert made["short"] == "short"

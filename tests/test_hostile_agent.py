@@ -29,10 +29,11 @@ from diagbot.kinds.agent.formats.common import no_unknown_keys
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 from diagbot.kinds.trace import fields
+from tests.conftest import HANG_SECONDS
 
 # A hang guard, not a speed test: a run that has not ended by then fails the test as hung (each takes about half
 # a second). The inputs that once took minutes are held to their work budgets, which the messages show.
-TIMEOUT = 120.0
+TIMEOUT = HANG_SECONDS
 MEMORY = 4 * 1024**3  # address space of the diagbot process: a runaway allocation fails instead of swapping
 MIB = 1024 * 1024
 

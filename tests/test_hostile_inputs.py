@@ -17,11 +17,11 @@ from diagbot.cli import main
 from diagbot.core.errors import OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.io import files
-from tests.conftest import ROOT, case_dict, trace_dict, write_json
+from tests.conftest import HANG_SECONDS, ROOT, case_dict, trace_dict, write_json
 from tests.github_server import GitHubTestServer
 from tests.test_relay import HEAD, REPO, TOKEN, relay_run, write_artifact
 
-SECONDS = 120.0  # a hang guard, not a speed test: only a hang takes this long
+SECONDS = HANG_SECONDS  # a hang guard, not a speed test: only a hang takes this long
 
 
 def timed(fn: Callable[[], Any]) -> Any:

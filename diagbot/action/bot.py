@@ -23,6 +23,7 @@ from diagbot.core.errors import ConfigError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import rate, timestamp
 from diagbot.core.report import RunInfo
+from diagbot.core.values import cut_utf8
 from diagbot.github.port import GitHubPort
 from diagbot.io.config import Config, load_config
 from diagbot.io.files import register_secret, write_file
@@ -125,19 +126,13 @@ def case_annotations(settings: Settings, outcome: Outcome) -> list[dict[str, Any
             "end_line": a.line,
             "annotation_level": "failure",
             "title": a.title[:255],
-            "message": _cut_bytes(a.message, MAX_ANNOTATION_BYTES),
+            "message": cut_utf8(a.message, MAX_ANNOTATION_BYTES),
         }
         for a in found
     ]
 
 
 MAX_ANNOTATION_BYTES = 60_000  # GitHub refuses an annotation message over 64 KB, and with it the whole check run
-
-
-def _cut_bytes(text: str, limit: int) -> str:
-    """At most `limit` bytes of UTF-8, cut between characters (60,000 CJK characters are 180,000 bytes)."""
-    data = text.encode("utf-8")
-    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
 def _relative(path: Path, workspace: Path) -> str:

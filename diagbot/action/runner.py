@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+from diagbot.core.values import cut_utf8
 from diagbot.io.files import scrub
 
 SUMMARY_BYTES = 1024 * 1024 - 1024  # $GITHUB_STEP_SUMMARY refuses 1 MiB and more per step
@@ -39,10 +40,9 @@ def write_outputs(path: Path | None, values: dict[str, str]) -> None:
 
 def write_summary(path: Path | None, markdown: str) -> None:
     """Add to the job summary, cut (with a note) to stay under the runner's 1 MiB limit."""
-    data = markdown.encode("utf-8")
-    if len(data) > SUMMARY_BYTES:
+    if len(markdown.encode("utf-8")) > SUMMARY_BYTES:
         note = "\n\n… (cut to fit the job summary's 1 MiB limit; the full report is in the report folder)\n"
-        markdown = data[: SUMMARY_BYTES - len(note.encode())].decode("utf-8", errors="ignore") + note
+        markdown = cut_utf8(markdown, SUMMARY_BYTES - len(note.encode())) + note
     append(path, markdown)
 
 

@@ -8,14 +8,17 @@ class DiagbotError(Exception):
 
     exit_code = 2
 
-    def __init__(self, *problems: str, warnings: list[str] | None = None) -> None:
+    def __init__(self, *problems: str) -> None:
         super().__init__("\n".join(problems))
         self.problems = list(problems)
-        self.warnings = warnings or []  # found beside the problems (validate prints both)
 
 
 class CaseFileError(DiagbotError):
     """The case file (or a suite's cases) cannot be used: every problem found is listed."""
+
+    def __init__(self, *problems: str, warnings: list[str] | None = None) -> None:
+        super().__init__(*problems)
+        self.warnings = warnings or []  # of the suite's usable cases, found beside the problems (validate prints both)
 
 
 class ReportFormatError(DiagbotError):

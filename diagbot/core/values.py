@@ -26,6 +26,12 @@ class BadNumber(ValueError):
     cannot hold (a set, a binary value, the pairs of `!!omap`)."""
 
 
+def cut_utf8(text: str, limit: int) -> str:
+    """At most `limit` bytes of UTF-8, cut between characters (60,000 CJK characters are 180,000 bytes)."""
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
 def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise BadNumber(f"a number with {len(text)} digits (at most {MAX_INT_DIGITS})")

@@ -264,7 +264,7 @@ def search_baselines(
                 found.extend(_run_candidates(run, name, base_branch, base_sha))
             elif only:
                 passed_over += 1
-            elif len(elsewhere) < max_candidates:
+            elif not found and len(elsewhere) < max_candidates:  # listed only while this workflow's runs gave none
                 elsewhere.extend(_run_candidates(run, name, base_branch, base_sha))
             if len(found) >= max_candidates:  # fallbacks are kept even after an exact match: it may be unusable
                 stopped = f"{len(found)} candidates found"
@@ -383,15 +383,13 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
     if len(members) > MAX_MEMBERS:
         raise UnsafeArtifact(f"{where}: {len(members)} files, over the cap of {MAX_MEMBERS}")
     files: dict[str, bytes] = {}
-    seen: set[str] = set()
     total = 0
     for member in members:
         path = _safe_member_path(member, where)
         if path is None:
             continue
-        if path in seen:  # the same file twice, maybe spelt differently (a//b, or a backslash for a slash)
+        if path in files:  # the same file twice, maybe spelt differently (a//b, or a backslash for a slash)
             raise UnsafeArtifact(f"{where}: holds {member.filename} twice; which one is the report is unknown")
-        seen.add(path)
         total += member.file_size
         if total > max_total:
             raise UnsafeArtifact(f"{where}: unpacks to over {max_total} bytes (a zip bomb?); refusing to unpack")

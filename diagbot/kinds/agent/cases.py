@@ -395,7 +395,7 @@ def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(
                 f"the schema for {tool!r} is not a valid JSON Schema at {where}: {exc.message[:120]}"
             ) from None
-        except RecursionError:  # the depth bound above keeps it from happening; never a traceback if it does
+        except RecursionError:  # a fallback: the depth bound above is set well below where jsonschema overflows
             raise ValueError(f"the schema for {tool!r} is nested too deeply to check; flatten it") from None
     return schemas
 

@@ -38,13 +38,14 @@ MAX_PROBLEM_CHARS = 2_000
 failure lands in the report, the comment and the next run's baseline."""
 
 
-UNKNOWN_FORMAT = f"not a run format diagbot knows; expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
+EXPECTED = f"expected one of {', '.join(ADAPTERS)} (see docs/agent.md)"
+UNKNOWN_FORMAT = f"not a run format diagbot knows; {EXPECTED}"
 # the top-level keys that hold each format's run; a file with those of two would be read as one, the other unread
 _RUN_KEYS = (
-    ("messages", "openai-chat"),
-    ("output", "openai-responses"),
-    ("steps", "diagbot"),
-    ("resourceSpans", "otlp"),
+    ("messages", openai_chat.NAME),
+    ("output", openai_responses.NAME),
+    ("steps", native.NAME),
+    ("resourceSpans", otlp.NAME),
 )
 
 
@@ -123,14 +124,15 @@ def _parse(data: bytes, fmt: str) -> Run:
             raise
         raise TraceInvalid(path, message) from None
     if guessed:  # it reads, but is not shaped as that format's files are: never judged as a run
-        raise TraceInvalid("$", f"not a run format diagbot knows (closest: {adapter.NAME}, but not in its shape); "
-                                f"expected one of {', '.join(ADAPTERS)} (see docs/agent.md)")  # fmt: skip
+        raise TraceInvalid(
+            "$", f"not a run format diagbot knows (closest: {adapter.NAME}, but not in its shape); {EXPECTED}"
+        )
     return run
 
 
 def _one_run(top: dict[str, Any]) -> None:
     """A file records one run in one format: the keys of two formats, or a chat response's `choices` beside the
-    messages, would leave one part unread (and a call in it unseen)."""
+    messages, would leave one part unread (and a call in it unseen), whatever format reads it."""
     held = [f"{key} ({name})" for key, name in _RUN_KEYS if key in top]
     if isinstance(top.get("input"), list) and "output" not in top:
         held.append("input (openai-responses)")

@@ -117,7 +117,7 @@ def state(value: Any, path: str) -> dict[str, Any] | None:
     return None if value is None else obj(value, path)
 
 
-_TEXT_TYPES = ("text", "input_text", "output_text")
+TEXT_TYPES = ("text", "input_text", "output_text")  # the content part types whose `text` is the message's
 
 
 def content_text(value: Any, path: str) -> str:
@@ -132,7 +132,7 @@ def content_text(value: Any, path: str) -> str:
     for index, part in enumerate(items(value, path)):
         part = obj(part, f"{path}[{index}]")
         kind = part.get("type")
-        if kind in _TEXT_TYPES or (kind is None and "text" in part):
+        if kind in TEXT_TYPES or (kind is None and "text" in part):
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))

@@ -77,19 +77,9 @@ def read(data: Any) -> Run:
             )
         kind = message.get("type")
         if kind is not None and kind != "message":
-            _not_a_message(message, f"{prefix}[{index}]")
-        if (
-            role != "assistant"
-            and (message.get("tool_calls") or message.get("function_call")) is not None
-            and (
-                role in SPEAKERS or role == "tool" or role == "function"  # an unknown role is refused as such below
-            )
-        ):
-            field = "tool_calls" if message.get("tool_calls") else "function_call"
-            raise TraceInvalid(
-                f"{prefix}[{index}].{field}", f"only an assistant message calls tools; this one's role is {role!r}"
-            )
+            _not_a_message(kind, f"{prefix}[{index}]")
         if role == "tool" or role == "function":
+            _no_calls(message, role, prefix, index)
             key = "tool_call_id" if role == "tool" else "name"
             answered = message.get(key)
             pending = waiting.get(answered) if type(answered) is str else None
@@ -110,6 +100,7 @@ def read(data: Any) -> Run:
             raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
         append(Message(role, content))
         if role != "assistant":
+            _no_calls(message, role, prefix, index)
             continue
         calls = message.get("tool_calls")
         if calls is not None:
@@ -135,9 +126,17 @@ def read(data: Any) -> Run:
     return run
 
 
-def _not_a_message(message: dict[str, Any], where: str) -> None:
+def _no_calls(message: dict[str, Any], role: str, prefix: str, index: int) -> None:
+    """Only the assistant calls tools: calls on another role's message would go unread."""
+    if message.get("tool_calls") or message.get("function_call") is not None:
+        field = "tool_calls" if message.get("tool_calls") else "function_call"
+        raise TraceInvalid(
+            f"{prefix}[{index}].{field}", f"only an assistant message calls tools; this one's role is {role!r}"
+        )
+
+
+def _not_a_message(kind: Any, where: str) -> None:
     """A chat message has no `type`; one naming a call (a Responses item's) would be read without its call."""
-    kind = message["type"]
     if not isinstance(kind, str) or kind.endswith(("_call", "_call_output")) or kind.startswith("response."):
         raise TraceInvalid(
             f"{where}.type",

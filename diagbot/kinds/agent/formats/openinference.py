@@ -11,7 +11,7 @@ spans hold one call (`tool.name`, `tool.id`, the arguments as JSON in `input.val
 
 from __future__ import annotations
 
-from diagbot.kinds.agent.formats.common import optional_number, speaker
+from diagbot.kinds.agent.formats.common import TEXT_TYPES, optional_number, speaker
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -32,9 +32,6 @@ from diagbot.kinds.agent.run import Document, Retrieval, ToolCall, TraceInvalid
 KIND = "openinference.span.kind"
 _ROLES = {"LLM": INFERENCE, "TOOL": TOOL, "RETRIEVER": RETRIEVAL, "AGENT": AGENT}
 _INPUT, _OUTPUT = "llm.input_messages.", "llm.output_messages."
-
-
-_TEXT_PARTS = ("text", "input_text", "output_text")  # the message_content types whose `text` is read
 
 
 def uses(span: Span) -> bool:
@@ -98,7 +95,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
         texts = [] if content is None else [content]  # and the list form's text parts, joined after it
         for k, entry in flat_entries(span, f"{where}.contents.", message.get("contents", {})):
             part = flat_node(entry.get("message_content", {}), span, f"{k}.message_content")
-            if (flat_text(span, part, "type", f"{k}.message_content") or "text") in _TEXT_PARTS:
+            if (flat_text(span, part, "type", f"{k}.message_content") or "text") in TEXT_TYPES:
                 texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
         content = "\n".join(texts)
         if role == "tool":

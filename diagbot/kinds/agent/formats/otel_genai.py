@@ -76,10 +76,10 @@ def _flat(span: Span) -> bool:
 
 def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
+    if operation is not None:
+        return _ROLES.get(operation)
     older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
-    if operation is None and older:
-        return INFERENCE  # older conventions, before the operation name
-    return _ROLES.get(operation) if operation is not None else None
+    return INFERENCE if older else None  # older conventions, before the operation name
 
 
 def _message_events(span: Span) -> bool:
