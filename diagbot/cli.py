@@ -189,7 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from diagbot.core.gate import SuiteFacts, decide
     from diagbot.io.baselines import read_report_file
-    from diagbot.kinds.registry import diff_reports
+    from diagbot.kinds.registry import blocking, diff_reports
 
     config = _config(args)
     baseline = read_report_file(Path(args.baseline))
@@ -200,9 +200,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
         f"{diff.regression_count} regressions, {diff.improvement_count} improvements, {diff.changed_count} changes; "
         f"diff written to {args.output}"
     )
+    failing = blocking(current)  # a gating P0 failure fails the gate whatever the baseline says, as in `run`
+    for line in failing:
+        say(f"blocking: {line}")
     facts = SuiteFacts(
         name=current.suite or "suite", evaluated=True, cases=current.total_cases, compared=True,
-        regressions=diff.gating_regressions,
+        regressions=diff.gating_regressions, blocking=len(failing),
     )  # fmt: skip
     return decide([facts], _gate(config, args)).exit_code
 

@@ -1247,10 +1247,13 @@ def test_tool_error_pattern_marks_calls_failed(tmp_path: Path) -> None:
     assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).status == "passed"
 
 
-def test_unchecked_case_with_a_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", ["all", "any", 1, 3])
+def test_unchecked_case_with_a_run(tmp_path: Path, policy: Any) -> None:
+    """Whatever `trials` asks for: a case with nothing machine-checked passes no trial, so too few trials is not
+    a missing run (it once became failed, trace_missing, under `trials: 3` with one run)."""
     write_json(tmp_path / "c1.json", calls("anything"))
-    result = evaluate(make_case(), tmp_path)
-    assert (result.status, result.passed, result.trials_passed) == ("unchecked", False, 1)
+    result = evaluate(make_case(), tmp_path, {"trials": policy})
+    assert (result.status, result.passed, result.trials_passed, result.failed_checks) == ("unchecked", False, 1, [])
     assert result.unchecked_expectations == ["expected_behavior: refunds order A", "rubric: tool_call_correctness_v1"]
 
 
@@ -1349,10 +1352,16 @@ def result(trials: int, passed: int, *, status: str | None = None, gating: bool 
             "passed": status == "passed",
             "trials": trials,
             "trials_passed": passed,
-            "trial_results": [],
-            "failed_checks": [],
+            "trial_results": [
+                {"trial": f"trial-{i}.json", "passed": i <= passed, "failed_checks": [] if i <= passed else [FAIL]}
+                for i in range(1, trials + 1)
+            ],
+            "failed_checks": [FAIL] if passed < trials and status == "failed" else [],
         }
     )
+
+
+FAIL = "rule_failed: r: the answer lacks [\"x\"]"
 
 
 def test_pass_hat_k_and_pass_rate_exclude_unchecked_cases() -> None:
@@ -1433,9 +1442,19 @@ def test_not_gating_because(overrides: dict[str, Any], reason: str | None) -> No
 def test_not_gating_because_follows_the_gate_config() -> None:
     case = make_case(metadata=meta(dataset_role="hard_case", usage_rights_status="internal_only"))
     assert not_gating_because(case, Governance(roles=("hard_case",), usage_rights=("internal_only",)), TODAY) is None
-    assert (
-        not_gating_because(case, Governance(usage_rights=("a", "b")), TODAY)
-        == "usage rights are internal_only, not a or b"
+    assert not_gating_because(case, Governance(usage_rights=("a", "b"), roles=("hard_case",)), TODAY) == (
+        "usage rights are internal_only, not a or b"
+    )
+
+
+def test_not_gating_because_names_every_reason_at_once() -> None:
+    case = make_case(
+        metadata=meta(review_status="rejected", dataset_role="manual_review"),
+        reviews=[{"reviewer": "bob", "review_result": "needs_revision"}],
+    )
+    assert not_gating_because(case, Governance(), TODAY) == (
+        "review_status is rejected; dataset_role manual_review does not gate (gate.roles: golden, regression, "
+        "red_team); the latest review (bob) is needs_revision"
     )
 
 

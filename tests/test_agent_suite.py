@@ -24,7 +24,7 @@ from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.load import load_cases
-from diagbot.kinds.agent.report import AgentReport, build_report
+from diagbot.kinds.agent.report import AgentReport, TrialResult, build_report
 from diagbot.kinds.schemas import SCHEMAS
 from diagbot.pipeline import run_config
 from diagbot.render.markdown import BaselineInfo, CurrentInfo
@@ -198,6 +198,13 @@ def test_a_failing_gating_p0_case_fails_the_gate_even_when_it_failed_on_the_base
 
 
 def _variant(report: AgentReport, case_id: str, **changes: Any) -> AgentReport:
+    """The report with one case's fields changed; a new `status` comes with trials that agree with it (a stored
+    result whose verdict disagrees with its trials is refused as edited)."""
+    if "status" in changes:
+        failed = ["rule_failed: r: made up for this test"] if changes["status"] == "failed" else []
+        trials = [TrialResult(trial=f"{case_id}.json", passed=not failed, failed_checks=failed)]
+        changes |= {"passed": changes["status"] == "passed", "trials": 1, "trials_passed": int(not failed),
+                    "trial_results": trials, "failed_checks": failed}  # fmt: skip
     results = [r.model_copy(update=changes) if r.case_id == case_id else r for r in report.results]
     return build_report(results, report.suite, report.run)
 
@@ -600,3 +607,18 @@ def test_annotations_point_at_the_failing_cases_file_and_line() -> None:
     assert p0.message.startswith("1/3 trials passed\nprecondition_unmet: ")
     assert "agent: incident_canary_rollback_003 (P1, informational)" in found
     assert len(found) == 6
+
+
+def test_diff_fails_on_a_gating_p0_failure_the_baseline_shared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`diagbot diff` is the same gate as `run`: the bundled report's failing P0 case failed on both sides, so there
+    is no regression, and the command still exits 1 (it exited 0)."""
+    report = tmp_path / "agent.json"
+    report.write_text(dump_model(bundled_report()))
+    args = ["diff", "--baseline", str(report), "--current", str(report), "--output", str(tmp_path / "d.json")]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "0 regressions" in out
+    assert "blocking: refund_submit_confirmed_011 (P0) failed: precondition_unmet: refund_submit (call 3)" in out
+    assert main([*args, "--no-fail"]) == 0

@@ -183,12 +183,19 @@ def test_policies_look_up_their_own_tool_calls() -> None:
     assert found[-1] == f"audit_missing: and {sum(1 for n in range(5_000) if n % 7 == 0) - 5} more like these"
 
 
+FAILED = "rule_failed: r: the answer lacks [\"x\"]"
+
+
 def _stored(trials: int, passed: int) -> dict[str, Any]:
     result = {
         "caseId": "c1", "caseVersion": "v1", "title": "t", "scenario": "s", "riskLevel": "P2", "difficulty": "Easy",
         "abilityTags": [], "datasetId": "d", "datasetVersion": "v1", "datasetRole": "golden", "gating": True,
         "status": "passed", "passed": True, "trials": trials, "trialsPassed": passed,
-        "trialResults": [{"trial": "c1.json", "passed": True}], "failedChecks": [],
+        "trialResults": [
+            {"trial": f"trial-{i}.json", "passed": i <= passed, "failedChecks": [] if i <= passed else [FAILED]}
+            for i in range(1, min(trials, 100) + 1)
+        ],
+        "failedChecks": [FAILED] if passed < trials else [],
     }  # fmt: skip
     return {
         "schemaVersion": 1, "kind": "agent", "totalCases": 1, "passedCases": 1, "uncheckedCases": 0, "passRate": 1.0,
@@ -215,11 +222,43 @@ def test_a_stored_report_is_held_to_the_trial_bound() -> None:
         assert info.value.problems == problems
 
 
+def _edited(**fields: Any) -> dict[str, Any]:
+    stored = _stored(1, 1)
+    stored["results"][0].update(fields)
+    return stored
+
+
+@pytest.mark.parametrize(
+    ("stored", "problem"),
+    [
+        # the hidden regression: a baseline calling a case failed over its passing trial made today's failure no
+        # regression at all (exit 0)
+        (_edited(status="failed", passed=False), "status is failed with no failedChecks"),
+        (_edited(status="failed", passed=False, trialsPassed=0), "trialsPassed 0 disagrees with the trialResults"),
+        (_edited(status="failed"), "passed is true while status is failed"),
+        (_edited(passed=False), "passed is false while status is passed"),
+        (_edited(trials=5, trialsPassed=1), "trials is 5, but 1 trialResults are listed"),
+        (_edited(trialResults=[]), "trials is 1, but 0 trialResults are listed"),
+        (_edited(trialResults=[{"trial": "c1.json", "passed": False}]), "a trial's passed disagrees with its"),
+        (_edited(status="unchecked", passed=False, trialsPassed=0), "trialsPassed 0 disagrees with the trialResults"),
+    ],
+    ids=["failed-over-a-pass", "no-pass-counted", "passed-but-failed", "failed-but-passed", "more-trials",
+         "no-trials", "trial-verdict", "unchecked-over-a-pass"],
+)  # fmt: skip
+def test_a_stored_result_whose_verdict_disagrees_with_its_trials_is_refused(stored: Any, problem: str) -> None:
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(stored, "baseline")
+    [message] = info.value.problems
+    assert message.startswith(f"baseline: not a readable agent report: results.0: {problem}")
+
+
 def test_a_stored_report_that_repeats_a_case_is_refused() -> None:
     """With two entries for one case the diff kept the last: a baseline whose first entry passed and whose repeat
     failed turned the case's real regression into nothing."""
     stored = _stored(1, 1)
-    stored["results"] += [{**stored["results"][0], "passed": False, "status": "failed", "trialsPassed": 0}]
+    failed = [{"trial": "c1.json", "passed": False, "failedChecks": [FAILED]}]
+    again = {"passed": False, "status": "failed", "trialsPassed": 0, "trialResults": failed, "failedChecks": [FAILED]}
+    stored["results"] += [{**stored["results"][0], **again}]
     with pytest.raises(ReportFormatError) as info:
         AgentKind().parse(stored, "base/reports/a.json")
     assert info.value.problems == [

@@ -91,22 +91,24 @@ def _outside(path: str, root: Path) -> str | None:
 
 
 def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) -> str | None:
+    """Every reason the case does not gate, so that fixing one does not reveal the next only in the next run."""
     meta = case.metadata
+    reasons = []
     if meta.review_status != "approved":
-        return f"review_status is {meta.review_status}"
+        reasons.append(f"review_status is {meta.review_status}")
     if meta.rights not in governance.usage_rights:
-        return f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}"
+        reasons.append(f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}")
     if meta.retain_until is not None and meta.retain_until < today:
-        return f"usage rights lapsed on {meta.retain_until.isoformat()}"
+        reasons.append(f"usage rights lapsed on {meta.retain_until.isoformat()}")
     if meta.dataset_role not in governance.roles:
-        return f"dataset_role {meta.dataset_role} does not gate (gate.roles: {', '.join(governance.roles)})"
+        reasons.append(f"dataset_role {meta.dataset_role} does not gate (gate.roles: {', '.join(governance.roles)})")
     if case.reviews:
         latest = case.reviews[-1]
         if latest.review_result != "approved":
-            return f"the latest review ({latest.reviewer}) is {latest.review_result}"
-        if latest.approved_for is not None and meta.dataset_role not in latest.approved_for:
-            return f"the latest review ({latest.reviewer}) does not approve it for {meta.dataset_role}"
-    return None
+            reasons.append(f"the latest review ({latest.reviewer}) is {latest.review_result}")
+        elif latest.approved_for is not None and meta.dataset_role not in latest.approved_for:
+            reasons.append(f"the latest review ({latest.reviewer}) does not approve it for {meta.dataset_role}")
+    return "; ".join(reasons) or None
 
 
 _PROSE_FIELDS = (
@@ -229,8 +231,9 @@ def evaluate_case(
         )
     passed_trials = sum(t.passed for t in trials)
     required = options.required(len(trials))
-    # `trials: n` with fewer trials recorded: say so, or the case would fail with nothing failing
-    short = [] if required <= len(trials) else [
+    # `trials: n` with fewer trials recorded: say so, or the case would fail with nothing failing; a case with
+    # nothing machine-checked passes no trial, so it stays unchecked however many it has
+    short = [] if required <= len(trials) or not checks else [
         f"{Code.TRACE_MISSING}: the suite's trials: {required} needs {required} passing trials; "
         f"{len(trials)} {'is' if len(trials) == 1 else 'are'} recorded"
     ]  # fmt: skip

@@ -52,9 +52,23 @@ class AgentCaseResult(Output):
     duration_ms: float | None = None
 
     @model_validator(mode="after")
-    def _passed_at_most_run(self) -> AgentCaseResult:
+    def _agrees_with_its_trials(self) -> AgentCaseResult:
+        """A stored result whose verdict disagrees with its own trials was edited: a baseline saying `failed` over
+        passing trials would hide a regression, so it is refused rather than believed."""
         if self.trials_passed > self.trials:
             raise ValueError(f"trialsPassed {self.trials_passed} is more than trials {self.trials}")
+        if len(self.trial_results) != self.trials:
+            raise ValueError(f"trials is {self.trials}, but {len(self.trial_results)} trialResults are listed")
+        if any(t.passed == bool(t.failed_checks) for t in self.trial_results):
+            raise ValueError("a trial's passed disagrees with its failedChecks (passed exactly when there are none)")
+        if sum(t.passed for t in self.trial_results) != self.trials_passed:
+            raise ValueError(f"trialsPassed {self.trials_passed} disagrees with the trialResults that passed")
+        if self.passed != (self.status == "passed"):
+            raise ValueError(f"passed is {str(self.passed).lower()} while status is {self.status}")
+        if self.status == "failed" and not self.failed_checks:
+            raise ValueError("status is failed with no failedChecks")
+        if self.status == "passed" and not self.trials_passed:
+            raise ValueError("status is passed with no trial passed")
         return self
 
 
