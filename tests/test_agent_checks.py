@@ -1361,7 +1361,7 @@ def result(trials: int, passed: int, *, status: str | None = None, gating: bool 
     )
 
 
-FAIL = "rule_failed: r: the answer lacks [\"x\"]"
+FAIL = 'rule_failed: r: the answer lacks ["x"]'
 
 
 def test_pass_hat_k_and_pass_rate_exclude_unchecked_cases() -> None:

@@ -183,7 +183,7 @@ def test_policies_look_up_their_own_tool_calls() -> None:
     assert found[-1] == f"audit_missing: and {sum(1 for n in range(5_000) if n % 7 == 0) - 5} more like these"
 
 
-FAILED = "rule_failed: r: the answer lacks [\"x\"]"
+FAILED = 'rule_failed: r: the answer lacks ["x"]'
 
 
 def _stored(trials: int, passed: int) -> dict[str, Any]:
