@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -326,6 +327,13 @@ ARGS: list[tuple[Any, Any, bool, str | None]] = [
         False,
         'flights[1].date: expected "2024-05-20", got "2024-05-21"',
     ),
+    # a key that would read as another place is quoted: `a.b` once named both {"a.b": ..} and {"a": {"b": ..}}
+    ({"a.b": 1}, {"a.b": 2}, False, '["a.b"]: expected 1, got 2'),
+    ({"a": {"b": 1}}, {"a": {"b": 2}}, False, "a.b: expected 1, got 2"),
+    ({"": 1}, {"": 2}, False, '[""]: expected 1, got 2'),
+    ({"x": {"a[0]": 1}}, {"x": {"a[0]": 2}}, False, 'x["a[0]"]: expected 1, got 2'),
+    ({"x": 1}, {"x": 1, "y z": 2}, True, '["y z"]: not expected (args_match is exact)'),
+    ({"订单": {"日期": 1}}, {"订单": {"日期": 2}}, False, "订单.日期: expected 1, got 2"),
 ]
 
 
@@ -645,6 +653,34 @@ def test_idempotency_key_as_a_list_of_nested_paths() -> None:
     assert failures(case, run) == ["duplicate_side_effect: refund (call 1) and call 2 repeat order.id=1"]
 
 
+def test_idempotency_key_paths_take_indexes() -> None:
+    """`items[0].id` is a path as mismatch messages write them; it never found a repeat (it was looked up as one
+    key), so the check could not fail."""
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "items[0].id + order"})
+    run = native(
+        call("refund", {"items": [{"id": "A"}], "order": 7}),
+        call("refund", {"items": [{"id": "B"}], "order": 7}),
+        call("refund", {"items": [{"id": "A"}, {"id": "C"}], "order": 7}),
+        call("refund", {"items": [], "order": 7}),
+    )
+    assert failures(case, run) == ['duplicate_side_effect: refund (call 1) and call 3 repeat items[0].id="A", order=7']
+
+
+@pytest.mark.parametrize(
+    ("policy", "problem"),
+    [
+        ({"precondition": [{"called": "check", "verified": True}]}, "a precondition {called: TOOL} is an item of"),
+        ({"precondition": [{"called": 5}]}, "a precondition {called: TOOL} is an item of its own with a tool name"),
+        ({"idempotency_key": "items[x].id"}, "idempotency_key: 'items[x].id' is not an argument path"),
+        ({"idempotency_key": ["order..id"]}, "idempotency_key: 'order..id' is not an argument path"),
+    ],
+    ids=["called-beside-a-key", "called-not-a-name", "bad-index", "empty-step"],
+)
+def test_a_policy_item_that_cannot_mean_what_it_says_is_refused(policy: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(problem)):
+        make_case(side_effect_policy={"tool": "refund", **policy})
+
+
 def test_duplicate_of_an_identical_call_names_both_calls() -> None:
     run = native(call("refund", {"order_id": "A", "amount": 5}), call("refund", {"order_id": "A", "amount": 5}))
     assert failures(IDEMPOTENT, run) == [
@@ -852,6 +888,29 @@ def test_recorded_final_state_wins_over_the_replay() -> None:
     assert failures(STATE_CASE, run) == ['final_state_mismatch: refunded: expected "refunded", got "open"']
 
 
+def test_expected_state_values_are_matched_as_arguments_are() -> None:
+    """Argument matching is used everywhere: `equals` and a precondition's value allow keys the case does not name
+    (a state object's timestamps and ids), unless the case's args_match is exact; they were compared as equal."""
+    state = {"order": {"status": "refunded", "at": "2025-05-01", "lines": [{"id": 1, "qty": 2}]}}
+    loose = make_case(final_state_check={"expr": "order", "equals": {"status": "refunded", "lines": [{"id": 1}]}})
+    assert failures(loose, native(final_state=state)) == []
+    exact = make_case(
+        final_state_check={"expr": "order", "equals": {"status": "refunded", "lines": [{"id": 1}]}},
+        evaluator_config={"args_match": "exact"},
+    )
+    assert failures(exact, native(final_state=state)) == [
+        "final_state_mismatch: order.at: not expected (args_match is exact)"
+    ]
+    policy = {"tool": "refund", "precondition": {"user": {"authenticated": True}}}
+    signed_in = {"user": {"authenticated": True, "name": "ann"}}
+    assert failures(make_case(initial_state=signed_in, side_effect_policy=policy), calls("refund")) == []
+    signed_out = {"user": {"authenticated": False, "name": "ann"}}
+    assert failures(make_case(initial_state=signed_out, side_effect_policy=policy), calls("refund")) == [
+        'precondition_unmet: refund (call 1): user is {"authenticated": false, "name": "ann"} just before it, '
+        'expected {"authenticated": true}'
+    ]
+
+
 def test_final_state_jmespath() -> None:
     case = make_case(final_state_check={"expr": "length(items[?paid])", "equals": 2})
     assert failures(case, native(final_state={"items": [{"paid": True}, {"paid": True}, {"paid": False}]})) == []
@@ -936,6 +995,19 @@ def test_named_rule_from_the_suite() -> None:
     assert failures(case, native(say("assistant", "card 1234567812345678")), rules=rules) == [
         "rule_failed: no_card_number: the answer matches /\\b\\d{16}\\b/"
     ]
+
+
+def test_a_suite_rule_with_its_own_id_fails_under_that_id() -> None:
+    rules = {"polite": Check.model_validate({"id": "says_thanks", "answer_contains": ["thanks"]})}
+    case = make_case(evaluator_config={"rule_checks": ["polite"]})
+    assert failures(case, native(say("assistant", "no")), rules=rules) == [
+        'rule_failed: says_thanks: the answer lacks ["thanks"]'
+    ]
+
+
+def test_an_empty_list_of_argument_sets_holds() -> None:
+    """Each of no sets is matched by a distinct call: it held, yet it failed with "expected 0 calls"."""
+    assert failures(make_case(expected_args={"refund": []}), calls("lookup")) == []
 
 
 def test_criteria_must_hold_and_must_not_hold() -> None:

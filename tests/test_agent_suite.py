@@ -427,6 +427,72 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
     assert out == "diagbot validate: 1 suite, 0 errors, 6 warnings\n"
 
 
+def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of these passed against a run that broke it, and validate said nothing: a policy, a sequence item and a
+    forbidden tool named otherwise than available_tools names them, an empty list of argument sets, a scope that
+    holds no call."""
+    tools = {"available_tools": ["order_lookup", {"name": "refund_submit", "side_effect": True}]}
+    named = spec_case() | tools | {
+        "case_id": "named",
+        "side_effect_policy": {"tool": "Refund_Submit", "confirmation_required": True},
+        "expected_tool_sequence": ["order_lookp"],
+        "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}],
+    }  # fmt: skip
+    empty = spec_case() | {"case_id": "empty", "expected_args": {"refund_submit": []}}
+    subset = {"tool_sequence": {"match": "subset", "scope": "side_effect"}}
+    scoped = spec_case() | {"case_id": "scoped", "expected_tool_sequence": [], "evaluator_config": subset}
+    config = _suite_folder(tmp_path, [named, empty, scoped])
+    assert main(["validate", "--config", str(config)]) == 0
+    where = f"{tmp_path}/cases/all.json:1: case"
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {where} named: side_effect_policy[0].tool: 'Refund_Submit' is not in available_tools (did you "
+        "mean refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
+        f"warning: {where} named: expected_tool_sequence[0]: 'order_lookp' is not in available_tools (did you mean "
+        "order_lookup?); tool names match exactly, so this checks a tool the agent is not given",
+        f"warning: {where} named: success_criteria[0]: 'wire_money' is not in available_tools; tool names match "
+        "exactly, so this checks a tool the agent is not given",
+        f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
+        f"warning: {where} scoped: evaluator_config.tool_sequence.scope puts no call in scope (no tool is marked "
+        "side_effect or named by a side_effect_policy), so the sequence is compared with nothing",
+    ]
+
+
+def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -> None:
+    """A failing trial saved as trial-2.txt, or in a subfolder, vanished unseen; trial-3.JSON is a trial."""
+    case = spec_case() | {"case_id": "c1", "success_criteria": [{"tool_called": "order_lookup"}]}
+    config = _suite_folder(tmp_path, [case])
+    call = {"id": "1", "type": "function", "function": {"name": "order_lookup", "arguments": "{}"}}
+    passing = [{"role": "assistant", "tool_calls": [call]}]
+    failing = [{"role": "assistant", "content": "done"}]
+    (tmp_path / "runs" / "c1" / "sub").mkdir(parents=True)
+    for name, run in [("trial-1.json", passing), ("trial-2.txt", failing), ("sub/trial-4.json", failing),
+                      ("trial-3.JSON", failing), (".draft.json", failing)]:  # fmt: skip
+        (tmp_path / "runs" / "c1" / name).write_text(json.dumps(run), encoding="utf-8")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    [result] = report["results"]
+    trials = [(t["trial"], t["passed"]) for t in result["trialResults"]]
+    assert trials == [("trial-1.json", True), ("trial-3.JSON", False)]
+    assert report["warnings"] == [
+        "fixtures: c1/sub/, c1/trial-2.txt left out: a case's folder holds its trials, files ending in .json or "
+        ".jsonl; move anything else out of it"
+    ]
+
+
+def test_upper_case_suffixes_are_case_files_and_a_misnamed_run_is_pointed_at(tmp_path: Path) -> None:
+    """`x.YAML` was skipped, so its cases (a failing P0 among them) left the suite with no word."""
+    config = _suite_folder(tmp_path, [spec_case() | {"case_id": "in_json"}])
+    (tmp_path / "cases" / "more.YAML").write_text(yaml.safe_dump(spec_case() | {"case_id": "In_Yaml"}), "utf-8")
+    (tmp_path / "runs" / "in_yaml.json").write_text("[]", encoding="utf-8")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    found = {r["caseId"]: r["failedChecks"] for r in report["results"]}
+    assert found["In_Yaml"] == [
+        "trace_missing: no run recorded: expected In_Yaml.json or a folder In_Yaml/ in the fixtures folder "
+        "(in_yaml.json is there: names match exactly, so rename it)"
+    ]
+
+
 def test_run_reports_parts_of_cases_that_check_nothing_in_the_report_the_comment_and_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

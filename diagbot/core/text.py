@@ -119,8 +119,8 @@ def _stable(char: str) -> bool:
 
 
 def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The known name that `name` most likely misspells (difflib's ratio of at least `cutoff`, else the one that
-    differs only in case: `CASE_ID` for `case_id`), or None.
+    """The known name that `name` most likely misspells (the only one it begins, else difflib's ratio of at least
+    `cutoff`, else the one that differs only in case: `CASE_ID` for `case_id`), or None.
 
     A name from untrusted input may be megabytes long, and difflib's tables of it take tens of times its size. A
     ratio is 2 * matches / (both lengths), so a name longer than `longest * (2 / cutoff - 1)` is close to none:
@@ -128,6 +128,9 @@ def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     names = list(known)
     if not names or len(name) > max(map(len, names)) * (2 / cutoff - 1):
         return None
+    started = [known_name for known_name in names if len(name) >= 3 and known_name.startswith(name)]
+    if len(started) == 1:  # a name cut short (`subseq`) means the one it begins, not the nearest by ratio (`subset`)
+        return started[0]
     found = difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
     if found:
         return found[0]

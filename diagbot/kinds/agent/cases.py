@@ -8,6 +8,7 @@ shape that was written, instead of once per alternative.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -266,6 +267,23 @@ else:
     Preconditions = _by_shape(list=Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEMS)], object=dict[str, Any])
 
 
+_PATH = re.compile(r"([^.\[\]]+)((?:\[\d{1,6}\])*)")
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def arg_path(path: str) -> list[str | int] | None:
+    """An argument path as mismatch messages write them (`items[0].id`) as its keys and indexes; None when the
+    text is not one."""
+    steps: list[str | int] = []
+    for part in path.split(".") if len(path) <= 1000 else ():
+        found = _PATH.fullmatch(part)
+        if found is None:
+            return None
+        steps.append(found[1])
+        steps += [int(index) for index in _INDEX.findall(found[2])]
+    return steps or None
+
+
 class SideEffectPolicy(Model):
     tool: str = Field(min_length=1)
     precondition: Preconditions | None = None
@@ -274,6 +292,25 @@ class SideEffectPolicy(Model):
     allowed_state_transition: Transitions | None = None
     forbidden_state_transition: Transitions | None = None
     audit_requirement: TextOrTexts | None = None
+
+    @model_validator(mode="after")
+    def _readable(self) -> SideEffectPolicy:
+        """A precondition naming `called` is the whole item, `{called: TOOL}`: beside other keys, or with a value
+        that is not a tool name, it was read as a state key called "called" and failed for the wrong reason. An
+        idempotency path that is not one never found a repeat."""
+        for item in self.preconditions:
+            if "called" in item and (len(item) != 1 or not isinstance(item["called"], str) or not item["called"]):
+                raise ValueError(
+                    "a precondition {called: TOOL} is an item of its own with a tool name: write each state key "
+                    "as its own item, e.g. [{called: order_lookup}, {user_authenticated: true}]"
+                )
+        for path in self.idempotency_paths:
+            if arg_path(path) is None:
+                raise ValueError(
+                    f"idempotency_key: {path!r} is not an argument path (a name, then .name or [index] steps: "
+                    "order_id, refund.id, items[0].id)"
+                )
+        return self
 
     @property
     def preconditions(self) -> list[dict[str, Any]]:

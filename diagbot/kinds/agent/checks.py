@@ -24,7 +24,7 @@ from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_nam
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition
+from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition, arg_path
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
 from diagbot.kinds.agent.run import Citation, Message, Run, StateChange, ToolCall
 
@@ -297,10 +297,11 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
 
 
-def same(expected: Any, actual: Any, spend: Callable[[int], None]) -> bool:
-    """JSON equality as argument matching sees it, with the same keys at every level (1 == 1.0, True != 1);
-    `spend` is charged the values compared."""
-    return args_fit(expected, actual, True, spend)
+def same(expected: Any, actual: Any, t: Trial) -> bool:
+    """Whether a value the case expects (an `equals`, a precondition's value, a transition's `from` or `to`) is
+    met, by argument matching as everywhere (extra keys allowed unless the case's `args_match` is exact; 1 == 1.0,
+    True != 1); the trial is charged the values compared."""
+    return args_fit(expected, actual, t.exact, t.spend)
 
 
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
@@ -340,9 +341,8 @@ def state_holds(check: StateQuery, t: Trial) -> Verdict:
     if not ran:
         return None, f"{label}: {why}"
     if check.has_expected:
-        if same(check.equals, value, t.spend):
-            return True, f"{label} is {show(value)}"
-        return False, f"{label}: expected {show(check.equals)}, got {show(value)}"
+        why = args_mismatch(check.equals, value, t.exact, label, t.spend)  # the first difference, under the label
+        return (True, f"{label} is {show(value)}") if why is None else (False, why)
     return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
 
 
@@ -596,6 +596,8 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
     failures = []
     for tool, given in (case.expected_args or {}).items():
         sets = given if isinstance(given, list) else [given]
+        if not sets:
+            continue  # no set to match: it holds (validate warns that it asks for nothing)
         made = t.calls_by_tool.get(tool, ())
         calls = [c for c in made if not (ignore_failed and c.failed)]
         if not calls:
@@ -696,7 +698,7 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
                                 f"{_call_label(t.run, call)}: {key} is not in the state before it (expected "
                                 f"{show(want)})"
                             )
-                    elif not same(want, state[key], t.spend) and failures.wants():
+                    elif not same(want, state[key], t) and failures.wants():
                         failures.add(
                             f"{_call_label(t.run, call)}: {key} is {show(state[key])} just before it, expected "
                             f"{show(want)}"
@@ -732,10 +734,13 @@ _ABSENT = object()  # an argument path the call does not have
 
 def _path_value(args: Any, path: str) -> Any:
     value = args
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
+    for step in arg_path(path) or ():
+        if isinstance(step, int):
+            if not isinstance(value, list) or step >= len(value):
+                return _ABSENT
+        elif not isinstance(value, dict) or step not in value:
             return _ABSENT
-        value = value[part]
+        value = value[step]
     return value
 
 
@@ -786,9 +791,9 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
 
 def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool | None:
     """Whether the change is the item's transition; None when it would be, but where the key started is unknown."""
-    if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t.spend):
+    if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t):
         return False
-    return None if change.before is UNRECORDED else same(item.from_, _start(change), t.spend)
+    return None if change.before is UNRECORDED else same(item.from_, _start(change), t)
 
 
 def _start(change: StateChange) -> Any:
@@ -819,7 +824,7 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     return recorded + [
         StateChange(key, before.get(key, missing), value)
         for key, value in final.items()
-        if key not in changed and (key not in before or not same(before[key], value, t.spend))
+        if key not in changed and (key not in before or not args_fit(before[key], value, True, t.spend))
     ]  # the keys no recorded change explains, from the initial state to the final one
 
 
@@ -867,7 +872,7 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     f"{_transition(change)} cannot be ruled out as a forbidden transition ({policy.tool} policy){start}"
                 )  # fmt: skip
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
-            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t.spend))]
+            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t))]
             fit = _either(_fits_transition(i, change, t) for i in governed + keyless)
             if fit is False and keyless and not known:
                 fit = None  # a keyless item governs the changes from its `from`: this one's start is unknown
@@ -920,9 +925,10 @@ def criteria(case: AgentCase) -> list[tuple[str, int, Check | str, bool]]:
     return found
 
 
-def _label(name: str, index: int, ref: Check | str) -> str:
-    """How a failure names its criterion: the rule's name, the check's id, else where it is in the case."""
-    return ref if isinstance(ref, str) else ref.id or f"{name}[{index}]"
+def _label(name: str, index: int, ref: Check | str, check: Check) -> str:
+    """How a failure names its criterion: the check's id (a suite rule's own, too), else the rule's name, else where
+    it is in the case."""
+    return check.id or (ref if isinstance(ref, str) else f"{name}[{index}]")
 
 
 def rules(case: AgentCase, t: Trial) -> list[str]:
@@ -930,16 +936,16 @@ def rules(case: AgentCase, t: Trial) -> list[str]:
     listed = criteria(case)
     for n, (name, index, ref, must) in enumerate(listed):
         check = t.rules[ref] if isinstance(ref, str) else ref
+        label = _label(name, index, ref, check)
         try:
             holds, said = run_rule(check, t)
         except CheckLimit as exc:  # what was judged keeps its verdict; the rest is not judged, and fails
-            left = len(listed) - n
-            failures[f"{_label(name, index, ref)}: {exc} ({left} criteria from this one on not judged)"] = None
+            failures[f"{label}: {exc} ({len(listed) - n} criteria from this one on not judged)"] = None
             break
         if holds is None and not must:  # what must not happen cannot be ruled out: as much a failure as seeing it
-            failures[f"{_label(name, index, ref)}: {said} (this must not happen, and it cannot be ruled out)"] = None
+            failures[f"{label}: {said} (this must not happen, and it cannot be ruled out)"] = None
         elif holds is None or holds != must:
-            failures[f"{_label(name, index, ref)}: {said}" + ("" if must else " (this must not happen)")] = None
+            failures[f"{label}: {said}" + ("" if must else " (this must not happen)")] = None
     return _capped(list(failures), _RULES_LISTED)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -12,9 +12,10 @@ from pydantic import BaseModel
 from diagbot.core import values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
+from diagbot.core.text import closest
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, Check, Transition
-from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, judge, metrics, trial
+from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
@@ -26,6 +27,7 @@ from diagbot.kinds.base import Governance
 TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are its trials (JSON Lines: OTLP)
 _SHOWN = 160
 MAX_WARNINGS = 100  # warnings a report keeps; a suite where every case has some says so once, with the count
+_LEFT_OUT_NAMED = 5
 
 
 MAX_FIXTURE_ENTRIES = 1_000_000  # entries listed in the fixtures folder; past this the listing stops
@@ -39,6 +41,9 @@ class Fixtures:
         self._prefix = os.path.join(root, "")  # trial paths joined as text: a Path per case costs more than its read
         self._entries: dict[str, tuple[bool, bool]] = {}  # name -> (is a folder, is a link)
         self.cut = False
+        self.left_out = 0  # entries of trial folders that are not trials (hidden ones aside), the first few named
+        self.left_out_names: list[str] = []
+        self._folded: dict[str, str] | None = None  # casefolded name -> name, built when a run is missing
         with os.scandir(root) as entries:
             for count, entry in enumerate(entries):
                 if count == MAX_FIXTURE_ENTRIES:
@@ -68,17 +73,48 @@ class Fixtures:
                     return (
                         f"{case_id}/ holds more than {MAX_FIXTURE_ENTRIES:,} entries; diagbot lists at most that many"
                     )
-                if entry.name.endswith(TRIAL_SUFFIXES) and not entry.name.startswith("."):
-                    if not values.plain_name(entry.name):  # it would reach the report, the log and the comment
-                        return (
-                            f"{case_id}/{values.one_line(entry.name, 200)}: a trial file name with a control "
-                            "character or undecodable byte; rename it"
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir() or not entry.name.lower().endswith(TRIAL_SUFFIXES):  # `trial-2.JSON` is one
+                    self.left_out += 1
+                    if self.left_out <= _LEFT_OUT_NAMED:
+                        self.left_out_names.append(
+                            f"{case_id}/{values.one_line(entry.name, 200)}" + "/" * entry.is_dir()
                         )
-                    shown = f"{case_id}/{entry.name}"
-                    found.append((entry.name, shown, entry.path, folder[1] or entry.is_symlink()))
-                    if len(found) > MAX_TRIALS:
-                        return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
+                    continue
+                if not values.plain_name(entry.name):  # it would reach the report, the log and the comment
+                    return (
+                        f"{case_id}/{values.one_line(entry.name, 200)}: a trial file name with a control "
+                        "character or undecodable byte; rename it"
+                    )
+                found.append((entry.name, f"{case_id}/{entry.name}", entry.path, folder[1] or entry.is_symlink()))
+                if len(found) > MAX_TRIALS:
+                    return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
         return sorted(found)
+
+    def misnamed(self, case_id: str) -> str | None:
+        """The entry a missing run was most likely recorded as: its name in another case (`C1.JSON` for `c1`)."""
+        if self._folded is None:
+            self._folded = {}
+            for name in self._entries:
+                self._folded.setdefault(name.casefold(), name)
+        for wanted in (f"{case_id}.json", case_id):
+            found = self._folded.get(wanted.casefold())
+            if found is not None and found != wanted:
+                return found
+        return None
+
+    def left_out_warning(self) -> list[str]:
+        """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
+        another name must not vanish unseen."""
+        if not self.left_out:
+            return []
+        more = f" and {self.left_out - _LEFT_OUT_NAMED:,} more" if self.left_out > _LEFT_OUT_NAMED else ""
+        named = ", ".join(sorted(self.left_out_names))
+        return [
+            f"fixtures: {named}{more} left out: a case's folder holds its trials, files ending in "
+            f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
+        ]
 
 
 def _outside(path: str, root: Path) -> str | None:
@@ -163,7 +199,57 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
             f"tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it checks nothing"
             for unknown in unknown_keywords(schema)
         ]
+    found += [
+        f"expected_args.{values.one_line(tool, 100)}: an empty list of argument sets asks for nothing"
+        for tool, given in (case.expected_args or {}).items()
+        if given == []
+    ]
+    scope = case.evaluator_config.tool_sequence.scope
+    if case.expected_tool_sequence is not None and (
+        scope == [] or (scope == "side_effect" and not case.side_effect_tools)
+    ):
+        found.append(
+            "evaluator_config.tool_sequence.scope puts no call in scope ("
+            + ("an empty list" if scope == [] else "no tool is marked side_effect or named by a side_effect_policy")
+            + "), so the sequence is compared with nothing"
+        )
+    known = case.tool_names
+    if known is not None:
+        for where, tool in _tools_named(case, rules):
+            if tool not in known:
+                close = closest(tool, sorted(known))
+                found.append(
+                    f"{where}: {values.one_line(tool, 100)!r} is not in available_tools"
+                    + (f" (did you mean {close}?)" if close else "")
+                    + "; tool names match exactly, so this checks a tool the agent is not given"
+                )
     return found
+
+
+def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
+    """Every tool name the case's checks refer to, with where."""
+    for i, policy in enumerate(case.policies):
+        yield f"side_effect_policy[{i}].tool", policy.tool
+    for i, item in enumerate(case.expected_tool_sequence or ()):
+        yield f"expected_tool_sequence[{i}]", item if isinstance(item, str) else item.tool
+    for field in ("expected_args", "tool_schema"):
+        for tool in getattr(case, field) or {}:
+            yield f"{field}.{values.one_line(tool, 100)}", tool
+    scope = case.evaluator_config.tool_sequence.scope
+    for tool in scope if isinstance(scope, list) else ():
+        yield "evaluator_config.tool_sequence.scope", tool
+    for field, index, ref, _ in criteria(case):
+        check = rules.get(ref) if isinstance(ref, str) else ref
+        where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
+        if check is None:
+            continue
+        value = check.value
+        if check.key == "tool_called":
+            yield where, value if isinstance(value, str) else value.tool
+        elif check.key == "tool_not_called":
+            yield from ((where, tool) for tool in ([value] if isinstance(value, str) else value))
+        elif check.key == "called_before":
+            yield from ((where, value.first), (where, value.then))
 
 
 def _uses_gold(case: AgentCase) -> bool:
@@ -207,9 +293,11 @@ def evaluate_case(
                 raise TraceInvalid("", why)
             run = load_run(path, options.trace_format, max_bytes, error_pattern)
         except TraceMissing:
+            near = fixtures.misnamed(case.case_id)
+            hint = f" ({values.one_line(near, 200)} is there: names match exactly, so rename it)" if near else ""
             failed = [
                 f"{Code.TRACE_MISSING}: no run recorded: expected {shown} or a folder {case.case_id}/ in the fixtures "
-                "folder"
+                f"folder{hint}"
             ]
         except TraceInvalid as exc:
             failed = [f"{Code.TRACE_INVALID}: {shown}{': ' + exc.path if exc.path else ''}: {exc.message}"]
@@ -320,4 +408,4 @@ def evaluate_cases(
         unlisted += len(found) - len(kept)
     if unlisted:
         warnings.append(f"... and {unlisted:,} more of these warnings (diagbot validate lists them all)")
-    return build_report(results, suite, run, warnings)
+    return build_report(results, suite, run, listed.left_out_warning() + warnings)

@@ -72,8 +72,8 @@ class LoadedCase:
 
 
 def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
-    """The case files of a suite, sorted: `root` itself, or the *.yaml/*.yml/*.json under it (links to folders are
-    not followed, hidden entries are skipped)."""
+    """The case files of a suite, sorted: `root` itself, or the *.yaml/*.yml/*.json under it, in any case (links to
+    folders are not followed, hidden entries are skipped)."""
     if root.is_file():
         return [(root, label)]
     if not root.is_dir():
@@ -86,7 +86,7 @@ def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
             raise CaseFileError(f"{label}: holds more than {MAX_LISTED:,} entries; split the suite")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.endswith(CASE_SUFFIXES) and not name.startswith("."):
+            if name.lower().endswith(CASE_SUFFIXES) and not name.startswith("."):  # `X.YAML` is a case file too
                 path = Path(folder) / name
                 found.append((path, f"{label.rstrip('/')}/{values.one_line(path.relative_to(root).as_posix(), 300)}"))
                 if len(found) > MAX_CASE_FILES:
@@ -139,7 +139,7 @@ def _decode(text: str, label: str) -> Any:
     if not text.strip():
         raise CaseFileError(f"{label}: the case file is empty; write one case, a list of cases, or {{defaults, cases}}")
     try:
-        if label.endswith(".json"):
+        if label.lower().endswith(".json"):
             return values.loads_written(text)
         return values.load_yaml(text)
     except json.JSONDecodeError as exc:

@@ -11,6 +11,7 @@ bipartite matching, not a greedy scan, so a loose item never takes the call a st
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -153,7 +154,14 @@ _MISSING = object()
 
 
 def _join(path: str, key: str) -> str:
+    """`path.key`, or `path["key"]` for a key that would read as something else (empty, with dots, brackets or
+    spaces), so that a message names one place."""
+    if not _PLAIN_KEY.fullmatch(key):
+        return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
     return f"{path}.{key}" if path else key
+
+
+_PLAIN_KEY = re.compile(r"[^\W\d][\w-]*")
 
 
 def max_matching(
