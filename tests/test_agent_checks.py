@@ -1181,6 +1181,23 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
         ([{"role": "user", "content": "refund?"}] * 20 + [{"type": "function_call", "role": "assistant",
                                                          "call_id": "c1", **REFUND}],
          "$[20].type: 'function_call' is not a chat message's type"),
+        # Anthropic-style content parts: the call and its result inside content were skipped
+        ([{"role": "user", "content": "refund?"},
+          {"role": "assistant", "content": [{"type": "text", "text": "Submitting."},
+                                            {"type": "tool_use", "id": "t1", "name": "refund_submit", "input": {}}]}],
+         "$[1].content[1]: a part of type 'tool_use' holds a tool call or result, which this format records outside a "
+         "message's content; read here it would go unseen: record calls and results in the format's own fields "
+         "(openai-chat: tool_calls and tool messages)"),
+        ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}],
+         "$[0].content[0]: a part of type 'tool_result' holds a tool call or result"),
+        ([{"role": "assistant", "content": [{"type": "action", "name": "refund_submit", "input": {}}]}],
+         "$[0].content[0]: a part of type 'action' holds a tool call or result"),
+        # a reply under a key the chat object does not have went unread
+        ({"messages": [{"role": "user", "content": "refund?"}], "response": {"choices": [{"message": {
+            "role": "assistant", "tool_calls": [{"id": "c1", "function": REFUND}]}}]}},
+         "$.response: not a key of a chat run (messages, final_state, duration_ms, beside a request's parameters "
+         "such as model and tools); what it holds would go unread, a reply or a call in it unseen: put the messages "
+         "in messages"),
     ],
 )  # fmt: skip
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
@@ -1189,6 +1206,13 @@ def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: st
     for fmt in ("auto", "openai-chat"):
         found = refusal(run, fmt)
         assert found.startswith(said), (fmt, found)
+
+
+def test_a_chat_object_may_carry_the_request_parameters() -> None:
+    request = {"model": "gpt-4.1", "tools": [{"type": "function", "function": {"name": "lookup"}}],
+               "temperature": 0, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
+                                                                                  "content": "hello"}]}  # fmt: skip
+    assert parse_run(json.dumps(request).encode(), "auto").answer == "hello"
 
 
 def test_text_parts_are_read_or_the_file_refused() -> None:

@@ -839,13 +839,15 @@ def test_openinference_deprecated_function_call_attributes_are_a_call() -> None:
     assert [(c.tool, c.id, c.args) for c in calls] == [("refund_submit", None, {"order_id": "ORDER_1"})]
 
 
-def _chat_span_with_events(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """One model-call span, made by the SDK, whose messages are span events (older GenAI conventions)."""
+def _chat_span_with_events(events: list[tuple[str, dict[str, Any]]], **attributes: Any) -> dict[str, Any]:
+    """One model-call span, made by the SDK, whose messages are span events (older GenAI conventions);
+    `attributes` adds span attributes (dots written as double underscores)."""
     from opentelemetry.trace import SpanKind
 
     rec = Recorder()
-    span = rec.tracer.start_span("chat gpt-4o", kind=SpanKind.CLIENT, start_time=rec.clock,
-                                 attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "openai"})  # fmt: skip
+    given = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}
+    given |= {key.replace("__", "."): value for key, value in attributes.items()}
+    span = rec.tracer.start_span("chat gpt-4o", kind=SpanKind.CLIENT, start_time=rec.clock, attributes=given)
     for i, (name, attributes) in enumerate(events):
         span.add_event(name, attributes, timestamp=rec.clock + i + 1)
     span.add_event("exception", {"exception.message": "ignored"}, timestamp=rec.clock + 99)
@@ -1066,3 +1068,72 @@ def test_a_binary_protobuf_request_is_named_as_such() -> None:
         "see docs/agent.md, 'Getting such a file')"
     )
     assert "protobuf" not in problem(b"\n\xff\x0a not JSON", "openai-chat")  # a forced other format: no hint
+
+
+# --- what the OTel readers skipped, and a call with it -------------------------------------------------------------
+
+REFUND = call_part("c1", "refund_submit", {"order_id": "ORDER_1"})
+NO_REFUND = make_case(success_criteria=[{"tool_not_called": "refund_submit"}])
+
+
+def test_a_choice_event_beside_input_messages_in_attributes_is_read() -> None:
+    """Input in `gen_ai.input.messages`, the choice in a `gen_ai.choice` event: the event was ignored because an
+    attribute recorded messages, so the refund the choice made went unseen and tool_not_called passed."""
+    refund = {"id": "c1", "type": "function", "function": {"name": "refund_submit", "arguments": "{}"}}
+    choice = {"role": "assistant", "tool_calls": [refund]}
+    doc = _chat_span_with_events(
+        [("gen_ai.choice", {"index": 0, "message": json.dumps(choice)})],
+        gen_ai__input__messages=json.dumps([{"role": "user", "parts": [text("Refund ORDER_1?")]}]),
+    )
+    run = parse(doc)
+    assert steps(run) == [
+        ("user", "Refund ORDER_1?"),
+        ("assistant", ""),
+        ("call", "refund_submit", "c1", {}, "-", False),
+    ]
+    assert judge_run(NO_REFUND, run) == ["rule_failed: success_criteria[0]: refund_submit (call 1) was called"]
+
+
+@pytest.mark.parametrize("operation", ["chat.completions", "Chat"])
+def test_a_span_with_messages_under_an_operation_diagbot_does_not_read_is_refused(operation: str) -> None:
+    """It was skipped, messages and calls and all: the run had no call of refund_submit."""
+    rec = Recorder()
+    rec.span("llm", {"gen_ai.operation.name": operation,
+                     "gen_ai.input.messages": json.dumps([say("user", text("Refund ORDER_1?"))]),
+                     "gen_ai.output.messages": json.dumps([say("assistant", REFUND, text("done"))])})  # fmt: skip
+    rec.span("embed", {"gen_ai.operation.name": "embeddings"})  # an operation without messages is no run part
+    assert problem(rec.otlp()) == (
+        f'{SPAN}.attributes["gen_ai.operation.name"]: {operation!r} is not an operation diagbot reads '
+        "(chat, text_completion, generate_content, execute_tool, retrieval, invoke_agent), but the span records "
+        "messages or a tool call; record it under the operation it is"
+    )
+
+
+@pytest.mark.parametrize(
+    "part",
+    [{"type": "Text", "content": "refunded"}, {"type": "function_call", "name": "refund_submit", "arguments": "{}"}],
+    ids=["Text", "function_call"],
+)
+def test_a_genai_part_of_an_unknown_type_that_says_or_calls_something_is_refused(part: dict[str, Any]) -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("Refund ORDER_1?"))], [say("assistant", text("ok"), part)])
+    assert problem(rec.otlp()).endswith(
+        f".parts[1].type: {part['type']!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
+        "server_tool_call), but the part holds text or a call"
+    )
+    quiet = Recorder()  # reasoning and media parts say nothing a check reads
+    reasoning = {"type": "reasoning", "content": "think"}
+    chat(quiet, [say("user", text("A?"))], [say("assistant", reasoning, {"type": "uri", "uri": "x"}, text("ok"))])
+    assert parse(quiet.otlp()).answer == "ok"
+
+
+def test_an_openinference_text_part_under_an_unknown_type_is_refused() -> None:
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM",
+                     "llm.output_messages.0.message.role": "assistant",
+                     "llm.output_messages.0.message.contents.0.message_content.type": "Text",
+                     "llm.output_messages.0.message.contents.0.message_content.text": "refunded"})  # fmt: skip
+    assert problem(rec.otlp()).endswith(
+        "message_content.type\"]: 'Text' is not a text part's type (text, input_text, output_text), but the part "
+        "holds text"
+    )

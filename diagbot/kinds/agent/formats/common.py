@@ -136,6 +136,13 @@ def content_text(value: Any, path: str) -> str:
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
+        elif _is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see
+            raise TraceInvalid(
+                f"{path}[{index}]",
+                f"a part of type {str(kind)[:40]!r} holds a tool call or result, which this format records outside a "
+                "message's content; read here it would go unseen: record calls and results in the format's own "
+                "fields (openai-chat: tool_calls and tool messages)",
+            )
         elif "text" in part:  # text under a type no API writes (`Text`): skipped, it could hide what was said
             raise TraceInvalid(
                 f"{path}[{index}].type",
@@ -143,6 +150,16 @@ def content_text(value: Any, path: str) -> str:
                 "output_text, refusal), but the part holds text",
             )
     return "\n".join(parts)
+
+
+_CALL_PART_KEYS = ("tool_use_id", "tool_call_id", "call_id", "arguments")
+
+
+def _is_call_part(kind: Any, part: dict[str, Any]) -> bool:
+    """A content part that records a call or its result (`tool_use`, `tool_result`, `function_call`, ...)."""
+    if isinstance(kind, str) and kind.endswith(("_use", "_result", "_call", "_call_output", "_response")):
+        return True
+    return any(key in part for key in _CALL_PART_KEYS) or ("name" in part and "input" in part)
 
 
 def with_refusal(content: str, refusal: Any, path: str) -> str:

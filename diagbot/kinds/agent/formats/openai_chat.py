@@ -46,8 +46,26 @@ def resembles(data: Any) -> bool:
     return isinstance(data, list) and any(isinstance(m, dict) and "role" in m for m in data[:20])
 
 
+_KEYS = ("messages", "final_state", "duration_ms")
+_REQUEST_KEYS = frozenset((
+    "model", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "temperature", "top_p",
+    "max_tokens", "max_completion_tokens", "n", "seed", "stop", "stream", "stream_options", "store", "user",
+    "metadata", "response_format", "reasoning_effort", "frequency_penalty", "presence_penalty", "logit_bias",
+    "logprobs", "top_logprobs", "service_tier", "modalities", "audio", "prediction", "web_search_options",
+    "verbosity", "prompt_cache_key", "safety_identifier", "id", "created", "object", "usage",
+))  # fmt: skip  # a request's parameters and a response's bookkeeping: they hold nothing said
+
+
 def read(data: Any) -> Run:
     if isinstance(data, dict):
+        for key in data:
+            if key not in _KEYS and key not in _REQUEST_KEYS:
+                raise TraceInvalid(
+                    f"$.{str(key)[:60]}",
+                    f"not a key of a chat run ({', '.join(_KEYS)}, beside a request's parameters such as model "
+                    "and tools); what it holds would go unread, a reply or a call in it unseen: put the messages "
+                    "in messages",
+                )
         run = Run(
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),

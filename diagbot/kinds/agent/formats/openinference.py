@@ -95,8 +95,14 @@ def _messages(span: Span, prefix: str) -> list[Said]:
         texts = [] if content is None else [content]  # and the list form's text parts, joined after it
         for k, entry in flat_entries(span, f"{where}.contents.", message.get("contents", {})):
             part = flat_node(entry.get("message_content", {}), span, f"{k}.message_content")
-            if (flat_text(span, part, "type", f"{k}.message_content") or "text") in TEXT_TYPES:
+            kind = flat_text(span, part, "type", f"{k}.message_content") or "text"
+            if kind in TEXT_TYPES:
                 texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
+            elif kind != "image" and "text" in part:  # `Text`: skipped, what it says would go unseen
+                raise TraceInvalid(
+                    span.where(f"{k}.message_content.type"),
+                    f"{kind[:40]!r} is not a text part's type ({', '.join(TEXT_TYPES)}), but the part holds text",
+                )
         content = "\n".join(texts)
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)

@@ -77,7 +77,14 @@ def _flat(span: Span) -> bool:
 def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
     if operation is not None:
-        return _ROLES.get(operation)
+        found = _ROLES.get(operation)
+        if found is None and (records_messages(span) or span.has("gen_ai.tool.name")):
+            raise TraceInvalid(  # skipped, its messages and calls would go unseen
+                span.where("gen_ai.operation.name"),
+                f"{operation[:60]!r} is not an operation diagbot reads ({', '.join(_ROLES)}), but the span records "
+                "messages or a tool call; record it under the operation it is",
+            )
+        return found
     older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
     return INFERENCE if older else None  # older conventions, before the operation name
 
@@ -93,13 +100,16 @@ def records_messages(span: Span) -> bool:
 
 def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     """The span's input messages (after its system instructions) and its output messages; None when it records
-    no message (empty lists; system instructions alone are no conversation). Messages in attributes win over
-    those in events."""
-    said_in, said_out = _messages(span, _INPUT), _messages(span, _OUTPUT)
-    if not (said_in or said_out):
-        said_in, said_out = _flat_messages(span, _FLAT_INPUT), _flat_messages(span, _FLAT_OUTPUT)
-    if not (said_in or said_out):
-        said_in, said_out = _event_messages(span)
+    no message (empty lists; system instructions alone are no conversation). Each side comes from the first
+    place that records it: attributes, OpenLLMetry's indexed keys, events (an input in attributes and the
+    choice in an event are one conversation)."""
+    said_in: list[Said] = []
+    said_out: list[Said] = []
+    for source in (_attribute_messages, _indexed_messages, _event_messages):
+        if said_in and said_out:
+            break
+        found_in, found_out = source(span)
+        said_in, said_out = said_in or found_in, said_out or found_out
     if not (said_in or said_out):
         return None
     said: list[Said] = []
@@ -108,6 +118,16 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
         where = span.where("gen_ai.system_instructions")
         said.append(_message({"role": "system", "parts": instructions}, where))
     return said + said_in, said_out
+
+
+def _attribute_messages(span: Span) -> tuple[list[Said], list[Said]]:
+    return _messages(span, _INPUT), _messages(span, _OUTPUT)
+
+
+def _indexed_messages(span: Span) -> tuple[list[Said], list[Said]]:
+    if not _flat(span):
+        return [], []
+    return _flat_messages(span, _FLAT_INPUT), _flat_messages(span, _FLAT_OUTPUT)
 
 
 def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
@@ -162,6 +182,8 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
     return said_in, said_out
 
 
+_SILENT_PARTS = ("reasoning", "blob", "uri", "file", "server_tool_call_response")  # what no check reads
+_SAYING_KEYS = ("content", "text", "name", "arguments", "response", "result")
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
 
 
@@ -194,6 +216,12 @@ def _message(message: dict[str, Any], path: str) -> Said:
         elif kind == "server_tool_call":  # a provider-run tool (web search...): a call, as Responses' hosted ones are
             call_id = optional_text(part.get("id"), f"{where}.id")
             said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, {}))
+        elif kind not in _SILENT_PARTS and any(key in part for key in _SAYING_KEYS):
+            raise TraceInvalid(  # `Text`, `function_call`: skipped, what it says or calls would go unseen
+                f"{where}.type",
+                f"{kind[:40]!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
+                "server_tool_call), but the part holds text or a call",
+            )
         # other parts (reasoning, blob, uri, file, server tool results) say nothing the checks read
     said.text = "\n".join(texts)
     return said
