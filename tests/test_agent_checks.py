@@ -611,9 +611,12 @@ def test_confirmation_pattern_overrides_the_default() -> None:
     assert failures(CONFIRM, yes, options=options) == [MISSING]
 
 
-def test_confirmation_pattern_with_capitals_matches() -> None:
+@pytest.mark.parametrize("reply", ["OK", "ok", "Ok", "ＯＫ"])
+def test_confirmation_pattern_with_capitals_matches(reply: str) -> None:
+    """A suite's pattern is matched case-folded as the default one is: "^OK$" took only "OK", since the folded
+    message is "ok" and the pattern was not folded."""
     options = AgentOptions.model_validate({"confirmation-pattern": "^OK$"})
-    run = native(say("assistant", "Shall I?"), say("user", "OK"), call("refund"))
+    run = native(say("assistant", "Shall I?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run, options=options) == []
 
 
@@ -1557,7 +1560,8 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
 @pytest.mark.parametrize(
     "reply",
     ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet", "Don\u2019t proceed.",
-     "Please don\u2019t go ahead", "不行，别确认", "我不想确认", "I don't want you to proceed"],
+     "Please don\u2019t go ahead", "不行，别确认", "我不想确认", "I don't want you to proceed", "可以……算了，取消吧",
+     "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了"],
 )  # fmt: skip
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
@@ -1652,7 +1656,12 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
     assert failures(case, run) == ['duplicate_side_effect: refund (call 1) and call 2 repeat order_id="A"']
 
 
-@pytest.mark.parametrize("reply", ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认"])
+@pytest.mark.parametrize(
+    "reply",
+    ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认",
+     # each of these was taken for a refusal: a cancellation confirmed, a negation of something else
+     "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "是的，我不想再等了", "Not a problem, yes please"],
+)  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == []

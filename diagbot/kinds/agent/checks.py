@@ -77,13 +77,17 @@ DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
     r"^\W*(?:no|nope|don['’]?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
     # a negated confirming word: "do not proceed", "not yet, go ahead"
     r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
-    r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b"
-    r"|\bcancel (?:that|it)\b|\bdon['’]?t do (?:it|that)\b|\bbut wait\b",  # taking a yes back
-    r"不同意|不可以|不确认|不要|不行|不想|先别|别(?:这样|了|确认|提交|继续|办)|取消|算了|等一下",
+    r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b",
+    r"\bcancel that\W*$|\bdon['’]?t do (?:it|that)\b|\bbut wait\b",  # taking a yes back ("yes, cancel it" confirms)
+    # 不要 / 不想 refuse the act ("不要提交"), not anything ("可以，不要忘了发票"); 取消 ends a refusal ("算了，取消吧"),
+    # while "确认取消订单" confirms a cancellation
+    r"不同意|不可以|不确认|不行|先别|算了|等一下|^[\pP\s]*不要|取消(?:吧|了|掉)?[\pP\s]*$",  # (RE2's \W takes in 汉字)
+    r"(?:不要|不想|别)(?:这样|了|确认|提交|继续|办|操作|执行|退款)",
 )
 
 
-_AGREEING = re.compile(r"\b(?:no problem|no worries|why not)\b")  # a "no" or "not" that agrees ("no problem, go ahead")
+# a "no" or "not" that agrees ("no problem, go ahead")
+_AGREEING = re.compile(r"\b(?:no problem|not a problem|no worries|why not)\b")
 
 
 class CheckLimit(Exception):
@@ -130,7 +134,7 @@ class Confirmation:
     def of(cls, pattern: str | None) -> Confirmation:
         if pattern is None:
             return cls(compile_regex(DEFAULT_CONFIRMATION), tuple(compile_regex(r) for r in DEFAULT_REFUSALS))
-        return cls(compile_regex(pattern), ())
+        return cls(compile_regex(f"(?i){pattern}"), ())  # matched case-folded, so it is folded too ("OK" is "ok")
 
     def confirms(self, text: str) -> bool:
         """The pattern matches the message as written or NFKC case-folded, and (default only) it does not refuse.
