@@ -725,6 +725,24 @@ def test_forbidden_transition() -> None:
     ]
 
 
+def test_a_state_change_without_from_starts_where_the_state_was() -> None:
+    """A native step that leaves out `from` was read as from null, so a forbidden `a -> c` passed: it starts at the
+    initial state, updated by the changes before it."""
+    case = make_case(
+        initial_state={"st": "a"},
+        side_effect_policy={"tool": "t", "forbidden_state_transition": [{"key": "st", "from": "b", "to": "c"}]},
+    )
+    hop = native({"kind": "state_change", "key": "st", "to": "b"}, {"kind": "state_change", "key": "st", "to": "c"})
+    assert failures(case, hop) == ['state_transition_forbidden: st: "b" → "c" is a forbidden transition (t policy)']
+    assert failures(case, native({"kind": "state_change", "key": "st", "to": "c"})) == []  # a -> c is allowed
+
+
+def test_a_blank_reply_is_no_answer() -> None:
+    """The answer is the last assistant text; one of blanks hid the real answer before it."""
+    run = parse([{"role": "assistant", "content": "Refunded ORDER_1."}, {"role": "assistant", "content": "  \n"}])
+    assert (run.answer, run.assistant_texts, run.turns) == ("Refunded ORDER_1.", ["Refunded ORDER_1."], 2)
+
+
 def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     """Only diagbot's format records state changes: a chat run's forbidden transition passed, whatever its final
     state. Its net changes (initial state to final state, per key) are checked; a run that records neither fails."""

@@ -94,7 +94,11 @@ def agent_trace() -> dict[str, Any]:
             "duration_ms": duration,
             "audit": {"type": ["object", "null"]},
         },
-        "state_change": {"key": {"type": "string"}, "from": {}, "to": {}},
+        "state_change": {
+            "key": {"type": "string"},
+            "from": {"description": "the value before; left out, the state just before the change"},
+            "to": {},
+        },
         "retrieval": {
             "query": optional_text,
             "documents": {"type": "array", "items": document, "description": "in the order the retriever returned"},

@@ -26,7 +26,7 @@ from diagbot.core.values import one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition, arg_path
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
-from diagbot.kinds.agent.run import Citation, Message, Run, StateChange, ToolCall
+from diagbot.kinds.agent.run import FROM_STATE, Citation, Message, Run, StateChange, ToolCall
 
 MAX_MATCHED_CHARS = MAX_TEXT_CHARS
 """Characters of the answer a regex reads (and of a user message a confirmation pattern reads); text matching
@@ -79,8 +79,8 @@ DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
     r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
     r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b",
     r"\bcancel that\W*$|\bdon['’]?t do (?:it|that)\b|\bbut wait\b",  # taking a yes back ("yes, cancel it" confirms)
-    # 不要 / 不想 refuse the act ("不要提交"), not anything ("可以，不要忘了发票"); 取消 ends a refusal ("算了，取消吧"),
-    # while "确认取消订单" confirms a cancellation
+    # 不要 / 不想 refuse the act ("不要提交"), not anything ("可以，不要忘了发票"); 取消 ends a refusal
+    # ("算了，取消吧"), while "确认取消订单" confirms a cancellation
     r"不同意|不可以|不确认|不行|先别|算了|等一下|^[\pP\s]*不要|取消(?:吧|了|掉)?[\pP\s]*$",  # (RE2's \W takes in 汉字)
     r"(?:不要|不想|别)(?:这样|了|确认|提交|继续|办|操作|执行|退款)",
 )
@@ -819,17 +819,33 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     """The state changes transitions are checked against: those the run records, and, when it records a final
     state, one change for each other top-level key of it whose value differs from the initial state (formats other
     than diagbot's record no steps of state); None when the run says nothing of its state."""
-    recorded, final = t.run.state_changes, t.run.final_state
+    final = t.run.final_state
+    missing = ABSENT if declared else UNRECORDED  # a key the declared initial state lacks did not exist yet
+    recorded = _started(t, missing)
     if final is None:
         return recorded or None
     before = t.initial_state  # a key the final state leaves out is not known to have changed
     changed = {change.key for change in recorded}
-    missing = ABSENT if declared else UNRECORDED  # a key the declared initial state lacks did not exist yet
     return recorded + [
         StateChange(key, before.get(key, missing), value)
         for key, value in final.items()
         if key not in changed and (key not in before or not args_fit(before[key], value, True, t.spend))
     ]  # the keys no recorded change explains, from the initial state to the final one
+
+
+def _started(t: Trial, missing: Any) -> list[StateChange]:
+    """The run's state changes, each change whose step left out `from` starting where the state was just before
+    it (the initial state, updated by the changes before it); `missing` for a key not known there."""
+    if not any(change.before is FROM_STATE for change in t.run.state_changes):
+        return t.run.state_changes
+    state = dict(t.initial_state)
+    found = []
+    for change in t.run.state_changes:
+        if change.before is FROM_STATE:
+            change = StateChange(change.key, state.get(change.key, missing), change.after)
+        state[change.key] = change.after
+        found.append(change)
+    return found
 
 
 UNRECORDED = object()

@@ -82,8 +82,11 @@ class ToolCall:
 @dataclass(slots=True)
 class StateChange:
     key: str
-    before: Any
+    before: Any  # FROM_STATE when the recording does not say: the state just before the change
     after: Any
+
+
+FROM_STATE: Any = type("FromState", (), {"__repr__": lambda self: "FROM_STATE"})()
 
 
 @dataclass(slots=True)
@@ -144,7 +147,7 @@ class Run:
             elif kind is Message:
                 if step.role == "assistant":  # type: ignore[union-attr]
                     turns += 1
-                    if step.text:  # type: ignore[union-attr]
+                    if step.text and not step.text.isspace():  # type: ignore[union-attr]  # blank is no text
                         texts.append(step.text)  # type: ignore[union-attr]
             elif kind is StateChange:
                 changes.append(step)  # type: ignore[arg-type]
@@ -170,7 +173,7 @@ class Run:
 
     @property
     def answer(self) -> str:
-        """The last assistant message with text; "" when the agent never wrote one."""
+        """The last assistant message with text (not only blanks); "" when the agent never wrote one."""
         texts = self._index[1]
         return texts[-1] if texts else ""
 

@@ -26,6 +26,7 @@ from diagbot.kinds.agent.formats.common import (
     text,
 )
 from diagbot.kinds.agent.run import (
+    FROM_STATE,
     Citation,
     Document,
     Message,
@@ -93,7 +94,8 @@ def _step(step: dict[str, Any], path: str) -> Step:
         role = speaker(step.get("role"), f"{path}.role", "a tool_call step")
         return Message(role, content_text(step.get("content"), f"{path}.content"))
     if kind == "state_change":
-        return StateChange(text(step.get("key"), f"{path}.key"), step.get("from"), step.get("to"))
+        start = step.get("from", FROM_STATE)  # left out: where the state was just before it
+        return StateChange(text(step.get("key"), f"{path}.key"), start, step.get("to"))
     if kind == "retrieval":
         documents = [
             _document(obj(raw, f"{path}.documents[{i}]"), f"{path}.documents[{i}]")
