@@ -688,3 +688,47 @@ def test_diff_fails_on_a_gating_p0_failure_the_baseline_shared(
     assert "0 regressions" in out
     assert "blocking: refund_submit_confirmed_011 (P0) failed: precondition_unmet: refund_submit (call 3)" in out
     assert main([*args, "--no-fail"]) == 0
+
+
+def test_p0_items_come_first_and_informational_regressions_are_counted_apart() -> None:
+    """The comment lists P0 failures first (the regressions were in case order), and a summary line of "3
+    regressions" under a passing headline says how many of them gate."""
+    current = bundled_report()
+    baseline = current
+    for case_id in ("rag_refund_policy_015", "refund_submit_confirmed_011", "incident_canary_rollback_003"):
+        baseline = _variant(baseline, case_id, status="passed")  # P2, P0, informational P1
+    diff = diff_agent(baseline, current)
+    regressions = [(i.case_id, i.severity, i.gating) for i in diff.items if i.type == ItemType.REGRESSION and i.case_id]
+    assert regressions == [
+        ("refund_submit_confirmed_011", "P0", True),
+        ("incident_canary_rollback_003", "P1", False),
+        ("rag_refund_policy_015", "P2", True),
+    ]
+    view = AgentKind().view("agent", current, diff)
+    body = registry_render(view)
+    assert "· 7 regressions (4 gating) ·" in body  # two of them the informational aggregates
+    risks = [row[2] for row in view.result_rows if row[0] == "❌"]  # failing rows by risk, informational ones too
+    assert risks == sorted(risks) == ["P0", "P1", "P1", "P1", "P1", "P2"]
+
+
+def registry_render(view: Any) -> str:
+    from diagbot.render.markdown import COMMENT_LIMIT, render_markdown
+
+    return render_markdown("comment.md.j2", [view], BaselineInfo(source="file"), CurrentInfo(), "m", COMMENT_LIMIT)
+
+
+def test_a_pass_hat_k_that_is_no_longer_computed_is_said() -> None:
+    """pass^k runs to the smallest trial count: one case with fewer trials dropped pass^2 from the diff unseen."""
+    current = bundled_report()
+    doubled = [
+        r.model_copy(update={"trials": r.trials * 2, "trials_passed": r.trials_passed * 2,
+                             "trial_results": r.trial_results * 2})
+        for r in current.results
+    ]  # fmt: skip
+    baseline = build_report(doubled, current.suite, current.run)
+    assert "2" in baseline.gating.pass_hat_k
+    [lost] = [i for i in diff_agent(baseline, current).items if i.metric == "gating.passHatK.2"]
+    assert (lost.type, lost.message) == (
+        ItemType.CHANGED,
+        "gating pass^2 is no longer computed: the smallest trial count of these cases is 1",
+    )

@@ -84,9 +84,17 @@ def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gat
         found = better_or_worse(
             None, f"{scope}.passRate", before.pass_rate, after.pass_rate, True, f"{scope} pass rate", percent
         )
-        for k in sorted(set(before.pass_hat_k) & set(after.pass_hat_k), key=int):
-            found += better_or_worse(None, f"{scope}.passHatK.{k}", before.pass_hat_k[k], after.pass_hat_k[k], True,
-                                     f"{scope} pass^{k}", percent)  # fmt: skip
+        for k in sorted(set(before.pass_hat_k) | set(after.pass_hat_k), key=int):
+            was, now = before.pass_hat_k.get(k), after.pass_hat_k.get(k)
+            if was is not None and now is not None:
+                found += better_or_worse(None, f"{scope}.passHatK.{k}", was, now, True, f"{scope} pass^{k}", percent)
+            else:  # k runs to the smallest trial count: one case with fewer trials ends a figure without a word
+                said = (
+                    f"{scope} pass^{k} "
+                    + ("is no longer computed" if now is None else "is computed now")
+                    + (f": the smallest trial count of these cases is {max(map(int, after.pass_hat_k), default=0)}")
+                )
+                found.append(item(ItemType.CHANGED, None, f"{scope}.passHatK.{k}", was, now, said))
         items += found if ids_in else [i.model_copy(update={"gating": False}) for i in found]
     return items
 
@@ -135,8 +143,9 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
             items += _case_diff(was, result)
     present = {r.case_id for r in current.results}
     items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in present]
+    by_risk = sorted(current.results, key=lambda r: r.risk_level)  # the comment lists P0 cases' items first
     return summarize(
-        order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
+        order(items, [r.case_id for r in by_risk] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
         (before_common.pass_rate, after_common.pass_rate),
         len(compared),

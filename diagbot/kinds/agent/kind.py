@@ -128,7 +128,13 @@ class AgentKind:
         changed = {i.case_id for i in diff.items} if diff else set()
         ordered = sorted(
             report.results,
-            key=lambda r: (not _blocking(r), r.status != "failed", not r.gating, r.case_id not in changed),
+            key=lambda r: (
+                not _blocking(r),
+                r.status != "failed",
+                r.risk_level if r.status == "failed" else "",
+                not r.gating,
+                r.case_id not in changed,
+            ),  # failing P0 cases first, gating or not
         )
         rows = [
             [
