@@ -623,7 +623,19 @@ def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
         "diagbot.yml: suites.0.rules.r.answer_matches: invalid regular expression '(a'"
     )
     assert config_problems(base + "gate:\n  roles: [golden, hard_cas]\n") == [
-        "diagbot.yml: gate.roles.1: Input should be 'golden', 'regression', 'hard_case', 'red_team' or 'manual_review'"
+        "diagbot.yml: gate.roles.1: 'hard_cas' is not one of golden, regression, hard_case, red_team, manual_review "
+        "(did you mean hard_case?)"
+    ]
+    assert config_problems(base + "    rules:\n      r1: {answer_contains: [x]}\n      r2: r1\n") == [
+        "diagbot.yml: suites.0.rules.r2: a rule is one check object ({answer_not_contains: [...]}, {tool_not_called: "
+        "...}), found 'r1'; a rule cannot name another rule"
+    ]
+    assert config_problems(base + "    trace-format: openai_chat\n")[0].startswith(
+        "diagbot.yml: suites.0.trace-format: unknown trace format 'openai_chat' (did you mean openai-chat?)"
+    )
+    twice = base + "  - {name: A, kind: agent, cases: cases, fixtures: runs}\n"
+    assert config_problems(twice) == [
+        "diagbot.yml: suites: suite names must differ in more than case (they name report files); a and A"
     ]
 
 

@@ -586,6 +586,7 @@ def test_closest_suggests_a_near_name_and_never_compares_a_name_too_long_to_be_c
     assert closest("TOOLNAME", known) == "toolName"
     modes = ["subsequence", "strict", "unordered", "superset", "subset"]
     assert closest("subseq", modes) == "subsequence"  # cut short: the one it begins (by ratio it was subset)
+    assert closest("sub", modes) is None  # it begins three of them
     assert closest("subet", modes) == "subset"
     long_name = "toolNam" * 2_000_000
     tracemalloc.start()

@@ -119,8 +119,9 @@ def _stable(char: str) -> bool:
 
 
 def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The known name that `name` most likely misspells (the only one it begins, else difflib's ratio of at least
-    `cutoff`, else the one that differs only in case: `CASE_ID` for `case_id`), or None.
+    """The known name that `name` most likely misspells (the one it begins, none when it begins several, else
+    difflib's ratio of at least `cutoff`, else the one that differs only in case: `CASE_ID` for `case_id`), or
+    None.
 
     A name from untrusted input may be megabytes long, and difflib's tables of it take tens of times its size. A
     ratio is 2 * matches / (both lengths), so a name longer than `longest * (2 / cutoff - 1)` is close to none:
@@ -129,8 +130,8 @@ def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     if not names or len(name) > max(map(len, names)) * (2 / cutoff - 1):
         return None
     started = [known_name for known_name in names if len(name) >= 3 and known_name.startswith(name)]
-    if len(started) == 1:  # a name cut short (`subseq`) means the one it begins, not the nearest by ratio (`subset`)
-        return started[0]
+    if started:  # a name cut short (`subseq`) means the one it begins, not the nearest by ratio (`subset`)
+        return started[0] if len(started) == 1 else None  # ... and it is ambiguous when it begins several
     found = difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
     if found:
         return found[0]

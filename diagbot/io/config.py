@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from functools import cached_property
@@ -17,7 +18,7 @@ from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput, error_message, field_names_at
 from diagbot.core.report import RunInfo
-from diagbot.core.text import Suggestions, listing
+from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
@@ -82,8 +83,25 @@ def _option_problems(
             close = suggestions.closest(str(error["loc"][-1]), known)
             problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close}?)" if close else ""))
         else:
-            problems.append(f"{where}: {loc}: {error_message(error)}")
+            problems.append(_value_problem(where, loc, error))
     return problems
+
+
+def _value_problem(where: str, loc: str, error: Any) -> str:
+    """A value diagbot.yml cannot take, said with what would do: the closest allowed value of a misspelt one."""
+    found = values.one_line(str(error.get("input")), 60)
+    if error["type"] in ("model_type", "dict_type") and error["loc"][-2:-1] == ("rules",):
+        return (
+            f"{where}: {loc}: a rule is one check object ({{answer_not_contains: [...]}}, {{tool_not_called: ...}}), "
+            f"found {found!r}; a rule cannot name another rule"
+        )
+    if error["type"] == "literal_error":
+        allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+        close = closest(str(error.get("input")), allowed, cutoff=0.5)
+        return f"{where}: {loc}: {found!r} is not one of {', '.join(allowed)}" + (
+            f" (did you mean {close}?)" if close else ""
+        )
+    return f"{where}: {loc or 'top level'}: {error_message(error)}"
 
 
 def _keys(loc: tuple[int | str, ...], given: Any) -> list[str]:
@@ -215,6 +233,12 @@ class Config(StrictInput):
         duplicates = sorted(n for n, count in Counter(s.name for s in suites).items() if count > 1)
         if duplicates:
             raise ValueError(f"suite names must be unique; repeated: {listing(duplicates)}")
+        by_fold: dict[str, list[str]] = {}
+        for suite in suites:
+            by_fold.setdefault(suite.name.casefold(), []).append(suite.name)
+        alike = [" and ".join(names) for names in by_fold.values() if len(names) > 1]
+        if alike:  # reports/A.json and reports/a.json are one file on macOS and Windows runners
+            raise ValueError(f"suite names must differ in more than case (they name report files); {listing(alike)}")
         return suites
 
     @property
@@ -386,7 +410,7 @@ def _problems(exc: ValidationError, data: dict[str, Any], where: str, suggestion
             hint = f" (did you mean {close}?)" if close else ""
             problems.append(f"{where}: unknown key '{loc}'{hint}")
         else:
-            problems.append(f"{where}: {loc or 'top level'}: {error_message(error)}")
+            problems.append(_value_problem(where, loc, error))
     problems += [p for index in pending[taken:] for p in extras[index]]
     return problems
 

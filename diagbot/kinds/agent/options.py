@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from diagbot.core.models import StrictInput
 from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, valid_regex
+from diagbot.core.text import closest
 from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.formats import FORMAT_NAMES
@@ -35,7 +36,9 @@ class AgentOptions(StrictInput):
     @classmethod
     def _known_format(cls, value: str) -> str:
         if value not in FORMAT_NAMES:
-            raise ValueError(f"unknown trace format {value!r}; use one of {', '.join(FORMAT_NAMES)}")
+            close = closest(str(value), FORMAT_NAMES)
+            hint = f" (did you mean {close}?)" if close else ""
+            raise ValueError(f"unknown trace format {value!r}{hint}; use one of {', '.join(FORMAT_NAMES)}")
         return value
 
     @field_validator("citation_pattern")
