@@ -1018,6 +1018,18 @@ def test_named_rule_from_the_suite() -> None:
     ]
 
 
+def test_a_regex_also_reads_the_answer_in_nfkc_form() -> None:
+    """001's own rule, `\\b\\d{16}\\b`, passed a card number written in full-width digits (RE2's \\d is ASCII)."""
+    rules = {"no_card_number": Check.model_validate({"answer_not_matches": "\\b\\d{16}\\b"})}
+    case = make_case(evaluator_config={"rule_checks": ["no_card_number"]})
+    full_width = "卡号 １２３４５６７８１２３４５６７８"
+    assert failures(case, native(say("assistant", full_width)), rules=rules) == [
+        "rule_failed: no_card_number: the answer matches /\\b\\d{16}\\b/"
+    ]
+    wants = make_case(evaluator_config={"rule_checks": [{"answer_matches": "ORDER_\\d+"}]})
+    assert failures(wants, native(say("assistant", "退款单 ＯＲＤＥＲ＿１２"))) == []
+
+
 def test_a_suite_rule_with_its_own_id_fails_under_that_id() -> None:
     rules = {"polite": Check.model_validate({"id": "says_thanks", "answer_contains": ["thanks"]})}
     case = make_case(evaluator_config={"rule_checks": ["polite"]})

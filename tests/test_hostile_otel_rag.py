@@ -1137,3 +1137,30 @@ def test_an_openinference_text_part_under_an_unknown_type_is_refused() -> None:
         "message_content.type\"]: 'Text' is not a text part's type (text, input_text, output_text), but the part "
         "holds text"
     )
+
+
+def test_a_call_an_earlier_model_call_made_is_seen_when_the_latest_history_leaves_it_out() -> None:
+    """Only the latest model call's history was read: a framework that trims it (or a sub-agent's own model calls)
+    hid an earlier refund, with no tool span, and tool_not_called passed."""
+    rec = Recorder()
+    chat(rec, [say("user", text("refund it"))], [say("assistant", REFUND)])
+    chat(rec, [say("user", text("refund it"))], [say("assistant", text("done"))])  # the refund trimmed away
+    run = parse(rec.otlp())
+    assert steps(run) == [  # placed by its model call's start: before the answer the latest one wrote
+        ("user", "refund it"),
+        ("call", "refund_submit", "c1", {"order_id": "ORDER_1"}, "-", False),
+        ("assistant", "done"),
+    ]
+    assert judge_run(NO_REFUND, run) == ["rule_failed: success_criteria[0]: refund_submit (call 1) was called"]
+    kept = Recorder()  # the usual case: the history holds the call, and its tool span is attached, not doubled
+    chat(kept, [say("user", text("refund it"))], [say("assistant", REFUND)])
+    tool(kept, "refund_submit", "c1", result="ok")
+    history = [say("user", text("refund it")), say("assistant", REFUND),
+               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}]  # fmt: skip
+    chat(kept, history, [say("assistant", text("done"))])
+    assert [(c.tool, c.id, c.result) for c in parse(kept.otlp()).calls] == [("refund_submit", "c1", "ok")]
+    alone = Recorder()  # trimmed, but its tool span recorded: one call, the span's
+    chat(alone, [say("user", text("refund it"))], [say("assistant", REFUND)])
+    tool(alone, "refund_submit", "c1", result="ok")
+    chat(alone, [say("user", text("refund it"))], [say("assistant", text("done"))])
+    assert [(c.tool, c.id, c.result) for c in parse(alone.otlp()).calls] == [("refund_submit", "c1", "ok")]

@@ -54,6 +54,11 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     return (said_in, said_out) if said_in or said_out else None
 
 
+def output_calls(span: Span) -> list[ToolCall]:
+    """The calls of the span's output messages alone."""
+    return [call for message in _messages(span, _OUTPUT) for call in message.calls]
+
+
 def tool(span: Span) -> ToolSpan:
     return ToolSpan(
         tool=span.required_text("tool.name", "a TOOL span"),

@@ -120,6 +120,14 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     return said + said_in, said_out
 
 
+def output_calls(span: Span) -> list[ToolCall]:
+    """The calls of the span's output messages alone (cheap: the input, which repeats the history, is not read)."""
+    said = _messages(span, _OUTPUT) or (_flat_messages(span, _FLAT_OUTPUT) if _flat(span) else [])
+    if not said and _message_events(span):
+        said = _event_messages(span)[1]
+    return [call for message in said for call in message.calls]
+
+
 def _attribute_messages(span: Span) -> tuple[list[Said], list[Said]]:
     return _messages(span, _INPUT), _messages(span, _OUTPUT)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import deque
+from collections import Counter, deque
 from types import ModuleType
 from typing import Any
 
@@ -201,10 +201,40 @@ def _run(roles: Roles) -> Run:
             "the run records no model call with its messages, so its text and turns are not known (export the "
             "model-call spans, with the instrumentation's message content capture on)"
         )
-    run.steps = _merge(steps, anchors, _attach(roles, steps, anchors, owners))
+    later = _attach(roles, steps, anchors, owners)
+    if latest is not None:
+        later = sorted(later + _unseen_calls(roles, latest[0], steps, later), key=lambda entry: entry[0])
+    run.steps = _merge(steps, anchors, later)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
+
+
+def _unseen_calls(
+    roles: Roles, latest: Span, steps: list[Step], later: list[tuple[int, Step]]
+) -> list[tuple[int, Step]]:
+    """The calls earlier model calls made that the latest one's history leaves out (a framework that trims the
+    history, a sub-agent's own model calls), with their model call's start: read from the latest span alone, a
+    forbidden call made earlier would go unseen. A call the conversation or a tool span already holds (by id; an
+    id-less one by its tool) is not counted twice."""
+    held = [step for step in steps if isinstance(step, ToolCall)]
+    held += [step for _, step in later if isinstance(step, ToolCall)]
+    ids = {call.id for call in held if call.id is not None}
+    idless = Counter(call.tool for call in held if call.id is None)
+    found: list[tuple[int, Step]] = []
+    for span, convention, role in roles:
+        if role != INFERENCE or span is latest or not convention.records_messages(span):
+            continue
+        for call in convention.output_calls(span):
+            if call.id is not None:
+                if call.id in ids:
+                    continue
+                ids.add(call.id)
+            elif idless[call.tool] > 0:
+                idless[call.tool] -= 1
+                continue
+            found.append((span.start, call))
+    return found
 
 
 def _latest(roles: Roles, role: str, with_output: bool = False) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
