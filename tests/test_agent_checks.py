@@ -1591,7 +1591,11 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
     "reply",
     ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet", "Don\u2019t proceed.",
      "Please don\u2019t go ahead", "不行，别确认", "我不想确认", "I don't want you to proceed", "可以……算了，取消吧",
-     "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了"],
+     "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了", "确认，先不要", "是的，暂时不要", "可以，我不要",
+     "同意，不要", "确认不要", "可以，取消吧，谢谢", "Yes. No. Cancel it.", "yes — no, cancel it", "yes, no",
+     "Confirm? No.", "yes, not now", "确认不退",
+     # ambiguous, so refused (fail closed): a person may read a yes in these
+     "Yes, cancel it", "确认取消订单", "可以，不要忘了发票"],
 )  # fmt: skip
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
@@ -1688,9 +1692,7 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认",
-     # each of these was taken for a refusal: a cancellation confirmed, a negation of something else
-     "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "是的，我不想再等了", "Not a problem, yes please"],
+    ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认", "Not a problem, yes please"],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

@@ -79,16 +79,15 @@ DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
     # a negated confirming word: "do not proceed", "not yet, go ahead"
     r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
     r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b",
-    r"\bcancel that\W*$|\bdon['’]?t do (?:it|that)\b|\bbut wait\b",  # taking a yes back ("yes, cancel it" confirms)
-    # 不要 / 不想 refuse the act ("不要提交"), not anything ("可以，不要忘了发票"); 取消 ends a refusal
-    # ("算了，取消吧"), while "确认取消订单" confirms a cancellation
-    r"不同意|不可以|不确认|不行|先别|算了|等一下|^[\pP\s]*不要|取消(?:吧|了|掉)?[\pP\s]*$",  # (RE2's \W takes in 汉字)
-    r"(?:不要|不想|别)(?:这样|了|确认|提交|继续|办|操作|执行|退款)",
+    r"\bcancel (?:that|it)\b|\bdon['’]?t do (?:it|that)\b|\bbut wait\b|\bno\b|\bnot now\b",  # taking a yes back
+    r"不同意|不可以|不确认|不要|不行|不想|先别|别(?:这样|了|确认|提交|继续|办)|取消|算了|等一下|不退",
 )
+# Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
+# ("yes, cancel it" to a cancellation, "可以，不要忘了发票"): a missed confirmation fails a case someone can look at,
+# a refusal taken for one passes a side effect the user declined.
 
 
-# a "no" or "not" that agrees ("no problem, go ahead")
-_AGREEING = re.compile(r"\b(?:no problem|not a problem|no worries|why not)\b")
+_AGREEING = re.compile(r"\b(?:no problem|not a problem|no worries|why not)\b")  # a "no" that agrees
 
 
 class CheckLimit(Exception):
