@@ -922,6 +922,11 @@ def test_expected_state_values_are_matched_as_arguments_are() -> None:
     assert failures(exact, native(final_state=state)) == [
         "final_state_mismatch: order.at: not expected (args_match is exact)"
     ]
+    empty = make_case(final_state_check={"expr": "cart", "equals": {}})  # `{}` is an empty object, not any object
+    assert failures(empty, native(final_state={"cart": {}})) == []
+    assert failures(empty, native(final_state={"cart": {"items": [1]}})) == [
+        "final_state_mismatch: cart.items: not expected (expected an empty object)"
+    ]
     policy = {"tool": "refund", "precondition": {"user": {"authenticated": True}}}
     signed_in = {"user": {"authenticated": True, "name": "ann"}}
     assert failures(make_case(initial_state=signed_in, side_effect_policy=policy), calls("refund")) == []

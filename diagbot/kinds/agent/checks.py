@@ -305,7 +305,7 @@ def same(expected: Any, actual: Any, t: Trial) -> bool:
     """Whether a value the case expects (an `equals`, a precondition's value, a transition's `from` or `to`) is
     met, by argument matching as everywhere (extra keys allowed unless the case's `args_match` is exact; 1 == 1.0,
     True != 1); the trial is charged the values compared."""
-    return args_fit(expected, actual, t.exact, t.spend)
+    return args_fit(expected, actual, t.exact, t.spend, empty_exact=True)  # `{}` must be empty, not any object
 
 
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
@@ -345,7 +345,7 @@ def state_holds(check: StateQuery, t: Trial) -> Verdict:
     if not ran:
         return None, f"{label}: {why}"
     if check.has_expected:
-        why = args_mismatch(check.equals, value, t.exact, label, t.spend)  # the first difference, under the label
+        why = args_mismatch(check.equals, value, t.exact, label, t.spend, empty_exact=True)  # under the label
         return (True, f"{label} is {show(value)}") if why is None else (False, why)
     return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
 
@@ -834,6 +834,7 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     return recorded + [
         StateChange(key, before.get(key, missing), value)
         for key, value in final.items()
+        # whether the value changed at all: equality, not matching (so `exact`)
         if key not in changed and (key not in before or not args_fit(before[key], value, True, t.spend))
     ]  # the keys no recorded change explains, from the initial state to the final one
 

@@ -83,17 +83,19 @@ def args_mismatch(
     exact: bool = False,
     path: str = "",
     spend: Callable[[int], None] = _free,
+    empty_exact: bool = False,
 ) -> str | None:
     """None when `actual` matches `expected`, else where and how the first difference is (`args_fit` decides the
     same without writing it). `spend` is charged, once the comparison ends, a step per value compared and per key an
-    exact match looks at."""
-    found = _difference(expected, actual, exact, path, True, spend)
+    exact match looks at. `empty_exact`: an expected `{}` is matched only by `{}` (a state value that must be
+    empty), not by any object."""
+    found = _difference(expected, actual, exact, path, True, spend, empty_exact)
     if found is None:
         return None
     where, kind, want, got = found
     label = where or "arguments"
     if kind == "extra":
-        return f"{_join(where, want)}: not expected (args_match is exact)"
+        return f"{_join(where, want)}: not expected ({'args_match is exact' if exact else 'expected an empty object'})"
     if kind == "missing":
         return f"{label}: missing"
     if kind == "length":
@@ -103,13 +105,19 @@ def args_mismatch(
     return f"{label}: expected {show(want)}, got {show(got)}"
 
 
-def args_fit(expected: Any, actual: Any, exact: bool, spend: Callable[[int], None]) -> bool:
+def args_fit(expected: Any, actual: Any, exact: bool, spend: Callable[[int], None], empty_exact: bool = False) -> bool:
     """Whether `actual` matches `expected`, as `args_mismatch` decides, without writing why not."""
-    return _difference(expected, actual, exact, "", False, spend) is None
+    return _difference(expected, actual, exact, "", False, spend, empty_exact) is None
 
 
 def _difference(
-    expected: Any, actual: Any, exact: bool, path: str, detail: bool, spend: Callable[[int], None]
+    expected: Any,
+    actual: Any,
+    exact: bool,
+    path: str,
+    detail: bool,
+    spend: Callable[[int], None],
+    empty_exact: bool = False,
 ) -> tuple[str, str, Any, Any] | None:
     """The first difference as (path, kind, expected, actual), paths written only with `detail`. Iterative:
     nesting depth is bounded by what the JSON decoder accepted, not by Python's stack."""
@@ -122,7 +130,7 @@ def _difference(
             if isinstance(want, dict):
                 if not isinstance(got, dict):
                     return where, "object", want, got
-                if exact:
+                if exact or (empty_exact and not want):
                     visited += len(got)
                     if any(k not in want for k in got):
                         return where, "extra", min(str(k) for k in got if k not in want), got
