@@ -1596,9 +1596,9 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
     "reply",
     ["我不同意", "不可以", "No, don't proceed", "wait, do not confirm yet", "Don\u2019t proceed.",
      "Please don\u2019t go ahead", "不行，别确认", "我不想确认", "I don't want you to proceed", "可以……算了，取消吧",
-     "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了", "确认，先不要", "是的，暂时不要", "可以，我不要",
-     "同意，不要", "确认不要", "可以，取消吧，谢谢", "Yes. No. Cancel it.", "yes — no, cancel it", "yes, no",
-     "Confirm? No.", "yes, not now", "确认不退",
+     "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了", "确认，先不要", "是的，暂时不要",
+     "可以，我不要", "同意，不要", "确认不要", "可以，取消吧，谢谢", "Yes. No. Cancel it.", "yes — no, cancel it",
+     "yes, no", "Confirm? No.", "yes, not now", "确认不退",
      # ambiguous, so refused (fail closed): a person may read a yes in these
      "Yes, cancel it", "确认取消订单", "可以，不要忘了发票"],
 )  # fmt: skip

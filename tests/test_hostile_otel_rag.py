@@ -218,7 +218,7 @@ def test_int64_extremes_duplicate_span_ids_and_parent_cycles_are_read(tmp_path: 
     spans.reverse()
     assert steps(parse(export)) == [
         ("user", "Refund A?"),
-        ("call", "order_lookup", "c1", None, "signed", False),
+        ("call", "order_lookup", "c1", {"id": "A"}, "signed", False),  # its arguments from the model call's output
         ("assistant", "done"),
     ]  # the latest model call's conversation; the tool span of a call it does not record, placed by start time
     broken = replaced(replaced(export, (*SPANS, 3, "startTimeUnixNano"), "5"), (*SPANS, 3, "endTimeUnixNano"), "4")
@@ -1159,6 +1159,21 @@ def test_a_call_an_earlier_model_call_made_is_seen_when_the_latest_history_leave
                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}]  # fmt: skip
     chat(kept, history, [say("assistant", text("done"))])
     assert [(c.tool, c.id, c.result) for c in parse(kept.otlp()).calls] == [("refund_submit", "c1", "ok")]
+    reused = Recorder()  # an id reused across turns is two calls, not one seen twice
+    chat(reused, [say("user", text("refund it"))], [say("assistant", call_part("call_0", "order_lookup", {}))])
+    chat(reused, [say("user", text("refund it"))], [say("assistant", call_part("call_0", "refund_submit", {}))])
+    chat(reused, [say("user", text("sum"))], [say("assistant", text("done"))])
+    assert [(c.tool, c.id) for c in parse(reused.otlp()).calls] == [
+        ("order_lookup", "call_0"),
+        ("refund_submit", "call_0"),
+    ]
+    unnamed = Recorder()  # a tool span without an id and without arguments: one call, with the model's arguments
+    chat(unnamed, [say("user", text("refund it"))], [say("assistant", REFUND)])
+    tool(unnamed, "refund_submit", result="ok")
+    chat(unnamed, [say("user", text("refund it"))], [say("assistant", text("done"))])
+    assert [(c.tool, c.args, c.result) for c in parse(unnamed.otlp()).calls] == [
+        ("refund_submit", {"order_id": "ORDER_1"}, "ok")
+    ]
     alone = Recorder()  # trimmed, but its tool span recorded: one call, the span's
     chat(alone, [say("user", text("refund it"))], [say("assistant", REFUND)])
     tool(alone, "refund_submit", "c1", result="ok")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import Counter, deque
+from collections import deque
 from types import ModuleType
 from typing import Any
 
@@ -215,25 +215,33 @@ def _unseen_calls(
 ) -> list[tuple[int, Step]]:
     """The calls earlier model calls made that the latest one's history leaves out (a framework that trims the
     history, a sub-agent's own model calls), with their model call's start: read from the latest span alone, a
-    forbidden call made earlier would go unseen. A call the conversation or a tool span already holds (by id; an
-    id-less one by its tool) is not counted twice."""
-    held = [step for step in steps if isinstance(step, ToolCall)]
-    held += [step for _, step in later if isinstance(step, ToolCall)]
-    ids = {call.id for call in held if call.id is not None}
-    idless = Counter(call.tool for call in held if call.id is None)
+    forbidden call made earlier would go unseen.
+
+    Each output call is one call: it is the conversation's or a tool span's call of the same id and tool while
+    one is left (ids repeat across turns, so they are counted, not kept in a set), else a tool span's call of its
+    tool recorded without an id; a call so found takes the arguments it lacks (tool spans record them only on
+    request). Only the rest are new."""
+    held: dict[tuple[str | None, str], deque[ToolCall]] = {}
+    for step in itertools.chain(steps, (step for _, step in later)):
+        if isinstance(step, ToolCall):
+            held.setdefault((step.id, step.tool), deque()).append(step)
+    from_spans = {id(step) for _, step in later}
     found: list[tuple[int, Step]] = []
     for span, convention, role in roles:
         if role != INFERENCE or span is latest or not convention.records_messages(span):
             continue
         for call in convention.output_calls(span):
-            if call.id is not None:
-                if call.id in ids:
-                    continue
-                ids.add(call.id)
-            elif idless[call.tool] > 0:
-                idless[call.tool] -= 1
-                continue
-            found.append((span.start, call))
+            queue = held.get((call.id, call.tool))
+            same = queue.popleft() if queue else None
+            if same is None and call.id is not None:  # a tool span of this tool recorded without an id
+                idless = held.get((None, call.tool), deque())
+                same = next((c for c in idless if id(c) in from_spans), None)
+                if same is not None:
+                    idless.remove(same)
+            if same is None:
+                found.append((span.start, call))
+            elif same.raw_args is None:
+                same.raw_args = call.raw_args
     return found
 
 
