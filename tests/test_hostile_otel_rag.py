@@ -1104,26 +1104,56 @@ def test_a_span_with_messages_under_an_operation_diagbot_does_not_read_is_refuse
     rec.span("embed", {"gen_ai.operation.name": "embeddings"})  # an operation without messages is no run part
     assert problem(rec.otlp()) == (
         f'{SPAN}.attributes["gen_ai.operation.name"]: {operation!r} is not an operation diagbot reads '
-        "(chat, text_completion, generate_content, execute_tool, retrieval, invoke_agent), but the span records "
-        "messages or a tool call; record it under the operation it is"
+        "(chat, text_completion, generate_content, execute_tool, retrieval, invoke_agent, invoke_workflow), but the "
+        "span records a model call's messages or a tool call; record it under the operation it is"
     )
+
+
+def test_operations_that_hold_no_call_are_not_refused() -> None:
+    """Refusing every unknown operation with messages made whole runs invalid: an `embeddings` span with
+    OpenLLMetry's prompt keys, a `plan` span whose messages call nothing; `invoke_workflow` is read as an agent."""
+    rec = Recorder()
+    rec.span("embed", {"gen_ai.operation.name": "embeddings", "gen_ai.prompt.0.content": "refund policy"})
+    rec.span("plan", {"gen_ai.operation.name": "plan",
+                      "gen_ai.output.messages": json.dumps([say("assistant", text("look it up"))])})  # fmt: skip
+    chat(rec, [say("user", text("Refund ORDER_1?"))], [say("assistant", text("done"))])
+    assert parse(rec.otlp()).answer == "done"
+    flow = Recorder()
+    flow.span(
+        "invoke_workflow refunds",
+        {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.input.messages": json.dumps([say("user", text("A?"))]),
+            "gen_ai.output.messages": json.dumps([say("assistant", text("ok"))]),
+        },
+    )
+    assert parse(flow.otlp()).answer == "ok"
 
 
 @pytest.mark.parametrize(
     "part",
-    [{"type": "Text", "content": "refunded"}, {"type": "function_call", "name": "refund_submit", "arguments": "{}"}],
-    ids=["Text", "function_call"],
+    [
+        {"type": "Text", "content": "refunded"},
+        {"type": "function_call", "name": "refund_submit", "arguments": "{}"},
+        {"type": "tool-call", "toolCallId": "c1", "toolName": "refund_submit"},
+    ],
+    ids=["Text", "function_call", "tool-call"],
 )
 def test_a_genai_part_of_an_unknown_type_that_says_or_calls_something_is_refused(part: dict[str, Any]) -> None:
     rec = Recorder()
     chat(rec, [say("user", text("Refund ORDER_1?"))], [say("assistant", text("ok"), part)])
     assert problem(rec.otlp()).endswith(
         f".parts[1].type: {part['type']!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
-        "server_tool_call), but the part holds text or a call"
+        "server_tool_call), but it reads as text or a call"
     )
-    quiet = Recorder()  # reasoning and media parts say nothing a check reads
-    reasoning = {"type": "reasoning", "content": "think"}
-    chat(quiet, [say("user", text("A?"))], [say("assistant", reasoning, {"type": "uri", "uri": "x"}, text("ok"))])
+    quiet = Recorder()  # reasoning and media parts say nothing a check reads (pydantic-ai writes thinking, binary)
+    parts = [
+        {"type": "reasoning", "content": "think"},
+        {"type": "thinking", "content": "hmm"},
+        {"type": "binary", "media_type": "image/png", "content": "iVBOR"},
+        {"type": "uri", "uri": "x"},
+    ]
+    chat(quiet, [say("user", text("A?"))], [say("assistant", *parts, text("ok"))])
     assert parse(quiet.otlp()).answer == "ok"
 
 

@@ -52,7 +52,9 @@ _ROLES = {
     "execute_tool": TOOL,
     "retrieval": RETRIEVAL,
     "invoke_agent": AGENT,
+    "invoke_workflow": AGENT,  # a workflow of agents: its messages, when recorded, are the run's as an agent's are
 }
+_NOT_READ = ("embeddings", "create_agent")  # operations of the conventions whose spans hold nothing a check reads
 _INPUT, _OUTPUT = ("gen_ai.input.messages", "gen_ai.prompt"), ("gen_ai.output.messages", "gen_ai.completion")
 _RESULT_KEYS = ("response", "result")  # the JSON schema says `response`; the spec's own example, `result`
 
@@ -78,15 +80,26 @@ def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
     if operation is not None:
         found = _ROLES.get(operation)
-        if found is None and (records_messages(span) or span.has("gen_ai.tool.name")):
-            raise TraceInvalid(  # skipped, its messages and calls would go unseen
+        if found is None and operation not in _NOT_READ and _unread_call(span, operation):
+            raise TraceInvalid(  # skipped, its calls would go unseen
                 span.where("gen_ai.operation.name"),
                 f"{operation[:60]!r} is not an operation diagbot reads ({', '.join(_ROLES)}), but the span records "
-                "messages or a tool call; record it under the operation it is",
+                "a model call's messages or a tool call; record it under the operation it is",
             )
         return found
     older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
     return INFERENCE if older else None  # older conventions, before the operation name
+
+
+def _unread_call(span: Span, operation: str) -> bool:
+    """A span of an operation diagbot does not read that holds a call: a tool's, a model call under a name that
+    is one misspelt (`chat.completions`, `Chat`), or output messages that call tools (newer operations, `plan`)."""
+    if span.has("gen_ai.tool.name"):
+        return True
+    if not records_messages(span):
+        return False
+    looks = operation.casefold()
+    return any(word in looks for word in ("chat", "complet", "generat")) or bool(output_calls(span))
 
 
 def _message_events(span: Span) -> bool:
@@ -190,8 +203,19 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
     return said_in, said_out
 
 
-_SILENT_PARTS = ("reasoning", "blob", "uri", "file", "server_tool_call_response")  # what no check reads
-_SAYING_KEYS = ("content", "text", "name", "arguments", "response", "result")
+_READ_PARTS = ("text", "tool_call", "tool_call_response", "server_tool_call")
+
+
+def _hides_text_or_call(kind: str, part: dict[str, Any]) -> bool:
+    """A part of a type diagbot does not read that reads as text or a call: a read type in another case or spelling
+    (`Text`, `tool-call`), a call by its name (`function_call`, `tool_use`), or one holding arguments. Others
+    (`reasoning`, pydantic-ai's `thinking` and `binary`, media) are skipped."""
+    looks = kind.casefold().replace("-", "_")
+    if looks == "server_tool_call_response":
+        return False
+    return looks in _READ_PARTS or "call" in looks or "tool" in looks or "arguments" in part
+
+
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
 
 
@@ -224,13 +248,13 @@ def _message(message: dict[str, Any], path: str) -> Said:
         elif kind == "server_tool_call":  # a provider-run tool (web search...): a call, as Responses' hosted ones are
             call_id = optional_text(part.get("id"), f"{where}.id")
             said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, {}))
-        elif kind not in _SILENT_PARTS and any(key in part for key in _SAYING_KEYS):
+        elif _hides_text_or_call(kind, part):
             raise TraceInvalid(  # `Text`, `function_call`: skipped, what it says or calls would go unseen
                 f"{where}.type",
                 f"{kind[:40]!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
-                "server_tool_call), but the part holds text or a call",
+                "server_tool_call), but it reads as text or a call",
             )
-        # other parts (reasoning, blob, uri, file, server tool results) say nothing the checks read
+        # other parts (reasoning, thinking, blob, binary, uri, file, server tool results) say nothing a check reads
     said.text = "\n".join(texts)
     return said
 
