@@ -1230,12 +1230,20 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
          "$[0].content[0]: a part of type 'tool_result' holds a tool call or result"),
         ([{"role": "assistant", "content": [{"type": "action", "name": "refund_submit", "input": {}}]}],
          "$[0].content[0]: a part of type 'action' holds a tool call or result"),
+        ([{"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "refund_submit"}]}],
+         "$[0].content[0]: a part of type 'tool-call' holds a tool call or result"),
+        ([{"role": "assistant", "content": [{"toolUse": {"toolUseId": "c1", "name": "refund_submit", "input": {}}}]}],
+         "$[0].content[0]: a part without a type holds a tool call or result"),
+        ([{"role": "assistant", "content": [{"functionCall": {"name": "refund_submit", "args": {}}}]}],
+         "$[0].content[0]: a part without a type holds a tool call or result"),
         # a reply under a key the chat object does not have went unread
         ({"messages": [{"role": "user", "content": "refund?"}], "response": {"choices": [{"message": {
             "role": "assistant", "tool_calls": [{"id": "c1", "function": REFUND}]}}]}},
-         "$.response: not a key of a chat run (messages, final_state, duration_ms, beside a request's parameters "
-         "such as model and tools); what it holds would go unread, a reply or a call in it unseen: put the messages "
-         "in messages"),
+         "$.response.choices: a 'choices' beside the messages reads as a message or a reply, which would go unread "
+         "(a call in it unseen): put every message in messages (messages, final_state, duration_ms are a chat run's "
+         "keys)"),
+        ({"messages": [], "log": [{"at": 1, "entry": {"role": "assistant", "content": "refunded"}}]},
+         "$.log[0].entry.role: a 'role' beside the messages reads as a message or a reply"),
     ],
 )  # fmt: skip
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
@@ -1251,6 +1259,9 @@ def test_a_chat_object_may_carry_the_request_parameters() -> None:
                "temperature": 0, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
                                                                                   "content": "hello"}]}  # fmt: skip
     assert parse_run(json.dumps(request).encode(), "auto").answer == "hello"
+    exported = {**request, "system_fingerprint": "fp_1", "conversation_id": "c9", "tags": ["refund"],
+                "created_at": "2026-11-30T10:00:00Z", "trace": {"id": "t1", "spans": 3}}  # fmt: skip
+    assert parse_run(json.dumps(exported).encode(), "auto").answer == "hello"  # keys that hold no message
 
 
 def test_text_parts_are_read_or_the_file_refused() -> None:

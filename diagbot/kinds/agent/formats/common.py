@@ -137,11 +137,12 @@ def content_text(value: Any, path: str) -> str:
         elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
         elif _is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see
+            named = "a part without a type" if kind is None else f"a part of type {str(kind)[:40]!r}"
             raise TraceInvalid(
                 f"{path}[{index}]",
-                f"a part of type {str(kind)[:40]!r} holds a tool call or result, which this format records outside a "
-                "message's content; read here it would go unseen: record calls and results in the format's own "
-                "fields (openai-chat: tool_calls and tool messages)",
+                f"{named} holds a tool call or result, which this format records outside a message's content; "
+                "read here it would go unseen: record calls and results in the format's own fields (openai-chat: "
+                "tool_calls and tool messages)",
             )
         elif "text" in part:  # text under a type no API writes (`Text`): skipped, it could hide what was said
             raise TraceInvalid(
@@ -152,12 +153,17 @@ def content_text(value: Any, path: str) -> str:
     return "\n".join(parts)
 
 
-_CALL_PART_KEYS = ("tool_use_id", "tool_call_id", "call_id", "arguments")
+_CALL_PART_KEYS = (
+    "tool_use_id", "tool_call_id", "call_id", "arguments",
+    "toolCallId", "toolName", "toolUse", "toolUseId", "toolResult", "functionCall", "functionResponse",
+)  # fmt: skip  # snake_case (Anthropic), camelCase (Vercel AI SDK, Bedrock, Gemini)
 
 
 def _is_call_part(kind: Any, part: dict[str, Any]) -> bool:
-    """A content part that records a call or its result (`tool_use`, `tool_result`, `function_call`, ...)."""
-    if isinstance(kind, str) and kind.endswith(("_use", "_result", "_call", "_call_output", "_response")):
+    """A content part that records a call or its result (`tool_use`, `tool_result`, `function_call`, Vercel's
+    `tool-call`, Bedrock's `{toolUse}`, Gemini's `{functionCall}`)."""
+    looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
+    if looks.endswith(("_use", "_result", "_call", "_call_output", "_response")):
         return True
     return any(key in part for key in _CALL_PART_KEYS) or ("name" in part and "input" in part)
 

@@ -47,6 +47,36 @@ def resembles(data: Any) -> bool:
 
 
 _KEYS = ("messages", "final_state", "duration_ms")
+_MESSAGE_KEYS = frozenset(("role", "tool_calls", "function_call", "choices", "messages", "tool_use", "output"))
+_LOOKED_AT = 100_000  # values of the other keys looked through for a message; past that, the file is refused
+
+
+def _holds_no_message(value: Any, where: str) -> None:
+    """Another key of the run (a response's `system_fingerprint`, an export's `tags`) is left alone unless it holds
+    what reads as a message or a reply, which would go unread (`response.choices[0].message.tool_calls`)."""
+    todo, seen = [(value, where)], 0
+    while todo:
+        node, path = todo.pop()
+        seen += 1
+        if seen > _LOOKED_AT:
+            raise TraceInvalid(
+                where,
+                f"holds more than {_LOOKED_AT:,} values beside the messages; a reply in it could not be ruled "
+                "out: keep a run file to its messages and final_state",
+            )
+        if isinstance(node, dict):
+            found = next((k for k in node if k in _MESSAGE_KEYS), None)
+            if found is not None:
+                raise TraceInvalid(
+                    f"{path}.{found}",
+                    f"a {found!r} beside the messages reads as a message or a reply, which would go unread (a call "
+                    f"in it unseen): put every message in messages ({', '.join(_KEYS)} are a chat run's keys)",
+                )
+            todo += [(v, f"{path}.{str(k)[:60]}") for k, v in node.items()]
+        elif isinstance(node, list):
+            todo += [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+
+
 _REQUEST_KEYS = frozenset((
     "model", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "temperature", "top_p",
     "max_tokens", "max_completion_tokens", "n", "seed", "stop", "stream", "stream_options", "store", "user",
@@ -58,14 +88,9 @@ _REQUEST_KEYS = frozenset((
 
 def read(data: Any) -> Run:
     if isinstance(data, dict):
-        for key in data:
+        for key, value in data.items():
             if key not in _KEYS and key not in _REQUEST_KEYS:
-                raise TraceInvalid(
-                    f"$.{str(key)[:60]}",
-                    f"not a key of a chat run ({', '.join(_KEYS)}, beside a request's parameters such as model "
-                    "and tools); what it holds would go unread, a reply or a call in it unseen: put the messages "
-                    "in messages",
-                )
+                _holds_no_message(value, f"$.{str(key)[:60]}")
         run = Run(
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),
