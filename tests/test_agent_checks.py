@@ -667,6 +667,8 @@ def test_idempotency_key_paths_take_indexes() -> None:
         call("refund", {"items": [], "order": 7}),
     )
     assert failures(case, run) == ['duplicate_side_effect: refund (call 1) and call 3 repeat items[0].id="A", order=7']
+    dotted = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "items.0.id"})  # the same place
+    assert failures(dotted, run) == ['duplicate_side_effect: refund (call 1) and call 3 repeat items.0.id="A"']
 
 
 @pytest.mark.parametrize(

@@ -429,14 +429,14 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
 
 def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each of these passed against a run that broke it, and validate said nothing: a policy, a sequence item and a
-    forbidden tool named otherwise than available_tools names them, an empty list of argument sets, a scope that
-    holds no call."""
+    required tool named otherwise than available_tools names them (a forbidden one the agent is not given is
+    deliberate), an empty list of argument sets, a scope that holds no call."""
     tools = {"available_tools": ["order_lookup", {"name": "refund_submit", "side_effect": True}]}
     named = spec_case() | tools | {
         "case_id": "named",
         "side_effect_policy": {"tool": "Refund_Submit", "confirmation_required": True},
         "expected_tool_sequence": ["order_lookp"],
-        "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}],
+        "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}, {"tool_called": "wire_money"}],
     }  # fmt: skip
     empty = spec_case() | {"case_id": "empty", "expected_args": {"refund_submit": []}}
     subset = {"tool_sequence": {"match": "subset", "scope": "side_effect"}}
@@ -449,7 +449,7 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "mean refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: expected_tool_sequence[0]: 'order_lookp' is not in available_tools (did you mean "
         "order_lookup?); tool names match exactly, so this checks a tool the agent is not given",
-        f"warning: {where} named: success_criteria[0]: 'wire_money' is not in available_tools; tool names match "
+        f"warning: {where} named: success_criteria[1]: 'wire_money' is not in available_tools; tool names match "
         "exactly, so this checks a tool the agent is not given",
         f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
         f"warning: {where} scoped: evaluator_config.tool_sequence.scope puts no call in scope (no tool is marked "
@@ -628,7 +628,11 @@ def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
     ]
     assert config_problems(base + "    rules:\n      r1: {answer_contains: [x]}\n      r2: r1\n") == [
         "diagbot.yml: suites.0.rules.r2: a rule is one check object ({answer_not_contains: [...]}, {tool_not_called: "
-        "...}), found 'r1'; a rule cannot name another rule"
+        "...}), found the name 'r1': a rule cannot name another rule"
+    ]
+    assert config_problems(base + "    rules:\n      r1: [answer_not_contains]\n") == [
+        "diagbot.yml: suites.0.rules.r1: a rule is one check object ({answer_not_contains: [...]}, {tool_not_called: "
+        "...}), found an array"
     ]
     assert config_problems(base + "    trace-format: openai_chat\n")[0].startswith(
         "diagbot.yml: suites.0.trace-format: unknown trace format 'openai_chat' (did you mean openai-chat?)"

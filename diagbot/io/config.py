@@ -20,6 +20,7 @@ from diagbot.core.models import StrictInput, error_message, field_names_at
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent.cases import ROLES, Role
+from diagbot.kinds.agent.formats.common import type_name
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 
@@ -89,11 +90,13 @@ def _option_problems(
 
 def _value_problem(where: str, loc: str, error: Any) -> str:
     """A value diagbot.yml cannot take, said with what would do: the closest allowed value of a misspelt one."""
-    found = values.one_line(str(error.get("input")), 60)
+    given = error.get("input")
+    found = values.one_line(str(given), 60)
     if error["type"] in ("model_type", "dict_type") and error["loc"][-2:-1] == ("rules",):
+        what = f"the name {found!r}: a rule cannot name another rule" if isinstance(given, str) else type_name(given)
         return (
             f"{where}: {loc}: a rule is one check object ({{answer_not_contains: [...]}}, {{tool_not_called: ...}}), "
-            f"found {found!r}; a rule cannot name another rule"
+            f"found {what}"
         )
     if error["type"] == "literal_error":
         allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))

@@ -10,6 +10,7 @@ for criteria that must hold and for those that must not.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import unicodedata
@@ -394,7 +395,14 @@ def _matches(pattern: str, text: str) -> bool:
     regex, part = compile_regex(pattern), searched(text)
     if regex.search_text(part):
         return True
-    return not part.isascii() and regex.search_text(unicodedata.normalize("NFKC", part))
+    return not part.isascii() and regex.search_text(_nfkc(part))
+
+
+@functools.lru_cache(maxsize=4)
+def _nfkc(text: str) -> str:
+    """The text in NFKC form, cut to what a search reads (a character may unfold into 18): computed once per answer
+    however many patterns search it."""
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)[:MAX_MATCHED_CHARS]
 
 
 _END_ANCHOR = re.compile(r"(?<!\\)(?:\\\\)*(?:\$|\\z)")
@@ -744,6 +752,8 @@ _ABSENT = object()  # an argument path the call does not have
 def _path_value(args: Any, path: str) -> Any:
     value = args
     for step in arg_path(path) or ():
+        if isinstance(value, list) and isinstance(step, str) and step.isdigit():
+            step = int(step)  # `items.0.id` reads as `items[0].id`
         if isinstance(step, int):
             if not isinstance(value, list) or step >= len(value):
                 return _ABSENT

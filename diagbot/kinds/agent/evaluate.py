@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import os
 from collections.abc import Iterable, Iterator
@@ -76,11 +77,11 @@ class Fixtures:
                 if entry.name.startswith("."):
                     continue
                 if entry.is_dir() or not entry.name.lower().endswith(TRIAL_SUFFIXES):  # `trial-2.JSON` is one
-                    self.left_out += 1
-                    if self.left_out <= _LEFT_OUT_NAMED:
-                        self.left_out_names.append(
-                            f"{case_id}/{values.one_line(entry.name, 200)}" + "/" * entry.is_dir()
-                        )
+                    self.left_out += 1  # the first few by name, as a listing in any order would make them vary
+                    bisect.insort(
+                        self.left_out_names, f"{case_id}/{values.one_line(entry.name, 200)}" + "/" * entry.is_dir()
+                    )
+                    del self.left_out_names[_LEFT_OUT_NAMED:]
                     continue
                 if not values.plain_name(entry.name):  # it would reach the report, the log and the comment
                     return (
@@ -110,7 +111,7 @@ class Fixtures:
         if not self.left_out:
             return []
         more = f" and {self.left_out - _LEFT_OUT_NAMED:,} more" if self.left_out > _LEFT_OUT_NAMED else ""
-        named = ", ".join(sorted(self.left_out_names))
+        named = ", ".join(self.left_out_names)
         return [
             f"fixtures: {named}{more} left out: a case's folder holds its trials, files ending in "
             f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
@@ -246,9 +247,7 @@ def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str
         value = check.value
         if check.key == "tool_called":
             yield where, value if isinstance(value, str) else value.tool
-        elif check.key == "tool_not_called":
-            yield from ((where, tool) for tool in ([value] if isinstance(value, str) else value))
-        elif check.key == "called_before":
+        elif check.key == "called_before":  # tool_not_called of a tool the agent is not given is deliberate
             yield from ((where, value.first), (where, value.then))
 
 
