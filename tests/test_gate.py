@@ -74,3 +74,29 @@ def test_only_gating_regressions_count() -> None:
     assert decide([SuiteFacts("s", evaluated=True, cases=3, compared=True, regressions=2)], GATE).reason == (
         "2 regressions"
     )
+
+
+def test_required_baseline_present_and_nothing_regressed_is_a_success() -> None:
+    assert (
+        gate_outcome([outcome(True, True)], REQUIRED).conclusion,
+        gate_outcome([outcome(True, True)], REQUIRED).reason,
+    ) == (
+        Conclusion.SUCCESS,
+        "no regression",
+    )
+
+
+def test_reasons_count_over_every_suite_and_name_at_most_five() -> None:
+    """The check run's title sums what the suites found (the counts were only ever asserted for one suite)."""
+    facts = [SuiteFacts(f"s{i}", evaluated=True, cases=1, compared=True, regressions=1, blocking=1) for i in range(2)]
+    assert decide(facts, GATE).reason == "2 gating P0 cases failed"
+    assert decide([f.__class__(**{**f.__dict__, "blocking": 0}) for f in facts], GATE).reason == "2 regressions"
+    assert decide(facts[:1], GATE.__class__(fail_on_blocking=False)).reason == (
+        "1 gating P0 case failed (not failing: --no-fail)"
+    )
+    one = SuiteFacts("s", evaluated=True, cases=1, compared=True, regressions=1)
+    assert decide([one], GATE).reason == "1 regression"
+    broken = [SuiteFacts(f"b{i}", problems=1) for i in range(7)]
+    assert decide(broken, GATE).reason == "input could not be used: b0, b1, b2, b3, b4 and 2 more"
+    unevaluated = SuiteFacts("never", evaluated=False)  # a suite that was not evaluated is not one without baseline
+    assert decide([one.__class__(**{**one.__dict__, "regressions": 0}), unevaluated], REQUIRED).exit_code == 0

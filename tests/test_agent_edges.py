@@ -1,0 +1,248 @@
+"""Agent-kind behaviour a mutation pass over match.py, checks.py, evaluate.py, diff.py and report.py found that no
+test pinned: each test here fails with one of the surviving mutants (named in its docstring) put back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagbot.core.diff import ItemType
+from diagbot.core.report import RunInfo
+from diagbot.kinds.agent.diff import diff_agent
+from diagbot.kinds.agent.evaluate import not_gating_because, today_of
+from diagbot.kinds.agent.match import args_mismatch, max_matching, show
+from diagbot.kinds.agent.report import build_report
+from diagbot.kinds.base import Governance
+from tests.conftest import write_json
+from tests.test_agent_checks import (
+    TODAY,
+    call,
+    calls,
+    change,
+    evaluate,
+    failures,
+    make_case,
+    native,
+    result,
+    say,
+    sequence_case,
+)
+
+# --- argument matching and pairing (match.py) ----------------------------------------------------------------------
+
+
+def test_one_call_meets_one_item_of_a_subsequence() -> None:
+    """`j += 1` dropped: one get_order call met both items."""
+    case = sequence_case(["get_order", "get_order"])
+    assert failures(case, calls("get_order", "refund"))[0].startswith("tool_sequence_mismatch: ")
+    assert failures(case, calls("get_order", "refund", "get_order")) == []
+
+
+def test_the_pairing_is_maximum_when_it_needs_more_than_one_augmenting_pass() -> None:
+    """Only one augmenting pass left set 4 unpaired though every set has a call of its own."""
+    fits = [{1, 2, 3}, {2, 3, 5}, {1, 2, 3}, {1, 2, 3}, {3, 4}]
+    pairing = max_matching(range(5), range(1, 6), lambda left, right: right in fits[left])
+    assert None not in pairing and len(set(pairing)) == 5
+
+
+def test_the_first_differing_path_is_named_and_strings_are_not_arrays() -> None:
+    assert args_mismatch({"a": 1, "b": 2}, {"a": 9, "b": 9}) == "a: expected 1, got 9"  # the first, not the last
+    assert args_mismatch({"a": 1}, {"a": 1, "c": 3, "b": 2}, exact=True) == "b: not expected (args_match is exact)"
+    assert args_mismatch(["a", "b"], "ab") == 'arguments: expected an array, got "ab"'
+
+
+def test_show_marks_what_it_leaves_out() -> None:
+    assert show({"a": 1, "b": 2, "c": 3}) == '{"a": 1, "b": 2, "c": 3}'
+    assert show({f"key{i}": i for i in range(20)}).endswith("…")
+    exactly = "x" * 58  # with its quotes, 60 characters: shown whole
+    assert show(exactly) == f'"{exactly}"'
+    assert show(exactly + "x").endswith("…")
+
+
+# --- checks (checks.py) ----------------------------------------------------------------------------------------------
+
+
+def test_a_state_query_without_equals_must_be_true() -> None:
+    """`truthy` made `is not None`: false, "", [] and {} passed."""
+    case = make_case(final_state_check={"expr": "refunded"})
+    for value in (False, "", [], {}):
+        assert failures(case, native(final_state={"refunded": value})) != [], value
+    assert failures(case, native(final_state={"refunded": True})) == []
+
+
+def test_max_turns_counts_assistant_messages_not_calls() -> None:
+    case = make_case(evaluator_config={"rule_checks": [{"max_turns": 2}]})
+    three = native(say("assistant", "a"), say("assistant", "b"), call("t"), say("assistant", "c"))
+    assert failures(case, three) == ["rule_failed: rule_checks[0]: assistant turns 3 > 2"]
+    assert failures(case, native(say("assistant", "a"), call("t"), call("t"), call("t"), say("assistant", "b"))) == []
+
+
+def test_an_answer_of_exactly_max_chars_passes() -> None:
+    case = make_case(constraints={"max_chars": 5})
+    assert failures(case, native(say("assistant", "12345"))) == []
+    assert failures(case, native(say("assistant", "123456"))) == [
+        "constraint_failed: constraints.max_chars: the answer has 6 characters > 5"
+    ]
+
+
+def test_only_a_user_message_confirms() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})
+    for role in ("system", "developer"):
+        run = native(say("assistant", "Shall I refund?"), say(role, "yes"), call("refund"))
+        assert failures(case, run)[0].startswith("confirmation_missing: "), role
+
+
+def test_calls_lacking_one_key_of_a_compound_idempotency_key_repeat_nothing() -> None:
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id + amount"})
+    assert failures(case, native(call("refund", {"order_id": "A"}), call("refund", {"order_id": "A"}))) == []
+
+
+def test_a_keyed_transition_governs_only_its_key() -> None:
+    policy = {"tool": "t", "forbidden_state_transition": [{"key": "status", "from": "a", "to": "b"}]}
+    case = make_case(initial_state={"status": "a", "stage": "a"}, side_effect_policy=policy)
+    assert failures(case, native(change("stage", "a", "b"))) == []
+    assert failures(case, native(change("status", "a", "b"))) == [
+        'state_transition_forbidden: status: "a" → "b" is a forbidden transition (t policy)'
+    ]
+
+
+def test_a_case_that_declares_only_state_starts_absent_keys_as_null() -> None:
+    """Declaring `state` (no initial_state) is declaring the start: a key absent from it did not exist yet."""
+    policy = {"tool": "t", "forbidden_state_transition": [{"key": "refund", "from": None, "to": "sent"}]}
+    case = make_case(state={"order": "A"}, side_effect_policy=policy)
+    assert failures(case, native(final_state={"order": "A", "refund": "sent"})) == [
+        'state_transition_forbidden: refund: (absent at the start) → "sent" is a forbidden transition (t policy)'
+    ]
+
+
+def test_tool_calls_alone_are_actions() -> None:
+    case = make_case(trace_requirement={"required_fields": ["action"]})
+    assert failures(case, calls("lookup")) == []
+    assert failures(case, native()) == ["trace_requirement_missing: the run records no action"]
+
+
+# --- judging a case (evaluate.py) -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reviews", "reason"),
+    [
+        ([{"reviewer": "ann", "review_result": "needs_revision"}], "the latest review (ann) is needs_revision"),
+        ([{"reviewer": "ann", "review_result": "approved"}], None),  # approved for no role in particular: all
+    ],
+)
+def test_the_latest_review_gates_only_when_it_approves(reviews: list[dict[str, Any]], reason: str | None) -> None:
+    assert not_gating_because(make_case(reviews=reviews), Governance(), TODAY) == reason
+
+
+def test_a_case_with_nothing_checked_and_no_run_fails_as_missing(tmp_path: Path) -> None:
+    found = evaluate(make_case(), tmp_path)
+    assert (found.status, found.failed_checks) == (
+        "failed",
+        ["trace_missing: no run recorded: expected c1.json or a folder c1/ in the fixtures folder"],
+    )
+
+
+def test_too_few_trials_of_a_checked_case_fail_saying_so(tmp_path: Path) -> None:
+    write_json(tmp_path / "c1.json", native(call("t")))
+    found = evaluate(sequence_case(["t"]), tmp_path, {"trials": 3})
+    assert (found.status, found.trials, found.trials_passed, found.failed_checks) == (
+        "failed", 1, 1, ["trace_missing: the suite's trials: 3 needs 3 passing trials; 1 is recorded"]
+    )  # fmt: skip
+
+
+def test_exactly_the_most_trials_are_read(tmp_path: Path) -> None:
+    for i in range(100):
+        write_json(tmp_path / "c1" / f"trial-{i:03d}.json", native(call("t")))
+    assert evaluate(sequence_case(["t"]), tmp_path).trials == 100
+    write_json(tmp_path / "c1" / "trial-100.json", native(call("t")))
+    assert evaluate(sequence_case(["t"]), tmp_path).failed_checks == [
+        "trace_invalid: c1/ holds more than 100 trials; diagbot reads at most 100"
+    ]
+
+
+def test_a_file_named_as_a_case_folder_is_no_folder(tmp_path: Path) -> None:
+    (tmp_path / "c1").write_text("not a folder", encoding="utf-8")
+    assert evaluate(sequence_case(["t"]), tmp_path).failed_checks == [
+        "trace_missing: no run recorded: expected c1.json or a folder c1/ in the fixtures folder"
+    ]
+
+
+def test_check_objects_in_expected_behavior_are_not_listed_as_prose(tmp_path: Path) -> None:
+    case = make_case(expected_behavior=["refunds A", {"tool_called": "refund"}], evaluator_config={"judge": {}})
+    write_json(tmp_path / "c1.json", calls("refund"))
+    assert evaluate(case, tmp_path).unchecked_expectations == [
+        "expected_behavior: refunds A",
+        "rubric: tool_call_correctness_v1",
+        "evaluator_config.judge: a judge run elsewhere",
+    ]
+
+
+def test_retention_is_judged_on_the_run_s_day() -> None:
+    assert str(today_of(RunInfo(git_sha="x", ref="main", time="2025-06-01T23:59:59Z"))) == "2025-06-01"
+
+
+# --- the diff (diff.py) and the report (report.py) ------------------------------------------------------------------
+
+
+def test_a_case_that_stops_gating_in_the_pull_request_does_not_gate_its_failure() -> None:
+    """Its items follow the current side: the change shows as gating yes -> no (the known cost: a reviewer sees a
+    case made informational in the same pull request that breaks it, and the comment says so)."""
+    was, now = result(1, 1), result(1, 0, gating=False)
+    now = now.model_copy(update={"case_id": was.case_id, "not_gating_because": "review_status is draft"})
+    diff = diff_agent(build_report([was]), build_report([now]))
+    mine = [(i.type, i.metric, i.gating) for i in diff.items if i.case_id == was.case_id]
+    assert (ItemType.REGRESSION, "status", False) in mine and (ItemType.CHANGED, "gating", False) in mine
+    [gating] = [i.message for i in diff.items if i.metric == "gating"]
+    assert gating.startswith("gating yes → no (review_status is draft)")
+    assert not diff.has_regression
+
+
+def test_added_and_removed_cases_are_changes_of_their_own() -> None:
+    kept, gone, new = result(1, 1), result(2, 2), result(3, 3)
+    diff = diff_agent(build_report([kept, gone]), build_report([kept, new]))
+    shown = {(i.case_id, i.type, i.message) for i in diff.items if i.case_id in (gone.case_id, new.case_id)}
+    assert {(c, t) for c, t, _ in shown} == {(gone.case_id, ItemType.CHANGED), (new.case_id, ItemType.CHANGED)}
+    messages = {c: m for c, _, m in shown}
+    assert "removed" in messages[gone.case_id] and "added" in messages[new.case_id]
+
+
+def test_failing_checks_that_change_are_named() -> None:
+    was, now = result(1, 0), result(1, 0)
+    now = now.model_copy(update={"failed_checks": ["tool_sequence_mismatch: x"], "trial_results": [
+        now.trial_results[0].model_copy(update={"failed_checks": ["tool_sequence_mismatch: x"]})]})  # fmt: skip
+    [item] = [i for i in diff_agent(build_report([was]), build_report([now])).items if i.metric == "failedChecks"]
+    assert item.message == "failing checks changed: now tool_sequence_mismatch; no longer rule_failed"
+
+
+def test_two_failed_checks_are_both_shown_without_a_count() -> None:
+    was, now = result(1, 1), result(1, 0)
+    two = ["rule_failed: a", "rule_failed: b"]
+    now = now.model_copy(update={"case_id": was.case_id, "failed_checks": two, "trial_results": [
+        now.trial_results[0].model_copy(update={"failed_checks": two})]})  # fmt: skip
+    [item] = [i for i in diff_agent(build_report([was]), build_report([now])).items if i.metric == "status"]
+    assert item.message == "passed → failed (rule_failed: a; rule_failed: b)"
+
+
+def test_a_new_slice_value_and_a_new_dataset_are_read() -> None:
+    was, now = result(1, 1), result(1, 1)
+    now = now.model_copy(update={"scenario": "brand new", "dataset_id": "fresh"})
+    diff = diff_agent(build_report([was]), build_report([now]))  # a slice value only one side has: no crash
+    [dataset] = [i for i in diff.items if i.metric == "datasetVersion.fresh"]
+    assert (dataset.baseline_value, dataset.current_value) == (None, "v1")
+
+
+def test_dataset_versions_list_every_version_sorted() -> None:
+    results = [result(1, 1).model_copy(update={"case_id": f"c{v}", "dataset_version": v}) for v in ("v2", "v1")]
+    assert build_report(results).dataset_versions == {"d": ["v1", "v2"]}
+
+
+def test_a_case_whose_one_trial_has_no_metric_takes_the_mean_of_the_others(tmp_path: Path) -> None:
+    from tests.test_agent_rag import FOUND_AT_3, rag_case
+
+    write_json(tmp_path / "c1" / "trial-1.json", native(FOUND_AT_3))
+    (tmp_path / "c1" / "trial-2.json").write_text("{broken", encoding="utf-8")
+    found = evaluate(rag_case(["evidence_recall_at_5"]), tmp_path, {"trials": "any"})
+    assert (found.trials, found.metrics, found.status) == (2, {"evidence_recall_at_5": 1.0}, "passed")
