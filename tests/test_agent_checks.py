@@ -1612,8 +1612,11 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
      "是的，但是不要提交", "不要，我确认一下再说", "可以吗？我不想退款了", "确认，先不要", "是的，暂时不要",
      "可以，我不要", "同意，不要", "确认不要", "可以，取消吧，谢谢", "Yes. No. Cancel it.", "yes — no, cancel it",
      "yes, no", "Confirm? No.", "yes, not now", "确认不退",
+     "YES. Do NOT submit.", "Yes, stop.", "确认？不用了", "可以，但别退款", "I confirm I do not want the refund",
+     "yes, hold off", "Go ahead? Nah.", "Proceed? Absolutely not.", "yes... nope", "Yes, actually I don't want it",
+     "是的，我拒绝", "同意？否", "不用确认了",
      # ambiguous, so refused (fail closed): a person may read a yes in these
-     "Yes, cancel it", "确认取消订单", "可以，不要忘了发票"],
+     "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "yes please, I cannot wait", "yes, no rush"],
 )  # fmt: skip
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
@@ -1628,7 +1631,8 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
      (["Yes.", "Never mind, I changed my mind."], False), (["Yes.", "Hold on, let me check first."], False),
      (["Go ahead.", "On second thought, no."], False), (["Yes", "Please don't do it."], False),
      (["Yes, but wait until I talk to my wife."], False), (["No problem, go ahead."], True),
-     (["Sure, why not? Go ahead."], True), (["No worries, yes please proceed."], True)],
+     (["Sure, why not? Go ahead."], True), (["No worries, yes please proceed."], True), (["Yes.", "Not yet."], False),
+     (["可以", "先不"], False), (["Yes.", "Hang on."], False), (["Yes", "I'd rather not"], False)],
 )  # fmt: skip
 def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
     run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))
@@ -1710,7 +1714,7 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["Yes, go ahead, no problem", "yes please, I cannot wait", "特别好，确认", "Not a problem, yes please"],
+    ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交"],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

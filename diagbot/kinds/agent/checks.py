@@ -76,19 +76,19 @@ class Code:
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
 DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
-    r"^\W*(?:no|nope|don['’]?t|do not|stop|wait|cancel)\b",  # a message that starts by refusing
-    # a negated confirming word: "do not proceed", "not yet, go ahead"
-    r"\b(?:not|don['’]?t|never)\W+(?:\w+\W+){0,3}(?:confirm\w*|proceed|go ahead|yes)\b",  # "don't want you to proceed"
-    r"\b(?:actually|wait|sorry|hmm),? no\b|\bon second thought\b|\bnever ?mind\b|\bchanged my mind\b|\bhold on\b",
-    r"\bcancel (?:that|it)\b|\bdon['’]?t do (?:it|that)\b|\bbut wait\b|\bno\b|\bnot now\b",  # taking a yes back
-    r"不同意|不可以|不确认|不要|不行|不想|先别|别(?:这样|了|确认|提交|继续|办)|取消|算了|等一下|不退",
+    # any word of refusing, holding off or negating, anywhere: "Yes. Do NOT submit.", "yes, not yet", "Nah"
+    r"\b(?:no|not|nope|nah|never|don['’]?t|do not|stop|wait|hold|hang on|cancel\w*|rather|refuse\w*|decline\w*)\b",
+    r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore)\b",  # taking a yes back
+    r"不|否|别|拒绝|算了|取消|等一下|等等|先别",
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
-# ("yes, cancel it" to a cancellation, "可以，不要忘了发票"): a missed confirmation fails a case someone can look at,
-# a refusal taken for one passes a side effect the user declined.
+# ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
+# one passes a side effect the user declined.
 
 
-_AGREEING = re.compile(r"\b(?:no problem|not a problem|no worries|why not)\b")  # a "no" that agrees
+_AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
+    r"\b(?:no problem|not a problem|no worries|why not)\b|特别|不错|不客气|区别|分别"
+)
 
 
 class CheckLimit(Exception):
