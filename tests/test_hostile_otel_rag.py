@@ -1209,3 +1209,28 @@ def test_a_call_an_earlier_model_call_made_is_seen_when_the_latest_history_leave
     tool(alone, "refund_submit", "c1", result="ok")
     chat(alone, [say("user", text("refund it"))], [say("assistant", text("done"))])
     assert [(c.tool, c.id, c.result) for c in parse(alone.otlp()).calls] == [("refund_submit", "c1", "ok")]
+
+
+def test_a_reused_id_whose_earlier_call_the_trimmed_history_dropped_is_kept() -> None:
+    """Span 1 refunds ORDER_BAD as call_0, span 2 ORDER_OK as call_0, the latest history holds only the OK one:
+    the BAD call took the history's OK call by id and was lost (and OK counted twice)."""
+    bad, ok = (
+        call_part("call_0", "refund_submit", {"order_id": "BAD"}),
+        call_part("call_0", "refund_submit", {"order_id": "OK"}),
+    )
+    rec = Recorder()
+    chat(rec, [say("user", text("refund"))], [say("assistant", bad)])
+    chat(rec, [say("user", text("refund"))], [say("assistant", ok)])
+    answered = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_0", "response": "done"}]}
+    chat(rec, [say("user", text("refund")), say("assistant", ok), answered], [say("assistant", text("done"))])
+    assert sorted(c.args["order_id"] for c in parse(rec.otlp()).calls) == ["BAD", "OK"]
+
+
+def test_the_final_state_comes_from_the_agent_span_that_records_it() -> None:
+    """An outer invoke_workflow span (read as an agent span) has no final state; the invoke_agent inside has one."""
+    rec = Recorder()
+    rec.span("invoke_workflow refunds", {"gen_ai.operation.name": "invoke_workflow"})
+    rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent",
+                                      "diagbot.final_state": json.dumps({"refund_status": "submitted"})})  # fmt: skip
+    chat(rec, [say("user", text("refund"))], [say("assistant", text("done"))])
+    assert parse(rec.otlp()).final_state == {"refund_status": "submitted"}

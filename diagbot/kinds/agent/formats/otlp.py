@@ -181,8 +181,10 @@ def _id(value: Any, field: str, path: str) -> str:
 
 
 def _run(roles: Roles) -> Run:
-    agent = next((span for span, _, role in roles if role == AGENT), None)
-    run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(agent))
+    agents = [span for span, _, role in roles if role == AGENT]  # invoke_agent, invoke_workflow: the first is the run
+    agent = agents[0] if agents else None
+    stated = next((span for span in agents if span.has(FINAL_STATE)), None)  # an outer workflow may not record it
+    run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
     # latest agent span that records an output, for frameworks that record the conversation on `invoke_agent` alone.
     latest = _latest(roles, INFERENCE) or _latest(roles, AGENT, with_output=True)
@@ -217,32 +219,42 @@ def _unseen_calls(
     history, a sub-agent's own model calls), with their model call's start: read from the latest span alone, a
     forbidden call made earlier would go unseen.
 
-    Each output call is one call: it is the conversation's or a tool span's call of the same id and tool while
-    one is left (ids repeat across turns, so they are counted, not kept in a set), else a tool span's call of its
-    tool recorded without an id; a call so found takes the arguments it lacks (tool spans record them only on
-    request). Only the rest are new."""
-    held: dict[tuple[str | None, str], deque[ToolCall]] = {}
+    Each output call is one call: it is a call the conversation or a tool span already holds, of the same id and
+    tool, with the same arguments or none recorded on one side (ids repeat across turns, so each is taken once),
+    else a tool span's call of its tool recorded without an id; a call so found takes the arguments it lacks (tool
+    spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
+    reused id must not hide an earlier one with other arguments."""
+    held: dict[tuple[str | None, str], list[ToolCall]] = {}
     for step in itertools.chain(steps, (step for _, step in later)):
         if isinstance(step, ToolCall):
-            held.setdefault((step.id, step.tool), deque()).append(step)
+            held.setdefault((step.id, step.tool), []).append(step)
     from_spans = {id(step) for _, step in later}
     found: list[tuple[int, Step]] = []
     for span, convention, role in roles:
         if role != INFERENCE or span is latest or not convention.records_messages(span):
             continue
         for call in convention.output_calls(span):
-            queue = held.get((call.id, call.tool))
-            same = queue.popleft() if queue else None
+            same = _take(held.get((call.id, call.tool)), call)
             if same is None and call.id is not None:  # a tool span of this tool recorded without an id
-                idless = held.get((None, call.tool), deque())
-                same = next((c for c in idless if id(c) in from_spans), None)
-                if same is not None:
-                    idless.remove(same)
+                same = _take(held.get((None, call.tool)), call, from_spans)
             if same is None:
                 found.append((span.start, call))
             elif same.raw_args is None:
                 same.raw_args = call.raw_args
     return found
+
+
+def _take(calls: list[ToolCall] | None, call: ToolCall, among: set[int] | None = None) -> ToolCall | None:
+    """The first of `calls` (of those whose identity is in `among`, when given) that is `call`: the same arguments,
+    or none recorded on one side; removed from `calls`."""
+    if not calls:
+        return None
+    for i, held in enumerate(calls):
+        if among is not None and id(held) not in among:
+            continue
+        if held.raw_args is None or call.raw_args is None or decode_args(held.raw_args) == decode_args(call.raw_args):
+            return calls.pop(i)
+    return None
 
 
 def _latest(roles: Roles, role: str, with_output: bool = False) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
