@@ -929,6 +929,13 @@ def test_expected_state_values_are_matched_as_arguments_are() -> None:
     assert failures(empty, native(final_state={"cart": {"items": [1]}})) == [
         "final_state_mismatch: cart.items: not expected (expected an empty object)"
     ]
+    forbids = make_case(  # in what is forbidden, `{}` is any object: the reading that fails the case
+        initial_state={"cart": {"items": [1]}},
+        side_effect_policy={"tool": "t", "forbidden_state_transition": [{"key": "cart", "from": {}, "to": None}]},
+    )
+    assert failures(forbids, native(change("cart", {"items": [1]}, None))) == [
+        'state_transition_forbidden: cart: {"items": [1]} → null is a forbidden transition (t policy)'
+    ]
     policy = {"tool": "refund", "precondition": {"user": {"authenticated": True}}}
     signed_in = {"user": {"authenticated": True, "name": "ann"}}
     assert failures(make_case(initial_state=signed_in, side_effect_policy=policy), calls("refund")) == []

@@ -302,11 +302,12 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call{'' if len(calls) == 1 else 's'}"
 
 
-def same(expected: Any, actual: Any, t: Trial) -> bool:
+def same(expected: Any, actual: Any, t: Trial, forbidding: bool = False) -> bool:
     """Whether a value the case expects (an `equals`, a precondition's value, a transition's `from` or `to`) is
     met, by argument matching as everywhere (extra keys allowed unless the case's `args_match` is exact; 1 == 1.0,
-    True != 1); the trial is charged the values compared."""
-    return args_fit(expected, actual, t.exact, t.spend, empty_exact=True)  # `{}` must be empty, not any object
+    True != 1); the trial is charged the values compared. An expected `{}` is an empty object, except in what a
+    case forbids (`forbidding`), where it is any object: either way the reading that can fail the case wins."""
+    return args_fit(expected, actual, t.exact, t.spend, empty_exact=not forbidding)
 
 
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
@@ -808,11 +809,11 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
     return failures.messages()
 
 
-def _fits_transition(item: Transition, change: StateChange, t: Trial) -> bool | None:
+def _fits_transition(item: Transition, change: StateChange, t: Trial, forbidding: bool) -> bool | None:
     """Whether the change is the item's transition; None when it would be, but where the key started is unknown."""
-    if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t):
+    if (item.key is not None and item.key != change.key) or not same(item.to, change.after, t, forbidding):
         return False
-    return None if change.before is UNRECORDED else same(item.from_, _start(change), t)
+    return None if change.before is UNRECORDED else same(item.from_, _start(change), t, forbidding)
 
 
 def _start(change: StateChange) -> Any:
@@ -901,15 +902,16 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
             t.spend(1 + len(forbidden) + len(allowed))
             known = change.before is not UNRECORDED
             start = "" if known else f": {_START.format(key=one_line(change.key, 100))}"
-            hit = _either(_fits_transition(i, change, t) for i in forbidden)
+            hit = _either(_fits_transition(i, change, t, True) for i in forbidden)
             if hit is not False and failures.wants():
                 failures.add(
                     f"{_transition(change)} is a forbidden transition ({policy.tool} policy)" if hit else
                     f"{_transition(change)} cannot be ruled out as a forbidden transition ({policy.tool} policy){start}"
                 )  # fmt: skip
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
-            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t))]
-            fit = _either(_fits_transition(i, change, t) for i in governed + keyless)
+            # the items that govern this change: read loosely, so that more changes are held to an allowed list
+            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t, True))]
+            fit = _either(_fits_transition(i, change, t, False) for i in governed + keyless)
             if fit is False and keyless and not known:
                 fit = None  # a keyless item governs the changes from its `from`: this one's start is unknown
             if (governed or keyless) and fit is not True and failures.wants():
