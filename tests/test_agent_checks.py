@@ -1040,6 +1040,9 @@ def test_a_regex_also_reads_the_answer_in_nfkc_form() -> None:
     assert failures(case, native(say("assistant", full_width)), rules=rules) == [
         "rule_failed: no_card_number: the answer matches /\\b\\d{16}\\b/"
     ]
+    unfolding = "\ufdfa" * (MAX_TEXT_CHARS // 10) + " card ４１１１１１１１１１１１１１１１"  # unfolds 18 times: cut
+    found = failures(case, native(say("assistant", unfolding)), rules=rules)
+    assert found and "may match" in found[0] and "NFKC form is longer" in found[0]
     wants = make_case(evaluator_config={"rule_checks": [{"answer_matches": "ORDER_\\d+"}]})
     assert failures(wants, native(say("assistant", "退款单 ＯＲＤＥＲ＿１２"))) == []
 

@@ -390,22 +390,30 @@ def searched(text: str) -> str:
     return text if len(text) <= MAX_MATCHED_CHARS else text[: MAX_MATCHED_CHARS + 1]
 
 
-def _matches(pattern: str, text: str) -> bool:
+def _matches(pattern: str, text: str) -> bool | None:
     """The pattern matches the text as written or in NFKC form: RE2's digit class is ASCII, so a card number
-    in full-width digits (１２３４...) got past a rule of 16 digits."""
+    in full-width digits (１２３４...) got past a rule of 16 digits. None: no match, but the NFKC form was longer
+    than a search reads, so a match past it is not ruled out."""
     regex, part = compile_regex(pattern), searched(text)
     if regex.search_text(part):
         return True
-    return not part.isascii() and regex.search_text(_nfkc(part))
+    if part.isascii():
+        return False
+    folded, cut = _nfkc(part)
+    return True if regex.search_text(folded) else None if cut else False
 
 
 @functools.lru_cache(maxsize=4)
-def _nfkc(text: str) -> str:
-    """The text in NFKC form, cut to what a search reads (a character may unfold into 18): computed once per answer
-    however many patterns search it."""
-    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)[:MAX_MATCHED_CHARS]
+def _nfkc(text: str) -> tuple[str, bool]:
+    """The text in NFKC form, cut to what a search reads (a character may unfold into 18), and whether it was cut;
+    computed once per answer however many patterns search it."""
+    if unicodedata.is_normalized("NFKC", text):
+        return text, False
+    folded = unicodedata.normalize("NFKC", text)
+    return folded[:MAX_MATCHED_CHARS], len(folded) > MAX_MATCHED_CHARS
 
 
+_UNFOLDED = f" (its NFKC form is longer than the {MAX_MATCHED_CHARS:,} characters a search reads)"
 _END_ANCHOR = re.compile(r"(?<!\\)(?:\\\\)*(?:\$|\\z)")
 
 
@@ -425,19 +433,22 @@ def _answer_matches(pattern: str, answer: str) -> Verdict:
     undecided = _too_long(pattern, answer)
     if undecided:
         return None, undecided
-    if _matches(pattern, answer):
+    found = _matches(pattern, answer)
+    if found:
         return True, f"the answer matches /{pattern}/"
-    return None if len(answer) > MAX_MATCHED_CHARS else False, f"the answer does not match /{pattern}/{_cut(answer)}"
+    unread = len(answer) > MAX_MATCHED_CHARS or found is None
+    return None if unread else False, f"the answer does not match /{pattern}/{_cut(answer)}"
 
 
 def _answer_not_matches(pattern: str, answer: str) -> Verdict:
     undecided = _too_long(pattern, answer)
     if undecided:
         return None, undecided
-    if _matches(pattern, answer):
+    found = _matches(pattern, answer)
+    if found:
         return False, f"the answer matches /{pattern}/"
-    if len(answer) > MAX_MATCHED_CHARS:
-        return None, f"the answer may match /{pattern}/ past the part searched{_cut(answer)}"
+    if len(answer) > MAX_MATCHED_CHARS or found is None:
+        return None, f"the answer may match /{pattern}/ past the part searched{_cut(answer) or _UNFOLDED}"
     return True, f"the answer does not match /{pattern}/"
 
 
