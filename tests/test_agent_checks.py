@@ -1251,11 +1251,19 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
         # a reply under a key the chat object does not have went unread
         ({"messages": [{"role": "user", "content": "refund?"}], "response": {"choices": [{"message": {
             "role": "assistant", "tool_calls": [{"id": "c1", "function": REFUND}]}}]}},
-         "$.response.choices: a 'choices' beside the messages reads as a message or a reply, which would go unread "
-         "(a call in it unseen): put every message in messages (messages, final_state, duration_ms are a chat run's "
-         "keys)"),
+         "$.response.choices: what reads as a message, a reply or a call ('choices') beside the messages would go "
+         "unread (a call in it unseen): put every message in messages (messages, final_state, duration_ms are a chat "
+         "run's keys)"),
         ({"messages": [], "log": [{"at": 1, "entry": {"role": "assistant", "content": "refunded"}}]},
-         "$.log[0].entry.role: a 'role' beside the messages reads as a message or a reply"),
+         "$.log[0].entry.role: what reads as a message"),
+        ({"messages": [], "last_response": {"content": [{"type": "tool_use", "name": "refund_submit", "input": {}}]}},
+         "$.last_response.content[0].type: what reads as a message"),
+        ({"messages": [], "intermediate_steps": [[{"tool": "refund_submit", "tool_input": {"order_id": "A"}}, "ok"]]},
+         "$.intermediate_steps[0][0].tool_input: what reads as a message"),
+        ({"messages": [], "metadata": {"reply": {"role": "assistant", "content": "refunded"}}},
+         "$.metadata.reply.role: what reads as a message"),
+        ([{"role": "assistant", "content": [{"function_call": {"name": "refund_submit", "args": {}}}]}],
+         "$[0].content[0]: a part without a type holds a tool call or result"),
     ],
 )  # fmt: skip
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
@@ -1272,7 +1280,8 @@ def test_a_chat_object_may_carry_the_request_parameters() -> None:
                                                                                   "content": "hello"}]}  # fmt: skip
     assert parse_run(json.dumps(request).encode(), "auto").answer == "hello"
     exported = {**request, "system_fingerprint": "fp_1", "conversation_id": "c9", "tags": ["refund"],
-                "created_at": "2026-11-30T10:00:00Z", "trace": {"id": "t1", "spans": 3}}  # fmt: skip
+                "created_at": "2026-11-30T10:00:00Z", "trace": {"id": "t1", "spans": 3},
+                "agent": {"role": "Refund specialist", "goal": "refund"}}  # fmt: skip  # a role no message has
     assert parse_run(json.dumps(exported).encode(), "auto").answer == "hello"  # keys that hold no message
 
 
@@ -1858,3 +1867,21 @@ def test_keywords_a_tool_schema_draft_does_not_have_are_named() -> None:
         "top level: unknown keyword 'require' (did you mean required?)",
     ]
     assert unknown_keywords({"$schema": DRAFT_07, "dependencies": {"a": ["b"]}, "definitions": {}}) == []
+
+
+def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_value() -> None:
+    """980 objects deep with 60-character keys over 90,000 numbers took gigabytes (a path string per value), then
+    "failed unexpectedly"; past 100,000 values the file is refused, saying so."""
+    import tracemalloc
+
+    key = '{"' + "k" * 60 + '": '
+    deep = key * 980 + json.dumps(list(range(90_000))) + "}" * 980  # written out: json.dumps would recurse
+    data = ('{"messages": [{"role": "assistant", "content": "hello"}], "meta": ' + deep + "}").encode()
+    tracemalloc.start()
+    try:
+        assert parse_run(data, "openai-chat").answer == "hello"
+        assert tracemalloc.get_traced_memory()[1] < 200 * 1024 * 1024
+    finally:
+        tracemalloc.stop()
+    run = {"messages": [{"role": "assistant", "content": "hello"}], "meta": list(range(100_001))}
+    assert refusal(run, "openai-chat").startswith("$: holds more than 100,000 values beside the messages")

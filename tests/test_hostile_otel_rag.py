@@ -1234,3 +1234,13 @@ def test_the_final_state_comes_from_the_agent_span_that_records_it() -> None:
                                       "diagbot.final_state": json.dumps({"refund_status": "submitted"})})  # fmt: skip
     chat(rec, [say("user", text("refund"))], [say("assistant", text("done"))])
     assert parse(rec.otlp()).final_state == {"refund_status": "submitted"}
+
+
+def test_a_built_in_tool_s_call_and_result_in_one_message_are_read() -> None:
+    """pydantic-ai writes a provider-run tool's call and its result in one assistant message: the result was read
+    before the call and the file refused ("a tool result for 'call_1', which no earlier call made")."""
+    searched = {"type": "tool_call_response", "id": "call_1", "response": "3 results"}
+    rec = Recorder()
+    chat(rec, [say("user", text("find it"))], [say("assistant", call_part("call_1", "web_search", {}), searched,
+                                                    text("found"))])  # fmt: skip
+    assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("web_search", "3 results")]

@@ -154,18 +154,34 @@ def content_text(value: Any, path: str) -> str:
 
 
 _CALL_PART_KEYS = (
-    "tool_use_id", "tool_call_id", "call_id", "arguments",
-    "toolCallId", "toolName", "toolUse", "toolUseId", "toolResult", "functionCall", "functionResponse",
-)  # fmt: skip  # snake_case (Anthropic), camelCase (Vercel AI SDK, Bedrock, Gemini)
+    "tool_use_id", "tool_call_id", "call_id", "arguments", "tool_input", "function_call", "function_response",
+    "toolCallId", "toolName", "toolUse", "toolUseId", "toolResult", "toolCall", "functionCall", "functionResponse",
+)  # fmt: skip  # snake_case (Anthropic, Gemini's Python SDK, LangChain), camelCase (Vercel AI SDK, Bedrock, Gemini)
 
 
 def _is_call_part(kind: Any, part: dict[str, Any]) -> bool:
     """A content part that records a call or its result (`tool_use`, `tool_result`, `function_call`, Vercel's
-    `tool-call`, Bedrock's `{toolUse}`, Gemini's `{functionCall}`)."""
+    `tool-call`, Bedrock's `{toolUse}`, Gemini's `{functionCall}` or `{function_call}`)."""
     looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
     if looks.endswith(("_use", "_result", "_call", "_call_output", "_response")):
         return True
     return any(key in part for key in _CALL_PART_KEYS) or ("name" in part and "input" in part)
+
+
+_MESSAGE_ROLES = frozenset(("system", "developer", "user", "assistant", "tool", "function", "model"))
+
+
+def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
+    """The key by which an object reads as a message, a reply or a call (`role: assistant`, `tool_calls`,
+    `choices`, a call part's fields, LangChain's `{tool, tool_input}`), or None. A `role` that is no message role
+    (CrewAI's `agent.role: "Refund specialist"`) is not one."""
+    role = node.get("role")
+    if isinstance(role, str) and role.casefold() in _MESSAGE_ROLES:
+        return "role"
+    found: str | None = next((key for key in ("tool_calls", "choices", "messages") if key in node), None)
+    if found is None and _is_call_part(node.get("type"), node):
+        found = next((key for key in _CALL_PART_KEYS if key in node), "type" if "type" in node else "name")
+    return found
 
 
 def with_refusal(content: str, refusal: Any, path: str) -> str:

@@ -21,6 +21,7 @@ from diagbot.kinds.agent.formats.common import (
     items,
     obj,
     optional_text,
+    reads_as_message_or_call,
     state,
     text,
     type_name,
@@ -47,50 +48,57 @@ def resembles(data: Any) -> bool:
 
 
 _KEYS = ("messages", "final_state", "duration_ms")
-_MESSAGE_KEYS = frozenset(("role", "tool_calls", "function_call", "choices", "messages", "tool_use", "output"))
-_LOOKED_AT = 100_000  # values of the other keys looked through for a message; past that, the file is refused
+_LOOKED_AT = 100_000  # values beside the messages looked through for a message; past that, the file is refused
 
 
-def _holds_no_message(value: Any, where: str) -> None:
-    """Another key of the run (a response's `system_fingerprint`, an export's `tags`) is left alone unless it holds
-    what reads as a message or a reply, which would go unread (`response.choices[0].message.tool_calls`)."""
-    todo, seen = [(value, where)], 0
+def _holds_no_message(data: dict[str, Any]) -> None:
+    """The run's other keys (a request's parameters, a response's `system_fingerprint`, an export's `tags`) are
+    left alone unless they hold what reads as a message, a reply or a call, which would go unread
+    (`response.choices[0].message.tool_calls`, LangChain's `intermediate_steps`). Paths are written only for the
+    one refused: a deep value is looked through without a copy of its path per value."""
+    parents: list[tuple[int, str]] = []  # each value looked at: (its parent's index, its step from there)
+    todo: list[tuple[Any, int]] = []
+    for key, value in data.items():
+        if key not in _KEYS:
+            parents.append((-1, f".{str(key)[:60]}"))
+            todo.append((value, len(parents) - 1))
     while todo:
-        node, path = todo.pop()
-        seen += 1
-        if seen > _LOOKED_AT:
+        node, at = todo.pop()
+        if len(parents) > _LOOKED_AT:
             raise TraceInvalid(
-                where,
-                f"holds more than {_LOOKED_AT:,} values beside the messages; a reply in it could not be ruled "
+                "$",
+                f"holds more than {_LOOKED_AT:,} values beside the messages; a reply in them could not be ruled "
                 "out: keep a run file to its messages and final_state",
             )
         if isinstance(node, dict):
-            found = next((k for k in node if k in _MESSAGE_KEYS), None)
+            found = reads_as_message_or_call(node)
             if found is not None:
                 raise TraceInvalid(
-                    f"{path}.{found}",
-                    f"a {found!r} beside the messages reads as a message or a reply, which would go unread (a call "
-                    f"in it unseen): put every message in messages ({', '.join(_KEYS)} are a chat run's keys)",
+                    f"{_path(parents, at)}.{found}",
+                    f"what reads as a message, a reply or a call ({found!r}) beside the messages would go unread (a "
+                    f"call in it unseen): put every message in messages ({', '.join(_KEYS)} are a chat run's keys)",
                 )
-            todo += [(v, f"{path}.{str(k)[:60]}") for k, v in node.items()]
+            for key, value in node.items():
+                parents.append((at, f".{str(key)[:60]}"))
+                todo.append((value, len(parents) - 1))
         elif isinstance(node, list):
-            todo += [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+            for i, value in enumerate(node):
+                parents.append((at, f"[{i}]"))
+                todo.append((value, len(parents) - 1))
 
 
-_REQUEST_KEYS = frozenset((
-    "model", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "temperature", "top_p",
-    "max_tokens", "max_completion_tokens", "n", "seed", "stop", "stream", "stream_options", "store", "user",
-    "metadata", "response_format", "reasoning_effort", "frequency_penalty", "presence_penalty", "logit_bias",
-    "logprobs", "top_logprobs", "service_tier", "modalities", "audio", "prediction", "web_search_options",
-    "verbosity", "prompt_cache_key", "safety_identifier", "id", "created", "object", "usage",
-))  # fmt: skip  # a request's parameters and a response's bookkeeping: they hold nothing said
+def _path(parents: list[tuple[int, str]], at: int) -> str:
+    steps = []
+    while at >= 0:
+        at, step = parents[at]
+        steps.append(step)
+    return "$" + "".join(reversed(steps))
 
 
 def read(data: Any) -> Run:
     if isinstance(data, dict):
-        for key, value in data.items():
-            if key not in _KEYS and key not in _REQUEST_KEYS:
-                _holds_no_message(value, f"$.{str(key)[:60]}")
+        if any(key not in _KEYS for key in data):
+            _holds_no_message(data)
         run = Run(
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),

@@ -316,9 +316,8 @@ def _conversation(said: list[Said], steps: list[Step], waiting: _Waiting, owners
     """Messages as steps, as openai-chat reads them (a result goes to the call `_Waiting` gives it), and a
     message that only gives results is not a step."""
     for message in said:
-        for call_id, has_result, result, path in message.answers:
-            call = waiting.take(call_id, path)
-            call.result, call.has_result = result, has_result
+        if not message.calls:  # a message's results answer earlier calls, or (below) its own
+            _answer(message, waiting)
         owner = None
         if message.role != "tool" and (message.text or message.calls or not message.answers):
             steps.append(Message(message.role, message.text))
@@ -328,8 +327,16 @@ def _conversation(said: list[Said], steps: list[Step], waiting: _Waiting, owners
             if owner is not None:
                 owners[len(steps) - 1] = owner
         waiting.add(message.calls)
+        if message.calls:  # a provider-run tool's call and result in one message (pydantic-ai's built-in tools)
+            _answer(message, waiting)
         if len(steps) > MAX_STEPS:
             raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
+
+
+def _answer(message: Said, waiting: _Waiting) -> None:
+    for call_id, has_result, result, path in message.answers:
+        call = waiting.take(call_id, path)
+        call.result, call.has_result = result, has_result
 
 
 def _attach(
