@@ -134,7 +134,8 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
 
 
 def output_calls(span: Span) -> list[ToolCall]:
-    """The calls of the span's output messages alone (cheap: the input, which repeats the history, is not read)."""
+    """The calls of the span's output messages alone, from the first place that records them, in `conversation`'s
+    order (cheap: the input, which repeats the history, is not read)."""
     said = _messages(span, _OUTPUT) or (_flat_messages(span, _FLAT_OUTPUT) if _flat(span) else [])
     if not said and _message_events(span):
         said = _event_messages(span)[1]

@@ -252,8 +252,9 @@ def _take(calls: list[ToolCall] | None, call: ToolCall, among: set[int] | None =
     for i, held in enumerate(calls):
         if among is not None and id(held) not in among:
             continue
-        if held.raw_args is None or call.raw_args is None or decode_args(held.raw_args) == decode_args(call.raw_args):
-            return calls.pop(i)
+        mine, theirs = held.raw_args, call.raw_args
+        if mine is None or theirs is None or mine == theirs or decode_args(mine) == decode_args(theirs):
+            return calls.pop(i)  # (the same text, as a history repeats it, needs no decoding)
     return None
 
 
