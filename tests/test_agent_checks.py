@@ -1634,6 +1634,10 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
      "YES. Do NOT submit.", "Yes, stop.", "确认？不用了", "可以，但别退款", "I confirm I do not want the refund",
      "yes, hold off", "Go ahead? Nah.", "Proceed? Absolutely not.", "yes... nope", "Yes, actually I don't want it",
      "是的，我拒绝", "同意？否", "不用确认了",
+     "I didn't say yes", "I haven't confirmed anything", "I can't confirm yet", "I won\u2019t proceed",
+     "Can you confirm the amount first?", "Before you proceed, what's the fee?", "No worries, I'll confirm tomorrow.",
+     "Yes, scratch that.", "Yes. Forget it.", "Yes. jk", "Je ne confirme pas", "Não confirmo", "我没说可以",
+     "我还没确认", "稍后再确认", "可以吗？我想想", "可以，但先別送出", "Yes, but don\u00b4t submit", "Yes, but n\u200bot now",
      # ambiguous, so refused (fail closed): a person may read a yes in these
      "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "yes please, I cannot wait", "yes, no rush"],
 )  # fmt: skip
@@ -1651,7 +1655,8 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
      (["Go ahead.", "On second thought, no."], False), (["Yes", "Please don't do it."], False),
      (["Yes, but wait until I talk to my wife."], False), (["No problem, go ahead."], True),
      (["Sure, why not? Go ahead."], True), (["No worries, yes please proceed."], True), (["Yes.", "Not yet."], False),
-     (["可以", "先不"], False), (["Yes.", "Hang on."], False), (["Yes", "I'd rather not"], False)],
+     (["可以", "先不"], False), (["Yes.", "Hang on."], False), (["Yes", "I'd rather not"], False),
+     (["yes", "Sorry, I didn't mean that. Forget it."], False)],
 )  # fmt: skip
 def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
     run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))

@@ -75,19 +75,23 @@ class Code:
 
 DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
-DEFAULT_REFUSALS = (  # ’ is how phones write the apostrophe of "don't"
-    # any word of refusing, holding off or negating, anywhere: "Yes. Do NOT submit.", "yes, not yet", "Nah"
-    r"\b(?:no|not|nope|nah|never|don['’]?t|do not|stop|wait|hold|hang on|cancel\w*|rather|refuse\w*|decline\w*)\b",
-    r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore)\b",  # taking a yes back
-    r"不|否|别|拒绝|算了|取消|等一下|等等|先别",
+DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ ‘ ´ ʼ
+    # any word of refusing, holding off, negating or deferring, anywhere: "Yes. Do NOT submit.", "I can't confirm
+    # yet", "yes, not yet", "Nah", "confirm tomorrow"; and a question ("Can you confirm the amount first?")
+    r"\b(?:no|not|nope|nah|never|do not|stop|wait|hold|hang on|cancel\w*|rather|refuse\w*|decline\w*)\b|n['’‘´ʼ]?t\b|\?",
+    r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore|scratch|forget|jk|kidding|first|later)\b",
+    r"\b(?:tomorrow|before|after|until|think|maybe|but|except|unless|only if|don)\b",  # deferring, a condition
+    r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
+    r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
 # one passes a side effect the user declined.
 
 
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")  # "n\u200bot" is "not"
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
-    r"\b(?:no problem|not a problem|no worries|why not)\b|特别|不错|不客气|区别|分别"
+    r"\b(?:no problem|not a problem|no worries)\b|\bwhy not\b\??|特别|不错|不客气|区别|分别"
 )
 
 
@@ -154,7 +158,7 @@ class Confirmation:
             return False
         if len(text) > MAX_MATCHED_CHARS:
             return True
-        folded = _AGREEING.sub(" ", fold(text).text if folded is None else folded)
+        folded = _AGREEING.sub(" ", _INVISIBLE.sub("", fold(text).text if folded is None else folded))
         return any(refusal.search_text(folded) for refusal in self.refusals)
 
 
