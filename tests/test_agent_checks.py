@@ -1637,7 +1637,8 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
      "I didn't say yes", "I haven't confirmed anything", "I can't confirm yet", "I won\u2019t proceed",
      "Can you confirm the amount first?", "Before you proceed, what's the fee?", "No worries, I'll confirm tomorrow.",
      "Yes, scratch that.", "Yes. Forget it.", "Yes. jk", "Je ne confirme pas", "Não confirmo", "我没说可以",
-     "我还没确认", "稍后再确认", "可以吗？我想想", "可以，但先別送出", "Yes, but don\u00b4t submit", "Yes, but n\u200bot now",
+     "我还没确认", "稍后再确认", "可以吗？我想想", "可以，但先別送出", "Yes, but don\u00b4t submit",
+     "Yes, but n\u200bot now", "yes, but I cant",
      # ambiguous, so refused (fail closed): a person may read a yes in these
      "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "yes please, I cannot wait", "yes, no rush"],
 )  # fmt: skip
@@ -1738,7 +1739,8 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交"],
+    ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交",
+     "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

@@ -78,7 +78,8 @@ DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|�
 DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ ‘ ´ ʼ
     # any word of refusing, holding off, negating or deferring, anywhere: "Yes. Do NOT submit.", "I can't confirm
     # yet", "yes, not yet", "Nah", "confirm tomorrow"; and a question ("Can you confirm the amount first?")
-    r"\b(?:no|not|nope|nah|never|do not|stop|wait|hold|hang on|cancel\w*|rather|refuse\w*|decline\w*)\b|n['’‘´ʼ]?t\b|\?",
+    r"\b(?:no|not|nope|nah|never|do not|stop|wait|hold|hang on|cancel\w*|rather|refuse\w*|decline\w*)\b|\?",
+    r"n['’‘´ʼ]t\b|\b(?:dont|cant|wont|didnt|doesnt|isnt|arent|wasnt|havent|hasnt|shouldnt|wouldnt|couldnt)\b",
     r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore|scratch|forget|jk|kidding|first|later)\b",
     r"\b(?:tomorrow|before|after|until|think|maybe|but|except|unless|only if|don)\b",  # deferring, a condition
     r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
