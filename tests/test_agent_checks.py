@@ -1251,15 +1251,26 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
         # a reply under a key the chat object does not have went unread
         ({"messages": [{"role": "user", "content": "refund?"}], "response": {"choices": [{"message": {
             "role": "assistant", "tool_calls": [{"id": "c1", "function": REFUND}]}}]}},
-         "$.response.choices: what reads as a message, a reply or a call ('choices') beside the messages would go "
-         "unread (a call in it unseen): put every message in messages (messages, final_state, duration_ms are a chat "
-         "run's keys)"),
+         "$.response.choices: what reads as a message, a reply or a call ('choices') where diagbot reads none would "
+         "go unread (a call in it unseen): put every message in messages and every call in a message's tool_calls "
+         "(messages, final_state, duration_ms are a chat run's keys)"),
         ({"messages": [], "log": [{"at": 1, "entry": {"role": "assistant", "content": "refunded"}}]},
          "$.log[0].entry.role: what reads as a message"),
         ({"messages": [], "last_response": {"content": [{"type": "tool_use", "name": "refund_submit", "input": {}}]}},
          "$.last_response.content[0].type: what reads as a message"),
         ({"messages": [], "intermediate_steps": [[{"tool": "refund_submit", "tool_input": {"order_id": "A"}}, "ok"]]},
-         "$.intermediate_steps[0][0].tool_input: what reads as a message"),
+         "$.intermediate_steps[0][0].tool: what reads as a message"),
+        ({"messages": [], "agent": {"role": "Refund specialist", "tools_results": [{"tool_name": "refund_submit"}]}},
+         "$.agent.tools_results: what reads as a message"),
+        ({"messages": [], "sources": [{"content": "ok", "raw_input": {"kwargs": {}}, "name": "refund_submit",
+                                       "args": {}}]},
+         "$.sources[0].name: what reads as a message"),
+        ([{"role": "assistant", "content": "ok", "additional_kwargs": {"tool_calls": [{"function": REFUND}]}}],
+         "$[0].additional_kwargs.tool_calls: what reads as a message"),
+        ([{"role": "assistant", "content": [{"type": "tool_call_chunk", "name": "refund_submit", "args": "{}"}]}],
+         "$[0].content[0]: a part of type 'tool_call_chunk' holds a tool call or result"),
+        ([{"role": "assistant", "content": [{"type": "function", "function": REFUND}]}],
+         "$[0].content[0]: a part of type 'function' holds a tool call or result"),
         ({"messages": [], "metadata": {"reply": {"role": "assistant", "content": "refunded"}}},
          "$.metadata.reply.role: what reads as a message"),
         ([{"role": "assistant", "content": [{"function_call": {"name": "refund_submit", "args": {}}}]}],
@@ -1281,7 +1292,9 @@ def test_a_chat_object_may_carry_the_request_parameters() -> None:
     assert parse_run(json.dumps(request).encode(), "auto").answer == "hello"
     exported = {**request, "system_fingerprint": "fp_1", "conversation_id": "c9", "tags": ["refund"],
                 "created_at": "2026-11-30T10:00:00Z", "trace": {"id": "t1", "spans": 3},
-                "agent": {"role": "Refund specialist", "goal": "refund"}}  # fmt: skip  # a role no message has
+                "agent": {"role": "Refund specialist", "goal": "refund"},  # a role no message has
+                "stats": {"messages": 2, "tool_calls": 0}, "debug": {"type": "http_response", "status": 200},
+                "metadata": {"requested_by": {"name": "Ann", "role": "developer"}}}  # fmt: skip
     assert parse_run(json.dumps(exported).encode(), "auto").answer == "hello"  # keys that hold no message
 
 
@@ -1891,4 +1904,4 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
     finally:
         tracemalloc.stop()
     run = {"messages": [{"role": "assistant", "content": "hello"}], "meta": list(range(100_001))}
-    assert refusal(run, "openai-chat").startswith("$: holds more than 100,000 values beside the messages")
+    assert refusal(run, "openai-chat").startswith("$: holds more than 100,000 values beside what diagbot reads")

@@ -153,35 +153,49 @@ def content_text(value: Any, path: str) -> str:
     return "\n".join(parts)
 
 
-_CALL_PART_KEYS = (
-    "tool_use_id", "tool_call_id", "call_id", "arguments", "tool_input", "function_call", "function_response",
-    "toolCallId", "toolName", "toolUse", "toolUseId", "toolResult", "toolCall", "functionCall", "functionResponse",
-)  # fmt: skip  # snake_case (Anthropic, Gemini's Python SDK, LangChain), camelCase (Vercel AI SDK, Bedrock, Gemini)
+_CALL_NAMED = ("tool", "function", "call_id")  # in a key or a type, these name a call or its result
+_ARGS = ("args", "arguments", "input", "kwargs")
 
 
 def _is_call_part(kind: Any, part: dict[str, Any]) -> bool:
-    """A content part that records a call or its result (`tool_use`, `tool_result`, `function_call`, Vercel's
-    `tool-call`, Bedrock's `{toolUse}`, Gemini's `{functionCall}` or `{function_call}`)."""
+    """A content part, or any object, that records a call or its result: by its type (`tool_use`, `tool_result`,
+    `function_call`, Vercel's `tool-call`, `tool_call_chunk`, `server_tool_use`), by a key that names one
+    (`tool_use_id`, Bedrock's `toolUse`, Gemini's `functionCall` / `function_call`, LlamaIndex's `tool_name`,
+    DSPy's `tool_args_0`), or by a name beside arguments (LangChain's `{name, args, id}`). Anthropic's
+    `search_result` and an `http_response` are none."""
     looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
-    if looks.endswith(("_use", "_result", "_call", "_call_output", "_response")):
+    if any(word in looks for word in _CALL_NAMED) or looks.endswith(("_use", "_call", "_call_output")):
         return True
-    return any(key in part for key in _CALL_PART_KEYS) or ("name" in part and "input" in part)
+    return _call_key(part) is not None or ("name" in part and any(key in part for key in _ARGS))
+
+
+def _call_key(node: dict[str, Any]) -> str | None:
+    """The first key that names a call and holds one (a count or a flag, `tool_calls: 0`, holds none)."""
+    return next(
+        (str(key) for key, value in node.items()
+         if isinstance(value, str | list | dict) and any(word in str(key).casefold() for word in _CALL_NAMED)),
+        None,
+    )  # fmt: skip
 
 
 _MESSAGE_ROLES = frozenset(("system", "developer", "user", "assistant", "tool", "function", "model"))
 
 
 def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
-    """The key by which an object reads as a message, a reply or a call (`role: assistant`, `tool_calls`,
-    `choices`, a call part's fields, LangChain's `{tool, tool_input}`), or None. A `role` that is no message role
-    (CrewAI's `agent.role: "Refund specialist"`) is not one."""
+    """The key by which an object reads as a message, a reply or a call (`role: assistant`, a list of
+    `tool_calls`, `choices` or `messages`, a call as `_is_call_part` tells), or None. A `role` that is no message
+    role (CrewAI's `agent.role: "Refund specialist"`), or has nothing said beside it, and a count of messages are
+    not one."""
     role = node.get("role")
-    if isinstance(role, str) and role.casefold() in _MESSAGE_ROLES:
-        return "role"
-    found: str | None = next((key for key in ("tool_calls", "choices", "messages") if key in node), None)
-    if found is None and _is_call_part(node.get("type"), node):
-        found = next((key for key in _CALL_PART_KEYS if key in node), "type" if "type" in node else "name")
-    return found
+    said = ("content", "parts", "text", "tool_calls", "function_call")
+    if isinstance(role, str) and role.casefold() in _MESSAGE_ROLES and any(key in node for key in said):
+        return "role"  # a message: a role and what it said (`{name: Ann, role: developer}` is a person)
+    for key in ("tool_calls", "choices", "messages"):
+        if isinstance(node.get(key), list | dict):
+            return key
+    if _is_call_part(node.get("type"), node):
+        return _call_key(node) or ("type" if "type" in node else "name")
+    return None
 
 
 def with_refusal(content: str, refusal: Any, path: str) -> str:

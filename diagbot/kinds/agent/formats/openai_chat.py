@@ -48,35 +48,41 @@ def resembles(data: Any) -> bool:
 
 
 _KEYS = ("messages", "final_state", "duration_ms")
+_DEFINITIONS = ("tools", "functions", "tool_choice", "parallel_tool_calls")  # the request's tools, not calls
+_MESSAGE_FIELDS = frozenset((
+    "role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations",
+    "type", "id",
+))  # fmt: skip  # what a chat message may hold; anything else is looked through for a call
 _LOOKED_AT = 100_000  # values beside the messages looked through for a message; past that, the file is refused
 
 
-def _holds_no_message(data: dict[str, Any]) -> None:
-    """The run's other keys (a request's parameters, a response's `system_fingerprint`, an export's `tags`) are
-    left alone unless they hold what reads as a message, a reply or a call, which would go unread
-    (`response.choices[0].message.tool_calls`, LangChain's `intermediate_steps`). Paths are written only for the
-    one refused: a deep value is looked through without a copy of its path per value."""
+def _holds_no_message(values: list[tuple[str, Any]], base: str) -> None:
+    """Keys the reader does not read (beside the messages: a request's parameters, a response's
+    `system_fingerprint`, an export's `tags`; on a message: LangChain's `additional_kwargs`) are left alone unless
+    they hold what reads as a message, a reply or a call, which would go unread (`response.choices[0].message`,
+    `additional_kwargs.tool_calls`, LangChain's `intermediate_steps`). Paths are written only for the one refused:
+    a deep value is looked through without a copy of its path per value."""
     parents: list[tuple[int, str]] = []  # each value looked at: (its parent's index, its step from there)
     todo: list[tuple[Any, int]] = []
-    for key, value in data.items():
-        if key not in _KEYS:
-            parents.append((-1, f".{str(key)[:60]}"))
-            todo.append((value, len(parents) - 1))
+    for key, value in values:
+        parents.append((-1, f".{str(key)[:60]}"))
+        todo.append((value, len(parents) - 1))
     while todo:
         node, at = todo.pop()
         if len(parents) > _LOOKED_AT:
             raise TraceInvalid(
-                "$",
-                f"holds more than {_LOOKED_AT:,} values beside the messages; a reply in them could not be ruled "
-                "out: keep a run file to its messages and final_state",
+                base,
+                f"holds more than {_LOOKED_AT:,} values beside what diagbot reads; a reply or a call in them could "
+                "not be ruled out: keep a run file to its messages and final_state",
             )
         if isinstance(node, dict):
             found = reads_as_message_or_call(node)
             if found is not None:
                 raise TraceInvalid(
-                    f"{_path(parents, at)}.{found}",
-                    f"what reads as a message, a reply or a call ({found!r}) beside the messages would go unread (a "
-                    f"call in it unseen): put every message in messages ({', '.join(_KEYS)} are a chat run's keys)",
+                    f"{base}{_path(parents, at)}.{str(found)[:60]}",
+                    f"what reads as a message, a reply or a call ({str(found)[:60]!r}) where diagbot reads none "
+                    f"would go unread (a call in it unseen): put every message in messages and every call in a "
+                    f"message's tool_calls ({', '.join(_KEYS)} are a chat run's keys)",
                 )
             for key, value in node.items():
                 parents.append((at, f".{str(key)[:60]}"))
@@ -92,13 +98,14 @@ def _path(parents: list[tuple[int, str]], at: int) -> str:
     while at >= 0:
         at, step = parents[at]
         steps.append(step)
-    return "$" + "".join(reversed(steps))
+    return "".join(reversed(steps))
 
 
 def read(data: Any) -> Run:
     if isinstance(data, dict):
-        if any(key not in _KEYS for key in data):
-            _holds_no_message(data)
+        other = [(key, value) for key, value in data.items() if key not in _KEYS and key not in _DEFINITIONS]
+        if other:
+            _holds_no_message(other, "$")
         run = Run(
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),
@@ -112,6 +119,8 @@ def read(data: Any) -> Run:
     for index, message in enumerate(messages):
         if type(message) is not dict:
             raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
+        if not message.keys() <= _MESSAGE_FIELDS:  # LangChain's additional_kwargs may hold the calls
+            _holds_no_message([(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]")
         role = message.get("role")
         if type(role) is not str:
             raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
