@@ -22,7 +22,7 @@ import pytest
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.load import case_problems
 from diagbot.kinds.agent.run import Run
-from tests.otel_recorder import Recorder, json_lines
+from tests.otel_recorder import STEP_NS, Recorder, json_lines
 from tests.test_agent_checks import judge_run, make_case
 from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, replaced, say, steps, text, tool
 from tests.test_hostile_agent import Result, assert_clean, case, diagbot, evaluated, make_suite, refused
@@ -1244,3 +1244,29 @@ def test_a_built_in_tool_s_call_and_result_in_one_message_are_read() -> None:
     chat(rec, [say("user", text("find it"))], [say("assistant", call_part("call_1", "web_search", {}), searched,
                                                     text("found"))])  # fmt: skip
     assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("web_search", "3 results")]
+
+
+def test_one_model_call_recorded_by_two_nested_spans_is_one_call() -> None:
+    """A framework's chat span around the SDK's own, both with the call's output: it was counted twice (a false
+    duplicate_side_effect) when the latest history held it once."""
+    rec = Recorder()
+    call = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([say("user", text("refund"))]),
+            "gen_ai.output.messages": json.dumps([say("assistant", REFUND)])}  # fmt: skip
+    outer = rec.tracer.start_span("chat framework", attributes=call, start_time=rec.clock)
+    rec.span("chat gpt-4.1", call, start=rec.clock + 10)  # the SDK's span, inside the framework's
+    outer.end(end_time=rec.clock + 3 * STEP_NS)
+    rec.clock += 5 * STEP_NS
+    answered = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}
+    chat(rec, [say("user", text("refund")), say("assistant", REFUND), answered], [say("assistant", text("done"))])
+    assert [(c.tool, c.id) for c in parse(rec.otlp()).calls] == [("refund_submit", "c1")]
+
+
+def test_an_earlier_agent_span_s_call_is_seen_when_agent_spans_hold_the_conversation() -> None:
+    """No model call records messages, so the run is read from the latest agent span: an earlier agent's output
+    call (a refunder before a summarizer) was never looked at."""
+    rec = Recorder()
+    for name, asked, said in (("refunder", "refund", REFUND), ("summarizer", "sum up", text("Done."))):
+        messages = {"gen_ai.input.messages": json.dumps([say("user", text(asked))]),
+                    "gen_ai.output.messages": json.dumps([say("assistant", said)])}  # fmt: skip
+        rec.span(f"invoke_agent {name}", {"gen_ai.operation.name": "invoke_agent", **messages})
+    assert [c.tool for c in parse(rec.otlp()).calls] == ["refund_submit"]

@@ -224,16 +224,23 @@ def _unseen_calls(
     else a tool span's call of its tool recorded without an id; a call so found takes the arguments it lacks (tool
     spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
     reused id must not hide an earlier one with other arguments."""
+    role_of = next(role for span, _, role in roles if span is latest)  # model calls, or (no model call records
+    # messages) agent spans, as the conversation was read from
     held: dict[tuple[str | None, str], list[ToolCall]] = {}
     for step in itertools.chain(steps, (step for _, step in later)):
         if isinstance(step, ToolCall):
             held.setdefault((step.id, step.tool), []).append(step)
     from_spans = {id(step) for _, step in later}
     found: list[tuple[int, Step]] = []
+    read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # output calls so far, with their span
     for span, convention, role in roles:
-        if role != INFERENCE or span is latest or not convention.records_messages(span):
+        if role != role_of or span is latest or not convention.records_messages(span):
             continue
         for call in convention.output_calls(span):
+            earlier = read.setdefault((call.id, call.tool), [])
+            if any(_nested(span, other) and _same_args(call.raw_args, seen.raw_args) for other, seen in earlier):
+                continue  # one model call recorded twice (a framework's span around the SDK's own)
+            earlier.append((span, call))
             same = _take(held.get((call.id, call.tool)), call)
             if same is None and call.id is not None:  # a tool span of this tool recorded without an id
                 same = _take(held.get((None, call.tool)), call, from_spans)
@@ -244,6 +251,15 @@ def _unseen_calls(
     return found
 
 
+def _nested(one: Span, other: Span) -> bool:
+    return (one.start <= other.start and other.end <= one.end) or (other.start <= one.start and one.end <= other.end)
+
+
+def _same_args(mine: Any, theirs: Any) -> bool:
+    """Arguments as two records of a call compare (the same text, as a history repeats it, needs no decoding)."""
+    return mine is None or theirs is None or mine == theirs or decode_args(mine) == decode_args(theirs)
+
+
 def _take(calls: list[ToolCall] | None, call: ToolCall, among: set[int] | None = None) -> ToolCall | None:
     """The first of `calls` (of those whose identity is in `among`, when given) that is `call`: the same arguments,
     or none recorded on one side; removed from `calls`."""
@@ -252,9 +268,8 @@ def _take(calls: list[ToolCall] | None, call: ToolCall, among: set[int] | None =
     for i, held in enumerate(calls):
         if among is not None and id(held) not in among:
             continue
-        mine, theirs = held.raw_args, call.raw_args
-        if mine is None or theirs is None or mine == theirs or decode_args(mine) == decode_args(theirs):
-            return calls.pop(i)  # (the same text, as a history repeats it, needs no decoding)
+        if _same_args(held.raw_args, call.raw_args):
+            return calls.pop(i)
     return None
 
 
