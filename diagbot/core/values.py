@@ -284,6 +284,19 @@ def _walk(value: Any, path: str) -> Iterator[str]:
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
 
 
+def type_name(value: Any) -> str:
+    """A decoded JSON value's kind as a message names it: "an array", "a number", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def one_line(text: str, limit: int = 2_000) -> str:
     """Text from input, safe on one line of a log or terminal: control characters (a newline would start a new
     line that GitHub Actions could read as a workflow command; ESC reaches the terminal), invisible and bidi

@@ -20,7 +20,6 @@ from diagbot.core.models import StrictInput, error_message, field_names_at
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent.cases import ROLES, Role
-from diagbot.kinds.agent.formats.common import type_name
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
 
@@ -93,7 +92,11 @@ def _value_problem(where: str, loc: str, error: Any) -> str:
     given = error.get("input")
     found = values.one_line(str(given), 60)
     if error["type"] in ("model_type", "dict_type") and error["loc"][-2:-1] == ("rules",):
-        what = f"the name {found!r}: a rule cannot name another rule" if isinstance(given, str) else type_name(given)
+        what = (
+            f"the name {found!r}: a rule cannot name another rule"
+            if isinstance(given, str)
+            else values.type_name(given)
+        )
         return (
             f"{where}: {loc}: a rule is one check object ({{answer_not_contains: [...]}}, {{tool_not_called: ...}}), "
             f"found {what}"

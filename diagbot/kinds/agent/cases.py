@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from diagbot.core import values
 from diagbot.core.models import StrictInput
 from diagbot.core.query import valid_query
 from diagbot.core.regex import compile_regex, valid_regex
@@ -307,8 +308,8 @@ class SideEffectPolicy(Model):
         for path in self.idempotency_paths:
             if arg_path(path) is None:
                 raise ValueError(
-                    f"idempotency_key: {path!r} is not an argument path (a name, then .name or [index] steps: "
-                    "order_id, refund.id, items[0].id)"
+                    f"idempotency_key: {values.one_line(path, 100)!r} is not an argument path (a name, then .name "
+                    "or [index] steps: order_id, refund.id, items[0].id)"
                 )
         return self
 

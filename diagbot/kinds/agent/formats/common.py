@@ -9,6 +9,7 @@ from typing import Any
 
 from diagbot.core import values
 from diagbot.core.text import closest
+from diagbot.core.values import type_name
 from diagbot.kinds.agent.run import MAX_STEPS, TraceInvalid
 
 MAX_JSON_VALUES = 1_000_000  # values in one run file, counted before parsing (see core.values.count_values)
@@ -22,18 +23,6 @@ class JsonLines:
     each document with its line number, from 1."""
 
     documents: list[tuple[int, Any]]
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def obj(value: Any, path: str) -> dict[str, Any]:
@@ -136,7 +125,7 @@ def content_text(value: Any, path: str) -> str:
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
-        elif _is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see
+        elif is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see
             named = "a part without a type" if kind is None else f"a part of type {str(kind)[:40]!r}"
             raise TraceInvalid(
                 f"{path}[{index}]",
@@ -157,7 +146,7 @@ _CALL_NAMED = ("tool", "function", "call_id")  # in a key or a type, these name 
 _ARGS = ("args", "arguments", "input", "kwargs")
 
 
-def _is_call_part(kind: Any, part: dict[str, Any]) -> bool:
+def is_call_part(kind: Any, part: dict[str, Any]) -> bool:
     """A content part, or any object, that records a call or its result: by its type (`tool_use`, `tool_result`,
     `function_call`, Vercel's `tool-call`, `tool_call_chunk`, `server_tool_use`), by a key that names one
     (`tool_use_id`, Bedrock's `toolUse`, Gemini's `functionCall` / `function_call`, LlamaIndex's `tool_name`,
@@ -193,7 +182,7 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
     for key in ("tool_calls", "choices", "messages"):
         if isinstance(node.get(key), list | dict):
             return key
-    if _is_call_part(node.get("type"), node):
+    if is_call_part(node.get("type"), node):
         return _call_key(node) or ("type" if "type" in node else "name")
     return None
 

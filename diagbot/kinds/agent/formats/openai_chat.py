@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
     SPEAKERS,
     content_text,
@@ -24,7 +25,6 @@ from diagbot.kinds.agent.formats.common import (
     reads_as_message_or_call,
     state,
     text,
-    type_name,
     unknown_role,
     with_refusal,
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
     content_text,
     duration,
@@ -27,7 +28,6 @@ from diagbot.kinds.agent.formats.common import (
     speaker,
     state,
     text,
-    type_name,
 )
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 

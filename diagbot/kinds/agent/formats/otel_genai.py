@@ -20,6 +20,7 @@ from typing import Any
 
 from diagbot.kinds.agent.formats.common import (
     content_text,
+    is_call_part,
     items,
     obj,
     optional_number,
@@ -209,12 +210,13 @@ _READ_PARTS = ("text", "tool_call", "tool_call_response", "server_tool_call")
 
 def _hides_text_or_call(kind: str, part: dict[str, Any]) -> bool:
     """A part of a type diagbot does not read that reads as text or a call: a read type in another case or spelling
-    (`Text`, `tool-call`), a call by its name (`function_call`, `tool_use`), or one holding arguments. Others
-    (`reasoning`, pydantic-ai's `thinking` and `binary`, media) are skipped."""
+    (`Text`, `tool-call`), or a call as content parts record them (`common.is_call_part`: `function_call`,
+    `tool_use`, a key naming a call). Others (`reasoning`, pydantic-ai's `thinking` and `binary`, media, and a
+    server tool's result, which its `server_tool_call` part already counts) are skipped."""
     looks = kind.casefold().replace("-", "_")
     if looks == "server_tool_call_response":
         return False
-    return looks in _READ_PARTS or "call" in looks or "tool" in looks or "arguments" in part
+    return looks in _READ_PARTS or "call" in looks or "arguments" in part or is_call_part(kind, part)
 
 
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagbot.kinds.agent.formats.common import Quota, embedded_json, items, obj, text, type_name
+from diagbot.core.values import type_name
+from diagbot.kinds.agent.formats.common import Quota, embedded_json, items, obj, text
 from diagbot.kinds.agent.run import MAX_STEPS, ToolCall, TraceInvalid
 
 # What a span is to the run.

@@ -24,8 +24,9 @@ from collections import deque
 from types import ModuleType
 from typing import Any
 
+from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats import openinference, otel_genai
-from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text, type_name
+from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text
 from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid, decode_args
 
