@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+from diagbot.core.text import closest
 
 
 class StrictInput(BaseModel):
@@ -66,6 +69,14 @@ def _elements(annotations: list[Any]) -> list[Any]:
         else:
             found.append(annotation)  # a union tag before the model's own fields
     return found
+
+
+def literal_choices(error: Any) -> tuple[list[str], str]:
+    """A pydantic `literal_error`'s allowed values, and " (did you mean X?)" for the closest to the value given
+    (or "")."""
+    allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+    close = closest(str(error.get("input"))[:1000], allowed, cutoff=0.5)
+    return allowed, f" (did you mean {close}?)" if close else ""
 
 
 def error_message(error: Any) -> str:

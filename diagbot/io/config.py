@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from functools import cached_property
@@ -16,9 +15,9 @@ from diagbot.core import values
 from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.models import StrictInput, error_message, field_names_at
+from diagbot.core.models import StrictInput, error_message, field_names_at, literal_choices
 from diagbot.core.report import RunInfo
-from diagbot.core.text import Suggestions, closest, listing
+from diagbot.core.text import Suggestions, listing
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
@@ -90,7 +89,7 @@ def _option_problems(
 def _value_problem(where: str, loc: str, error: Any) -> str:
     """A value diagbot.yml cannot take, said with what would do: the closest allowed value of a misspelt one."""
     given = error.get("input")
-    found = values.one_line(str(given), 60)
+    found = values.one_line(values.excerpt(str(given)[:1000], 60))
     if error["type"] in ("model_type", "dict_type") and error["loc"][-2:-1] == ("rules",):
         what = (
             f"the name {found!r}: a rule cannot name another rule"
@@ -102,11 +101,8 @@ def _value_problem(where: str, loc: str, error: Any) -> str:
             f"found {what}"
         )
     if error["type"] == "literal_error":
-        allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
-        close = closest(str(error.get("input")), allowed, cutoff=0.5)
-        return f"{where}: {loc}: {found!r} is not one of {', '.join(allowed)}" + (
-            f" (did you mean {close}?)" if close else ""
-        )
+        allowed, hint = literal_choices(error)
+        return f"{where}: {loc}: {found!r} is not one of {', '.join(allowed)}{hint}"
     return f"{where}: {loc or 'top level'}: {error_message(error)}"
 
 

@@ -273,8 +273,8 @@ _INDEX = re.compile(r"\[(\d+)\]")
 
 
 def arg_path(path: str) -> list[str | int] | None:
-    """An argument path as mismatch messages write them (`items[0].id`) as its keys and indexes; None when the
-    text is not one."""
+    """An argument path as mismatch messages write plain keys (`items[0].id`; a key they quote, `["a.b"]`, cannot
+    be named here) as its keys and indexes; None when the text is not one."""
     steps: list[str | int] = []
     for part in path.split(".") if len(path) <= 1000 else ():
         found = _PATH.fullmatch(part)

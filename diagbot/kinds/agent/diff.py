@@ -89,7 +89,7 @@ def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gat
             if was is not None and now is not None:
                 found += better_or_worse(None, f"{scope}.passHatK.{k}", was, now, True, f"{scope} pass^{k}", percent)
             else:  # k runs to the smallest trial count: one case with fewer trials ends a figure without a word
-                smallest = max(map(int, after.pass_hat_k), default=None)
+                smallest = len(after.pass_hat_k)  # its keys are 1 .. the smallest trial count
                 why = f"the smallest trial count of these cases is {smallest}" if smallest else "none is checked now"
                 said = f"{scope} pass^{k} {'is no longer computed' if now is None else 'is computed now'}: {why}"
                 found.append(item(ItemType.CHANGED, None, f"{scope}.passHatK.{k}", was, now, said))

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from diagbot.core import values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
-from diagbot.core.text import closest
+from diagbot.core.text import Suggestions
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, Check, Transition
 from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
@@ -29,6 +29,7 @@ TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are it
 _SHOWN = 160
 MAX_WARNINGS = 100  # warnings a report keeps; a suite where every case has some says so once, with the count
 _LEFT_OUT_NAMED = 5
+_SUGGESTED = 20  # tool names of one case looked up for a closest known name
 
 
 MAX_FIXTURE_ENTRIES = 1_000_000  # entries listed in the fixtures folder; past this the listing stops
@@ -216,12 +217,13 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
         )
     known = case.tool_names
     if known is not None:
+        names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
         for where, tool in _tools_named(case, rules):
             if tool not in known:
-                close = closest(tool, sorted(known))
+                close = suggestions.closest(tool, names)
                 found.append(
                     f"{where}: {values.one_line(tool, 100)!r} is not in available_tools"
-                    + (f" (did you mean {close}?)" if close else "")
+                    + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
                     + "; tool names match exactly, so this checks a tool the agent is not given"
                 )
     return found

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from diagbot.core import values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
-from diagbot.core.models import error_message, field_names_at
+from diagbot.core.models import error_message, field_names_at, literal_choices
 from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import CASE_ID_PATTERN, FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
@@ -119,9 +119,7 @@ def describe(
         return f"missing required field '{where}'"
     found = values.one_line(values.excerpt(show(error.get("input")), 60))
     if kind == "literal_error":
-        allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
-        close = closest(str(error.get("input")), allowed, cutoff=0.5)
-        hint = f" (did you mean {close}?)" if close else ""
+        allowed, hint = literal_choices(error)
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
     message = error_message(error)
     return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
