@@ -1270,3 +1270,20 @@ def test_an_earlier_agent_span_s_call_is_seen_when_agent_spans_hold_the_conversa
                     "gen_ai.output.messages": json.dumps([say("assistant", said)])}  # fmt: skip
         rec.span(f"invoke_agent {name}", {"gen_ai.operation.name": "invoke_agent", **messages})
     assert [c.tool for c in parse(rec.otlp()).calls] == ["refund_submit"]
+
+
+def test_calls_reusing_one_id_are_told_apart_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Earlier model calls whose output calls all reuse one id and tool, each with other arguments: every pair was
+    compared, each time decoding both argument texts (8,000 such spans took 18 s in one file, and a case has up to
+    100 trials). The pairs are counted: past the bound the file is refused, never read with a call left out."""
+    rec = Recorder()
+    for page in range(40):
+        chat(rec, [say("user", text("look"))], [say("assistant", call_part("call_0", "order_lookup", {"page": page}))])
+    chat(rec, [say("user", text("look"))], [say("assistant", text("done"))])
+    export = rec.otlp()
+    assert [c.args["page"] for c in parse(export).calls] == list(range(40))  # each is its own call
+    monkeypatch.setattr("diagbot.kinds.agent.formats.otlp.MAX_MERGE_COMPARISONS", 40 * 39 // 2 - 1)
+    assert problem(export) == (
+        "$: its model calls record calls whose ids and tools repeat so often that telling them apart takes more "
+        "than 779 comparisons; give each call its own id"
+    )

@@ -232,6 +232,7 @@ def _unseen_calls(
         if isinstance(step, ToolCall):
             held.setdefault((step.id, step.tool), []).append(step)
     from_spans = {id(step) for _, step in later}
+    same = _SameArgs()
     found: list[tuple[int, Step]] = []
     read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # output calls so far, with their span
     for span, convention, role in roles:
@@ -239,16 +240,16 @@ def _unseen_calls(
             continue
         for call in convention.output_calls(span):
             earlier = read.setdefault((call.id, call.tool), [])
-            if any(_nested(span, other) and _same_args(call.raw_args, seen.raw_args) for other, seen in earlier):
+            if any(same.charge() and _nested(span, other) and same(call, seen) for other, seen in earlier):
                 continue  # one model call recorded twice (a framework's span around the SDK's own)
             earlier.append((span, call))
-            same = _take(held.get((call.id, call.tool)), call)
-            if same is None and call.id is not None:  # a tool span of this tool recorded without an id
-                same = _take(held.get((None, call.tool)), call, from_spans)
-            if same is None:
+            taken = _take(held.get((call.id, call.tool)), call, same)
+            if taken is None and call.id is not None:  # a tool span of this tool recorded without an id
+                taken = _take(held.get((None, call.tool)), call, same, from_spans)
+            if taken is None:
                 found.append((span.start, call))
-            elif same.raw_args is None:
-                same.raw_args = call.raw_args
+            elif taken.raw_args is None:
+                taken.raw_args = call.raw_args
     return found
 
 
@@ -256,20 +257,56 @@ def _nested(one: Span, other: Span) -> bool:
     return (one.start <= other.start and other.end <= one.end) or (other.start <= one.start and one.end <= other.end)
 
 
-def _same_args(mine: Any, theirs: Any) -> bool:
-    """Arguments as two records of a call compare (the same text, as a history repeats it, needs no decoding)."""
-    return mine is None or theirs is None or mine == theirs or decode_args(mine) == decode_args(theirs)
+MAX_MERGE_COMPARISONS = 1_000_000  # pairs of call records compared in one run: a bound on O(n²) with one id
 
 
-def _take(calls: list[ToolCall] | None, call: ToolCall, among: set[int] | None = None) -> ToolCall | None:
+class _SameArgs:
+    """Whether two records of a call have the same arguments, or none recorded on one side (the same text, as a
+    history repeats it, needs no decoding; each text is decoded once). Counted: a file whose model calls reuse one
+    id and tool thousands of times, with other arguments each time, would otherwise compare every pair, for
+    minutes; past MAX_MERGE_COMPARISONS the file is refused, never read with a call left out."""
+
+    __slots__ = ("_decoded", "_left")
+
+    def __init__(self) -> None:
+        self._decoded: dict[str, tuple[Any, str | None]] = {}
+        self._left = MAX_MERGE_COMPARISONS
+
+    def charge(self) -> bool:
+        """One more pair looked at (every pair is, whether its arguments are compared or not)."""
+        self._left -= 1
+        if self._left < 0:
+            raise TraceInvalid(
+                "$",
+                f"its model calls record calls whose ids and tools repeat so often that telling them apart takes "
+                f"more than {MAX_MERGE_COMPARISONS:,} comparisons; give each call its own id",
+            )
+        return True
+
+    def __call__(self, mine: ToolCall, theirs: ToolCall) -> bool:
+        one, other = mine.raw_args, theirs.raw_args
+        return one is None or other is None or one == other or self._decode(one) == self._decode(other)
+
+    def _decode(self, raw: Any) -> tuple[Any, str | None]:
+        if not isinstance(raw, str):
+            return raw, None
+        if raw not in self._decoded:
+            self._decoded[raw] = decode_args(raw)
+        return self._decoded[raw]
+
+
+def _take(
+    calls: list[ToolCall] | None, call: ToolCall, same: _SameArgs, among: set[int] | None = None
+) -> ToolCall | None:
     """The first of `calls` (of those whose identity is in `among`, when given) that is `call`: the same arguments,
     or none recorded on one side; removed from `calls`."""
     if not calls:
         return None
     for i, held in enumerate(calls):
+        same.charge()
         if among is not None and id(held) not in among:
             continue
-        if _same_args(held.raw_args, call.raw_args):
+        if same(held, call):
             return calls.pop(i)
     return None
 
