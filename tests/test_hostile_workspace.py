@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import resource
 import sys
 import traceback
@@ -694,3 +695,29 @@ def test_each_case_has_its_own_budget_and_a_stopped_one_is_still_reported(
     details = [c.detail for c in stopped.packet.buckets["diagnosis"].checks]
     assert details == [f"f.txt: no match for /{SLOW}/"] * 3 + [stopped_at(budget).detail] * 497
     assert WorkspaceKind().parse(both.model_dump(mode="json", by_alias=True), "report") == both
+
+
+@pytest.mark.parametrize("entry", ["folder", "fifo", "dangling_link", "link_outside"])
+def test_a_forbidden_path_held_by_something_other_than_a_file_is_not_absent(tmp_path: Path, entry: str) -> None:
+    """`file_absent` passed when the forbidden path was a folder, a FIFO or a link diagbot does not read: the
+    evidence-only gate `diagnosis_agent_not_invoked` went from failing to passing with the file swapped for one."""
+    absent = [{"id": "no_x", "file_absent": "x.json"}, {"id": "no_y", "file_absent": "d/*.json"}]
+    outcomes = judged(tmp_path, {}, absent)
+    assert outcomes["no_x"].passed and outcomes["no_y"].passed  # nothing there yet: both absent
+    run = tmp_path / "fixtures" / "hostile"
+    for path in (run / "x.json", run / "d" / "y.json"):
+        path.parent.mkdir(exist_ok=True)
+        if entry == "folder":
+            path.mkdir()
+        elif entry == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to("/nonexistent" if entry == "dangling_link" else "/etc/hostname")
+    case = WorkspaceCase.model_validate(
+        {"id": "hostile", "title": "hostile", "evaluation": {"mode": "evidence_only"},
+         "judge": {"critical_evidence": absent}}
+    )  # fmt: skip
+    with bounded():
+        checks = {c.id: c for b in judge_case(case, tmp_path / "fixtures").packet.buckets.values() for c in b.checks}
+    assert (checks["no_x"].passed, checks["no_x"].detail) == (False, "present, but not as a regular file: x.json")
+    assert (checks["no_y"].passed, checks["no_y"].detail) == (False, "present, but not as a regular file: d/y.json")

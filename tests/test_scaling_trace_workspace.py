@@ -346,7 +346,8 @@ BUDGET_FILES = {"a.txt": "ab" * 5_000, "b.json": {"k": list(range(1_000))}, "u.t
     [
         pytest.param({"file_exists": "a.txt"}, 1 + 1, id="check+path"),
         # a glob of the root folder: a step, one per path tested (3), one per 100 characters of them (16: none)
-        pytest.param({"file_absent": "*.md"}, 1 + (1 + 3 + 0), id="check+glob"),
+        # file_absent then looks for entries that are not files: a step, the 3 paths again, the 1 folder listed
+        pytest.param({"file_absent": "*.md"}, 1 + (1 + 3 + 0) + (1 + 3 + 1), id="check+glob"),
         # read 10,000 bytes: 1 + 10; normalise 10,000 ASCII characters: 1 + 100; 7 phrases in them: 7 x (1 + 10)
         pytest.param(
             {"contains": {"file": "a.txt", "all": [f"n{i}" for i in range(7)]}},

@@ -274,7 +274,7 @@ def test_each_file_is_read_once_per_workspace(tmp_path: Path, monkeypatch: pytes
 # ---- hostile workspaces --------------------------------------------------------------------------------
 
 
-def test_link_outside_the_workspace_counts_as_absent(tmp_path: Path) -> None:
+def test_link_outside_the_workspace_is_never_read_nor_absent(tmp_path: Path) -> None:
     root = write(tmp_path / "ws", {"evidences/ok.json": "{}"})
     (root / "evidences" / "passwd.json").symlink_to("/etc/passwd")
     (tmp_path / "secret.txt").write_text("root:x:0:0")
@@ -289,7 +289,9 @@ def test_link_outside_the_workspace_counts_as_absent(tmp_path: Path) -> None:
         "no file matches 'evidences/p*.json'; "
         "evidences/passwd.json is a link that resolves outside the workspace (treated as absent)",
     )
-    assert outcome(root, file_absent="evidences/secret.txt").passed
+    assert outcome(root, file_absent="evidences/secret.txt") == Outcome(  # something is there: not absent
+        False, "present, but not as a regular file: evidences/secret.txt"
+    )
     assert outcome(root, json_valid="evidences/*.json").detail == "evidences/ok.json: valid JSON"
 
 

@@ -319,6 +319,17 @@ class Workspace:
                 self._kept -= len(self._matches.pop(next(iter(self._matches)))[0])
         return found
 
+    def entries_not_files(self, pattern: str) -> list[str]:
+        """Entries matching the glob that are there but not read as files: folders, links, FIFOs, sockets."""
+        literal, folder, regex = _glob(pattern)
+        if literal is not None:
+            self.spend(1)
+            return [literal] if literal in self.refused or literal + "/" in self.folders else []
+        names = self.folders.get(folder, []) if folder is not None else list(self.refused)
+        self.spend(1 + len(names) + len(self.folders) + sum(map(len, names)) // _NAME_CHARS_PER_STEP)
+        folders = [name[:-1] for name in self.folders if name and regex.fullmatch(name[:-1])]
+        return sorted({*filter(regex.fullmatch, (n for n in names if n in self.refused)), *folders})
+
     def _match(self, pattern: str) -> tuple[list[str], list[str]]:
         literal, folder, regex = _glob(pattern)
         if literal is not None:
@@ -585,6 +596,9 @@ def file_absent(ws: Workspace, pattern: str) -> Outcome:
     files, refused = ws.match(pattern)
     if files:
         return Outcome(False, f"present: {', '.join(files[:_SHOWN_FILES])}")
+    others = ws.entries_not_files(pattern)  # a folder, FIFO or link in its place is not its absence
+    if others:
+        return Outcome(False, f"present, but not as a regular file: {', '.join(others[:_SHOWN_FILES])}")
     return Outcome(not ws.cut_short, f"no file matches {pattern!r}{_joined(refused)}")  # unsure is not a pass
 
 
