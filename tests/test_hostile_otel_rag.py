@@ -490,7 +490,6 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
             {"type": "local_shell_call", "id": "lsh_1", "call_id": "c3", "status": "completed"},
             {"type": "local_shell_call_output", "id": "c3", "output": "a.txt"},  # names its call by `id`
             {"type": "file_search_call_output", "id": "nobody", "output": "x"},  # pairs with nothing: left alone
-            {"type": "_call", "id": "x"},
             ANSWER,
         ],
         "openai-responses",
@@ -506,6 +505,9 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
         ("assistant", "done"),
     ]
     assert failures_of(run, **NOT_CALLED) == ["rule_failed: no_refund: refund_submit (call 1) was called"]
+    assert problem([{"type": "_call", "id": "x"}, ANSWER], "openai-responses").startswith(  # typed as a call, no tool
+        "$[0].type: '_call' is not an item type diagbot reads, but the item holds a call or text"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1287,3 +1289,73 @@ def test_calls_reusing_one_id_are_told_apart_within_a_bound(monkeypatch: pytest.
         "$: its model calls record calls whose ids and tools repeat so often that telling them apart takes more "
         "than 779 comparisons; give each call its own id"
     )
+
+
+def test_a_legacy_function_call_in_a_chat_shaped_genai_message_is_a_call() -> None:
+    """An older instrumentation's Chat Completions message with `function_call` (no `tool_calls`): the refund in it
+    was dropped and tool_not_called passed, in the output messages and in a `gen_ai.choice` event alike."""
+    legacy = {"role": "assistant", "content": None,
+              "function_call": {"name": "refund_submit", "arguments": '{"order_id": "ORDER_1"}'}}  # fmt: skip
+    rec = Recorder()
+    chat(rec, [{"role": "user", "content": "refund it"}], [legacy])
+    run = parse(rec.otlp())
+    assert [(c.tool, c.id, c.args) for c in run.calls] == [("refund_submit", None, {"order_id": "ORDER_1"})]
+    assert judge_run(NO_REFUND, run) == ["rule_failed: success_criteria[0]: refund_submit (call 1) was called"]
+    broken = Recorder()
+    chat(broken, [{"role": "user", "content": "refund it"}], [{**legacy, "function_call": {"arguments": "{}"}}])
+    assert problem(broken.otlp()).endswith("function_call.name: expected a string, found null")
+
+
+def test_a_typed_item_list_whose_type_is_not_text_fails_its_trial_not_the_run(tmp_path: Path) -> None:
+    """`auto` asked whether a list or an object was one of the Responses types, and the set lookup raised: "diagbot
+    failed unexpectedly (TypeError: unhashable type: 'list')", exit 2, no report for any suite."""
+    for name, run, said in (
+        ("listed", [{"type": ["message"], "role": "user", "content": "hi"},
+                    {"type": "function_call", "call_id": "a", "name": "order_lookup", "arguments": "{}"}],
+         "$[0].type: expected a string naming the item's type"),
+        ("object", [{"type": {}}], "$: not a run format diagbot knows"),
+    ):  # fmt: skip
+        result = evaluated(diagbot(make_suite(tmp_path / name, {"hostile.json": case()}, {"hostile.json": run})))
+        (trial,) = result.trials()
+        assert len(trial) == 1 and trial[0].startswith(f"trace_invalid: hostile.json: {said}"), trial
+
+
+def test_a_responses_object_s_other_keys_are_looked_through_for_calls() -> None:
+    """Only `input` and `output` were read: a refund under `request.input`, a chat `choices` list or a `history`
+    beside them went unseen. A response's own fields (`object`, `output_text`, `usage`, the request's `tools`)
+    are read as before."""
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+    refund = {"type": "function_call", "call_id": "r", "name": "refund_submit", "arguments": "{}"}
+    hint = "put every item in input or output (input, output, final_state, duration_ms are a Responses run's keys)"
+    for key, value, where, found in (
+        ("request", {"input": [refund]}, "$.request.input[0].call_id", "call_id"),
+        ("choices", [{"message": {"role": "assistant", "content": "4111111111111111"}}], "$.choices[0].message.role",
+         "role"),
+        ("history", [{"role": "assistant", "content": "done"}], "$.history[0].role", "role"),
+    ):  # fmt: skip
+        assert problem({"output": [answer], key: value}) == (
+            f"{where}: what reads as a message, a reply or a call ({found!r}) where diagbot reads none would go "
+            f"unread (a call in it unseen): {hint}"
+        )
+    tools = [{"type": "function", "name": "refund_submit", "parameters": {"type": "object"}}]
+    kept = {"object": "response", "output": [answer], "output_text": "ok", "usage": {"total_tokens": 9}, "tools": tools}
+    assert parse(kept).answer == "ok"
+
+
+@pytest.mark.parametrize("kind", ["tool_use", "function", "tool", "functioncall", "output_text", "text"])
+def test_a_responses_item_of_an_unknown_type_that_holds_a_call_or_text_is_refused(kind: str) -> None:
+    """Unknown item types were skipped whatever they held: a refund as `{type: tool_use, name, arguments}` and a
+    card number as a top-level `output_text` item went unseen. Reasoning and MCP approval items are skipped as
+    before."""
+    hello = {"type": "message", "role": "user", "content": "hi"}
+    item = {"type": kind, "call_id": "b", "name": "refund_submit", "arguments": "{}"}
+    if kind in ("output_text", "text"):
+        item = {"type": kind, "text": "4111111111111111"}
+    assert problem([hello, item]) == (
+        f"$[1].type: {kind!r} is not an item type diagbot reads, but the item holds a call or text; record calls as "
+        "function_call (or a hosted *_call) items and text in message items"
+    )
+    skipped = [hello, {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]},
+               {"type": "mcp_approval_request", "id": "a", "name": "refund_submit", "arguments": "{}",
+                "server_label": "shop"}]  # fmt: skip
+    assert parse(skipped).calls == []

@@ -248,3 +248,17 @@ def test_table_pads_each_column_to_its_widest_cell() -> None:
         "|    | bb     |           |"
     )
     assert table([], ["Case", "Metric"]) == "| Case   | Metric   |\n|--------|----------|"
+
+
+def test_a_baseline_s_commit_and_run_link_are_shown_only_when_they_are_what_they_say() -> None:
+    """A baseline report's `run.gitSha` and `runUrl` come from an artifact: a sha of "`@alice" pinged a user, and a
+    run link carried markup and a second link into the comment under the bot's name."""
+    forged = ARTIFACT.model_copy(
+        update={"sha": "`@alice <b>", "run_url": "https://evil.example/a) @alice <img src=x> [x](javascript:alert(1)"}
+    )
+    body = comment([result("a")], [result("a")], baseline=forged)
+    assert "@ `not a commit id`" in body
+    assert "@alice" not in body and "<img" not in body and "javascript" not in body and "[run 812]" not in body
+    plain = comment([result("a")], [result("a")], baseline=ARTIFACT.model_copy(update={"source": "file"}))
+    assert "@ `4f0c2a9`" in plain
+    assert "([run 812](https://github.com/acme/agent/actions/runs/812))" in comment([result("a")], [result("a")])

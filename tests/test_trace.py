@@ -146,6 +146,23 @@ def test_a_baseline_that_repeats_a_case_id_is_refused(tmp_path: Path) -> None:
     ]
 
 
+def test_a_baseline_whose_counts_disagree_with_its_results_is_refused(tmp_path: Path) -> None:
+    """`totalCases: 999, passedCases: 1` over three results was read as stored: a 0.1% baseline rate, so any rate
+    today was an improvement."""
+    write_json(tmp_path / "payment-timeout.json", trace_dict())
+    suite = parse_case_file(json.dumps([case_dict(id="a"), case_dict(id="b"), case_dict(id="c")]), "c.json")
+    data = evaluate_suite(suite, tmp_path).model_dump(mode="json", by_alias=True)
+    passed = data["passedCases"]
+    for field, value in (("totalCases", 999), ("passedCases", passed - 1)):
+        with pytest.raises(ReportFormatError) as caught:
+            parse_report({**data, field: value}, "base.json")
+        total, said = (999, passed) if field == "totalCases" else (3, passed - 1)
+        assert caught.value.problems == [
+            f"base.json: totalCases {total} and passedCases {said} disagree with its results (3 cases, {passed} "
+            "passed); a report's counts are its results' (this one was not written by diagbot, or was edited)"
+        ]
+
+
 def test_an_unreadable_baseline_names_its_fields_on_one_line() -> None:
     """A forged report names its own keys: one holding a newline could start a line of its own in the log."""
     data = {"schemaVersion": 1, "totalCases": 1, "passedCases": 1, "passRate": 1.0, "results": [{}, {}]}
@@ -158,3 +175,21 @@ def test_an_unreadable_baseline_names_its_fields_on_one_line() -> None:
         "base.json: not a readable trace report: results.1.caseId: field required",
         "base.json: not a readable trace report: results.1.passed: field required",
     ]
+
+
+def test_a_baseline_result_whose_verdict_disagrees_with_its_checks_is_refused(tmp_path: Path) -> None:
+    """A stored `passed: false` with no failed check (or `passed: true` beside one) made today's real failure
+    "failed → failed": no regression, exit 0. diagbot writes neither, so such a baseline was edited."""
+    write_json(tmp_path / "payment-timeout.json", trace_dict())
+    suite = parse_case_file(json.dumps([case_dict(id="a")]), "c.json")
+    data = evaluate_suite(suite, tmp_path).model_dump(mode="json", by_alias=True)
+    assert data["results"][0]["passed"] is True
+    data["results"][0]["passed"], data["passedCases"] = False, 0
+    with pytest.raises(ReportFormatError) as caught:
+        parse_report(data, "base.json")
+    assert caught.value.problems == [
+        "base.json: results[0] ('a') fails with no failed check; diagbot fails a case exactly when one of its checks "
+        "failed (this report was not written by diagbot, or was edited)"
+    ]
+    java = {key: value for key, value in data.items() if key not in ("schemaVersion", "kind")}
+    assert parse_report(java, "java.json").results[0].passed is False  # the Java evaluator's reports are read as before

@@ -1054,6 +1054,17 @@ def test_a_baseline_that_repeats_a_case_id_is_refused() -> None:
     ]
 
 
+def test_a_baseline_whose_passed_count_disagrees_with_its_verdicts_is_refused() -> None:
+    data = build_workspace_report(bundled()).model_dump(mode="json")
+    total, passed = data["totalCases"], data["passedCases"]
+    with pytest.raises(ReportFormatError) as caught:
+        WorkspaceKind().parse({**data, "passedCases": passed + 1}, "base.json")
+    assert caught.value.problems == [
+        f"base.json: totalCases {total} and passedCases {passed + 1} disagree with its results ({total} cases, "
+        f"{passed} passed); a report's counts are its results' (this one was not written by diagbot, or was edited)"
+    ]
+
+
 # ---- diff ----------------------------------------------------------------------------------------------
 
 

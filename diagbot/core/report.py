@@ -131,6 +131,17 @@ def model_problems(exc: ValidationError, where: str, what: str) -> ReportFormatE
     return ReportFormatError(*shown, *([f"{where}: ... and {more} more problems"] if more > 0 else []))
 
 
+def counts_agree(total: int, passed: int, results: int, results_passed: int, where: str) -> None:
+    """A stored report's counts are its results' counts: a baseline whose `passedCases` or `totalCases` says other
+    than its results would show a pass rate that no run gave, and move a rate regression out of sight."""
+    if (total, passed) != (results, results_passed):
+        raise ReportFormatError(
+            f"{where}: totalCases {total} and passedCases {passed} disagree with its results ({results} cases, "
+            f"{results_passed} passed); a report's counts are its results' (this one was not written by diagbot, "
+            "or was edited)"
+        )
+
+
 def unique_case_ids(case_ids: Iterable[str], where: str) -> None:
     """A stored report holds each case once: with a repeat, the diff would keep one entry and drop the other, and a
     regression recorded in the dropped one would vanish."""

@@ -161,8 +161,21 @@ def _line(cells: list[str], widths: list[int]) -> str:
     return "|" + "|".join(f" {cell.ljust(width)} " for cell, width in zip(cells, widths, strict=True)) + "|"
 
 
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+_URL = re.compile(r"https?://[A-Za-z0-9._~:/?#@!$&*+,;=%-]{1,500}")  # no space, brackets, quotes or backticks
+
+
 def short_sha(sha: str | None) -> str:
-    return sha[:7] if sha else "unknown"
+    """A commit id's first 7 digits; a report may come from an artifact, so anything but hex is not shown."""
+    if not sha:
+        return "unknown"
+    return sha[:7] if _SHA.fullmatch(sha) else "not a commit id"
+
+
+def safe_url(url: str | None) -> str | None:
+    """A run's link as the footer shows it, or None: only an http(s) URL that cannot end the link early or hold
+    markup (a report's `runUrl` may come from an artifact a fork wrote)."""
+    return url if url and _URL.fullmatch(url) else None
 
 
 def plural(count: int, word: str) -> str:
@@ -178,7 +191,9 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(md=md, percent=percent, delta_pp=delta_pp, table=table, short_sha=short_sha, plural=plural)
+    env.filters.update(
+        md=md, percent=percent, delta_pp=delta_pp, table=table, short_sha=short_sha, plural=plural, safe_url=safe_url
+    )
     return env
 
 

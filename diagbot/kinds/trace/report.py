@@ -11,9 +11,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from diagbot.core import values
+from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import rate
-from diagbot.core.report import RunInfo, check_version, model_problems, unique_case_ids, with_rate
+from diagbot.core.report import RunInfo, check_version, counts_agree, model_problems, unique_case_ids, with_rate
 
 SCHEMA_VERSION = 1
 NO_VERDICT = "NONE"
@@ -96,10 +98,19 @@ def build_report(
 
 def parse_report(data: dict[str, Any], where: str) -> TraceReport:
     """A report written by diagbot (any schema version) or by the Java evaluator, from its decoded JSON."""
-    check_version(data, where, SCHEMA_VERSION)
+    version = check_version(data, where, SCHEMA_VERSION)
     try:
         report = TraceReport.model_validate(data)
     except ValidationError as exc:
         raise model_problems(exc, where, "trace report") from None
     unique_case_ids((result.case_id for result in report.results), where)
+    for index, result in enumerate(report.results):  # diagbot fails a case exactly when a check of it failed
+        if version >= 1 and result.passed == bool(result.failed_checks):
+            said = "passes with failed checks" if result.passed else "fails with no failed check"
+            raise ReportFormatError(
+                f"{where}: results[{index}] ({values.one_line(result.case_id, 200)!r}) {said}; diagbot fails a case "
+                "exactly when one of its checks failed (this report was not written by diagbot, or was edited)"
+            )
+    passed = sum(result.passed for result in report.results)
+    counts_agree(report.total_cases, report.passed_cases, len(report.results), passed, where)
     return report

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
-from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
+from diagbot.core.report import check_version, counts_agree, headline, model_problems, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
 from diagbot.kinds.workspace.diff import diff_workspace
@@ -67,6 +67,8 @@ class WorkspaceKind:
         except ValidationError as exc:
             raise model_problems(exc, where, "workspace report") from None
         unique_case_ids((result.case_id for result in report.results), where)
+        passed = sum(result.verdict is Verdict.PASS for result in report.results)
+        counts_agree(report.total_cases, report.passed_cases, len(report.results), passed, where)
         return report
 
     def diff(self, baseline: WorkspaceReport, current: WorkspaceReport, thresholds: Thresholds) -> DiffReport:

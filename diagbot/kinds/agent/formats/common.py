@@ -273,3 +273,50 @@ def embedded_json(value: str, path: str, quota: Quota) -> Any:
     except DECODE_ERRORS as exc:
         raise json_problem(exc, path, "nested too deeply to read") from None
     return values.replace_surrogates(decoded) if values.escapes_surrogates(value) else decoded
+
+
+_LOOKED_AT = 100_000  # values beside what a format reads looked through for a message; past that, the file is refused
+
+
+def holds_no_message(values: list[tuple[str, Any]], base: str, hint: str) -> None:
+    """Keys the reader does not read (beside the messages: a request's parameters, a response's
+    `system_fingerprint`, an export's `tags`; on a message: LangChain's `additional_kwargs`) are left alone unless
+    they hold what reads as a message, a reply or a call, which would go unread (`response.choices[0].message`,
+    `additional_kwargs.tool_calls`, LangChain's `intermediate_steps`). Paths are written only for the one refused:
+    a deep value is looked through without a copy of its path per value."""
+    parents: list[tuple[int, str]] = []  # each value looked at: (its parent's index, its step from there)
+    todo: list[tuple[Any, int]] = []
+    for key, value in values:
+        parents.append((-1, f".{str(key)[:60]}"))
+        todo.append((value, len(parents) - 1))
+    while todo:
+        node, at = todo.pop()
+        if len(parents) > _LOOKED_AT:
+            raise TraceInvalid(
+                base,
+                f"holds more than {_LOOKED_AT:,} values beside what diagbot reads; a reply or a call in them could "
+                "not be ruled out: keep a run file to its messages and final_state",
+            )
+        if isinstance(node, dict):
+            found = reads_as_message_or_call(node)
+            if found is not None:
+                raise TraceInvalid(
+                    f"{base}{_path_to(parents, at)}.{str(found)[:60]}",
+                    f"what reads as a message, a reply or a call ({str(found)[:60]!r}) where diagbot reads none "
+                    f"would go unread (a call in it unseen): {hint}",
+                )
+            for key, value in node.items():
+                parents.append((at, f".{str(key)[:60]}"))
+                todo.append((value, len(parents) - 1))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                parents.append((at, f"[{i}]"))
+                todo.append((value, len(parents) - 1))
+
+
+def _path_to(parents: list[tuple[int, str]], at: int) -> str:
+    steps = []
+    while at >= 0:
+        at, step = parents[at]
+        steps.append(step)
+    return "".join(reversed(steps))

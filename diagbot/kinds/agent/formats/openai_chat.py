@@ -19,10 +19,10 @@ from diagbot.kinds.agent.formats.common import (
     SPEAKERS,
     content_text,
     duration,
+    holds_no_message,
     items,
     obj,
     optional_text,
-    reads_as_message_or_call,
     state,
     text,
     unknown_role,
@@ -48,64 +48,22 @@ def resembles(data: Any) -> bool:
 
 
 _KEYS = ("messages", "final_state", "duration_ms")
+_HINT = (
+    "put every message in messages and every call in a message's tool_calls (messages, final_state, duration_ms "
+    "are a chat run's keys)"
+)
 _DEFINITIONS = ("tools", "functions", "tool_choice", "parallel_tool_calls")  # the request's tools, not calls
 _MESSAGE_FIELDS = frozenset((
     "role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations",
     "type", "id",
 ))  # fmt: skip  # what a chat message may hold; anything else is looked through for a call
-_LOOKED_AT = 100_000  # values beside the messages looked through for a message; past that, the file is refused
-
-
-def _holds_no_message(values: list[tuple[str, Any]], base: str) -> None:
-    """Keys the reader does not read (beside the messages: a request's parameters, a response's
-    `system_fingerprint`, an export's `tags`; on a message: LangChain's `additional_kwargs`) are left alone unless
-    they hold what reads as a message, a reply or a call, which would go unread (`response.choices[0].message`,
-    `additional_kwargs.tool_calls`, LangChain's `intermediate_steps`). Paths are written only for the one refused:
-    a deep value is looked through without a copy of its path per value."""
-    parents: list[tuple[int, str]] = []  # each value looked at: (its parent's index, its step from there)
-    todo: list[tuple[Any, int]] = []
-    for key, value in values:
-        parents.append((-1, f".{str(key)[:60]}"))
-        todo.append((value, len(parents) - 1))
-    while todo:
-        node, at = todo.pop()
-        if len(parents) > _LOOKED_AT:
-            raise TraceInvalid(
-                base,
-                f"holds more than {_LOOKED_AT:,} values beside what diagbot reads; a reply or a call in them could "
-                "not be ruled out: keep a run file to its messages and final_state",
-            )
-        if isinstance(node, dict):
-            found = reads_as_message_or_call(node)
-            if found is not None:
-                raise TraceInvalid(
-                    f"{base}{_path(parents, at)}.{str(found)[:60]}",
-                    f"what reads as a message, a reply or a call ({str(found)[:60]!r}) where diagbot reads none "
-                    f"would go unread (a call in it unseen): put every message in messages and every call in a "
-                    f"message's tool_calls ({', '.join(_KEYS)} are a chat run's keys)",
-                )
-            for key, value in node.items():
-                parents.append((at, f".{str(key)[:60]}"))
-                todo.append((value, len(parents) - 1))
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                parents.append((at, f"[{i}]"))
-                todo.append((value, len(parents) - 1))
-
-
-def _path(parents: list[tuple[int, str]], at: int) -> str:
-    steps = []
-    while at >= 0:
-        at, step = parents[at]
-        steps.append(step)
-    return "".join(reversed(steps))
 
 
 def read(data: Any) -> Run:
     if isinstance(data, dict):
         other = [(key, value) for key, value in data.items() if key not in _KEYS and key not in _DEFINITIONS]
         if other:
-            _holds_no_message(other, "$")
+            holds_no_message(other, "$", _HINT)
         run = Run(
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),
@@ -120,7 +78,9 @@ def read(data: Any) -> Run:
         if type(message) is not dict:
             raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
         if not message.keys() <= _MESSAGE_FIELDS:  # LangChain's additional_kwargs may hold the calls
-            _holds_no_message([(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]")
+            holds_no_message(
+                [(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]", _HINT
+            )
         role = message.get("role")
         if type(role) is not str:
             raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")

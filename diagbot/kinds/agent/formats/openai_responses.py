@@ -22,6 +22,8 @@ from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
     content_text,
     duration,
+    holds_no_message,
+    is_call_part,
     items,
     obj,
     optional_text,
@@ -37,6 +39,18 @@ _NAMED_CALLS = ("function_call", "custom_tool_call")
 # on a message item: a chat message's call fields, or a call's own; either way a call that would go unread
 _CALL_FIELDS = ("tool_calls", "tool_call_id", "function_call", "call_id", "name", "arguments", "output")
 _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
+
+_RESPONSE_KEYS = frozenset((
+    "input", "output", "final_state", "duration_ms",
+    "tools", "tool_choice", "parallel_tool_calls", "text", "reasoning",  # the request's settings, not what was said
+))  # fmt: skip
+_HINT = "put every item in input or output (input, output, final_state, duration_ms are a Responses run's keys)"
+
+# Item types read by being skipped: reasoning, MCP tool listings and approvals (an approval request names a call
+# that has not run), references to an earlier response's items. Another type is skipped only when it holds nothing
+# that reads as a call or as text.
+_SKIPPED = frozenset(("reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference"))
+_HOLDS_NOTHING_SAID = frozenset(("text", "content", "name", "arguments", "input", "output", "call_id"))
 
 
 def detect(data: Any) -> bool:
@@ -63,12 +77,20 @@ def resembles(data: Any) -> bool:
     """Looser than `detect`: a response object (with `output`), or items among which one is typed as this format's."""
     if isinstance(data, dict):
         return "output" in data
-    return isinstance(data, list) and any(isinstance(i, dict) and i.get("type") in _TYPES for i in data[:20])
+    return isinstance(data, list) and any(isinstance(i, dict) and _typed(i.get("type")) for i in data[:20])
+
+
+def _typed(kind: Any) -> bool:
+    """A type this format reads (a list or object as `type` is not one, and cannot be looked up)."""
+    return isinstance(kind, str) and kind in _TYPES
 
 
 def read(data: Any) -> Run:
     run = Run()
     if isinstance(data, dict):
+        other = [(key, value) for key, value in data.items() if key not in _RESPONSE_KEYS]
+        if other:
+            holds_no_message(other, "$", _HINT)
         given = data.get("input", [])
         parts = [("$.input", [] if isinstance(given, str) else items(given, "$.input"))]
         parts.append(("$.output", items(data.get("output"), "$.output")))
@@ -135,6 +157,12 @@ def read(data: Any) -> Run:
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result = output, True
+            elif kind not in _SKIPPED and (is_call_part(kind, item) or not _HOLDS_NOTHING_SAID.isdisjoint(item)):
+                raise TraceInvalid(  # skipped, the call or the text in it would go unseen
+                    f"{where}.type",
+                    f"{str(kind)[:40]!r} is not an item type diagbot reads, but the item holds a call or text; record "
+                    "calls as function_call (or a hosted *_call) items and text in message items",
+                )
             if len(run.steps) > MAX_STEPS:
                 raise TraceInvalid(prefix, f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,}")
     return run

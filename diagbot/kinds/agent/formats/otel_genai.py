@@ -276,6 +276,11 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
         function = obj(call.get("function"), f"{where}.function")
         name = text(function.get("name"), f"{where}.function.name")
         said.calls.append(ToolCall(name, optional_text(call.get("id"), f"{where}.id"), function.get("arguments")))
+    legacy = message.get("function_call")  # the API's call before tool_calls: one call, without an id
+    if legacy is not None:
+        function = obj(legacy, f"{path}.function_call")
+        name = text(function.get("name"), f"{path}.function_call.name")
+        said.calls.append(ToolCall(name, None, function.get("arguments")))
     return said
 
 
