@@ -326,7 +326,8 @@ class Workspace:
             self.spend(1)
             return [literal] if literal in self.refused or literal + "/" in self.folders else []
         names = self.folders.get(folder, []) if folder is not None else list(self.refused)
-        self.spend(1 + len(names) + len(self.folders) + sum(map(len, names)) // _NAME_CHARS_PER_STEP)
+        listed = sum(map(len, names)) + sum(map(len, self.folders))  # the folders' names are tested too
+        self.spend(1 + len(names) + len(self.folders) + listed // _NAME_CHARS_PER_STEP)
         folders = [name[:-1] for name in self.folders if name and regex.fullmatch(name[:-1])]
         return sorted({*filter(regex.fullmatch, (n for n in names if n in self.refused)), *folders})
 

@@ -49,8 +49,7 @@ def resembles(data: Any) -> bool:
 
 _KEYS = ("messages", "final_state", "duration_ms")
 _HINT = (
-    "put every message in messages and every call in a message's tool_calls (messages, final_state, duration_ms "
-    "are a chat run's keys)"
+    f"put every message in messages and every call in a message's tool_calls ({', '.join(_KEYS)} are a chat run's keys)"
 )
 _DEFINITIONS = ("tools", "functions", "tool_choice", "parallel_tool_calls")  # the request's tools, not calls
 _MESSAGE_FIELDS = frozenset((

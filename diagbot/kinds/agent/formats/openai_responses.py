@@ -40,17 +40,15 @@ _NAMED_CALLS = ("function_call", "custom_tool_call")
 _CALL_FIELDS = ("tool_calls", "tool_call_id", "function_call", "call_id", "name", "arguments", "output")
 _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
 
-_RESPONSE_KEYS = frozenset((
-    "input", "output", "final_state", "duration_ms",
-    "tools", "tool_choice", "parallel_tool_calls", "text", "reasoning",  # the request's settings, not what was said
-))  # fmt: skip
-_HINT = "put every item in input or output (input, output, final_state, duration_ms are a Responses run's keys)"
+_KEYS = ("input", "output", "final_state", "duration_ms")
+_SETTINGS = ("tools", "tool_choice", "parallel_tool_calls", "text", "reasoning")  # the request's, not what was said
+_HINT = f"put every item in input or output ({', '.join(_KEYS)} are a Responses run's keys)"
 
 # Item types read by being skipped: reasoning, MCP tool listings and approvals (an approval request names a call
 # that has not run), references to an earlier response's items. Another type is skipped only when it holds nothing
-# that reads as a call or as text.
+# that reads as a call or as text (a call's type, or one of _SAID_KEYS).
 _SKIPPED = frozenset(("reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference"))
-_HOLDS_NOTHING_SAID = frozenset(("text", "content", "name", "arguments", "input", "output", "call_id"))
+_SAID_KEYS = frozenset(("text", "content", "name", "arguments", "input", "output", "call_id"))
 
 
 def detect(data: Any) -> bool:
@@ -88,7 +86,7 @@ def _typed(kind: Any) -> bool:
 def read(data: Any) -> Run:
     run = Run()
     if isinstance(data, dict):
-        other = [(key, value) for key, value in data.items() if key not in _RESPONSE_KEYS]
+        other = [(key, value) for key, value in data.items() if key not in _KEYS and key not in _SETTINGS]
         if other:
             holds_no_message(other, "$", _HINT)
         given = data.get("input", [])
@@ -157,7 +155,7 @@ def read(data: Any) -> Run:
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result = output, True
-            elif kind not in _SKIPPED and (is_call_part(kind, item) or not _HOLDS_NOTHING_SAID.isdisjoint(item)):
+            elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
                     f"{where}.type",
                     f"{str(kind)[:40]!r} is not an item type diagbot reads, but the item holds a call or text; record "

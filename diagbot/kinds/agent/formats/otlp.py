@@ -240,7 +240,7 @@ def _unseen_calls(
             continue
         for call in convention.output_calls(span):
             earlier = read.setdefault((call.id, call.tool), [])
-            if any(same.charge() and _nested(span, other) and same(call, seen) for other, seen in earlier):
+            if _recorded_twice(span, call, earlier, same):
                 continue  # one model call recorded twice (a framework's span around the SDK's own)
             earlier.append((span, call))
             taken = _take(held.get((call.id, call.tool)), call, same)
@@ -251,6 +251,15 @@ def _unseen_calls(
             elif taken.raw_args is None:
                 taken.raw_args = call.raw_args
     return found
+
+
+def _recorded_twice(span: Span, call: ToolCall, earlier: list[tuple[Span, ToolCall]], same: _SameArgs) -> bool:
+    """Whether an earlier output call of this id and tool is this one, recorded by a span nested with this one."""
+    for other, seen in earlier:
+        same.charge()
+        if _nested(span, other) and same(call, seen):
+            return True
+    return False
 
 
 def _nested(one: Span, other: Span) -> bool:
@@ -272,7 +281,7 @@ class _SameArgs:
         self._decoded: dict[str, tuple[Any, str | None]] = {}
         self._left = MAX_MERGE_COMPARISONS
 
-    def charge(self) -> bool:
+    def charge(self) -> None:
         """One more pair looked at (every pair is, whether its arguments are compared or not)."""
         self._left -= 1
         if self._left < 0:
@@ -281,7 +290,6 @@ class _SameArgs:
                 f"its model calls record calls whose ids and tools repeat so often that telling them apart takes "
                 f"more than {MAX_MERGE_COMPARISONS:,} comparisons; give each call its own id",
             )
-        return True
 
     def __call__(self, mine: ToolCall, theirs: ToolCall) -> bool:
         one, other = mine.raw_args, theirs.raw_args
