@@ -8,6 +8,7 @@ form it keeps, and says when it cut; `Folded.matches` then folds each short need
 from __future__ import annotations
 
 import difflib
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,9 +21,16 @@ _SPLIT_WINDOW = 4096  # how far back from a piece's end to look for a place wher
 _CACHED_NEEDLE_CHARS = 256  # needles up to this long are folded once per process, longer ones at each use
 
 
+INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+"""Characters that show nothing (zero-width spaces and joiners, soft hyphens, direction marks): text matching
+reads past them, so `re\u200bfund` is `refund` and a phrase split by one is still found."""
+
+
 def normalize(text: str) -> str:
-    """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`, and drop the
+    INVISIBLE characters."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return folded if folded.isascii() else INVISIBLE.sub("", folded)
 
 
 def contains(haystack: str, needle: str) -> bool:

@@ -70,6 +70,24 @@ def loads_written(text: str) -> Any:
         raise _locate_repeat(text, repeat.key) from None
 
 
+def loads_unique(text: str) -> Any:
+    """`loads_written` (a repeated key is refused), at about `loads`' speed for small documents: when the colons in
+    the text are exactly the keys orjson read, no key was repeated and the slow reading is not needed."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return loads_written(text)
+    keys, todo = 0, [value]
+    while todo:
+        node = todo.pop()
+        if type(node) is dict:
+            keys += len(node)
+            todo.extend(node.values())
+        elif type(node) is list:
+            todo.extend(node)
+    return value if text.count(":") == keys else loads_written(text)  # a colon in a text makes it look again
+
+
 class _Repeated(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)

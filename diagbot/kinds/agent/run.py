@@ -53,6 +53,9 @@ class ToolCall:
     failed: bool = False  # the format says so, or the suite's tool-error-pattern matched the result text
     duration_ms: float | None = None
     audit: dict[str, Any] | None = None
+    batch: int | None = None
+    """Calls with the same batch were made together, by one model output (one chat message's tool_calls), so none
+    of them saw another's result; None where the format does not say."""
     _decoded: Any = _UNREAD
 
     def _decode(self) -> tuple[Any, str | None]:
@@ -204,8 +207,8 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
         and (count := values.count_values(raw.encode("utf-8", "replace"))) > MAX_ARG_VALUES
     ):
         return None, f"arguments hold {count:,} JSON values; diagbot decodes at most {MAX_ARG_VALUES:,} per call"
-    try:
-        return values.loads(raw), None
+    try:  # a repeated key is refused: which of its values the tool acted on is not known
+        return values.loads_unique(raw), None
     except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"

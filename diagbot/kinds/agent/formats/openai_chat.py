@@ -127,6 +127,7 @@ def read(data: Any) -> Run:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             for k, raw in enumerate(calls):
                 call = _call(raw, prefix, index, k)
+                call.batch = index
                 append(call)
                 if call.id is not None:
                     waiting.setdefault(call.id, []).append(call)
@@ -135,6 +136,7 @@ def read(data: Any) -> Run:
             where = f"{prefix}[{index}].function_call"
             function = obj(legacy, where)
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
+            call.batch = index
             append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:

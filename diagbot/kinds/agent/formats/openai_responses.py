@@ -99,6 +99,7 @@ def read(data: Any) -> Run:
     else:
         parts = [("$", items(data, "$"))]
     waiting: dict[str, list[ToolCall]] = {}
+    turn = 0  # the model outputs so far: an output or a message from anyone but the model starts the next one
     for prefix, entries in parts:
         for index, raw in enumerate(entries):
             where = f"{prefix}[{index}]"
@@ -107,11 +108,13 @@ def read(data: Any) -> Run:
             if kind == "message":
                 role = speaker(item.get("role"), f"{where}.role", "a function_call_output item")
                 run.steps.append(Message(role, content_text(item.get("content"), f"{where}.content")))
+                turn += role != "assistant"
             elif kind in _NAMED_CALLS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 free = kind == "custom_tool_call"
                 args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
                 call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
+                call.batch = turn  # the function calls of one model output are made together
                 run.steps.append(call)
                 waiting.setdefault(call_id, []).append(call)
             elif kind == "mcp_call":
@@ -140,6 +143,7 @@ def read(data: Any) -> Run:
                 if pending:
                     call = pending.pop()
                     call.result, call.has_result = item.get("output"), True
+                turn += 1
             elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
@@ -155,6 +159,7 @@ def read(data: Any) -> Run:
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result = output, True
+                turn += 1
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
                     f"{where}.type",
