@@ -56,6 +56,7 @@ class SuiteOutcome:
             compared=self.diff is not None,
             regressions=self.diff.gating_regressions if self.diff is not None else 0,
             blocking=len(registry.blocking(self.report)) if self.report is not None else 0,
+            baseline_cases=self.baseline.total_cases if self.baseline is not None else 0,
         )
 
 
@@ -72,8 +73,9 @@ class Outcome:
     comment_limit: int = COMMENT_LIMIT
 
     def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
+        failing = self.decision.reason if self.decision.conclusion is Conclusion.FAILURE else None
         return render_markdown(
-            template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems
+            template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems, failing
         )
 
     @cached_property
@@ -190,7 +192,16 @@ def diff_path(out: Path, suite: str) -> Path:
 def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> None:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline).
     An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout) down is a link
-    (`io.files.write_file`)."""
+    (`io.files.write_file`); then what this run wrote and what an earlier run left are both removed, as far as
+    they can be, so the folder never holds a mix of the two (each file is written whole, the folder is not)."""
+    try:
+        _write_outputs(outcome, out, anchor)
+    except OutputError:
+        clear_outputs(out, anchor, quiet=True)
+        raise
+
+
+def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> None:
     for suite in outcome.suites:
         if suite.name == BASELINE:
             continue
@@ -209,9 +220,10 @@ def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> No
 MAX_CLEARED = 10_000  # report and diff files of an earlier run that `clear_outputs` removes from one folder
 
 
-def clear_outputs(out: Path) -> None:
+def clear_outputs(out: Path, anchor: Path | None = None, quiet: bool = False) -> None:
     """Remove what an earlier run wrote to the report folder, for a run that writes nothing there (diagbot.yml or
-    the baseline could not be used): its reports, diffs, comment and summary would read as this run's."""
+    the baseline could not be used): its reports, diffs, comment and summary would read as this run's. `quiet`:
+    remove what can be removed and raise nothing (after a failed write, whose error is the one to report)."""
     stale = [out / "comment.md", out / "summary.md"]
     for folder in (out / "reports", out / "diff"):
         try:
@@ -220,9 +232,15 @@ def clear_outputs(out: Path) -> None:
                     listed = [Path(e.path) for _, e in zip(range(MAX_CLEARED), entries, strict=False)]
                 stale += [path for path in listed if path.suffix == ".json"]
         except OSError as exc:
-            raise OutputError(f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})") from None
+            if not quiet:
+                message = f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})"
+                raise OutputError(message) from None
     for path in stale:
-        remove_stale(path, out)
+        try:
+            remove_stale(path, out, anchor)
+        except OutputError:
+            if not quiet:
+                raise
 
 
 def run_outcome(

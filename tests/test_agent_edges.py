@@ -246,3 +246,19 @@ def test_a_case_whose_one_trial_has_no_metric_takes_the_mean_of_the_others(tmp_p
     (tmp_path / "c1" / "trial-2.json").write_text("{broken", encoding="utf-8")
     found = evaluate(rag_case(["evidence_recall_at_5"]), tmp_path, {"trials": "any"})
     assert (found.trials, found.metrics, found.status) == (2, {"evidence_recall_at_5": 1.0}, "passed")
+
+
+def test_a_removed_case_says_what_it_was_and_a_lowered_risk_level_shows() -> None:
+    """A failing gating P0 case deleted, or relabelled P1 under the same case_version, passed with nothing to
+    say it had been one: the items now say so (they stay changes: cases are retired too)."""
+    p0 = result(1, 0).model_copy(update={"risk_level": "P0"})
+    diff = diff_agent(build_report([p0]), build_report([]))
+    [removed] = [i for i in diff.items if i.case_id]
+    assert removed.message == "case removed (only in the baseline): it was a gating P0 case that failed"
+    assert removed.severity == "P0" and removed.type is ItemType.CHANGED
+    lowered = p0.model_copy(update={"risk_level": "P1"})
+    [risk] = [i for i in diff_agent(build_report([p0]), build_report([lowered])).items if i.metric == "riskLevel"]
+    assert (risk.type, risk.message) == (ItemType.CHANGED, "risk level P0 → P1")
+    unchecked = result(1, 0, status="unchecked", gating=False)
+    [gone] = [i for i in diff_agent(build_report([unchecked]), build_report([])).items if i.case_id]
+    assert gone.message.endswith("it was an informational P2 case that nothing machine-checks")

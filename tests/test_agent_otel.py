@@ -1323,3 +1323,30 @@ def test_the_report_gives_no_turn_count_for_a_run_without_its_messages(tmp_path:
     write_json(tmp_path / "c1.json", rec.otlp())
     result = evaluate(AgentCase.model_validate({**_case(), "expected_tool_sequence": ["order_lookup"]}), tmp_path)
     assert (result.status, result.tool_call_count, result.turn_count) == ("passed", 1, None)
+
+
+def test_a_gen_ai_tool_span_without_its_operation_name_is_a_call() -> None:
+    """Dropped as a span of no role, the refund it records went unseen, and tool_not_called passed."""
+    rec = Recorder()
+    two_turns(rec)
+    rec.span("refund", {"gen_ai.tool.name": "refund_submit", "gen_ai.tool.call.id": "late"})
+    assert [c.tool for c in parse(rec.otlp()).calls][-1] == "refund_submit"
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [{"openinference.span.kind": "CHAIN", "tool.name": "refund_submit"},
+     {"openinference.span.kind": "GUARDRAIL", "llm.output_messages.0.message.role": "assistant",
+      "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "refund_submit"}],
+)  # fmt: skip
+def test_an_openinference_span_of_a_kind_not_read_that_records_a_call_is_refused(attributes: dict[str, Any]) -> None:
+    rec = Recorder()
+    rec.span("step", attributes)
+    said = problem(rec.otlp())
+    assert said.endswith(
+        "spans are not read (LLM, TOOL, RETRIEVER, AGENT), but this one records a tool call; record the call on a "
+        "TOOL span (or the model's output on an LLM span)"
+    ), said
+    plain = Recorder()
+    plain.span("step", {"openinference.span.kind": "CHAIN", "input.value": "hi", "output.value": "ok"})
+    assert parse(plain.otlp()).calls == []  # a chain that calls nothing is still skipped

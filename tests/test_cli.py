@@ -273,3 +273,38 @@ def test_reports_of_every_kind_carry_run_and_suite(tmp_path: Path, monkeypatch: 
         report = json.loads((tmp_path / "reports" / f"{name}.json").read_text())
         assert report["suite"] == name
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["run"]["time"])
+
+
+def test_emptying_a_suite_that_had_cases_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Deleting every case left nothing to regress: the run passed (exit 0) under a "no regressions" headline."""
+    config = ROOT / "diagbot.yml"
+    baseline = tmp_path / "base"
+    assert main(["run", "--config", str(config), "--out", str(baseline), "--no-fail"]) == 0
+    suite = tmp_path / "repo"
+    (suite / "fixtures").mkdir(parents=True)
+    (suite / "cases.json").write_text("[]")
+    (suite / "diagbot.yml").write_text("suites: [{name: diagnosis, cases: cases.json, fixtures: fixtures}]\n")
+    only = tmp_path / "only"
+    (only / "reports").mkdir(parents=True)
+    (only / "reports" / "diagnosis.json").write_bytes((baseline / "reports" / "diagnosis.json").read_bytes())
+    capsys.readouterr()
+    code = main(["run", "--config", str(suite / "diagbot.yml"), "--baseline", str(only), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "suite diagnosis has no cases, and its baseline had " in err
+    headline = (tmp_path / "o" / "comment.md").read_text().split("### ", 1)[1].splitlines()[0]
+    assert headline.startswith("❌ diagbot: suite diagnosis has no cases"), headline
+
+
+def test_a_failed_write_leaves_no_mix_of_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file was written whole, but the folder was not: a new report beside an earlier run's comment."""
+    out = tmp_path / "o"
+    args = ["run", "--config", str(ROOT / "diagbot.yml"), "--baseline", str(ROOT / "examples/baseline"), "--out"]
+    assert main([*args, str(out), "--no-fail"]) == 0
+    (out / "diff" / "agent.json").unlink()
+    (out / "diff" / "agent.json").mkdir()  # the place of one output is taken
+    capsys.readouterr()
+    assert main([*args, str(out)]) == 2
+    assert "diff/agent.json: cannot be written" in capsys.readouterr().err
+    left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert left == [], left  # neither this run's reports nor the earlier run's comment and summary

@@ -96,7 +96,7 @@ def test_keyword_count() -> None:
         (20, 25, ["REGRESSION"]),
         (7, 5, ["IMPROVEMENT"]),
         (0, 1, ["REGRESSION"]),  # from zero: any rise of at least 1
-        (None, 5, []),
+        (None, 5, ["CHANGED"]),  # recorded on one side only: a change, never silent
     ],
     ids=lambda v: str(v),
 )
@@ -259,3 +259,13 @@ def test_the_common_pass_rate_is_labelled_as_such() -> None:
     after = [result("a"), result("b", passed=False), result("new")]
     rate = next(i for i in diff_trace(build_report(before), build_report(after)).items if i.metric == "passRate")
     assert (rate.type.value, rate.message) == ("REGRESSION", "common-case pass rate fell from 100.0% to 50.0%")
+
+
+def test_a_metric_that_stops_being_recorded_is_a_change_not_an_improvement() -> None:
+    """A fixture that lost its toolInvocations and totalDurationMs: no case item, and the averages of nothing
+    (0) read as 100% improvements."""
+    before = [result(tool_call_count=7, duration_ms=13480)]
+    after = [result(tool_call_count=None, duration_ms=None)]
+    got = items(before, after)
+    assert ("CHANGED", "toolCallCount", "a") in got and ("CHANGED", "durationMs", "a") in got, got
+    assert not any(kind == "IMPROVEMENT" for kind, _, _ in got), got

@@ -100,3 +100,16 @@ def test_reasons_count_over_every_suite_and_name_at_most_five() -> None:
     assert decide(broken, GATE).reason == "input could not be used: b0, b1, b2, b3, b4 and 2 more"
     unevaluated = SuiteFacts("never", evaluated=False)  # a suite that was not evaluated is not one without baseline
     assert decide([one.__class__(**{**one.__dict__, "regressions": 0}), unevaluated], REQUIRED).exit_code == 0
+
+
+def test_a_suite_emptied_of_its_baseline_cases_fails() -> None:
+    """Deleting every case of a suite left nothing to regress, and the gate passed."""
+    emptied = SuiteFacts("agent", evaluated=True, cases=0, compared=True, baseline_cases=2)
+    other = SuiteFacts("trace", evaluated=True, cases=30, compared=True, baseline_cases=30)
+    decision = decide([emptied, other], GateSettings())
+    assert (decision.conclusion, decision.exit_code) == (Conclusion.FAILURE, 1)
+    assert decision.reason.startswith("suite agent has no cases, and its baseline had 2: restore them")
+    waived = decide([emptied], GateSettings(fail_on_regression=False))
+    assert waived.exit_code == 0 and waived.reason.endswith("(not gating)")
+    new = SuiteFacts("agent", evaluated=True, cases=0)  # no baseline yet: a warning, not a failure
+    assert decide([new], GateSettings()).exit_code == 0

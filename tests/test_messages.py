@@ -595,3 +595,17 @@ def test_closest_suggests_a_near_name_and_never_compares_a_name_too_long_to_be_c
         assert tracemalloc.get_traced_memory()[1] < 1_000_000  # difflib would build tables of the 14 MB name
     finally:
         tracemalloc.stop()
+
+
+def test_console_lines_cannot_start_a_workflow_command() -> None:
+    """A trace case id with a newline printed a line `::error::injected` that the runner reads as a command; a
+    bidi override made an id read as another."""
+    from diagbot.kinds.trace.kind import TraceKind
+    from diagbot.kinds.trace.report import build_report
+    from tests.test_diff import result
+
+    hostile = result("x\n::error::injected\u202e", passed=False, failed_checks=["keyword_coverage: a\r\n::warning::b"])
+    printed = TraceKind().console(build_report([hostile], suite="diagnosis"))
+    assert not any(line.startswith("::") for line in printed.splitlines()), printed
+    assert "FAIL x\\n::error::injected\\u202e: keyword_coverage: a\\r\\n::warning::b" in printed
+    assert "\u202e" not in printed

@@ -262,3 +262,19 @@ def test_a_baseline_s_commit_and_run_link_are_shown_only_when_they_are_what_they
     plain = comment([result("a")], [result("a")], baseline=ARTIFACT.model_copy(update={"source": "file"}))
     assert "@ `4f0c2a9`" in plain
     assert "([run 812](https://github.com/acme/agent/actions/runs/812))" in comment([result("a")], [result("a")])
+
+
+def test_cells_write_invisible_and_bidi_characters_as_escapes() -> None:
+    """A U+202E in a case id reversed the rest of its cell: the comment showed another name."""
+    from diagbot.render.markdown import md
+
+    assert md("case\u202e1\u200bx") == "case\\\\u202e1\\\\u200bx"  # escaped, then the backslash escaped for Markdown
+    assert md("ok_name") == "ok\\_name"
+
+
+def test_a_secret_is_masked_in_its_markdown_escaped_form() -> None:
+    from diagbot.io.files import register_secret, scrub
+    from diagbot.render.markdown import md
+
+    register_secret("ghs_render_test_token_1234")
+    assert scrub(md("the token ghs_render_test_token_1234 leaked")) == "the token *** leaked"

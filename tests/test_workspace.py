@@ -506,7 +506,18 @@ def test_permissions_are_honoured_for_the_run_folder_and_its_subfolders() -> Non
         partly = judged_as_nobody(make_case(id="private-subfolder", judge=judge), fixtures)
         assert (partly.verdict, partly.reason) == (Verdict.FAIL, Reason.CRITICAL_EVIDENCE_MISSING)
         checks = partly.packet.buckets["critical_evidence"].checks
-        assert checks[0].detail == "no file matches 'evidences/private/*.json'"
+        unseen = "folder evidences/private/ cannot be listed (Permission denied), so a file in it may match"
+        assert checks[0].detail == f"no file matches 'evidences/private/*.json'; {unseen}"
+        # what cannot be listed is not absent: a forbidden file may be in it (this passed)
+        forbid = {"evidence_collection": [{"id": "m", "file_exists": "evidences/metrics.json"}],
+                  "critical_evidence": [{"id": "no_key", "file_absent": "evidences/private/*.json"},
+                                        {"id": "no_draft", "file_absent": "evidences/drafts/*.md"}]}  # fmt: skip
+        absent = judged_as_nobody(make_case(id="private-subfolder", judge=forbid), fixtures)
+        checks = absent.packet.buckets["critical_evidence"].checks
+        assert [(c.passed, c.detail) for c in checks] == [
+            (False, f"no file matches 'evidences/private/*.json'; {unseen}"),
+            (True, "no file matches 'evidences/drafts/*.md'"),  # a folder listed whole: absence is known
+        ]
     finally:
         for folder, _, _ in os.walk(fixtures):
             os.chmod(folder, 0o755)

@@ -135,8 +135,11 @@ def cost(
 ) -> list[DiffItem]:
     """A cost metric: a change counts only when it is more than `pct` percent AND at least `minimum` units."""
     b, c = _number(baseline), _number(current)
-    if b is None or c is None:
+    if b is None and c is None:
         return []
+    if b is None or c is None:  # a metric that stops being recorded is no improvement, and no silence either
+        what = f"no longer recorded (was {_show(b)}{unit})" if c is None else f"recorded again ({_show(c)}{unit})"
+        return [item(ItemType.CHANGED, case_id, metric, baseline, current, f"{metric} {what}")]
     change = c - b
     relative_ok = abs(change) * 100 > pct * b if b > 0 else change != 0
     if not (relative_ok and abs(change) >= minimum):
@@ -170,9 +173,11 @@ def changed(case_id: str | None, metric: str, baseline: Any, current: Any, messa
     return [] if baseline == current else [item(ItemType.CHANGED, case_id, metric, baseline, current, message)]
 
 
-def case_presence(case_id: str, in_baseline: bool) -> DiffItem:
-    """A case on one side only: never a regression by itself (a removed failing case is not an improvement)."""
+def case_presence(case_id: str, in_baseline: bool, was: str = "") -> DiffItem:
+    """A case on one side only: never a regression by itself (a removed failing case is not an improvement).
+    `was`: what the removed case was on the baseline, for the reviewer ("a gating P0 case that failed")."""
     message = "case removed (only in the baseline)" if in_baseline else "case added (only in the current run)"
+    message += f": it was {was}" if was else ""
     present = "present"
     return item(
         ItemType.CHANGED,

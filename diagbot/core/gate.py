@@ -36,6 +36,7 @@ class SuiteFacts:
     compared: bool = False  # a diff against a baseline was made
     regressions: int = 0  # regressions of gating cases
     blocking: int = 0  # failures that fail the gate with or without a baseline (gating P0 agent cases)
+    baseline_cases: int = 0  # cases in the baseline's report of the suite (0 without one)
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ class Decision:
 
 
 def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
-    """Unusable input fails (2); a missing required baseline fails (1); a blocking failure fails (1); a regression
-    fails (1) when it gates."""
+    """Unusable input fails (2); a missing required baseline fails (1); a blocking failure fails (1); a suite
+    emptied of the cases its baseline had fails (1), as a regression does, when regressions gate."""
     broken = [s.name for s in suites if s.problems]
     if broken:
         return Decision(Conclusion.FAILURE, 2, f"input could not be used: {_names(broken)}")
@@ -60,6 +61,16 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
             f"{blocking} gating P0 case{'' if blocking == 1 else 's'} failed",
             gate.fail_on_blocking,
             "not failing: --no-fail",
+        )
+    emptied = [s for s in suites if s.evaluated and s.cases == 0 and s.baseline_cases]
+    if emptied:  # every case of a suite deleted: nothing left to regress, which is no pass
+        first = emptied[0]
+        return _found(
+            f"suite {first.name} has no cases, and its baseline had {first.baseline_cases}"
+            + (f" ({len(emptied) - 1} more suites alike)" if len(emptied) > 1 else "")
+            + ": restore them, or remove the suite and list it in gate.retired-suites",
+            gate.fail_on_regression,
+            "not gating",
         )
     if all(s.cases == 0 for s in suites):
         return Decision(Conclusion.NEUTRAL, 0, "nothing was evaluated")

@@ -88,7 +88,7 @@ def load_json_object(text: str, where: str) -> dict[str, Any]:
             f"{where}: {containers:,} arrays and objects, more than the {MAX_CONTAINERS:,} a report may have"
         )
     try:
-        data = values.loads(text)
+        data = values.loads_unique(text)  # a repeated key: which one diagbot wrote is not known
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
     except values.BadNumber as exc:

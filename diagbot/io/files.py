@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from diagbot.core.errors import OutputError
+from diagbot.render.markdown import escape_inline
 
 MASK = "***"
 _ELSEWHERE = "choose another place to write the outputs"
@@ -19,7 +20,7 @@ def register_secret(value: str) -> None:
     """From now on, every occurrence of `value` in an output is replaced by `***` (short values are ignored:
     masking every `a` would help no one)."""
     if len(value) >= 8:
-        _SECRETS.add(value)
+        _SECRETS.update({value, escape_inline(value)})  # as the comment writes it, too: `ghs\_...`
 
 
 def scrub(text: str) -> str:

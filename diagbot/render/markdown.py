@@ -18,6 +18,7 @@ from diagbot import __version__
 from diagbot.core.diff import DiffItem, DiffReport, ItemType
 from diagbot.core.models import Output
 from diagbot.core.rates import percent as rate
+from diagbot.core.values import one_line
 
 COMMENT_LIMIT = 65_536 - 128  # GitHub rejects longer bodies; the bot adds a hidden head-sha line when posting
 CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
@@ -86,13 +87,18 @@ _AUTOLINK = re.compile(
 )
 
 
+def escape_inline(text: str) -> str:
+    """Markdown's inline marks escaped (`ghs_x` is written `ghs\\_x`): `md` writes text so, and the output masking
+    looks for a secret in this form too."""
+    return _MD_INLINE.sub(r"\\\1", text)
+
+
 def md(value: Any, limit: int = CELL_LIMIT) -> str:
-    """Escape untrusted text for a Markdown table cell: one line, no HTML, no links, no pings, bounded length."""
-    text = " ".join(str(value).split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    """Escape untrusted text for a Markdown table cell: one line, no HTML, no links, no pings, bounded length;
+    control, invisible and bidi characters are written as escapes (`\\u202e`), so a name cannot read as another."""
+    text = one_line(" ".join(str(value).split()), limit)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _MD_INLINE.sub(r"\\\1", text)
+    text = escape_inline(text)
     text = _PING.sub(r"\1&#8203;", text)  # a zero-width space after @ or # stops pings and issue links
     return _AUTOLINK.sub(r"\1&#8203;", text)  # `https&#8203;://x`, `www&#8203;.x`: shown alike, never a link
 
@@ -293,8 +299,11 @@ def render_markdown(
     limit: int,
     caps: Caps | None = None,
     problems: list[str] | None = None,
+    gate_failure: str | None = None,
 ) -> str:
     """Render, then cut sections in order of least importance until the body fits `limit` characters.
+    `gate_failure`: why the gate fails when neither a blocking case nor a regression says it (an emptied suite,
+    a missing required baseline), so the headline never reads as a pass on a failing check.
 
     Each pass drops about as many rows of the least important remaining section as the overflow needs, so
     even a 5,000-case suite settles in a few renders.
@@ -312,6 +321,7 @@ def render_markdown(
             has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
             blocking=sum(v.blocking for v in suites),
             regressions=sum(v.diff.gating_regressions for v in suites if v.diff is not None),
+            gate_failure=None if gate_failure is None else md(gate_failure, 300),
         )
         overflow = len(body) - limit
         if overflow <= 0:

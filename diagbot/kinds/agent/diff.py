@@ -34,6 +34,16 @@ def _code(check: str) -> str:
     return check.split(":", 1)[0]
 
 
+def _removed(old: AgentCaseResult) -> DiffItem:
+    """A case only the baseline has, saying what it was: deleting a failing gating case is how a pull request
+    would get past the gate, so the comment says so (it does not fail the check: cases are retired too)."""
+    role = f"a gating {old.risk_level} case" if old.gating else f"an informational {old.risk_level} case"
+    outcome = "nothing machine-checks" if old.status == "unchecked" else old.status
+    removed = case_presence(old.case_id, in_baseline=True, was=f"{role} that {outcome}")
+    removed.severity = old.risk_level
+    return removed
+
+
 def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     cid = new.case_id
     items: list[DiffItem] = []
@@ -67,6 +77,9 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
             items += changed(cid, "failedChecks", sorted(before), sorted(after), f"failing checks changed: {said}")
     for name in sorted(set(old.metrics) & set(new.metrics)):  # RAG metrics: higher is better
         items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
+    items += changed(
+        cid, "riskLevel", old.risk_level, new.risk_level, f"risk level {old.risk_level} → {new.risk_level}"
+    )
     items += changed(cid, "gating", old.gating, new.gating,
                      f"gating {'yes' if old.gating else 'no'} → {'yes' if new.gating else 'no'}"
                      + (f" ({new.not_gating_because})" if new.not_gating_because else ""))  # fmt: skip
@@ -140,7 +153,7 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
         else:
             items += _case_diff(was, result)
     present = {r.case_id for r in current.results}
-    items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in present]
+    items += [_removed(r) for r in baseline.results if r.case_id not in present]
     by_risk = sorted(current.results, key=lambda r: r.risk_level)  # the comment lists P0 cases' items first
     return summarize(
         order(items, [r.case_id for r in by_risk] + [r.case_id for r in baseline.results]),

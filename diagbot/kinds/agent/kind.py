@@ -10,6 +10,7 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
+from diagbot.core.values import one_line
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
@@ -190,7 +191,8 @@ class AgentKind:
         failing.sort(key=lambda r: not _blocking(r))
         for r in failing[:limit]:
             mark = " [blocking P0]" if _blocking(r) else "" if r.gating else " [informational]"
-            lines.append(f"  FAIL {r.case_id}{mark} {r.trials_passed}/{r.trials}: {'; '.join(r.failed_checks[:1])}")
+            first = one_line(r.failed_checks[0], 500) if r.failed_checks else ""
+            lines.append(f"  FAIL {one_line(r.case_id, 200)}{mark} {r.trials_passed}/{r.trials}: {first}")
         if len(failing) > limit:
             lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
         return "\n".join(lines)

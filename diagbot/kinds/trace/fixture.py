@@ -110,6 +110,7 @@ class Session(_Lenient):
         default=None,
         alias="totalDurationMs",
         allow_inf_nan=False,
+        ge=0,  # a negative duration read as a 7,418,397,726% improvement
         description="the run's duration in milliseconds, compared with the baseline",
     )
     self_evaluation: SelfEvaluation | None = Field(default=None, alias="selfEvaluation")

@@ -94,7 +94,7 @@ class TraceKind:
         for result in failing[:limit]:
             first = result.failed_checks[0] if result.failed_checks else "failed"
             more = f" (+{len(result.failed_checks) - 1} more)" if len(result.failed_checks) > 1 else ""
-            lines.append(f"  FAIL {result.case_id}: {first}{more}")
+            lines.append(f"  FAIL {one_line(result.case_id, 200)}: {one_line(first, 500)}{more}")
         if len(failing) > limit:
             lines.append(f"  ... and {len(failing) - limit} more failing cases (see the report)")
         if not report.total_cases:

@@ -67,9 +67,10 @@ class TraceReport(Output):
         return with_rate(data)
 
 
-def _average(values: list[int | float | None]) -> float:
+def _average(values: list[int | float | None]) -> float | None:
+    """None when no case recorded the value: an average of nothing is not 0 (which read as a 100% improvement)."""
     present = [v for v in values if v is not None]
-    return round(sum(present) / len(present), 3) if present else 0.0
+    return round(sum(present) / len(present), 3) if present else None
 
 
 def build_report(

@@ -249,15 +249,17 @@ class Workspace:
         self._matches: dict[str, tuple[list[str], list[str]]] = {}  # glob -> what `match` found, oldest first
         self._kept = 0  # paths held in `_matches`
         self.cut_short = ""  # why the listing is incomplete, if it is
+        self.unlisted: list[tuple[str, str]] = []  # subfolders that could not be listed ("a/b/", why)
         pending, listed = [(root, "")], 0
         while pending:
             folder, prefix = pending.pop()
             try:
                 with os.scandir(folder) as listing:
                     entries = list(itertools.islice(listing, MAX_ENTRIES - listed + 1))
-            except OSError:
+            except OSError as exc:
                 if folder is root:
                     raise
+                self.unlisted.append((prefix, exc.strerror or str(exc)))  # what it holds is unknown, not absent
                 continue
             listed += len(entries)
             if listed > MAX_ENTRIES:
@@ -347,7 +349,19 @@ class Workspace:
         notes = [f"{rel} is {self.refused[rel]}" for rel in refused[:_SHOWN_FILES]]
         if len(refused) > _SHOWN_FILES:
             notes.append(f"...and {len(refused) - _SHOWN_FILES} more matching entries that are not read as files")
+        unseen = self.unseen(pattern)
+        if not found and unseen:
+            notes.append(unseen)
         return found, [*notes, self.cut_short] if self.cut_short and not found else notes
+
+    def unseen(self, pattern: str) -> str:
+        """Why a file the glob matches may be in a subfolder that could not be listed, or ""."""
+        start = re.split(r"[*?\[]", pattern, maxsplit=1)[0]  # the part before the first wildcard
+        for prefix, why in self.unlisted[:MAX_ENTRIES]:
+            self.spend(1)
+            if start.startswith(prefix) or prefix.startswith(start):
+                return f"folder {prefix} cannot be listed ({why}), so a file in it may match"
+        return ""
 
     def blob(self, rel: str) -> _Blob:
         """At most READ_CAP bytes of the file, read once with plain os calls (the hot path): one read covers
@@ -600,7 +614,8 @@ def file_absent(ws: Workspace, pattern: str) -> Outcome:
     others = ws.entries_not_files(pattern)  # a folder, FIFO or link in its place is not its absence
     if others:
         return Outcome(False, f"present, but not as a regular file: {', '.join(others[:_SHOWN_FILES])}")
-    return Outcome(not ws.cut_short, f"no file matches {pattern!r}{_joined(refused)}")  # unsure is not a pass
+    unsure = ws.cut_short or ws.unseen(pattern)  # unsure is not a pass
+    return Outcome(not unsure, f"no file matches {pattern!r}{_joined(refused)}")
 
 
 # Each content kind is a glob plus a test of one file, returning (passed, detail).

@@ -39,8 +39,21 @@ def uses(span: Span) -> bool:
 
 
 def role(span: Span) -> str | None:
+    """The span's role; a kind diagbot does not read (CHAIN, EMBEDDING, GUARDRAIL, ...) that records a tool call
+    is refused, since skipping it would hide the call."""
     kind = span.text(KIND)
-    return None if kind is None else _ROLES.get(kind.upper())
+    found = None if kind is None else _ROLES.get(kind.upper())
+    if (
+        found is None
+        and kind is not None
+        and (span.has("tool.name") or (records_messages(span) and output_calls(span)))
+    ):
+        raise TraceInvalid(
+            span.where(KIND),
+            f"{kind[:40]!r} spans are not read ({', '.join(_ROLES)}), but this one records a tool call; record "
+            "the call on a TOOL span (or the model's output on an LLM span)",
+        )
+    return found
 
 
 def records_messages(span: Span) -> bool:

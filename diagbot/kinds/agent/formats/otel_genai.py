@@ -88,6 +88,8 @@ def role(span: Span) -> str | None:
                 "a model call's messages or a tool call; record it under the operation it is",
             )
         return found
+    if span.has("gen_ai.tool.name"):  # a tool span without its operation name: dropped, its call went unseen
+        return TOOL
     older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
     return INFERENCE if older else None  # older conventions, before the operation name
 
