@@ -189,7 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from diagbot.core.gate import SuiteFacts, decide
     from diagbot.io.baselines import read_report_file
-    from diagbot.kinds.registry import blocking, diff_reports
+    from diagbot.kinds.registry import blocking, diff_reports, gating
 
     config = _config(args)
     baseline = read_report_file(Path(args.baseline))
@@ -205,7 +205,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         say(f"blocking: {line}")
     facts = SuiteFacts(
         name=current.suite or "suite", evaluated=True, cases=current.total_cases, compared=True,
-        regressions=diff.gating_regressions, blocking=len(failing),
+        regressions=diff.gating_regressions, blocking=len(failing), baseline_cases=baseline.total_cases,
+        gating=gating(current), baseline_gating=gating(baseline),
     )  # fmt: skip
     return decide([facts], _gate(config, args)).exit_code
 

@@ -57,6 +57,8 @@ class SuiteOutcome:
             regressions=self.diff.gating_regressions if self.diff is not None else 0,
             blocking=len(registry.blocking(self.report)) if self.report is not None else 0,
             baseline_cases=self.baseline.total_cases if self.baseline is not None else 0,
+            gating=registry.gating(self.report) if self.report is not None else 0,
+            baseline_gating=registry.gating(self.baseline) if self.baseline is not None else 0,
         )
 
 

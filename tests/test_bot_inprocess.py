@@ -120,6 +120,11 @@ def test_a_regression_fails_with_one_comment_and_a_failing_check_run(gh: GitHubT
     assert (check.head_sha, check.conclusion) == (HEAD, "failure")
     record = PrRecord.model_validate_json((ws / "diagbot-report" / "pr.json").read_text())
     assert record.gate is not None and record.gate.fail_on_regression and record.suites == ["diagnosis", "workspace"]
+    assert record.baselines is not None
+    assert {n: (c.cases, c.gating) for n, c in record.baselines.items()} == {
+        "diagnosis": (30, 30),
+        "workspace": (14, 14),
+    }
 
 
 def test_fail_on_regression_false_with_require_baseline_still_fails_a_suite_without_baseline(

@@ -308,3 +308,30 @@ def test_a_failed_write_leaves_no_mix_of_two_runs(tmp_path: Path, capsys: pytest
     assert "diff/agent.json: cannot be written" in capsys.readouterr().err
     left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert left == [], left  # neither this run's reports nor the earlier run's comment and summary
+
+
+def test_a_config_that_demotes_every_agent_case_fails_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gate.roles: [] (or usage-rights: []) turned the failing P0 case informational and the run passed."""
+    config = (ROOT / "diagbot.yml").read_text()
+    suites = config.split("suites:\n", 1)[1].split("  - name: agent\n", 1)[1].split("thresholds:", 1)[0]
+    agent_only = "suites:\n  - name: agent\n" + suites.replace("cases/agent", str(ROOT / "cases" / "agent"))
+    agent_only = agent_only.replace("fixtures/agent", str(ROOT / "fixtures" / "agent"))
+    (tmp_path / "before.yml").write_text(agent_only)
+    assert main(["run", "--config", str(tmp_path / "before.yml"), "--out", str(tmp_path / "base"), "--no-fail"]) == 0
+    base = json.loads((tmp_path / "base" / "reports" / "agent.json").read_text())
+    assert base["gatingCases"] > 0
+    for gate in ("gate: {roles: []}", "gate: {usage-rights: []}"):
+        (tmp_path / "after.yml").write_text(agent_only + gate + "\n")
+        capsys.readouterr()
+        out = tmp_path / "o"
+        code = main(["run", "--config", str(tmp_path / "after.yml"), "--baseline", str(tmp_path / "base"),
+                     "--out", str(out)])  # fmt: skip
+        err = capsys.readouterr().err
+        reason = f"no case of suite agent gates, and {base['gatingCases']} did in its baseline"
+        assert code == 1 and reason in err, (gate, err)
+        assert (out / "comment.md").read_text().split("### ", 1)[1].startswith(f"❌ diagbot: {reason}")
+        args = ["diff", "--baseline", str(tmp_path / "base" / "reports" / "agent.json"),
+                "--current", str(out / "reports" / "agent.json"), "--output", str(tmp_path / "d.json")]  # fmt: skip
+        assert main([*args, "--config", str(tmp_path / "after.yml")]) == 1

@@ -113,3 +113,19 @@ def test_a_suite_emptied_of_its_baseline_cases_fails() -> None:
     assert waived.exit_code == 0 and waived.reason.endswith("(not gating)")
     new = SuiteFacts("agent", evaluated=True, cases=0)  # no baseline yet: a warning, not a failure
     assert decide([new], GateSettings()).exit_code == 0
+
+
+def test_a_suite_whose_cases_no_longer_gate_fails() -> None:
+    """gate.roles: [] in a pull request's diagbot.yml made every agent case informational, and the gate passed."""
+    demoted = SuiteFacts("agent", evaluated=True, cases=17, compared=True, baseline_cases=17, baseline_gating=14)
+    decision = decide([demoted], GateSettings())
+    assert (decision.conclusion, decision.exit_code) == (Conclusion.FAILURE, 1)
+    assert decision.reason == (
+        "no case of suite agent gates, and 14 did in its baseline: each case's notGatingBecause in the report says "
+        "why (gate.roles, gate.usage-rights, review)"
+    )
+    assert decide([demoted], GateSettings(fail_on_regression=False)).reason.endswith("(not gating)")
+    one_left = SuiteFacts("agent", evaluated=True, cases=17, compared=True, gating=1, baseline_gating=14)
+    assert decide([one_left], GateSettings()).exit_code == 0  # demoting some cases is shown, not failed
+    never = SuiteFacts("agent", evaluated=True, cases=3, compared=True, baseline_cases=3)  # none gated before either
+    assert decide([never], GateSettings()).exit_code == 0

@@ -306,3 +306,18 @@ def test_the_relay_fails_a_missing_required_baseline(gh: GitHubTestServer, tmp_p
         "no baseline for diagnosis, and require-baseline is set",
     )
     gh.assert_no_violations()
+
+
+def test_the_relay_fails_a_suite_emptied_of_its_recorded_baseline(gh: GitHubTestServer, tmp_path: Path) -> None:
+    """The relay saw no baseline report, so a suite emptied of its cases passed there and failed in the run."""
+    folder = write_artifact(tmp_path, {"baselines": {"diagnosis": {"cases": 2, "gating": 2}}})
+    empty = build_report([])
+    (folder / "reports" / "diagnosis.json").write_text(dump_model(empty))
+    diff = diff_trace(build_report([result("case-1"), result("case-2")]), empty)
+    (folder / "diff" / "diagnosis.json").write_text(dump_model(diff))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure"
+    assert check.output_title.startswith("suite diagnosis has no cases, and its baseline had 2"), check.output_title
+    gh.assert_no_violations()

@@ -17,7 +17,7 @@ from diagbot.action import relay, runner
 from diagbot.action.baseline import resolve_baseline
 from diagbot.action.events import Role, Target, resolve_target
 from diagbot.action.publish import Notes, Post, publish
-from diagbot.action.record import MAX_PROBLEMS, MAX_WARNINGS, PrRecord, RecordBaseline, RecordGate, short
+from diagbot.action.record import MAX_PROBLEMS, MAX_WARNINGS, PrRecord, RecordBaseline, RecordCounts, RecordGate, short
 from diagbot.action.settings import RunMode, Settings
 from diagbot.core.errors import ConfigError
 from diagbot.core.gate import GateSettings
@@ -176,5 +176,9 @@ def _pr_record(
             "baseline": RecordBaseline.model_validate(baseline),
             "problems": [short(problem) for problem in outcome.problems[:MAX_PROBLEMS]],
             "gate": RecordGate(failOnRegression=gate.fail_on_regression, requireBaseline=gate.require_baseline),
+            "baselines": {
+                f.name: RecordCounts(cases=f.baseline_cases, gating=f.baseline_gating)
+                for f in (suite.facts() for suite in outcome.suites if suite.baseline is not None)
+            },
         }
     )

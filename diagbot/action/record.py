@@ -52,6 +52,13 @@ class RecordGate(_Strict):
     require_baseline: bool = Field(default=False, alias="requireBaseline")
 
 
+class RecordCounts(_Strict):
+    """A suite's baseline as the evaluating run saw it, so the relay's gate knows a suite emptied or demoted."""
+
+    cases: int = Field(ge=0)
+    gating: int = Field(ge=0)
+
+
 class PrRecord(_Strict):
     """Unknown keys are ignored, known ones typed; the optional ones let an older diagbot's artifact relay."""
 
@@ -65,6 +72,7 @@ class PrRecord(_Strict):
     baseline: RecordBaseline | None = None
     problems: list[Short] = Field(default_factory=list, max_length=MAX_PROBLEMS)
     gate: RecordGate | None = None
+    baselines: dict[SuiteName, RecordCounts] | None = Field(default=None, max_length=MAX_SUITES)
 
     @property
     def marker_id(self) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,10 +30,10 @@ from diagbot.action.settings import Settings
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.gate import GateSettings
+from diagbot.core.gate import GateSettings, decide
 from diagbot.github.port import GitHubPort, PullInfo
 from diagbot.kinds.registry import parse_any_report, view
-from diagbot.pipeline import SuiteOutcome, gate_outcome
+from diagbot.pipeline import SuiteOutcome
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
 
 PR_JSON_BYTES = 1024 * 1024
@@ -100,7 +100,11 @@ def _relay(
     )
     # The evaluating run's own input problems fail the check as they failed that run.
     broken = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
-    decision = gate_outcome([*suites, *broken], _gate(settings, record))
+    counts = record.baselines or {}
+    facts = [s.facts() for s in [*suites, *broken]]
+    facts = [replace(f, baseline_cases=c.cases, baseline_gating=c.gating) if (c := counts.get(f.name)) else f
+             for f in facts]  # fmt: skip
+    decision = decide(facts, _gate(settings, record))
     notes = Notes(warnings, errors)
     post = Post(
         number=number,

@@ -37,6 +37,8 @@ class SuiteFacts:
     regressions: int = 0  # regressions of gating cases
     blocking: int = 0  # failures that fail the gate with or without a baseline (gating P0 agent cases)
     baseline_cases: int = 0  # cases in the baseline's report of the suite (0 without one)
+    gating: int = 0  # cases that gate (agent cases by their governance; every case of the other kinds)
+    baseline_gating: int = 0  # cases that gated in the baseline's report of the suite (0 without one)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class Decision:
 
 def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
     """Unusable input fails (2); a missing required baseline fails (1); a blocking failure fails (1); a suite
-    emptied of the cases its baseline had fails (1), as a regression does, when regressions gate."""
+    emptied of the cases its baseline had, or of the cases that gated there, fails (1), as a regression does,
+    when regressions gate."""
     broken = [s.name for s in suites if s.problems]
     if broken:
         return Decision(Conclusion.FAILURE, 2, f"input could not be used: {_names(broken)}")
@@ -69,6 +72,16 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
             f"suite {first.name} has no cases, and its baseline had {first.baseline_cases}"
             + (f" ({len(emptied) - 1} more suites alike)" if len(emptied) > 1 else "")
             + ": restore them, or remove the suite and list it in gate.retired-suites",
+            gate.fail_on_regression,
+            "not gating",
+        )
+    ungated = [s for s in suites if s.evaluated and s.cases and not s.gating and s.baseline_gating]
+    if ungated:  # every case demoted to informational (gate.roles, usage rights, review): nothing left that gates
+        first = ungated[0]
+        return _found(
+            f"no case of suite {first.name} gates, and {first.baseline_gating} did in its baseline"
+            + (f" ({len(ungated) - 1} more suites alike)" if len(ungated) > 1 else "")
+            + ": each case's notGatingBecause in the report says why (gate.roles, gate.usage-rights, review)",
             gate.fail_on_regression,
             "not gating",
         )

@@ -104,6 +104,10 @@ class Kind(Protocol[R]):
         """Failures that fail the gate whatever the baseline says (the agent kind's gating P0 cases)."""
         ...
 
+    def gating(self, report: R) -> int:
+        """How many of the report's cases gate: all of them for a kind whose cases carry no governance."""
+        ...
+
     def parse(self, data: dict[str, Any], where: str) -> R:
         """A report of this kind from its decoded JSON object (any schema version it still reads), or
         ReportFormatError. The registry decodes the text once, with the caps of `core.report.load_json_object`."""

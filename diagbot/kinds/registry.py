@@ -65,6 +65,10 @@ def blocking(report: SuiteReport) -> list[str]:
     return list(kind_of(report).blocking(report))
 
 
+def gating(report: SuiteReport) -> int:
+    return int(kind_of(report).gating(report))
+
+
 def warnings(report: SuiteReport) -> list[str]:
     """What the report says about its suite's input as a whole; [] for a kind that says nothing of the kind."""
     kind = kind_of(report)

@@ -112,6 +112,9 @@ class AgentKind:
         return [f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}"
                 for r in report.results if _blocking(r)]  # fmt: skip
 
+    def gating(self, report: AgentReport) -> int:
+        return report.gating_cases
+
     def parse(self, data: dict[str, Any], where: str) -> AgentReport:
         check_version(data, where, AGENT_SCHEMA_VERSION, "agent report")
         try:

@@ -33,6 +33,9 @@ class TraceKind:
     def blocking(self, report: TraceReport) -> list[str]:
         return []
 
+    def gating(self, report: TraceReport) -> int:
+        return report.total_cases
+
     def warnings(self, report: TraceReport) -> list[str]:
         return list(report.warnings)
 

@@ -54,6 +54,9 @@ class WorkspaceKind:
     def blocking(self, report: WorkspaceReport) -> list[str]:
         return []
 
+    def gating(self, report: WorkspaceReport) -> int:
+        return report.total_cases
+
     def evaluate(self, suite: SuiteInput) -> WorkspaceReport:
         cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
         if problems:
