@@ -201,6 +201,20 @@ def test_a_rate_is_never_shown_as_more_or_less_than_it_is(value: float, shown: s
     assert percent(value) == shown
 
 
+def test_a_measured_value_is_never_shown_in_exponent_notation() -> None:
+    """13480.5 ms was shown as 1.348e+04 in the diff's message and table."""
+    from diagbot.core.diff import cost
+    from diagbot.core.rates import number
+    from diagbot.render.markdown import item_rows
+
+    assert [number(v) for v in (13480.5, 1500.0, 2.5, 0.3333333, -1234.7, 7.0)] == [
+        "13480", "1500", "2.5", "0.3333", "-1235", "7"
+    ]  # fmt: skip
+    [found] = cost("case-1", "durationMs", 13480.5, 20000.25, 20, 500, " ms")
+    assert found.message.startswith("durationMs rose from 13480 ms to 20000 ms"), found.message
+    assert item_rows([found])[0][2:4] == ["13480", "20000"]
+
+
 def test_rates_are_computed_from_counts_in_one_place() -> None:
     from diagbot.core.rates import rate
     from diagbot.kinds.trace.report import TraceReport

@@ -227,9 +227,9 @@ def expected_config_problems(count: int, tail: list[str]) -> list[str]:
 
 
 def test_thousands_of_broken_suites_keep_the_order_with_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
-    """6,000 suites, 4,000 of them with an unknown key and 2,000 of those also missing `fixtures`: the suites with
-    unknown keys were sorted again (all the remaining ones) for each of the 6,000 errors; now they are sorted once
-    and merged into the errors in the same order."""
+    """48 suites (6,000 before a run was held to 50), 32 of them with an unknown key and 16 of those also missing
+    `fixtures`: the suites with unknown keys were sorted again (all the remaining ones) for each error; now they
+    are sorted once and merged into the errors in the same order."""
     sorts: list[int] = []
 
     def counted_sorted(items: Iterable[Any], **kwargs: Any) -> list[Any]:
@@ -250,39 +250,48 @@ def test_thousands_of_broken_suites_keep_the_order_with_one_sort(monkeypatch: py
     assert config_problems(many_suites(4, broken_suite)) == expected_config_problems(4, [])
 
     monkeypatch.setattr(config, "sorted", counted_sorted, raising=False)
-    problems = config_problems(many_suites(6_000, broken_suite, tail))
+    problems = config_problems(many_suites(48, broken_suite, tail))
     assert problems == expected_config_problems(
-        6_000, ["diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)"]
+        48, ["diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)"]
     )
-    assert sorts == [4_000]  # the 4,000 suites with unknown keys, sorted once (and nothing per error)
+    assert sorts == [32]  # the 32 suites with unknown keys, sorted once (and nothing per error)
 
 
 def test_unknown_kind_keys_of_many_suites_are_given_suggestions_within_the_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """3,000 agent suites, each with one misspelt key of its own and the same misspelt `trace-formt`: one lookup
-    for the key they share, and at most MAX_SUGGESTIONS for the others."""
+    """50 agent suites, each with one misspelt key of its own and the same misspelt `trace-formt`: one lookup
+    for the key they share, and at most MAX_SUGGESTIONS (20 here) for the others."""
+    monkeypatch.setattr(config, "MAX_SUGGESTIONS", 20)
     calls = counting(monkeypatch, config)
     line = "{{name: s{0}, kind: agent, cases: c, fixtures: f, trace-formt: auto, trace-formt{0}: auto}}".format
-    problems = config_problems(many_suites(3_000, line))
-    assert len(problems) == 6_000
+    problems = config_problems(many_suites(50, line))
+    assert len(problems) == 100
     assert calls["trace-formt"] == 1
-    assert sum(calls.values()) <= config.MAX_SUGGESTIONS
+    assert sum(calls.values()) <= 20
     assert problems[:2] == [
         "diagbot.yml: unknown key 'suites.0.trace-formt' (did you mean trace-format?)",
         "diagbot.yml: unknown key 'suites.0.trace-formt0' (did you mean trace-format?)",
     ]
     assert problems[-2:] == [
-        "diagbot.yml: unknown key 'suites.2999.trace-formt' (did you mean trace-format?)",
-        "diagbot.yml: unknown key 'suites.2999.trace-formt2999'",
+        "diagbot.yml: unknown key 'suites.49.trace-formt' (did you mean trace-format?)",
+        "diagbot.yml: unknown key 'suites.49.trace-formt49'",
     ]
 
 
 def test_repeated_suite_names_are_listed_up_to_twelve() -> None:
-    text = many_suites(4_000, lambda i: f"{{name: s{i // 2:04d}, cases: c, fixtures: f}}")
+    text = many_suites(50, lambda i: f"{{name: s{i // 2:04d}, cases: c, fixtures: f}}")
     listed = ", ".join(f"s{i:04d}" for i in range(12))
-    assert config_problems(text) == [
-        f"diagbot.yml: suites: suite names must be unique; repeated: {listed}, … 1988 more"
+    assert config_problems(text) == [f"diagbot.yml: suites: suite names must be unique; repeated: {listed}, … 13 more"]
+
+
+def test_a_config_of_more_suites_than_a_run_may_have_is_refused() -> None:
+    """51 suites ran for minutes, then the pull-request record for the fork relay (50 suites at most) failed."""
+    fifty = many_suites(50, lambda i: f"{{name: s{i}, cases: c, fixtures: f}}")
+    assert len(config.parse_config(fifty, "diagbot.yml", Path(".")).suites) == 50
+    assert config_problems(many_suites(4_000, lambda i: f"{{name: s{i}, cases: c, fixtures: f}}")) == [
+        "diagbot.yml: suites: 4000 suites, more than the 50 a run may have; merge suites, or split the config and "
+        "run diagbot once for each part"
     ]
 
 

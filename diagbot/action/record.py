@@ -11,10 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagbot.io.config import MAX_SUITES
+
 MARKER = r"^<!-- diagbot:([A-Za-z0-9._+-]{1,100}) -->$"
 SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # io.config.SuiteConfig's pattern
 SHA = r"^[0-9a-f]{40}$"
-MAX_SUITES = 50
 MAX_PROBLEMS = 50
 MAX_WARNINGS = 20
 SHORT = 500

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
+from diagbot.core.rates import number
 from diagbot.core.report import load_json_object
 
 
@@ -191,7 +192,7 @@ def case_presence(case_id: str, in_baseline: bool, was: str = "") -> DiffItem:
 
 def _show(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}" if not value.is_integer() else str(int(value))
+        return number(value)
     return str(value)
 
 

@@ -17,6 +17,12 @@ def mean(values: list[float]) -> float:
     return round(sum(values) / len(values), RATE_DIGITS) if values else 0.0
 
 
+def number(value: float) -> str:
+    """A measured value for people: whole from 1,000 up (13480.5 ms is 13480, never 1.348e+04), else four
+    significant digits."""
+    return f"{value:.0f}" if value.is_integer() or abs(value) >= 1000 else f"{value:.4g}"
+
+
 def percent(value: float) -> str:
     """A rate as a percentage with one decimal that never overstates: 0.9996 is 99.9%, never 100.0%, and a
     non-zero rate is never shown as 0.0%."""

@@ -215,6 +215,9 @@ class GateConfig(StrictInput):
     )
 
 
+MAX_SUITES = 50  # each is bounded on its own; this bounds a run (and the fork relay's pr.json lists them all)
+
+
 class Config(StrictInput):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -376,6 +379,10 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     bad_text = values.surrogate_paths(data) if values.may_hold_surrogates(text) else []
     if bad_text:
         raise ConfigError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
+    suites = data.get("suites")
+    if isinstance(suites, list) and len(suites) > MAX_SUITES:  # before any of them is validated
+        raise ConfigError(f"{where}: suites: {len(suites)} suites, more than the {MAX_SUITES} a run may have; merge "
+                          "suites, or split the config and run diagbot once for each part")  # fmt: skip
     suggestions = Suggestions(MAX_SUGGESTIONS)  # one for the whole config: every suite's typos share it
     try:
         config = Config.model_validate({**data, "root": root, "source": where})

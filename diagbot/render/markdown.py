@@ -17,6 +17,7 @@ from pydantic import Field
 from diagbot import __version__
 from diagbot.core.diff import DiffItem, DiffReport, ItemType
 from diagbot.core.models import Output
+from diagbot.core.rates import number
 from diagbot.core.rates import percent as rate
 from diagbot.core.values import one_line
 
@@ -217,7 +218,7 @@ def _value(value: Any, metric: str = "") -> str:
     if _is_rate(metric) and isinstance(value, int | float):
         return percent(value)
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return number(value)
     return md(value, 80)
 
 
