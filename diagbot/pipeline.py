@@ -48,6 +48,11 @@ class SuiteOutcome:
     kind: str = ""
 
     def facts(self) -> SuiteFacts:
+        baseline_cases = 0
+        if self.baseline is not None:
+            baseline_cases = self.baseline.total_cases
+        elif self.diff is not None:  # the relay has the diff but not the baseline's report
+            baseline_cases = self.diff.baseline_total_cases
         return SuiteFacts(
             name=self.name,
             problems=len(self.problems),
@@ -56,7 +61,7 @@ class SuiteOutcome:
             compared=self.diff is not None,
             regressions=self.diff.gating_regressions if self.diff is not None else 0,
             blocking=len(registry.blocking(self.report)) if self.report is not None else 0,
-            baseline_cases=self.baseline.total_cases if self.baseline is not None else 0,
+            baseline_cases=baseline_cases,
             gating=registry.gating(self.report) if self.report is not None else 0,
             baseline_gating=registry.gating(self.baseline) if self.baseline is not None else 0,
         )
@@ -192,41 +197,45 @@ def diff_path(out: Path, suite: str) -> Path:
 
 
 def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> None:
-    """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline).
-    An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout) down is a link
-    (`io.files.write_file`); then what this run wrote and what an earlier run left are both removed, as far as
-    they can be, so the folder never holds a mix of the two (each file is written whole, the folder is not)."""
+    """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline),
+    and nothing an earlier run left there: a report of a suite this run did not evaluate (or no longer has) would
+    read as this run's. An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout)
+    down is a link (`io.files.write_file`); then what this run wrote and what an earlier run left are both
+    removed, as far as they can be, so the folder never holds a mix of the two (each file is written whole, the
+    folder is not)."""
     try:
-        _write_outputs(outcome, out, anchor)
+        clear_outputs(out, anchor, keep=_write_outputs(outcome, out, anchor))
     except OutputError:
         clear_outputs(out, anchor, quiet=True)
         raise
 
 
-def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> None:
+def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> frozenset[Path]:
+    files: dict[Path, str | bytes] = {}
     for suite in outcome.suites:
         if suite.name == BASELINE:
             continue
         if suite.report is not None:
-            write_file(report_path(out, suite.name), dump_model_bytes(suite.report), out, anchor)
-        else:  # not evaluated: an earlier run's report must not stand for this one's
-            remove_stale(report_path(out, suite.name), out, anchor)
+            files[report_path(out, suite.name)] = dump_model_bytes(suite.report)
         if suite.diff is not None:
-            write_file(diff_path(out, suite.name), dump_model(suite.diff), out, anchor)
-        else:
-            remove_stale(diff_path(out, suite.name), out, anchor)
-    write_file(out / "comment.md", outcome.comment, out, anchor)
-    write_file(out / "summary.md", outcome.summary, out, anchor)
+            files[diff_path(out, suite.name)] = dump_model(suite.diff)
+    files[out / "comment.md"] = outcome.comment
+    files[out / "summary.md"] = outcome.summary
+    for path, text in files.items():
+        write_file(path, text, out, anchor)
+    return frozenset(files)
 
 
 MAX_CLEARED = 10_000  # report and diff files of an earlier run that `clear_outputs` removes from one folder
 
 
-def clear_outputs(out: Path, anchor: Path | None = None, quiet: bool = False) -> None:
-    """Remove what an earlier run wrote to the report folder, for a run that writes nothing there (diagbot.yml or
-    the baseline could not be used): its reports, diffs, comment and summary would read as this run's. `quiet`:
-    remove what can be removed and raise nothing (after a failed write, whose error is the one to report)."""
-    stale = [out / "comment.md", out / "summary.md"]
+def clear_outputs(
+    out: Path, anchor: Path | None = None, quiet: bool = False, keep: frozenset[Path] = frozenset()
+) -> None:
+    """Remove what an earlier run wrote to the report folder but for the files in `keep` (this run's): its
+    reports, diffs, comment, summary and pull-request record would read as this run's. `quiet`: remove what can
+    be removed and raise nothing (after a failed write, whose error is the one to report)."""
+    stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
     for folder in (out / "reports", out / "diff"):
         try:
             if folder.is_dir() and not folder.is_symlink():
@@ -238,6 +247,8 @@ def clear_outputs(out: Path, anchor: Path | None = None, quiet: bool = False) ->
                 message = f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})"
                 raise OutputError(message) from None
     for path in stale:
+        if path in keep:
+            continue
         try:
             remove_stale(path, out, anchor)
         except OutputError:

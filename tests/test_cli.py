@@ -310,6 +310,20 @@ def test_a_failed_write_leaves_no_mix_of_two_runs(tmp_path: Path, capsys: pytest
     assert left == [], left  # neither this run's reports nor the earlier run's comment and summary
 
 
+def test_a_run_leaves_only_its_own_outputs(tmp_path: Path) -> None:
+    """A suite dropped from the config kept its report from an earlier run in the folder (so the folder, read as
+    the next baseline, named a suite the config lost), and a pull-request run's pr.json outlived it."""
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(out), "--no-fail"]) == 0
+    (out / "pr.json").write_text("{}")
+    (tmp_path / "diagbot.yml").write_text(
+        f"suites: [{{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}]\n"
+    )
+    assert main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(out), "--no-fail"]) == 0
+    left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert left == ["comment.md", "reports/diagnosis.json", "summary.md"], left
+
+
 def test_a_config_that_demotes_every_agent_case_fails_the_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -431,15 +431,21 @@ def test_a_nul_in_a_suite_path_is_called_a_nul(tmp_path: Path) -> None:
     assert "NUL" in done.stderr and "symbolic link loop" not in done.stderr
 
 
-def test_hundreds_of_suites_run_and_the_json_outcome_lists_each(tmp_path: Path, outcome_schema: dict[str, Any]) -> None:
+def test_fifty_suites_run_and_the_json_outcome_lists_each(tmp_path: Path, outcome_schema: dict[str, Any]) -> None:
     suites = "".join(
-        f"  - {{name: s{i}, kind: agent, cases: cases/agent, fixtures: fixtures/agent}}\n" for i in range(300)
+        f"  - {{name: s{i}, kind: agent, cases: cases/agent, fixtures: fixtures/agent}}\n" for i in range(50)
     )
     done = diagbot(_started(tmp_path, "suites:\n" + suites), "run", "--format", "json", "--quiet")
     assert (done.returncode, done.stderr) == (0, "")
     outcome = _outcome(done.stdout, outcome_schema)
-    assert [s["name"] for s in outcome["suites"]] == [f"s{i}" for i in range(300)]
-    assert len(list((tmp_path / "build/diagbot/reports").iterdir())) == 300
+    assert [s["name"] for s in outcome["suites"]] == [f"s{i}" for i in range(50)]
+    assert len(list((tmp_path / "build/diagbot/reports").iterdir())) == 50
+    more = suites + "  - {name: s50, kind: agent, cases: cases/agent, fixtures: fixtures/agent}\n"
+    (tmp_path / "diagbot.yml").write_text("suites:\n" + more)
+    done = diagbot(tmp_path, "run", "--format", "json", "--quiet")
+    assert done.returncode == 2 and "51 suites, more than the 50 a run may have" in done.stderr
+    assert _outcome(done.stdout, outcome_schema)["exitCode"] == 2
+    assert not list((tmp_path / "build/diagbot/reports").iterdir())  # the earlier run's reports are removed
 
 
 @pytest.mark.parametrize(

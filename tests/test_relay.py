@@ -308,9 +308,14 @@ def test_the_relay_fails_a_missing_required_baseline(gh: GitHubTestServer, tmp_p
     gh.assert_no_violations()
 
 
-def test_the_relay_fails_a_suite_emptied_of_its_recorded_baseline(gh: GitHubTestServer, tmp_path: Path) -> None:
-    """The relay saw no baseline report, so a suite emptied of its cases passed there and failed in the run."""
-    folder = write_artifact(tmp_path, {"baselines": {"diagnosis": {"cases": 2, "gating": 2}}})
+@pytest.mark.parametrize("recorded", [{"baselines": {"diagnosis": {"cases": 2, "gating": 2}}}, {}],
+                         ids=["counts-in-pr-json", "counts-from-the-diff"])  # fmt: skip
+def test_the_relay_fails_a_suite_emptied_of_its_baseline(
+    gh: GitHubTestServer, tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    """The relay saw no baseline report, so a suite emptied of its cases was neutral ("✅ diagbot: no regressions")
+    there and failed in the evaluating run."""
+    folder = write_artifact(tmp_path, recorded)
     empty = build_report([])
     (folder / "reports" / "diagnosis.json").write_text(dump_model(empty))
     diff = diff_trace(build_report([result("case-1"), result("case-2")]), empty)
@@ -320,4 +325,6 @@ def test_the_relay_fails_a_suite_emptied_of_its_recorded_baseline(gh: GitHubTest
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure"
     assert check.output_title.startswith("suite diagnosis has no cases, and its baseline had 2"), check.output_title
+    [comment] = gh.comments.values()
+    assert "### ❌ diagbot: suite diagnosis has no cases, and its baseline had 2" in comment.body
     gh.assert_no_violations()

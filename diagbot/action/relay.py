@@ -25,13 +25,14 @@ from pydantic import ValidationError
 from diagbot.action import runner
 from diagbot.action.events import load_event
 from diagbot.action.publish import Notes, Post, publish
-from diagbot.action.record import MAX_SUITES, SUITE_NAME, PrRecord, short
+from diagbot.action.record import SUITE_NAME, PrRecord, short
 from diagbot.action.settings import Settings
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.gate import GateSettings, decide
+from diagbot.core.gate import Conclusion, GateSettings, decide
 from diagbot.github.port import GitHubPort, PullInfo
+from diagbot.io.config import MAX_SUITES
 from diagbot.kinds.registry import parse_any_report, view
 from diagbot.pipeline import SuiteOutcome
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
@@ -95,9 +96,6 @@ def _relay(
     baseline = _baseline(settings, record, any(v.diff is not None for v in views))
     current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating.id if evaluating else None))
     marker = f"diagbot:{record.marker_id}"
-    comment = render_markdown(
-        "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems
-    )
     # The evaluating run's own input problems fail the check as they failed that run.
     broken = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
     counts = record.baselines or {}
@@ -105,6 +103,11 @@ def _relay(
     facts = [replace(f, baseline_cases=c.cases, baseline_gating=c.gating) if (c := counts.get(f.name)) else f
              for f in facts]  # fmt: skip
     decision = decide(facts, _gate(settings, record))
+    failing = decision.reason if decision.conclusion is Conclusion.FAILURE else None  # the headline says why
+    comment = render_markdown(
+        "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems,
+        gate_failure=failing,
+    )  # fmt: skip
     notes = Notes(warnings, errors)
     post = Post(
         number=number,
@@ -116,7 +119,14 @@ def _relay(
         conclusion=decision.conclusion.value,
         title=decision.reason,
         summary=render_markdown(
-            "summary.md.j2", views, baseline, current, marker, CHECK_SUMMARY_LIMIT, problems=record.problems
+            "summary.md.j2",
+            views,
+            baseline,
+            current,
+            marker,
+            CHECK_SUMMARY_LIMIT,
+            problems=record.problems,
+            gate_failure=failing,
         ),
         annotations=[],
         run_id=settings.run_id,
