@@ -1915,6 +1915,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
     ["I cannot confirm", "yes, abort it", "Halt. Yes.", "yes, cease", "confirm: denied", "I deny that, yes",
      "I reject that, yes", "I object, proceed is wrong", "confirm nothing", "yes to none of it", "yes, nor that",
      "Could you confirm the amount", "OK. Should I proceed", "Is it safe to proceed", "确认吗", "可以么", "同意嘛",
+     "OK\nShould I proceed", "OK, should I proceed", "OK.Should I proceed", "Yes - is it safe to proceed",
+     "yes: can you proceed", "Yes — would that be refunded", "yes, refrain", "yes, abandon it", "yes, skip it",
+     "yes, undo", "yes, revert", "yes, drop it", "yes, pause", "yes, postpone", "yes, delay it", "yes, withdraw",
+     "yes, retract that", "negative, proceed", "nay, confirm", "yes, kill it", "yes, n\u061cot now", "yes, n\ufe0fo",
+     "yes, n\U000e006fo", "yes, do\u115fn't",
      "确认呢", "同意，但要等", "确认，可是"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
@@ -2013,6 +2018,29 @@ def test_invisible_characters_do_not_hide_what_is_forbidden(answer: str, rule: d
     found = failures(case, native(say("assistant", answer)))
     assert len(found) == 1 and found[0].startswith("rule_failed: leak: the answer "), found
     assert failures(case, native(say("assistant", "card 4111 1111 1111 1111; nothing else"))) == []
+
+
+@pytest.mark.parametrize(
+    "hidden", ["\u061c", "\ufe0f", "\u180b", "\U000e0020", "\u2065", "\u115f", "\u3164", "\U0001d173", "\ufff9"]
+)
+def test_every_default_ignorable_character_is_read_past(hidden: str) -> None:
+    """A hand-made list of invisible characters missed these: each hid a card number and a forbidden word."""
+    for answer, rule in [(f"card 4111{hidden}111111111111", {"answer_not_matches": "\\d{16}"}),
+                         (f"re{hidden}funded", {"answer_not_contains": ["refunded"]})]:  # fmt: skip
+        case = make_case(evaluator_config={"rule_checks": [{"id": "leak", **rule}]})
+        assert failures(case, native(say("assistant", answer)))[0].startswith("rule_failed: leak: "), (hidden, rule)
+
+
+def test_a_phrase_of_invisible_characters_alone_is_still_looked_for() -> None:
+    """Matching drops invisible characters, so a rule against a direction override (U+202E) folded to an empty
+    phrase, which never matched: the override passed."""
+    case = make_case(evaluator_config={"rule_checks": [{"id": "bidi", "answer_not_contains": ["\u202e"]}]})
+    assert failures(case, native(say("assistant", "invoice \u202etxt.exe"))) == [
+        'rule_failed: bidi: the answer contains ["\u202e"]'  # the comment and the console escape it
+    ]
+    assert failures(case, native(say("assistant", "invoice\u200b.txt"))) == []  # another invisible one
+    must = make_case(evaluator_config={"rule_checks": [{"id": "zw", "answer_contains": ["\u200b"]}]})
+    assert failures(must, native(say("assistant", "a\u200bb"))) == []
 
 
 def test_a_phrase_split_by_an_invisible_character_is_found() -> None:

@@ -232,6 +232,15 @@ def test_fold_in_pieces_equals_normalize(unit: str) -> None:
     assert (folded.text, folded.cut) == (normalize(text), False)
 
 
+def test_a_needle_of_invisible_characters_alone_is_found_only_where_the_text_holds_them() -> None:
+    from diagbot.core.text import contains, matches
+
+    assert fold("evil \u202etxt").matches(["\u202e", "\u200b", "", "evil"]) == ["\u202e", "evil"]
+    assert fold("plain").matches(["\u202e"]) == [] and fold("a\u200b\u202eb").hidden == "\u200b\u202e"
+    assert contains("x\u2066y", "\u2066") and not contains("xy", "\u2066") and not contains("x", "")
+    assert matches("re\u00adfund", ["refund", "\u00ad", "\u200b"]) == ["refund", "\u00ad"]
+
+
 def test_fold_caps_its_input_and_its_output() -> None:
     assert fold("x" * (MAX_TEXT_CHARS + 1)) == Folded("x" * MAX_TEXT_CHARS, cut=True)
     assert fold("x" * MAX_TEXT_CHARS) == Folded("x" * MAX_TEXT_CHARS, cut=False)

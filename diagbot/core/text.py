@@ -21,9 +21,14 @@ _SPLIT_WINDOW = 4096  # how far back from a piece's end to look for a place wher
 _CACHED_NEEDLE_CHARS = 256  # needles up to this long are folded once per process, longer ones at each use
 
 
-INVISIBLE = re.compile("[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-"""Characters that show nothing (zero-width spaces and joiners, soft hyphens, direction marks): text matching
-reads past them, so `re\u200bfund` is `refund` and a phrase split by one is still found."""
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Characters that show nothing: Unicode's default-ignorable code points (zero-width spaces and joiners, soft
+hyphens, direction marks, variation selectors, tags, fillers) and the interlinear annotation marks. Text
+matching reads past them, so `re\u200bfund` is `refund` and a phrase split by one is still found; a phrase made of
+nothing else is looked for among the ones the text held (`Folded.hidden`)."""
 
 
 def normalize(text: str) -> str:
@@ -33,21 +38,28 @@ def normalize(text: str) -> str:
     return folded if folded.isascii() else INVISIBLE.sub("", folded)
 
 
+def hidden(text: str) -> str:
+    """The INVISIBLE characters `text` holds, each once (in code point order)."""
+    return "" if text.isascii() else "".join(sorted(set(INVISIBLE.findall(text))))
+
+
+def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
+    """A needle in a normalised text; one made only of INVISIBLE characters (which normalising drops) is found
+    when the text held each of them, so `answer_not_contains: ["\u202e"]` still sees a direction override."""
+    if folded:
+        return folded in text
+    return folded == "" and bool(needle) and all(c in invisible for c in needle)
+
+
 def contains(haystack: str, needle: str) -> bool:
     """True when `needle` occurs in `haystack` after normalising both; an empty needle never matches."""
-    folded = normalize(needle)
-    return bool(folded) and folded in normalize(haystack)
+    return _found(needle, normalize(needle), normalize(haystack), hidden(haystack))
 
 
 def matches(haystack: str, needles: Iterable[str]) -> list[str]:
     """The needles that occur in `haystack`, in their given order (the haystack is normalised once)."""
-    folded_haystack = normalize(haystack)
-    found = []
-    for needle in needles:
-        folded = normalize(needle)
-        if folded and folded in folded_haystack:
-            found.append(needle)
-    return found
+    folded_haystack, invisible = normalize(haystack), hidden(haystack)
+    return [needle for needle in needles if _found(needle, normalize(needle), folded_haystack, invisible)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +70,14 @@ class Folded:
 
     text: str
     cut: bool = False
+    hidden: str = ""  # the INVISIBLE characters of the text read, each once
 
     def matches(self, needles: Iterable[str]) -> list[str]:
         """The needles that occur in the text, in their given order; an empty needle never matches."""
         found = []
         for needle in needles:
             folded = _fold_short_needle(needle) if len(needle) <= _CACHED_NEEDLE_CHARS else _fold_needle(needle)
-            if folded and folded in self.text:
+            if _found(needle, folded, self.text, self.hidden):
                 found.append(needle)
         return found
 
@@ -73,8 +86,9 @@ def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDE
     """`normalize(text)` when the text and its normal form fit the caps; otherwise the normal form of the
     text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most."""
     cut = len(text) > max_chars
-    folded, over = _normalize_upto(text[:max_chars] if cut else text, max_folded)
-    return Folded(folded, cut or over)
+    read = text[:max_chars] if cut else text
+    folded, over = _normalize_upto(read, max_folded)
+    return Folded(folded, cut or over, hidden(read))
 
 
 def _fold_needle(needle: str) -> str | None:
