@@ -511,12 +511,21 @@ def test_permissions_are_honoured_for_the_run_folder_and_its_subfolders() -> Non
         # what cannot be listed is not absent: a forbidden file may be in it (this passed)
         forbid = {"evidence_collection": [{"id": "m", "file_exists": "evidences/metrics.json"}],
                   "critical_evidence": [{"id": "no_key", "file_absent": "evidences/private/*.json"},
-                                        {"id": "no_draft", "file_absent": "evidences/drafts/*.md"}]}  # fmt: skip
+                                        {"id": "no_draft", "file_absent": "evidences/drafts/*.md"},
+                                        # the same globs written another way passed: ./ and // were not read past
+                                        {"id": "dot", "file_absent": "./evidences/private/*.json"},
+                                        {"id": "twice", "file_absent": "evidences//private/key.json"},
+                                        {"id": "here", "file_absent": "evidences/./private/key.json"},
+                                        {"id": "beside", "file_absent": "evidences/pri"}]}  # fmt: skip
         absent = judged_as_nobody(make_case(id="private-subfolder", judge=forbid), fixtures)
         checks = absent.packet.buckets["critical_evidence"].checks
         assert [(c.passed, c.detail) for c in checks] == [
             (False, f"no file matches 'evidences/private/*.json'; {unseen}"),
             (True, "no file matches 'evidences/drafts/*.md'"),  # a folder listed whole: absence is known
+            (False, f"no file matches './evidences/private/*.json'; {unseen}"),
+            (False, f"no file matches 'evidences//private/key.json'; {unseen}"),
+            (False, f"no file matches 'evidences/./private/key.json'; {unseen}"),
+            (True, "no file matches 'evidences/pri'"),  # a name beside the folder, not in it
         ]
     finally:
         for folder, _, _ in os.walk(fixtures):

@@ -356,10 +356,12 @@ class Workspace:
 
     def unseen(self, pattern: str) -> str:
         """Why a file the glob matches may be in a subfolder that could not be listed, or ""."""
-        start = re.split(r"[*?\[]", pattern, maxsplit=1)[0]  # the part before the first wildcard
-        for prefix, why in self.unlisted[:MAX_ENTRIES]:
+        written = "/".join(_segments(pattern))  # as the glob is matched: `./a//b` is `a/b`
+        start, *wild = re.split(r"[*?\[]", written, maxsplit=1)  # the part before the first wildcard
+        for prefix, why in self.unlisted[:MAX_ENTRIES]:  # each `folder/`
             self.spend(1)
-            if start.startswith(prefix) or prefix.startswith(start):
+            inside = start.startswith(prefix)  # the glob's fixed part leads into the folder
+            if inside or (wild and prefix.startswith(start)):  # or a wildcard may lead there
                 return f"folder {prefix} cannot be listed ({why}), so a file in it may match"
         return ""
 
