@@ -1970,6 +1970,33 @@ def test_responses_calls_of_one_output_are_made_together() -> None:
     user = {"type": "message", "role": "user", "content": "refund A"}
     assert failures(CALLED_FIRST, [user, fn("a", "check"), fn("b", "refund"), out("a"), out("b")]) == [TOGETHER]
     assert failures(CALLED_FIRST, [user, fn("a", "check"), out("a"), fn("b", "refund"), out("b")]) == []
+    # another call's output between them started a new output, but check's own result came only after the refund
+    later = [user, fn("a", "check"), fn("y", "lookup"), out("y"), fn("b", "refund"), out("a"), out("b")]
+    assert failures(CALLED_FIRST, later) == [UNSEEN.replace("call 2", "call 3")]
+    # a response's output is a model output of its own: a check its input made but never answered is unseen
+    response = {"input": [user, fn("a", "check")], "output": [fn("b", "refund")]}
+    assert failures(CALLED_FIRST, response) == [UNSEEN]
+    answered = {"input": [user, fn("a", "check"), out("a")], "output": [fn("b", "refund")]}
+    assert failures(CALLED_FIRST, answered) == []
+
+
+UNSEEN = (
+    "precondition_unmet: refund (call 2): check's result had not come back before it was made, so the agent had not "
+    "seen it"
+)
+
+
+def test_a_call_answered_only_after_the_side_effect_does_not_meet_called() -> None:
+    """`{called: check}` was met by where the check was made, not by when its result came back: a check answered
+    after the refund, or never, passed."""
+    user = {"role": "user", "content": "refund A"}
+    late = [user, assistant_calls(chat_call("c1", "check", {})), assistant_calls(chat_call("c2", "refund", {})),
+            tool_result("c1", "eligible"), tool_result("c2", "refunded")]  # fmt: skip
+    assert failures(CALLED_FIRST, late) == [UNSEEN]
+    never = [user, assistant_calls(chat_call("c1", "check", {})), assistant_calls(chat_call("c2", "refund", {}))]
+    assert failures(CALLED_FIRST, never) == [UNSEEN]
+    # the native format records a call with its result: where it was made is when it was seen
+    assert failures(CALLED_FIRST, native(call("check"), call("refund"))) == []
 
 
 @pytest.mark.parametrize("empty", [None, "", "  ", [], {}])

@@ -714,16 +714,32 @@ def tool_args(case: AgentCase, t: Trial) -> list[str]:
     return _capped(failures)
 
 
+@dataclass
+class _Successes:
+    """Where a tool's successful calls were: the first one's position and model output, the first position of one
+    whose result came with it (`made` unknown), and the earliest point a result of one came back (`seen`)."""
+
+    first: int
+    first_made: int | None
+    inline: int | None = None
+    seen: int | None = None
+
+    def add(self, position: int, call: ToolCall) -> None:
+        if call.made is None:
+            self.inline = position if self.inline is None else self.inline
+        elif call.seen is not None:
+            self.seen = call.seen if self.seen is None else min(self.seen, call.seen)
+
+
 def _before_calls(
     case: AgentCase, t: Trial
-) -> tuple[list[tuple[ToolCall, int, dict[str, Any]]], dict[str, tuple[int, int | None]]]:
+) -> tuple[list[tuple[ToolCall, int, dict[str, Any]]], dict[str, _Successes]]:
     """Each call of a tool with preconditions, with its position and the state just before it (only the keys the
-    preconditions name), and where (position, batch) each tool was first called successfully: one walk of the
-    run."""
+    preconditions name), and where each tool was called successfully: one walk of the run."""
     tools = {p.tool for p in case.policies if p.preconditions}
     keys = {k for p in case.policies for item in p.preconditions for k in item}
     state = {k: v for k, v in t.initial_state.items() if k in keys}
-    first_success: dict[str, tuple[int, int | None]] = {}
+    successes: dict[str, _Successes] = {}
     found = []
     for position, step in enumerate(t.run.steps):
         if isinstance(step, StateChange):
@@ -734,24 +750,29 @@ def _before_calls(
                 t.spend(1 + len(state))
                 found.append((step, position, dict(state)))
             if not step.failed:
-                first_success.setdefault(step.tool, (position, step.batch))
-    return found, first_success
+                successes.setdefault(step.tool, _Successes(position, step.made)).add(position, step)
+    return found, successes
 
 
-def _called_first(want: str, call: ToolCall, position: int, first_success: dict[str, tuple[int, int | None]]) -> str:
-    """Why the precondition `{called: want}` is unmet for the call at `position`, or "". A successful call made
-    together with it (in the same model output) does not count: the agent had not seen its result."""
-    at, batch = first_success.get(want, (position, None))
-    if at >= position:
+def _called_first(want: str, call: ToolCall, position: int, successes: dict[str, _Successes]) -> str:
+    """Why the precondition `{called: want}` is unmet for the call at `position`, or "". Where the format says when
+    results came back, a successful call counts only if its result came back before this call was made: one made
+    together with it (in the same model output), or answered only later, was not known to the agent yet."""
+    done = successes.get(want)
+    if done is None or done.first >= position:
         return f"{want} was not successfully called before it"
-    if batch is not None and batch == call.batch:
+    if call.made is None or (done.inline is not None and done.inline < position):
+        return ""
+    if done.seen is not None and done.seen < call.made:
+        return ""
+    if done.first_made == call.made:
         return f"{want} was called together with it (in the same model output), so its result was not known yet"
-    return ""
+    return f"{want}'s result had not come back before it was made, so the agent had not seen it"
 
 
 def preconditions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
-    walked, first_success = _before_calls(case, t)
+    walked, successes = _before_calls(case, t)
     by_tool: dict[str, list[tuple[ToolCall, int, dict[str, Any]]]] = {}
     for entry in walked:
         by_tool.setdefault(entry[0].tool, []).append(entry)
@@ -761,7 +782,7 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
                 for key, want in item.items():
                     t.spend(1)
                     if key == "called" and isinstance(want, str) and len(item) == 1:
-                        why = _called_first(want, call, position, first_success)
+                        why = _called_first(want, call, position, successes)
                         if why and failures.wants():
                             failures.add(f"{_call_label(t.run, call)}: {why}")
                     elif key not in state:

@@ -53,9 +53,12 @@ class ToolCall:
     failed: bool = False  # the format says so, or the suite's tool-error-pattern matched the result text
     duration_ms: float | None = None
     audit: dict[str, Any] | None = None
-    batch: int | None = None
-    """Calls with the same batch were made together, by one model output (one chat message's tool_calls), so none
-    of them saw another's result; None where the format does not say."""
+    made: int | None = None
+    """Which model output made the call, in an order the format's results share (`seen`): calls with the same
+    `made` were made together (one chat message's tool_calls) and none of them saw another's result. None where
+    the format does not say (a result recorded with its call, as the native format and OTLP spans do)."""
+    seen: int | None = None
+    """Where in that order the result came back, when `made` is known; None: it never did."""
     _decoded: Any = _UNREAD
 
     def _decode(self) -> tuple[Any, str | None]:

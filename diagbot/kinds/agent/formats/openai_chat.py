@@ -113,7 +113,7 @@ def read(data: Any) -> Run:
                     f"a second tool result for {answered!r}: every earlier call with this {keyed} is already answered",
                 )
             call = pending.pop()  # the nearest earlier call with this id
-            call.result, call.has_result = content, True
+            call.result, call.has_result, call.seen = content, True, index
             continue
         if role != "assistant" and role not in SPEAKERS:
             raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
@@ -127,7 +127,7 @@ def read(data: Any) -> Run:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             for k, raw in enumerate(calls):
                 call = _call(raw, prefix, index, k)
-                call.batch = index
+                call.made = index
                 append(call)
                 if call.id is not None:
                     waiting.setdefault(call.id, []).append(call)
@@ -136,7 +136,7 @@ def read(data: Any) -> Run:
             where = f"{prefix}[{index}].function_call"
             function = obj(legacy, where)
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
-            call.batch = index
+            call.made = index
             append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:

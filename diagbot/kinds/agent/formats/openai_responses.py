@@ -101,6 +101,7 @@ def read(data: Any) -> Run:
     waiting: dict[str, list[ToolCall]] = {}
     turn = 0  # the model outputs so far: an output or a message from anyone but the model starts the next one
     for prefix, entries in parts:
+        turn += 1  # a response's `output` is a model output of its own, after what its `input` held
         for index, raw in enumerate(entries):
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
@@ -114,7 +115,7 @@ def read(data: Any) -> Run:
                 free = kind == "custom_tool_call"
                 args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
                 call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
-                call.batch = turn  # the function calls of one model output are made together
+                call.made = turn  # the function calls of one model output are made together
                 run.steps.append(call)
                 waiting.setdefault(call_id, []).append(call)
             elif kind == "mcp_call":
@@ -158,7 +159,7 @@ def read(data: Any) -> Run:
                 call = pending.pop()  # the nearest earlier call with this call_id
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
-                call.result, call.has_result = output, True
+                call.result, call.has_result, call.seen = output, True, turn  # seen by the next model output
                 turn += 1
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
