@@ -15,7 +15,7 @@ from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, Check, Transition
+from diagbot.kinds.agent.cases import AgentCase, Check, SideEffectPolicy, Transition, arg_path
 from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
@@ -183,6 +183,27 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
     return [item if len(item) <= _SHOWN else item[: _SHOWN - 1] + "…" for item in found]
 
 
+def _unknown_idempotency_args(case: AgentCase, policy: SideEffectPolicy) -> list[str]:
+    """idempotency_key paths whose argument the case's own tool_schema and expected_args never name for the tool:
+    a call without the key repeats nothing, so a misspelt key would find no duplicate."""
+    schema = (case.tool_schema or {}).get(policy.tool)
+    known = set(schema.get("properties") or {}) if isinstance(schema, dict) else set()
+    given = (case.expected_args or {}).get(policy.tool)
+    for args in [given] if isinstance(given, dict) else given or []:
+        known.update(args)
+    found = []
+    for path in policy.idempotency_paths:
+        steps = arg_path(path)
+        if known and steps and steps[0] not in known:
+            found.append(
+                f"side_effect_policy.idempotency_key: {values.one_line(path, 100)!r} names no argument of "
+                f"{values.one_line(policy.tool, 100)} that its tool_schema or expected_args know "
+                f"({values.one_line(', '.join(sorted(map(str, known))[:12]), 300)}); a call without it repeats "
+                "nothing, so no duplicate would be found"
+            )
+    return found
+
+
 def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
     """What in a case reads like a check but checks nothing, so the case can pass without it: a suite rule's name
     written as text where text is for people, and tool_schema keywords that the schema's draft does not have.
@@ -215,6 +236,8 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
             + ("an empty list" if scope == [] else "no tool is marked side_effect or named by a side_effect_policy")
             + "), so the sequence is compared with nothing"
         )
+    for policy in case.policies:
+        found += _unknown_idempotency_args(case, policy)
     known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
