@@ -2088,3 +2088,21 @@ def test_arguments_that_repeat_a_key_are_invalid() -> None:
     assert all("duplicate key 'amount'" in f for f in found)
     fine = [run[0], assistant_calls(chat_call("c1", "refund", '{"amount": 10, "at": "10:30"}')), run[2]]
     assert failures(case, fine) == []
+
+
+UNREAD_TEXT = "a message's text under {!r}, which diagbot does not read, so what it says would go unseen"
+
+
+@pytest.mark.parametrize(
+    ("run", "fmt", "where"),
+    [([{"role": "user", "content": "hi"}, {"role": "assistant", "text": "card 4111"}], "openai-chat", "$[1].text"),
+     ([{"role": "assistant", "content": None, "output_text": "card 4111"}], "openai-chat", "$[0].output_text"),
+     ({"output": [{"type": "message", "role": "assistant", "text": "card 4111"}]}, "openai-responses",
+      "$.output[0].text")],
+)  # fmt: skip
+def test_a_message_whose_text_is_under_a_key_that_is_not_read_is_refused(run: Any, fmt: str, where: str) -> None:
+    """The answer read empty, so `answer_not_contains: [4111]` passed a message that said it."""
+    key = where.rsplit(".", 1)[1]
+    assert refusal(run, fmt) == f"{where}: {UNREAD_TEXT.format(key)}: write it as the message's content"
+    beside = [{"role": "assistant", "content": "card 4111", "text": "card 4111"}]  # the same text twice is read
+    assert parse_run(json.dumps(beside).encode(), "openai-chat").answer == "card 4111"

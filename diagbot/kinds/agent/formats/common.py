@@ -187,6 +187,23 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
     return None
 
 
+# Keys under which exports and hand-written runs put what a message said, where neither chat format reads it.
+_TEXT_KEYS = frozenset(("text", "output_text", "value", "message", "answer", "response", "reply", "completion"))
+
+
+def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
+    """A message's text under a key its format does not read (`{role: assistant, text: ...}`) would leave the
+    answer empty, and every check that something was not said would pass: such a message is refused."""
+    for key in _TEXT_KEYS.intersection(message).difference(read):
+        said = message[key]
+        if isinstance(said, str) and said.strip() and said != content:
+            raise TraceInvalid(
+                f"{where}.{key}",
+                f"a message's text under {key!r}, which diagbot does not read, so what it says would go unseen: "
+                "write it as the message's content",
+            )
+
+
 def with_refusal(content: str, refusal: Any, path: str) -> str:
     """A message's text with its `refusal`, the text a model writes instead of an answer (Chat Completions puts it
     beside a null `content`)."""

@@ -21,6 +21,7 @@ from diagbot.kinds.agent.formats.common import (
     duration,
     holds_no_message,
     items,
+    no_text_elsewhere,
     obj,
     optional_text,
     state,
@@ -94,6 +95,8 @@ def read(data: Any) -> Run:
             content = text(
                 obj(audio, f"{prefix}[{index}].audio").get("transcript", ""), f"{prefix}[{index}].audio.transcript"
             )
+        if not message.keys() <= _MESSAGE_FIELDS:
+            no_text_elsewhere(message, content, _MESSAGE_FIELDS, f"{prefix}[{index}]")
         kind = message.get("type")
         if kind is not None and kind != "message":
             _not_a_message(kind, f"{prefix}[{index}]")

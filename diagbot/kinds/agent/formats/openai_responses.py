@@ -25,6 +25,7 @@ from diagbot.kinds.agent.formats.common import (
     holds_no_message,
     is_call_part,
     items,
+    no_text_elsewhere,
     obj,
     optional_text,
     speaker,
@@ -48,6 +49,7 @@ _HINT = f"put every item in input or output ({', '.join(_KEYS)} are a Responses 
 # that has not run), references to an earlier response's items. Another type is skipped only when it holds nothing
 # that reads as a call or as text (a call's type, or one of _SAID_KEYS).
 _SKIPPED = frozenset(("reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference"))
+_MESSAGE_KEYS = frozenset(("type", "role", "content", "id", "status"))  # what a message item holds
 _SAID_KEYS = frozenset(("text", "content", "name", "arguments", "input", "output", "call_id"))
 
 
@@ -108,7 +110,10 @@ def read(data: Any) -> Run:
             kind = _kind(item, where)
             if kind == "message":
                 role = speaker(item.get("role"), f"{where}.role", "a function_call_output item")
-                run.steps.append(Message(role, content_text(item.get("content"), f"{where}.content")))
+                said = content_text(item.get("content"), f"{where}.content")
+                if not item.keys() <= _MESSAGE_KEYS:
+                    no_text_elsewhere(item, said, _MESSAGE_KEYS, where)
+                run.steps.append(Message(role, said))
                 turn += role != "assistant"
             elif kind in _NAMED_CALLS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
