@@ -68,23 +68,15 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
     emptied = [s for s in suites if s.evaluated and s.cases == 0 and s.baseline_cases]
     if emptied:  # every case of a suite deleted: nothing left to regress, which is no pass
         first = emptied[0]
-        return _found(
-            f"suite {first.name} has no cases, and its baseline had {first.baseline_cases}"
-            + (f" ({len(emptied) - 1} more suites alike)" if len(emptied) > 1 else "")
-            + ": restore them, or remove the suite and list it in gate.retired-suites",
-            gate.fail_on_regression,
-            "not gating",
-        )
+        what = f"suite {first.name} has no cases, and its baseline had {first.baseline_cases}{_alike(emptied)}"
+        fix = "restore them, or remove the suite and list it in gate.retired-suites"
+        return _found(f"{what}: {fix}", gate.fail_on_regression, "not gating")
     ungated = [s for s in suites if s.evaluated and s.cases and not s.gating and s.baseline_gating]
     if ungated:  # every case demoted to informational (gate.roles, usage rights, review): nothing left that gates
         first = ungated[0]
-        return _found(
-            f"no case of suite {first.name} gates, and {first.baseline_gating} did in its baseline"
-            + (f" ({len(ungated) - 1} more suites alike)" if len(ungated) > 1 else "")
-            + ": each case's notGatingBecause in the report says why (gate.roles, gate.usage-rights, review)",
-            gate.fail_on_regression,
-            "not gating",
-        )
+        what = f"no case of suite {first.name} gates, and {first.baseline_gating} did in its baseline{_alike(ungated)}"
+        fix = "each case's notGatingBecause in the report says why (gate.roles, gate.usage-rights, review)"
+        return _found(f"{what}: {fix}", gate.fail_on_regression, "not gating")
     if all(s.cases == 0 for s in suites):
         return Decision(Conclusion.NEUTRAL, 0, "nothing was evaluated")
     regressions = sum(s.regressions for s in suites)
@@ -98,6 +90,10 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
 def _found(what: str, fails: bool, waived: str) -> Decision:
     """A finding that fails the check (1) unless the gate settings waive it; then it is a success that says so."""
     return Decision(Conclusion.FAILURE, 1, what) if fails else Decision(Conclusion.SUCCESS, 0, f"{what} ({waived})")
+
+
+def _alike(found: list[SuiteFacts]) -> str:
+    return f" ({len(found) - 1} more suites alike)" if len(found) > 1 else ""
 
 
 def _names(names: list[str], shown: int = 5) -> str:
