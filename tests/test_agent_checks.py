@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from diagbot.core import values
 from diagbot.core.text import MAX_TEXT_CHARS
 from diagbot.core.values import load_yaml
 from diagbot.kinds.agent import checks, formats, schema_check
@@ -583,6 +584,30 @@ def test_precondition_state_falls_back_to_state_and_reports_an_absent_key() -> N
 
 CONFIRM = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})
 MISSING = "confirmation_missing: refund (call 1) was made without a user confirmation after the agent's last message"
+DEFAULT_HINT = (
+    " (the default pattern wants yes, confirm, proceed, go ahead, 确认, 是的, 同意 or 可以, and no word of refusing or "
+    "question beside it; a suite's confirmation-pattern sets another)"
+)
+
+
+def refused(reply: str, hint: str = DEFAULT_HINT) -> list[str]:
+    """The failure for a refund after a user reply that was no confirmation (shown as one short, scrubbed line)."""
+    shown = json.dumps(values.excerpt(values.one_line(reply, 200), 60), ensure_ascii=False)
+    return [f"{MISSING}: the user's reply {shown} is not one{hint}"]
+
+
+def test_a_reply_that_is_no_confirmation_is_quoted_with_what_would_be_one() -> None:
+    """A newcomer's "Sure, do it." failed with the words of a run where the user never replied."""
+    run = native(say("assistant", "Shall I refund?"), say("user", "Sure, do it."), call("refund"))
+    assert failures(CONFIRM, run) == [
+        f'{MISSING}: the user\'s reply "Sure, do it." is not one (the default pattern wants yes, confirm, proceed, '
+        "go ahead, 确认, 是的, 同意 or 可以, and no word of refusing or question beside it; a suite's "
+        "confirmation-pattern sets another)"
+    ]
+    options = AgentOptions.model_validate({"confirmation-pattern": "^approved$"})
+    assert failures(CONFIRM, run, options=options) == refused(
+        "Sure, do it.", " (it does not match the suite's confirmation-pattern)"
+    )
 
 
 @pytest.mark.parametrize("reply", ["Yes please", "I CONFIRM", "ok, go ahead", "确认退款", "ＹＥＳ"])
@@ -599,7 +624,7 @@ def test_confirmation_before_the_agents_last_text_does_not_count() -> None:
 
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
-    assert failures(CONFIRM, run) == [MISSING]
+    assert failures(CONFIRM, run) == refused("tell me more first")
     assert failures(CONFIRM, calls("refund")) == [MISSING]
 
 
@@ -608,7 +633,9 @@ def test_confirmation_pattern_overrides_the_default() -> None:
     run = native(say("assistant", "Shall I?"), say("user", "approved"), call("refund"))
     assert failures(CONFIRM, run, options=options) == []
     yes = native(say("assistant", "Shall I?"), say("user", "yes"), call("refund"))
-    assert failures(CONFIRM, yes, options=options) == [MISSING]
+    assert failures(CONFIRM, yes, options=options) == refused(
+        "yes", " (it does not match the suite's confirmation-pattern)"
+    )
 
 
 @pytest.mark.parametrize("reply", ["OK", "ok", "Ok", "ＯＫ"])
@@ -1658,7 +1685,7 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
-    assert failures(CONFIRM, run) == [MISSING]
+    assert failures(CONFIRM, run) == refused(reply)
 
 
 @pytest.mark.parametrize(
@@ -1674,7 +1701,7 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
 )  # fmt: skip
 def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
     run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))
-    assert failures(CONFIRM, run) == ([] if confirmed else [MISSING])
+    assert failures(CONFIRM, run) == ([] if confirmed else refused(replies[-1]))
 
 
 @pytest.mark.parametrize("reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "confirmed"])
@@ -1925,7 +1952,7 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
-    assert failures(CONFIRM, run) == [MISSING]
+    assert failures(CONFIRM, run) == refused(reply)
 
 
 @pytest.mark.parametrize("reply", ["Yes, proceed", "Proceed with the refund, thanks", "确认退款", "Yes. Go ahead."])

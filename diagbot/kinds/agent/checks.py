@@ -24,7 +24,7 @@ from jmespath.exceptions import JMESPathError
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
 from diagbot.core.text import INVISIBLE, MAX_TEXT_CHARS, Folded, fold
-from diagbot.core.values import one_line
+from diagbot.core.values import excerpt, one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition, arg_path
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
@@ -142,6 +142,16 @@ class Confirmation:
 
     pattern: Regex
     refusals: tuple[Regex, ...]
+
+    @property
+    def hint(self) -> str:
+        """What a user's reply needs, for a message saying that one was no confirmation."""
+        if not self.refusals:
+            return " (it does not match the suite's confirmation-pattern)"
+        return (
+            " (the default pattern wants yes, confirm, proceed, go ahead, 确认, 是的, 同意 or 可以, and no word of "
+            "refusing or question beside it; a suite's confirmation-pattern sets another)"
+        )
 
     @classmethod
     def of(cls, pattern: str | None) -> Confirmation:
@@ -805,12 +815,14 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
         return [t.run.unrecorded]
     failures = _Listed()
     confirmed = False  # a confirming user message since the agent's last text, not taken back by a later one
+    replied: str | None = None  # the last thing the user said since the agent's last text
     for step in t.run.steps:
         if isinstance(step, Message) and step.text:
             if step.role == "assistant":
-                confirmed = False
+                confirmed, replied = False, None
             elif step.role == "user":
                 t.spend(1 + len(step.text) // 1000)  # a search of the text, as text criteria are charged
+                replied = step.text
                 if t.confirmation.confirms(step.text):
                     confirmed = True
                 elif confirmed and t.confirmation.refuses(step.text):
@@ -818,8 +830,13 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
         elif isinstance(step, ToolCall) and step.tool in tools and not confirmed and failures.wants():
             failures.add(
                 f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
+                + ("" if replied is None else f": the user's {_reply(replied)} is not one{t.confirmation.hint}")
             )
     return failures.messages()
+
+
+def _reply(text: str) -> str:
+    return f"reply {json.dumps(excerpt(one_line(text, 200), 60), ensure_ascii=False)}"
 
 
 _ABSENT = object()  # an argument path the call does not have
