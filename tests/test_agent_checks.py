@@ -1943,9 +1943,8 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "I reject that, yes", "I object, proceed is wrong", "confirm nothing", "yes to none of it", "yes, nor that",
      "Could you confirm the amount", "OK. Should I proceed", "Is it safe to proceed", "确认吗", "可以么", "同意嘛",
      "OK\nShould I proceed", "OK, should I proceed", "OK.Should I proceed", "Yes - is it safe to proceed",
-     "yes: can you proceed", "Yes — would that be refunded", "yes, refrain", "yes, abandon it", "yes, skip it",
-     "yes, undo", "yes, revert", "yes, drop it", "yes, pause", "yes, postpone", "yes, delay it", "yes, withdraw",
-     "yes, retract that", "negative, proceed", "nay, confirm", "yes, kill it", "yes, n\u061cot now", "yes, n\ufe0fo",
+     "yes: can you proceed", "Yes — would that be refunded", "yes, refrain", "yes, retract that", "nay, confirm",
+     "yes, n\u061cot now", "yes, n\ufe0fo",
      "yes, n\U000e006fo", "yes, do\u115fn't",
      "确认呢", "同意，但要等", "确认，可是"],
 )  # fmt: skip
@@ -1955,7 +1954,17 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
     assert failures(CONFIRM, run) == refused(reply)
 
 
-@pytest.mark.parametrize("reply", ["Yes, proceed", "Proceed with the refund, thanks", "确认退款", "Yes. Go ahead."])
+@pytest.mark.parametrize(
+    "reply",
+    ["Yes, proceed", "Proceed with the refund, thanks", "确认退款", "Yes. Go ahead.",
+     # from a review of the refusals added next: a verb that is the side effect, a clause that is no question
+     "Yes, refund the delayed order", "Yes, withdraw $200 from savings", "Yes, skip this week's delivery",
+     "Yes, go ahead and pause my subscription", "Yes, undo the last charge", "Yes, revert to the basic plan",
+     "Yes, postpone the meeting to Friday", "Yes, refund the negative balance", "Yes, upload it to Dropbox",
+     "Yes, will do", "Yes, should be fine", "Yes, would be great", "Yes, go ahead, can confirm",
+     "Confirmed, may proceed", "Yes, book it for Friday, May 5", "Yes, Will, go ahead", "Yes – was expecting that",
+     "Yes, confirm order AB-DID-7", "Yes, do it", "Yes, have it delivered"],
+)  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == []

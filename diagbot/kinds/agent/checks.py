@@ -83,12 +83,13 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore|scratch|forget|jk|kidding|first|later)\b",
     r"\b(?:tomorrow|before|after|until|think|maybe|but|except|unless|only if|don)\b",  # deferring, a condition
     r"\b(?:cannot|abort\w*|halt\w*|cease\w*|deny|denies|denied|reject\w*|object\w*|nothing|none|neither|nor)\b",
-    r"\b(?:refrain\w*|abandon\w*|skip\w*|undo|revert\w*|drop\w*|paus\w*|postpon\w*|delay\w*|withdr[ae]w\w*)\b",
-    r"\b(?:retract\w*|negative|nay|kill)\b",
-    # a question without its mark, opening the text or a clause: "Could you confirm the amount", "yes. Is it safe to
-    # proceed", "OK, should I proceed", "OK.Should I", "Yes - is it safe", a new line
-    r"(?:^|[\n.!;:,\-–—])\W*(?:can|could|would|will|shall|should|may|might|is|are|was|were|did|does|do you|have "
-    r"you)\b",
+    r"\b(?:refrain\w*|retract\w*|nay)\b",  # refusing words; verbs that may be the side effect itself are not
+    # a question without its mark: a sentence that opens as one ("Could you confirm the amount", "yes. Is it safe
+    # to proceed"), or any clause that opens with a verb before its subject ("OK, should I proceed", "OK.Should I",
+    # "Yes - is it safe", a new line), which "Yes, will do" and "Yes, would be great" do not
+    r"(?:^|[.!;]\s+)\W*(?:can|could|would|will|shall|should|may|might|is|are|was|were|did|does|do you|have you)\b",
+    r"(?:[\n.!;:,]|\s[-–—])\W*(?:can|could|would|will|shall|should|may|might|is|are|was|were|did|does)\s+"
+    r"(?:i|you|we|it|he|she|they|that|this|there)\b",
     r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
