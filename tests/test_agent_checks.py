@@ -2134,6 +2134,14 @@ UNREAD_TEXT = "a message's text under {!r}, which diagbot does not read, so what
     [([{"role": "user", "content": "hi"}, {"role": "assistant", "text": "card 4111"}], "openai-chat", "$[1].text"),
      ([{"role": "assistant", "content": None, "output_text": "card 4111"}], "openai-chat", "$[0].output_text"),
      ({"output": [{"type": "message", "role": "assistant", "text": "card 4111"}]}, "openai-responses",
+      "$.output[0].text"),
+     # from a review: parts (Vercel's UI messages), LlamaIndex's blocks, a list or an object under a text key
+     ([{"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "card 4111"}]}], "openai-chat",
+      "$[0].parts"),
+     ([{"role": "assistant", "content": "ok", "blocks": [{"block_type": "text", "text": "4111"}]}], "openai-chat",
+      "$[0].blocks"),
+     ([{"role": "assistant", "content": None, "text": ["card 4111"]}], "openai-chat", "$[0].text"),
+     ({"output": [{"type": "message", "role": "assistant", "text": {"value": "4111"}}]}, "openai-responses",
       "$.output[0].text")],
 )  # fmt: skip
 def test_a_message_whose_text_is_under_a_key_that_is_not_read_is_refused(run: Any, fmt: str, where: str) -> None:
@@ -2142,3 +2150,15 @@ def test_a_message_whose_text_is_under_a_key_that_is_not_read_is_refused(run: An
     assert refusal(run, fmt) == f"{where}: {UNREAD_TEXT.format(key)}: write it as the message's content"
     beside = [{"role": "assistant", "content": "card 4111", "text": "card 4111"}]  # the same text twice is read
     assert parse_run(json.dumps(beside).encode(), "openai-chat").answer == "card 4111"
+    spaced = [{"role": "assistant", "content": [{"type": "text", "text": "Hello"}, {"type": "text", "text": "world"}],
+               "text": "Hello  world\n", "createdAt": "2025-01-01"}]  # fmt: skip
+    assert parse_run(json.dumps(spaced).encode(), "openai-chat").answer.split() == ["Hello", "world"]
+
+
+def test_a_responses_message_item_that_hides_a_call_is_refused() -> None:
+    """Chat messages had their unknown keys looked through for calls; Responses message items did not."""
+    hidden = {"type": "function_call", "name": "delete_account", "arguments": "{}", "call_id": "x"}
+    item = {"type": "message", "role": "assistant", "content": "ok", "extra": hidden}
+    assert refusal({"output": [item]}, "openai-responses").startswith(
+        "$.output[0].extra.call_id: what reads as a message, a reply or a call ('call_id') where diagbot reads none"
+    )

@@ -187,21 +187,43 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
     return None
 
 
-# Keys under which exports and hand-written runs put what a message said, where neither chat format reads it.
+# Keys under which exports and hand-written runs put what a message said, where neither OpenAI format reads it;
+# under any other key, text is found in parts (`parts: [{type: text, text}]`, LlamaIndex's `blocks`).
 _TEXT_KEYS = frozenset(("text", "output_text", "value", "message", "answer", "response", "reply", "completion"))
+_PART_TEXT = ("text", "value", "content")
+_PARTS_READ = 1000  # parts of one unread key looked through
 
 
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
-    """A message's text under a key its format does not read (`{role: assistant, text: ...}`) would leave the
-    answer empty, and every check that something was not said would pass: such a message is refused."""
-    for key in _TEXT_KEYS.intersection(message).difference(read):
-        said = message[key]
-        if isinstance(said, str) and said.strip() and said != content:
+    """A message's text under a key its format does not read (`{role: assistant, text: ...}`, Vercel's `parts`)
+    would leave the answer without it, and every check that something was not said would pass: such a message is
+    refused, unless its content already says the same."""
+    said_here = " ".join(content.split())
+    for key, value in message.items():
+        if key in read:
+            continue
+        said = _said_in(value, key in _TEXT_KEYS)
+        if said and " ".join(said.split()) not in said_here:
             raise TraceInvalid(
                 f"{where}.{key}",
                 f"a message's text under {key!r}, which diagbot does not read, so what it says would go unseen: "
                 "write it as the message's content",
             )
+
+
+def _said_in(value: Any, text_key: bool) -> str:
+    """The text a value under an unread key holds: the value itself under a key that names text, else the text
+    of its parts (objects with `text`, `value` or `content`, alone or in a list)."""
+    if isinstance(value, str):
+        return value if text_key else ""
+    parts = value[:_PARTS_READ] if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    found = []
+    for part in parts:
+        if isinstance(part, dict):
+            found += [part[k] for k in _PART_TEXT if isinstance(part.get(k), str)]
+        elif isinstance(part, str) and text_key:
+            found.append(part)
+    return " ".join(found)
 
 
 def with_refusal(content: str, refusal: Any, path: str) -> str:

@@ -111,7 +111,8 @@ def read(data: Any) -> Run:
             if kind == "message":
                 role = speaker(item.get("role"), f"{where}.role", "a function_call_output item")
                 said = content_text(item.get("content"), f"{where}.content")
-                if not item.keys() <= _MESSAGE_KEYS:
+                if not item.keys() <= _MESSAGE_KEYS:  # what the other keys hold would go unread
+                    holds_no_message([(k, v) for k, v in item.items() if k not in _MESSAGE_KEYS], where, _HINT)
                     no_text_elsewhere(item, said, _MESSAGE_KEYS, where)
                 run.steps.append(Message(role, said))
                 turn += role != "assistant"
