@@ -2022,6 +2022,24 @@ UNSEEN = (
 )
 
 
+def test_hosted_and_mcp_calls_keep_the_order_of_results_too() -> None:
+    """An mcp_call or a hosted call carried no model output, so `{called: X}` fell back to plain order for it: a
+    check never answered met the precondition of an mcp refund, and an unanswered local_shell call met one."""
+    fn = {"type": "function_call", "call_id": "a", "name": "check", "arguments": "{}"}
+    mcp = {"type": "mcp_call", "id": "m", "name": "refund", "arguments": "{}", "output": "done"}
+    assert failures(CALLED_FIRST, {"output": [fn, mcp]}) == [TOGETHER]
+    shell = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "local_shell"}]})
+    unanswered = {"type": "local_shell_call", "call_id": "s1", "action": {}, "status": "completed"}
+    refund = {"type": "function_call", "call_id": "b", "name": "refund", "arguments": "{}"}
+    assert failures(shell, {"output": [unanswered, refund]}) == [TOGETHER.replace("check", "local_shell")]
+    answered = [unanswered, {"type": "local_shell_call_output", "id": "s1", "output": "ok"}, refund]
+    assert failures(shell, {"output": answered}) == []
+    # a hosted tool runs within the response: the model had its result before the calls after it
+    checked = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "check"}]})
+    inline = {"type": "mcp_call", "id": "m", "name": "check", "arguments": "{}", "output": "eligible"}
+    assert failures(checked, {"output": [inline, refund]}) == []
+
+
 def test_a_call_answered_only_after_the_side_effect_does_not_meet_called() -> None:
     """`{called: check}` was met by where the check was made, not by when its result came back: a check answered
     after the refund, or never, passed."""

@@ -101,7 +101,10 @@ def read(data: Any) -> Run:
     else:
         parts = [("$", items(data, "$"))]
     waiting: dict[str, list[ToolCall]] = {}
-    turn = 0  # the model outputs so far: an output or a message from anyone but the model starts the next one
+    # The model outputs so far: an output or a message from anyone but the model starts the next one. A call made in
+    # output `turn` is `made` 2 * turn; a result the client sent back (an output item) is `seen` at 2 * turn, before
+    # the next output; a hosted tool's result, which the model had before going on, at 2 * turn - 1.
+    turn = 0
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
         for index, raw in enumerate(entries):
@@ -121,7 +124,7 @@ def read(data: Any) -> Run:
                 free = kind == "custom_tool_call"
                 args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
                 call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
-                call.made = turn  # the function calls of one model output are made together
+                call.made = 2 * turn  # the function calls of one model output are made together
                 run.steps.append(call)
                 waiting.setdefault(call_id, []).append(call)
             elif kind == "mcp_call":
@@ -133,23 +136,27 @@ def read(data: Any) -> Run:
                     result=item.get("output"),
                     has_result=item.get("output") is not None,
                     failed=bool(error) or item.get("status") == "failed",
+                    made=2 * turn,
                 )
+                call.seen = 2 * turn - 1 if call.has_result else None
                 run.steps.append(call)
             elif kind.endswith("_call") and kind != "_call":  # a hosted tool: web_search_call is a call of web_search
                 hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
                 named = item.get("name")  # a hosted call is named by its type, unless it names its tool
                 tool = named if isinstance(named, str) else kind.removesuffix("_call")
-                call = ToolCall(tool=tool, id=hosted_id, raw_args={})
+                call = ToolCall(tool=tool, id=hosted_id, raw_args={}, made=2 * turn)
                 call.failed = item.get("status") == "failed"
                 run.steps.append(call)
-                if hosted_id is not None:
+                if hosted_id is not None:  # run by the client (local_shell, computer): its output item answers it
                     waiting.setdefault(hosted_id, []).append(call)
+                else:  # run by the API within the response
+                    call.seen = 2 * turn - 1
             elif kind.endswith("_call_output") and kind not in _TEXT_OUTPUTS:  # a hosted tool's: paired if it can be
                 hosted = item.get("call_id", item.get("id"))  # local_shell_call_output names its call by `id`
                 pending = waiting.get(hosted) if isinstance(hosted, str) else None
                 if pending:
                     call = pending.pop()
-                    call.result, call.has_result = item.get("output"), True
+                    call.result, call.has_result, call.seen = item.get("output"), True, 2 * turn
                 turn += 1
             elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
@@ -165,7 +172,7 @@ def read(data: Any) -> Run:
                 call = pending.pop()  # the nearest earlier call with this call_id
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
-                call.result, call.has_result, call.seen = output, True, turn  # seen by the next model output
+                call.result, call.has_result, call.seen = output, True, 2 * turn  # seen by the next model output
                 turn += 1
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
