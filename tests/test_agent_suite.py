@@ -444,10 +444,15 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
     keyed = spec_case() | {  # a misspelt key: no call has it, so no call repeats it
         "case_id": "keyed",
         "side_effect_policy": {"tool": "refund_submit", "idempotency_key": "order_id + refund_amout"},
-        "tool_schema": {"refund_submit": {"type": "object", "properties": {"order_id": {}, "amount": {}}}},
-        "expected_args": {"refund_submit": {"order_id": "A", "refund_amount": 10}},
+        "tool_schema": {"refund_submit": {"properties": {"order_id": {}, "amount": {}, "refund_amount": {}}}},
+        "expected_args": {"refund_submit": {"order_id": "A"}},  # leaves refund_amount out, as it may
     }
-    config = _suite_folder(tmp_path, [named, empty, scoped, keyed])
+    composed = spec_case() | {  # properties spread over allOf: which arguments there are is not said in one place
+        "case_id": "composed",
+        "side_effect_policy": {"tool": "refund_submit", "idempotency_key": "order_id"},
+        "tool_schema": {"refund_submit": {"properties": {"amount": {}}, "allOf": [{"properties": {"order_id": {}}}]}},
+    }
+    config = _suite_folder(tmp_path, [named, empty, scoped, keyed, composed])
     assert main(["validate", "--config", str(config)]) == 0
     where = f"{tmp_path}/cases/all.json:1: case"
     assert capsys.readouterr().err.splitlines() == [
@@ -460,9 +465,9 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
         f"warning: {where} scoped: evaluator_config.tool_sequence.scope puts no call in scope (no tool is marked "
         "side_effect or named by a side_effect_policy), so the sequence is compared with nothing",
-        f"warning: {where} keyed: side_effect_policy.idempotency_key: 'refund_amout' names no argument of "
-        "refund_submit that its tool_schema or expected_args know (amount, order_id, refund_amount); a call without "
-        "it repeats nothing, so no duplicate would be found",
+        f"warning: {where} keyed: side_effect_policy.idempotency_key: 'refund_amout' is not an argument of "
+        "refund_submit in its tool_schema (properties: amount, order_id, refund_amount); a call without it repeats "
+        "nothing, so no duplicate would be found",
     ]
 
 

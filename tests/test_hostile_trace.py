@@ -238,6 +238,7 @@ def test_a_needle_of_invisible_characters_alone_is_found_only_where_the_text_hol
     assert fold("evil \u202etxt").matches(["\u202e", "\u200b", "", "evil"]) == ["\u202e", "evil"]
     assert fold("plain").matches(["\u202e"]) == [] and fold("a\u200b\u202eb").hidden == "\u200b\u202e"
     assert contains("x\u2066y", "\u2066") and not contains("xy", "\u2066") and not contains("x", "")
+    assert contains("a\u3164b", "\uffa0")  # two Hangul fillers with one NFKC form
     assert matches("re\u00adfund", ["refund", "\u00ad", "\u200b"]) == ["refund", "\u00ad"]
 
 

@@ -39,8 +39,10 @@ def normalize(text: str) -> str:
 
 
 def hidden(text: str) -> str:
-    """The INVISIBLE characters `text` holds, each once (in code point order)."""
-    return "" if text.isascii() else "".join(sorted(set(INVISIBLE.findall(text))))
+    """The INVISIBLE characters `text` holds, each once, in NFKC form (U+3164 and U+FFA0 are U+1160)."""
+    return (
+        "" if text.isascii() else "".join(sorted({unicodedata.normalize("NFKC", c) for c in INVISIBLE.findall(text)}))
+    )
 
 
 def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
@@ -48,7 +50,7 @@ def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
     when the text held each of them, so `answer_not_contains: ["\u202e"]` still sees a direction override."""
     if folded:
         return folded in text
-    return folded == "" and bool(needle) and all(c in invisible for c in needle)
+    return folded == "" and bool(needle) and all(unicodedata.normalize("NFKC", c) in invisible for c in needle)
 
 
 def contains(haystack: str, needle: str) -> bool:

@@ -183,23 +183,30 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
     return [item if len(item) <= _SHOWN else item[: _SHOWN - 1] + "…" for item in found]
 
 
+_COMPOSED = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "dependentSchemas", "patternProperties")
+
+
 def _unknown_idempotency_args(case: AgentCase, policy: SideEffectPolicy) -> list[str]:
-    """idempotency_key paths whose argument the case's own tool_schema and expected_args never name for the tool:
-    a call without the key repeats nothing, so a misspelt key would find no duplicate."""
+    """idempotency_key paths whose argument the tool's tool_schema does not list among its properties: a call
+    without the key repeats nothing, so a misspelt key would find no duplicate. Only a schema that lists its
+    properties in one place says which arguments there are (expected_args may leave any of them out)."""
     schema = (case.tool_schema or {}).get(policy.tool)
-    known = set(schema.get("properties") or {}) if isinstance(schema, dict) else set()
-    given = (case.expected_args or {}).get(policy.tool)
-    for args in [given] if isinstance(given, dict) else given or []:
-        known.update(args)
+    if (
+        not isinstance(schema, dict)
+        or not isinstance(schema.get("properties"), dict)
+        or any(key in schema for key in _COMPOSED)
+    ):
+        return []
+    known = sorted(schema["properties"])
     found = []
     for path in policy.idempotency_paths:
         steps = arg_path(path)
         if known and steps and steps[0] not in known:
             found.append(
-                f"side_effect_policy.idempotency_key: {values.one_line(path, 100)!r} names no argument of "
-                f"{values.one_line(policy.tool, 100)} that its tool_schema or expected_args know "
-                f"({values.one_line(', '.join(sorted(map(str, known))[:12]), 300)}); a call without it repeats "
-                "nothing, so no duplicate would be found"
+                f"side_effect_policy.idempotency_key: {values.one_line(path, 100)!r} is not an argument of "
+                f"{values.one_line(policy.tool, 100)} in its tool_schema (properties: "
+                f"{values.one_line(', '.join(known[:12]), 300)}); a call without it repeats nothing, so no duplicate "
+                "would be found"
             )
     return found
 
