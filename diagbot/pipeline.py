@@ -149,6 +149,12 @@ def run_config(
                 outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
         except DiagbotError as exc:
             outcome.problems = exc.problems
+        if outcome.diff is not None and outcome.diff.common_cases == 0 and outcome.diff.current_total_cases:
+            outcome.warnings.append(
+                f"suite {suite.name} has no case in common with its baseline (none of its "
+                f"{outcome.diff.current_total_cases} cases is there with the same case_id and case_version): nothing "
+                "was compared, so nothing could regress; make the baseline again from these cases"
+            )
         if outcome.report is not None and outcome.report.total_cases == 0:
             outcome.warnings.append(
                 f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {config.shown(suite.cases)}"

@@ -739,3 +739,22 @@ def test_a_relative_out_is_checked_along_its_whole_spelling(tmp_path: Path) -> N
     assert done.returncode == 2 and done.stderr.startswith("error: ../linked: is a symbolic link"), done.stderr
     done = diagbot(repo, "run", "--out", str(tmp_path / "linked" / "out"), "--quiet")
     assert done.returncode == 0 and (elsewhere / "out" / "comment.md").is_file(), done.stderr
+
+
+def test_a_baseline_with_no_case_in_common_is_named(tmp_path: Path) -> None:
+    """A newcomer compared their own cases with the starter's baseline: "✅ no regressions" and 0.0% → 0.0%, with
+    not a word that nothing had been compared."""
+    _started(tmp_path)
+    assert diagbot(tmp_path, "run", "--out", "build/base", "--quiet").returncode == 0
+    for path in [*(tmp_path / "cases" / "agent").iterdir(), *(tmp_path / "fixtures" / "agent").iterdir()]:
+        text = path.read_text(encoding="utf-8").replace("_001", "_101").replace("_002", "_102")
+        path.unlink()
+        path.with_name(path.name.replace("_001", "_101").replace("_002", "_102")).write_text(text, encoding="utf-8")
+    done = diagbot(tmp_path, "run", "--baseline", "build/base", "--quiet")
+    warning = (
+        "warning: suite agent has no case in common with its baseline (none of its 2 cases is there with the same "
+        "case_id and case_version): nothing was compared, so nothing could regress; make the baseline again from "
+        "these cases"
+    )
+    assert done.returncode == 0 and warning in done.stderr.splitlines(), done.stderr
+    assert "has no case in common with its baseline" in (tmp_path / "build/diagbot/comment.md").read_text()
