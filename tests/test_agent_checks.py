@@ -2180,3 +2180,20 @@ def test_a_responses_message_item_that_hides_a_call_is_refused() -> None:
     assert refusal({"output": [item]}, "openai-responses").startswith(
         "$.output[0].extra.call_id: what reads as a message, a reply or a call ('call_id') where diagbot reads none"
     )
+
+
+def test_an_arguments_mismatch_is_told_of_the_nearest_call() -> None:
+    """The message was always about the tool's first call: here one with a wrong key, while the second call had
+    the right key and a mistyped value, the miss worth reading."""
+    case = make_case(expected_args={"order_lookup": {"order_id": "ORD-3003", "full": True}})
+    run = native(call("order_lookup", {"order": "ORD-3003"}), call("order_lookup", {"order_id": "ORD-3303"}),
+                 call("order_lookup", {"order_id": "ORD-3303", "full": True}))  # fmt: skip
+    assert failures(case, run) == [
+        'expected_args_mismatch: no distinct call of order_lookup has {"order_id": "ORD-3003", "full": true} '
+        '(order_lookup (call 3): order_id: expected "ORD-3003", got "ORD-3303")'
+    ]
+    unparsed = native(call("order_lookup", "{not json"), call("order_lookup", {"order_id": "ORD-3003"}))
+    assert failures(case, unparsed) == [
+        'expected_args_mismatch: no distinct call of order_lookup has {"order_id": "ORD-3003", "full": true} '
+        "(order_lookup (call 2): full: missing)"
+    ]

@@ -682,9 +682,10 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
             return call.args_problem is None and args_fit(args, call.args, exact, t.spend)
 
         pairing = max_matching(sets, calls, fits, t.spend)
+        taken = {id(call) for call in pairing if call is not None}
         for args, paired in zip(sets, pairing, strict=True):
             if paired is None:
-                near = calls[0]
+                near = _closest_call(args, [c for c in calls if id(c) not in taken] or calls, exact, t)
                 why = (
                     near.args_problem
                     or args_mismatch(args, near.args, exact)
@@ -692,6 +693,21 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
                 )
                 failures.append(f"no distinct call of {tool} has {show(args)} ({_call_label(t.run, near)}: {why})")
     return _capped(failures)
+
+
+def _closest_call(args: dict[str, Any], calls: list[ToolCall], exact: bool, t: Trial) -> ToolCall:
+    """The call a mismatch message is best about: the first of those whose arguments come nearest the expected
+    set, by its top-level keys (two points for a key whose value fits, one for a key present; a call whose
+    arguments did not parse comes last)."""
+
+    def fitting(call: ToolCall) -> int:
+        got = call.args if call.args_problem is None else None
+        if not isinstance(got, dict):
+            return -1
+        t.spend(1 + len(args))
+        return sum(1 + args_fit(value, got[key], exact, t.spend) for key, value in args.items() if key in got)
+
+    return max(calls, key=fitting)  # max keeps the first of equals
 
 
 def unavailable_tools(case: AgentCase, t: Trial) -> list[str]:
