@@ -2038,6 +2038,9 @@ def test_hosted_and_mcp_calls_keep_the_order_of_results_too() -> None:
     checked = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "check"}]})
     inline = {"type": "mcp_call", "id": "m", "name": "check", "arguments": "{}", "output": "eligible"}
     assert failures(checked, {"output": [inline, refund]}) == []
+    # ... but not for a call before it: an unanswered check, the refund, then a hosted check met it
+    fn = {"type": "function_call", "call_id": "a", "name": "check", "arguments": "{}"}
+    assert failures(checked, {"output": [fn, refund, inline]}) == [TOGETHER]
 
 
 def test_a_call_answered_only_after_the_side_effect_does_not_meet_called() -> None:

@@ -744,18 +744,28 @@ def tool_args(case: AgentCase, t: Trial) -> list[str]:
 @dataclass
 class _Successes:
     """Where a tool's successful calls were: the first one's position and model output, the first position of one
-    whose result came with it (`made` unknown), and the earliest point a result of one came back (`seen`)."""
+    whose result came with it (`made` unknown), and (position, seen) of each whose result came back."""
 
     first: int
     first_made: int | None
     inline: int | None = None
-    seen: int | None = None
+    answered: list[tuple[int, int]] = field(default_factory=list)
 
     def add(self, position: int, call: ToolCall) -> None:
         if call.made is None:
             self.inline = position if self.inline is None else self.inline
         elif call.seen is not None:
-            self.seen = call.seen if self.seen is None else min(self.seen, call.seen)
+            self.answered.append((position, call.seen))
+
+    def seen_before(self, position: int, made: int, t: Trial) -> bool:
+        """Whether a call before `position` had its result back before model output `made`."""
+        for at, seen in self.answered:
+            t.spend(1)
+            if at >= position:
+                return False
+            if seen < made:
+                return True
+        return False
 
 
 def _before_calls(
@@ -781,7 +791,7 @@ def _before_calls(
     return found, successes
 
 
-def _called_first(want: str, call: ToolCall, position: int, successes: dict[str, _Successes]) -> str:
+def _called_first(want: str, call: ToolCall, position: int, successes: dict[str, _Successes], t: Trial) -> str:
     """Why the precondition `{called: want}` is unmet for the call at `position`, or "". Where the format says when
     results came back, a successful call counts only if its result came back before this call was made: one made
     together with it (in the same model output), or answered only later, was not known to the agent yet."""
@@ -790,7 +800,7 @@ def _called_first(want: str, call: ToolCall, position: int, successes: dict[str,
         return f"{want} was not successfully called before it"
     if call.made is None or (done.inline is not None and done.inline < position):
         return ""
-    if done.seen is not None and done.seen < call.made:
+    if done.seen_before(position, call.made, t):
         return ""
     if done.first_made == call.made:
         return f"{want} was called together with it (in the same model output), so its result was not known yet"
@@ -809,7 +819,7 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
                 for key, want in item.items():
                     t.spend(1)
                     if key == "called" and isinstance(want, str) and len(item) == 1:
-                        why = _called_first(want, call, position, successes)
+                        why = _called_first(want, call, position, successes, t)
                         if why and failures.wants():
                             failures.add(f"{_call_label(t.run, call)}: {why}")
                     elif key not in state:
