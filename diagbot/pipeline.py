@@ -114,6 +114,14 @@ class Outcome:
         return [w for s in self.suites for w in s.warnings]
 
 
+def _nothing_in_common(diff: DiffReport) -> bool:
+    """An agent diff over no common case: none compared, and none whose status changed (a case that lost its checks
+    on one side is not compared, but it is in common)."""
+    if diff.common_cases != 0 or not diff.current_total_cases:
+        return False
+    return not any(i.case_id is not None and i.metric == "status" for i in diff.items)
+
+
 def gate_outcome(suites: list[SuiteOutcome], gate: GateSettings) -> Decision:
     return decide([s.facts() for s in suites], gate)
 
@@ -149,7 +157,7 @@ def run_config(
                 outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
         except DiagbotError as exc:
             outcome.problems = exc.problems
-        if outcome.diff is not None and outcome.diff.common_cases == 0 and outcome.diff.current_total_cases:
+        if outcome.diff is not None and _nothing_in_common(outcome.diff):
             outcome.warnings.append(
                 f"suite {suite.name} has no case in common with its baseline (none of its "
                 f"{outcome.diff.current_total_cases} cases is there with the same case_id and case_version): nothing "

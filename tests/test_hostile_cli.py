@@ -758,3 +758,16 @@ def test_a_baseline_with_no_case_in_common_is_named(tmp_path: Path) -> None:
     )
     assert done.returncode == 0 and warning in done.stderr.splitlines(), done.stderr
     assert "has no case in common with its baseline" in (tmp_path / "build/diagbot/comment.md").read_text()
+
+
+def test_a_case_that_lost_its_checks_is_in_common_with_its_baseline() -> None:
+    """Not compared (checked on one side only), but there with the same id and version: no 'nothing in common'
+    warning, whose advice to make the baseline again would accept the lost checks."""
+    from diagbot.core.diff import ItemType, item, summarize
+    from diagbot.pipeline import _nothing_in_common
+
+    lost = item(ItemType.REGRESSION, "c1", "status", "passed", "unchecked", "passed → unchecked")
+    assert not _nothing_in_common(summarize([lost], (1, 1, 1, 0), (1.0, 0.0), 0))
+    added = item(ItemType.CHANGED, "c2", "presence", None, "added", "case added")
+    assert _nothing_in_common(summarize([added], (1, 1, 1, 0), (0.0, 0.0), 0))
+    assert not _nothing_in_common(summarize([added], (1, 1, 1, 0), (0.0, 0.0), None))  # other kinds: no count
