@@ -685,7 +685,9 @@ def expected_args(case: AgentCase, t: Trial) -> list[str]:
         taken = {id(call) for call in pairing if call is not None}
         for args, paired in zip(sets, pairing, strict=True):
             if paired is None:
-                near = _closest_call(args, [c for c in calls if id(c) not in taken] or calls, exact, t)
+                listed = len(failures) < _LISTED  # only a listed failure is worth the search for the nearest call
+                free = [c for c in calls if id(c) not in taken] or calls
+                near = _closest_call(args, free, exact, t) if listed else calls[0]
                 why = (
                     near.args_problem
                     or args_mismatch(args, near.args, exact)
