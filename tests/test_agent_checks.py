@@ -1944,6 +1944,10 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "Could you confirm the amount", "OK. Should I proceed", "Is it safe to proceed", "确认吗", "可以么", "同意嘛",
      "OK\nShould I proceed", "OK, should I proceed", "OK.Should I proceed", "Yes - is it safe to proceed",
      "yes: can you proceed", "Yes — would that be refunded", "yes, refrain", "yes, retract that", "nay, confirm",
+     "Yes, skip the refund", "Yes, postpone the refund", "Yes, abandon it", "Yes, drop it", "Go ahead and undo that",
+     "Yes, do you need the order number", "Yes, have you checked the balance", "Yes—could you check the amount",
+     "Yes, does the customer need to sign", "Yes, has it shipped", "Yes, am I eligible", "Yes. Do we need a receipt",
+     "Let me confirm with my wife", "I need to confirm with my manager", "I'll confirm tonight",
      "yes, n\u061cot now", "yes, n\ufe0fo",
      "yes, n\U000e006fo", "yes, do\u115fn't",
      "确认呢", "同意，但要等", "确认，可是"],
@@ -1958,12 +1962,12 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
     "reply",
     ["Yes, proceed", "Proceed with the refund, thanks", "确认退款", "Yes. Go ahead.",
      # from a review of the refusals added next: a verb that is the side effect, a clause that is no question
-     "Yes, refund the delayed order", "Yes, withdraw $200 from savings", "Yes, skip this week's delivery",
-     "Yes, go ahead and pause my subscription", "Yes, undo the last charge", "Yes, revert to the basic plan",
-     "Yes, postpone the meeting to Friday", "Yes, refund the negative balance", "Yes, upload it to Dropbox",
+     "Yes, refund the delayed order", "Yes, refund the negative balance", "Yes, upload it to Dropbox",
      "Yes, will do", "Yes, should be fine", "Yes, would be great", "Yes, go ahead, can confirm",
      "Confirmed, may proceed", "Yes, book it for Friday, May 5", "Yes, Will, go ahead", "Yes – was expecting that",
-     "Yes, confirm order AB-DID-7", "Yes, do it", "Yes, have it delivered"],
+     "Yes, confirm order AB-DID-7", "Yes, do it", "Yes, have it delivered", "Yes. Will do", "Yes! Will do.",
+     "Yes. Would be great.", "Can confirm, go ahead", "Yes, do the refund", "Yes, you can go ahead",
+     "Yes, the refund is fine"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
@@ -2200,3 +2204,21 @@ def test_an_arguments_mismatch_is_told_of_the_nearest_call() -> None:
         'expected_args_mismatch: no distinct call of order_lookup has {"order_id": "ORD-3003", "full": true} '
         "(order_lookup (call 2): full: missing)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "tool", "confirmed"),
+    [("Yes, pause my subscription", "pause_subscription", True),
+     ("Yes, skip this week's delivery", "skip_delivery", True),
+     ("Yes, withdraw $200", "withdraw_funds", True), ("Yes, skip it", "refund", False),
+     ("Yes, pause it", "skip_delivery", False), ("yes", "pause_subscription", True),
+     ("Yes, go ahead and pause my subscription", "subscription_pause", True),
+     ("Yes, undo the last charge", "undo_charge", True), ("Yes, revert to the basic plan", "plan_revert", True),
+     ("Yes, postpone the meeting to Friday", "postpone_meeting", True), ("Yes, withdraw $200", "refund", False)],
+)  # fmt: skip
+def test_a_verb_that_refuses_confirms_the_call_it_names(reply: str, tool: str, confirmed: bool) -> None:
+    """ "Yes, skip the refund" declines a refund, but "Yes, skip this week's delivery" confirms skip_delivery: such
+    verbs refuse only a call whose tool does not name them."""
+    case = make_case(side_effect_policy={"tool": tool, "confirmation_required": True})
+    found = failures(case, native(say("assistant", "Shall I?"), say("user", reply), call(tool)))
+    assert (found == []) is confirmed, found
