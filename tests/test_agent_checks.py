@@ -2180,6 +2180,37 @@ def test_a_message_whose_text_is_under_a_key_that_is_not_read_is_refused(run: An
     assert parse_run(json.dumps(spaced).encode(), "openai-chat").answer.split() == ["Hello", "world"]
 
 
+ASSISTANT_EXPORTS = {  # what real exports put beside a message's content: none of it hides what was said
+    "openrouter reasoning": {"content": "Done.", "reasoning_details": [{"type": "reasoning.text", "text": "why"}]},
+    "cohere citations": {"content": "It shipped on May 1 and costs $20.",
+                         "citations": [{"text": "shipped on May 1"}, {"text": "costs $20"}]},
+    "vercel parts": {"content": "Let me check.Refunded.", "parts": [{"type": "step-start"},
+                     {"type": "text", "text": "Let me check."}, {"type": "text", "text": "Refunded."}]},
+    "thinking part": {"content": "Refunded.", "parts": [{"type": "thinking", "text": "the user wants it"}]},
+    "metadata": {"content": "Refunded.", "metadata": {"content": "x"}, "feedback": {"value": "thumbs_up"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("extra", list(ASSISTANT_EXPORTS), ids=list(ASSISTANT_EXPORTS))
+def test_what_exports_keep_beside_the_content_is_read_past(extra: str) -> None:
+    run = [{"role": "user", "content": "refund A"}, {"role": "assistant", **ASSISTANT_EXPORTS[extra]}]
+    assert parse_run(json.dumps(run).encode(), "openai-chat").answer == ASSISTANT_EXPORTS[extra]["content"]
+    # a tool message's own keys (LangChain's artifact) are not text of the answer
+    result = {"role": "tool", "tool_call_id": "x", "content": "ok", "artifact": {"type": "text", "text": "<html>"}}
+    artifact = [assistant_calls(chat_call("x", "lookup", {})), result, run[1]]
+    assert parse_run(json.dumps(artifact).encode(), "openai-chat").calls[0].result == "ok"
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [{"message": {"content": [{"type": "text", "text": "card 4111"}]}}, {"parts": [{"text": {"value": "4111"}}]},
+     {"parts": ["card 4111"]}, {"output": "card 4111"}, {"msg": "card 4111"}],
+)  # fmt: skip
+def test_text_nested_in_a_key_that_is_not_read_is_refused(hidden: dict[str, Any]) -> None:
+    run = [{"role": "assistant", "content": "", **hidden}]
+    assert UNREAD_TEXT.format(next(iter(hidden))) in refusal(run, "openai-chat")
+
+
 def test_a_responses_message_item_that_hides_a_call_is_refused() -> None:
     """Chat messages had their unknown keys looked through for calls; Responses message items did not."""
     hidden = {"type": "function_call", "name": "delete_account", "arguments": "{}", "call_id": "x"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,42 +189,54 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
 
 
 # Keys under which exports and hand-written runs put what a message said, where neither OpenAI format reads it;
-# under any other key, text is found in parts (`parts: [{type: text, text}]`, LlamaIndex's `blocks`).
-_TEXT_KEYS = frozenset(("text", "output_text", "value", "message", "answer", "response", "reply", "completion"))
+# under any other key, text is found in parts (`parts: [{type: text, text}]`, LlamaIndex's `blocks`). A model's
+# reasoning (`reasoning_details`, `thinking` parts) is not what it said.
+_TEXT_KEYS = frozenset((
+    "text", "output_text", "value", "message", "answer", "response", "reply", "completion", "output", "msg",
+    "parts", "content_parts", "blocks",
+))  # fmt: skip
 _PART_TEXT = ("text", "value", "content")
-_PARTS_READ = 1000  # parts of one unread key looked through
+_NOT_SAID = ("reason", "think")
+_PART_DEPTH = 3  # levels of parts looked into (`message: {content: [{type: text, text: {value}}]}`)
 
 
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
     """A message's text under a key its format does not read (`{role: assistant, text: ...}`, Vercel's `parts`)
     would leave the answer without it, and every check that something was not said would pass: such a message is
-    refused, unless its content already says the same."""
+    refused, unless its content already says each piece of it. A tool's result is not the answer: its message is
+    not looked through."""
+    if message.get("role") in ("tool", "function"):
+        return
     said_here = " ".join(content.split())
     for key, value in message.items():
-        if key in read:
+        if key in read or any(word in str(key).casefold() for word in _NOT_SAID):
             continue
-        said = _said_in(value, key in _TEXT_KEYS)
-        if said and " ".join(said.split()) not in said_here:
-            raise TraceInvalid(
-                f"{where}.{key}",
-                f"a message's text under {key!r}, which diagbot does not read, so what it says would go unseen: "
-                "write it as the message's content",
-            )
+        for said in _texts(value, key in _TEXT_KEYS, _PART_DEPTH):
+            if " ".join(said.split()) not in said_here:
+                raise TraceInvalid(
+                    f"{where}.{key}",
+                    f"a message's text under {key!r}, which diagbot does not read, so what it says would go unseen: "
+                    "write it as the message's content",
+                )
 
 
-def _said_in(value: Any, text_key: bool) -> str:
-    """The text a value under an unread key holds: the value itself under a key that names text, else the text
-    of its parts (objects with `text`, `value` or `content`, alone or in a list)."""
+def _texts(value: Any, text_key: bool, depth: int, listed: bool = False) -> Iterator[str]:
+    """The texts a value under an unread key holds: the value itself under a key that names text, and the text of
+    parts (objects in a list, or with a `type`, or under a text key, holding `text`, `value` or `content`)."""
     if isinstance(value, str):
-        return value if text_key else ""
-    parts = value[:_PARTS_READ] if isinstance(value, list) else [value] if isinstance(value, dict) else []
-    found = []
-    for part in parts:
-        if isinstance(part, dict):
-            found += [part[k] for k in _PART_TEXT if isinstance(part.get(k), str)]
-        elif isinstance(part, str) and text_key:
-            found.append(part)
-    return " ".join(found)
+        if text_key and value.strip():
+            yield value
+    elif isinstance(value, list):
+        for part in value:
+            if isinstance(part, dict) or text_key:
+                yield from _texts(part, text_key, depth, listed=True)
+    elif isinstance(value, dict) and depth > 0 and (text_key or listed or "type" in value):
+        kind = value.get("type", value.get("block_type"))
+        if isinstance(kind, str) and any(word in kind.casefold() for word in _NOT_SAID):
+            return
+        for key in _PART_TEXT:
+            if key in value:
+                yield from _texts(value[key], True, depth - 1)
 
 
 def with_refusal(content: str, refusal: Any, path: str) -> str:
