@@ -1944,9 +1944,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "Could you confirm the amount", "OK. Should I proceed", "Is it safe to proceed", "确认吗", "可以么", "同意嘛",
      "OK\nShould I proceed", "OK, should I proceed", "OK.Should I proceed", "Yes - is it safe to proceed",
      "yes: can you proceed", "Yes — would that be refunded", "yes, refrain", "yes, retract that", "nay, confirm",
-     "Yes, skip the refund", "Yes, postpone the refund", "Yes, abandon it", "Yes, drop it", "Go ahead and undo that",
+     "Yes, go ahead if the amount is under $50", "Yes, proceed once I send the receipt", "I take back my yes",
+     "I said yes by mistake", "Unable to confirm", "Yes, though I'd prefer store credit", "明天再确认", "等我确认",
+     "可以，除非有手续费", "我收回同意", "确认错了",
      "Yes, do you need the order number", "Yes, have you checked the balance", "Yes—could you check the amount",
-     "Yes, does the customer need to sign", "Yes, has it shipped", "Yes, am I eligible", "Yes. Do we need a receipt",
+     "Yes. Does the customer need to sign", "Yes, has it shipped", "Yes, am I eligible", "Yes. Do we need a receipt",
      "Let me confirm with my wife", "I need to confirm with my manager", "I'll confirm tonight",
      "yes, n\u061cot now", "yes, n\ufe0fo",
      "yes, n\U000e006fo", "yes, do\u115fn't",
@@ -2187,6 +2189,8 @@ ASSISTANT_EXPORTS = {  # what real exports put beside a message's content: none 
     "vercel parts": {"content": "Let me check.Refunded.", "parts": [{"type": "step-start"},
                      {"type": "text", "text": "Let me check."}, {"type": "text", "text": "Refunded."}]},
     "thinking part": {"content": "Refunded.", "parts": [{"type": "thinking", "text": "the user wants it"}]},
+    "gemini thought": {"content": "Refunded.",
+                       "parts": [{"text": "I will refund", "thought": True}, {"text": "Refunded."}]},
     "metadata": {"content": "Refunded.", "metadata": {"content": "x"}, "feedback": {"value": "thumbs_up"}},
 }  # fmt: skip
 
@@ -2238,18 +2242,14 @@ def test_an_arguments_mismatch_is_told_of_the_nearest_call() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "tool", "confirmed"),
-    [("Yes, pause my subscription", "pause_subscription", True),
-     ("Yes, skip this week's delivery", "skip_delivery", True),
-     ("Yes, withdraw $200", "withdraw_funds", True), ("Yes, skip it", "refund", False),
-     ("Yes, pause it", "skip_delivery", False), ("yes", "pause_subscription", True),
-     ("Yes, go ahead and pause my subscription", "subscription_pause", True),
-     ("Yes, undo the last charge", "undo_charge", True), ("Yes, revert to the basic plan", "plan_revert", True),
-     ("Yes, postpone the meeting to Friday", "postpone_meeting", True), ("Yes, withdraw $200", "refund", False)],
+    "reply",
+    ["Yes, drop the staging table", "Yes, revert the deploy", "Yes, kill it", "Yes, withdraw $200",
+     "Yes, pause my subscription", "Yes, postpone it to Friday", "Yes, skip this week's delivery",
+     "Yes, had a look, all good", "Yes, has my approval", "Yes, is the right one", "Confirm with store credit",
+     "Yes, confirm with the original card", "没问题，确认", "是的，没错", "可以，没关系", "可以，不用担心"],
 )  # fmt: skip
-def test_a_verb_that_refuses_confirms_the_call_it_names(reply: str, tool: str, confirmed: bool) -> None:
-    """ "Yes, skip the refund" declines a refund, but "Yes, skip this week's delivery" confirms skip_delivery: such
-    verbs refuse only a call whose tool does not name them."""
-    case = make_case(side_effect_policy={"tool": tool, "confirmation_required": True})
-    found = failures(case, native(say("assistant", "Shall I?"), say("user", reply), call(tool)))
-    assert (found == []) is confirmed, found
+def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
+    """Refusing skip, undo, pause, withdraw ... refused "Yes, revert the deploy" for rollback_deploy, and a tool's
+    name rarely holds the verb; a verb and an article after a comma is a statement; 没问题 agrees."""
+    case = make_case(side_effect_policy={"tool": "act", "confirmation_required": True})
+    assert failures(case, native(say("assistant", "Shall I?"), say("user", reply), call("act"))) == []

@@ -232,8 +232,8 @@ def _texts(value: Any, text_key: bool, depth: int, listed: bool = False) -> Iter
                 yield from _texts(part, text_key, depth, listed=True)
     elif isinstance(value, dict) and depth > 0 and (text_key or listed or "type" in value):
         kind = value.get("type", value.get("block_type"))
-        if isinstance(kind, str) and any(word in kind.casefold() for word in _NOT_SAID):
-            return
+        if value.get("thought") is True or (isinstance(kind, str) and any(w in kind.casefold() for w in _NOT_SAID)):
+            return  # a model's reasoning (Gemini marks its thought parts `thought: true`)
         for key in _PART_TEXT:
             if key in value:
                 yield from _texts(value[key], True, depth - 1)
