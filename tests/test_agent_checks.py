@@ -2253,3 +2253,27 @@ def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
     name rarely holds the verb; a verb and an article after a comma is a statement; 没问题 agrees."""
     case = make_case(side_effect_policy={"tool": "act", "confirmation_required": True})
     assert failures(case, native(say("assistant", "Shall I?"), say("user", reply), call("act"))) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "tool", "confirmed"),
+    [("Yes, cancel my subscription", "cancel_subscription", True), ("Confirm the cancellation", "order_cancel", True),
+     ("Yes, stop the card", "stop_card", True), ("Yes, hold the order", "hold_order", True),
+     ("Yes, cancel it", "refund", False), ("No, don't cancel", "cancel_subscription", False),
+     ("Yes, cancel it. Actually wait", "cancel_order", False)],
+)  # fmt: skip
+def test_cancel_stop_and_hold_confirm_the_call_that_does_them(reply: str, tool: str, confirmed: bool) -> None:
+    """cancel_order could never be confirmed: "Yes, cancel it" held a refusing word."""
+    case = make_case(side_effect_policy={"tool": tool, "confirmation_required": True})
+    found = failures(case, native(say("assistant", "Shall I?"), say("user", reply), call(tool)))
+    assert (found == []) is confirmed, found
+
+
+def test_each_tool_is_confirmed_by_its_own_words() -> None:
+    """One reply, two tools needing confirmation: "cancel" confirms the cancellation and refuses the refund."""
+    case = make_case(side_effect_policy=[{"tool": "cancel_order", "confirmation_required": True},
+                                         {"tool": "refund", "confirmation_required": True}])  # fmt: skip
+    run = native(
+        say("assistant", "Shall I?"), say("user", "Yes, cancel the order"), call("cancel_order"), call("refund")
+    )
+    assert [f.split(" was made")[0] for f in failures(case, run)] == ["confirmation_missing: refund (call 2)"]
