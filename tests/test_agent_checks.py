@@ -2277,3 +2277,11 @@ def test_each_tool_is_confirmed_by_its_own_words() -> None:
         say("assistant", "Shall I?"), say("user", "Yes, cancel the order"), call("cancel_order"), call("refund")
     )
     assert [f.split(" was made")[0] for f in failures(case, run)] == ["confirmation_missing: refund (call 2)"]
+
+
+def test_an_audio_part_is_read_by_its_transcript() -> None:
+    """A Realtime-style message said its answer in an audio part, whose transcript went unread: the answer was empty."""
+    item = {"type": "message", "role": "assistant", "content": [{"type": "audio", "transcript": "card 4111"}]}
+    assert parse_run(json.dumps({"output": [item]}).encode(), "openai-responses").answer == "card 4111"
+    chat = [{"role": "assistant", "content": [{"type": "output_audio", "transcript": "card 4111"}]}]
+    assert parse_run(json.dumps(chat).encode(), "openai-chat").answer == "card 4111"

@@ -126,6 +126,8 @@ def content_text(value: Any, path: str) -> str:
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said
             parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
+        elif part.get("transcript") is not None:  # an audio part (`output_audio`, Realtime's `audio`): its words
+            parts.append(text(part["transcript"], f"{path}[{index}].transcript"))
         elif is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see
             named = "a part without a type" if kind is None else f"a part of type {str(kind)[:40]!r}"
             raise TraceInvalid(
