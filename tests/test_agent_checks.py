@@ -2285,3 +2285,15 @@ def test_an_audio_part_is_read_by_its_transcript() -> None:
     assert parse_run(json.dumps({"output": [item]}).encode(), "openai-responses").answer == "card 4111"
     chat = [{"role": "assistant", "content": [{"type": "output_audio", "transcript": "card 4111"}]}]
     assert parse_run(json.dumps(chat).encode(), "openai-chat").answer == "card 4111"
+
+
+def test_a_forbidden_call_whose_arguments_are_unread_is_not_ruled_out() -> None:
+    """negative_behavior [{tool_called: {tool, args}}] passed a call whose arguments repeated a key or did not
+    parse: that call may be the forbidden one."""
+    case = make_case(negative_behavior=[{"tool_called": {"tool": "refund", "args": {"order_id": "A"}}}])
+    for raw in ['{"order_id": "B", "order_id": "A"}', '{"order_id": "A",}']:
+        found = failures(case, native(call("refund", raw)))
+        assert len(found) == 1 and found[0].startswith(
+            'rule_failed: negative_behavior[0]: refund (call 1) may have {"order_id": "A"}: arguments are not valid'
+        ), found
+    assert failures(case, native(call("refund", {"order_id": "B"}))) == []

@@ -94,9 +94,29 @@ def test_only_a_user_message_confirms() -> None:
         assert failures(case, run)[0].startswith("confirmation_missing: "), role
 
 
-def test_calls_lacking_one_key_of_a_compound_idempotency_key_repeat_nothing() -> None:
+def test_calls_lacking_one_key_of_a_compound_idempotency_key_repeat_it_absent() -> None:
+    """Two refunds of order A, neither with a request id, repeated the spec's own `order_id + item_id +
+    refund_request_id` and passed: a key a call lacks is a value (absent) like any other, and only a call that
+    lacks them all repeats nothing."""
     case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id + amount"})
-    assert failures(case, native(call("refund", {"order_id": "A"}), call("refund", {"order_id": "A"}))) == []
+    assert failures(case, native(call("refund", {"order_id": "A"}), call("refund", {"order_id": "A"}))) == [
+        'duplicate_side_effect: refund (call 1) and call 2 repeat order_id="A", amount=(absent)'
+    ]
+    assert (
+        failures(case, native(call("refund", {"order_id": "A"}), call("refund", {"order_id": "A", "amount": 1}))) == []
+    )
+    assert failures(case, native(call("refund", {}), call("refund", {}))) == []
+
+
+def test_a_call_whose_arguments_are_unread_may_repeat_another() -> None:
+    """Arguments that repeat a key (or do not parse) were skipped, so two such refunds repeated nothing."""
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id"})
+    twice = '{"order_id": "A", "order_id": "A"}'
+    found = failures(case, native(call("refund", {"order_id": "A"}), call("refund", twice)))
+    assert len(found) == 1 and found[0].startswith(
+        "duplicate_side_effect: refund (call 1) and call 2 may repeat order_id: call 2's arguments are not valid JSON"
+    ), found
+    assert failures(case, native(call("refund", twice))) == []  # one call repeats nothing
 
 
 def test_a_keyed_transition_governs_only_its_key() -> None:

@@ -501,9 +501,9 @@ def _answer_not_matches(pattern: str, answer: str) -> Verdict:
     return True, f"the answer does not match /{pattern}/"
 
 
-def _called(spec: str | ToolArgs, t: Trial, forbidding: bool = False) -> tuple[bool, str]:
+def _called(spec: str | ToolArgs, t: Trial, forbidding: bool = False) -> Verdict:
     """`forbidding`: the call must not happen, so a call with more arguments than the forbidden ones is it too,
-    whatever `args_match` says."""
+    whatever `args_match` says, and one whose arguments could not be read may be it (undecided)."""
     tool, args = (spec, None) if isinstance(spec, str) else (spec.tool, spec.args)
     exact = t.exact and not forbidding
     calls = t.calls_by_tool.get(tool, [])
@@ -515,6 +515,9 @@ def _called(spec: str | ToolArgs, t: Trial, forbidding: bool = False) -> tuple[b
         t.spend(1)
         if call.args_problem is None and args_fit(args, call.args, exact, t.spend):
             return True, f"{_call_label(t.run, call)} was called with {show(args)}"
+    unread = next((call for call in calls if call.args_problem is not None), None)
+    if forbidding and unread is not None:
+        return None, f"{_call_label(t.run, unread)} may have {show(args)}: {unread.args_problem}"
     why = args_mismatch(args, calls[0].args, exact) if calls[0].args_problem is None else calls[0].args_problem
     return False, f"no call of {tool} has {show(args)} ({_call_label(t.run, calls[0])}: {why})"
 
@@ -941,19 +944,30 @@ def duplicates(case: AgentCase, t: Trial) -> list[str]:
         if not paths:
             continue
         seen: dict[tuple[str, ...], ToolCall] = {}
-        for call in t.calls_by_tool.get(policy.tool, ()):
+        done = [call for call in t.calls_by_tool.get(policy.tool, ()) if not call.failed]
+        unread = next((call for call in done if call.args_problem is not None), None)
+        if unread is not None and len(done) > 1 and failures.wants():  # what it repeats is unknown
+            other = done[1] if unread is done[0] else done[0]
+            a, b = sorted((unread, other), key=t.run.call_number)
+            failures.add(
+                f"{_call_label(t.run, a)} and call {t.run.call_number(b)} may repeat {' + '.join(paths)}: call "
+                f"{t.run.call_number(unread)}'s {unread.args_problem}"
+            )
+        for call in done:
             t.spend(1)
-            if call.failed or call.args_problem is not None:
+            if call.args_problem is not None:
                 continue
             values = [_path_value(call.args, path) for path in paths]
-            if any(value is _ABSENT for value in values):
-                continue  # a call without the key repeats nothing
+            if all(value is _ABSENT for value in values):
+                continue  # a call without any of the keys repeats nothing; one without some has them absent
             written: dict[int, str] = {}  # each value once, however many paths name it
             key = tuple(_written(value, t, written) for value in values)
             if key not in seen:
                 seen[key] = call
             elif failures.wants():
-                shown = ", ".join(f"{p}={show(v)}" for p, v in zip(paths, values, strict=True))
+                shown = ", ".join(
+                    f"{p}={'(absent)' if v is _ABSENT else show(v)}" for p, v in zip(paths, values, strict=True)
+                )
                 failures.add(f"{_call_label(t.run, seen[key])} and call {t.run.call_number(call)} repeat {shown}")
     return failures.messages()
 
