@@ -82,6 +82,9 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"n['’‘´ʼ]t\b|\b(?:dont|cant|wont|didnt|doesnt|isnt|arent|wasnt|havent|hasnt|shouldnt|wouldnt|couldnt)\b",
     r"\b(?:actually|on second thought|never ?mind|changed my mind|anymore|scratch|forget|jk|kidding|first|later)\b",
     r"\b(?:tomorrow|before|after|until|think|maybe|but|except|unless|only if|don)\b",  # deferring, a condition
+    r"\b(?:tonight|soon|eventually|pending|next (?:week|month|year|time)|ask (?:my|him|her|them))\b",
+    r"\bin (?:an?|\d+|a few|a couple of) (?:sec|second|min|minute|hour|day|week|month|moment|bit|while)s?\b",
+    r"\b(?:at \d+(?::\d\d)? ?(?:am|pm)?|on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",  # "at 5pm", "on Monday"
     r"\b(?:cannot|abort\w*|halt\w*|cease\w*|deny|denies|denied|reject\w*|object\w*|nothing|none|neither|nor)\b",
     # refusing, taking back, a condition (verbs that may be the side effect itself, skip, undo, pause, withdraw,
     # are not: "Yes, revert the deploy" confirms rollback_deploy)
@@ -197,8 +200,10 @@ class Confirmation:
 
 
 def named_actions(tool: str) -> tuple[str, ...]:
-    """The words of _NAMED_ACTIONS that a tool's name holds (`cancel_order`: cancel)."""
-    return tuple(word for word in _NAMED_ACTIONS if word in tool.casefold())
+    """The words of _NAMED_ACTIONS that begin a word of a tool's name (`cancel_order`, `orderCancel`: cancel; not
+    `household_refund`)."""
+    words = [w.casefold() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", tool[:200])]
+    return tuple(word for word in _NAMED_ACTIONS if any(w.startswith(word) for w in words))
 
 
 @dataclass
@@ -1086,9 +1091,10 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
 
 
 def _recorded(value: Any) -> bool:
-    """An audit field holds something: null, a blank text and an empty list or object record nothing."""
+    """An audit field holds something: null, a blank text (invisible characters aside) and an empty list or object
+    record nothing."""
     if isinstance(value, str):
-        return bool(value.strip())
+        return bool(INVISIBLE.sub("", value).strip())
     return value is not None and value != [] and value != {}
 
 
@@ -1304,6 +1310,11 @@ class CaseCheck:
     run: Callable[[AgentCase, Trial], list[str]]
 
 
+def _asks_args(case: AgentCase) -> bool:
+    """expected_args asks for a call: `{tool: []}` asks for nothing (validate warns), so alone it checks nothing."""
+    return any(given != [] for given in (case.expected_args or {}).values())
+
+
 def _asks_sequence(case: AgentCase) -> bool:
     """An empty expected sequence asks something only where it forbids every call (strict, unordered, subset)."""
     if case.expected_tool_sequence is None:
@@ -1337,7 +1348,7 @@ def _has_criteria(case: AgentCase) -> bool:
 
 CHECKS: list[CaseCheck] = [
     CaseCheck(Code.TOOL_SEQUENCE_MISMATCH, lambda c: _asks_sequence(c), tool_sequence),
-    CaseCheck(Code.EXPECTED_ARGS_MISMATCH, lambda c: bool(c.expected_args), expected_args),
+    CaseCheck(Code.EXPECTED_ARGS_MISMATCH, lambda c: _asks_args(c), expected_args),
     CaseCheck(Code.UNAVAILABLE_TOOL_CALLED, lambda c: c.available_tools is not None, unavailable_tools),
     CaseCheck(Code.TOOL_ARGS_INVALID, lambda c: bool(c.tool_schema), tool_args),
     CaseCheck(Code.PRECONDITION_UNMET, _has_policy(lambda p: p.preconditions), preconditions),
