@@ -2310,3 +2310,16 @@ def test_an_audit_field_of_invisible_characters_is_missing_and_an_empty_argument
 
     assert not is_checked(make_case(expected_args={"refund": []}))  # it passed, and raised the pass rate
     assert is_checked(make_case(expected_args={"refund": {}}))  # a call of refund, with any arguments
+
+
+@pytest.mark.parametrize(
+    ("expr", "state"),
+    [("flags == `[true]`", {"flags": [1]}), ("o == `{\"a\": true}`", {"o": {"a": 1}}),
+     ("contains(flags, `true`)", {"flags": [1]}), ("approved == `true`", {"approved": 1})],
+)  # fmt: skip
+def test_a_query_never_takes_1_for_true_at_any_depth(expr: str, state: dict[str, Any]) -> None:
+    """JMESPath's own equality special-cases true against 1 only at the top level: [1] equalled [true]."""
+    case = make_case(final_state_check={"id": "flag", "expr": expr})
+    assert failures(case, native(say("assistant", "done"), final_state=state))[0].startswith("final_state_mismatch: ")
+    equal = {key: (True if value == 1 else [True] if value == [1] else {"a": True}) for key, value in state.items()}
+    assert failures(case, native(say("assistant", "done"), final_state=equal)) == []

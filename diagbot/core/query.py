@@ -207,8 +207,8 @@ class _BoundedFunctions(jmespath_functions.Functions):
 
 
 def _equal(left: Any, right: Any) -> bool:
-    """Python's `==` on JSON values (as JMESPath uses it), without recursion and charged a step per pair, so that
-    comparing two arrays that share their items many times over costs what it costs, not forever."""
+    """JSON equality (Python's `==`, but a boolean equals only a boolean), without recursion and charged a step per
+    pair, so that comparing two arrays that share their items many times over costs what it costs, not forever."""
     todo = [(left, right)]
     _METER.step()
     while todo:
@@ -228,8 +228,8 @@ def _equal(left: Any, right: Any) -> bool:
                 if key not in b:
                     return False
                 todo.append((member, b[key]))
-        elif isinstance(b, list | dict) or a != b:
-            return False
+        elif isinstance(b, list | dict) or a != b or (type(a) is bool) != (type(b) is bool):
+            return False  # JSON's true is no 1, at any depth (Python's `==` says it is)
     return True
 
 
@@ -255,9 +255,7 @@ class _BoundedInterpreter(TreeInterpreter):
         left, right = (self.visit(child, value) for child in node["children"])
         operator = node["value"]
         if operator in ("eq", "ne"):
-            if isinstance(left, list | dict) and isinstance(right, list | dict):
-                return _equal(left, right) is (operator == "eq")
-            return self.COMPARATOR_FUNC[operator](left, right)
+            return _equal(left, right) is (operator == "eq")
         if not (_is_number(left) or isinstance(left, str)) or not (_is_number(right) or isinstance(right, str)):
             return None  # ordering is for numbers (and strings), as in JMESPath's own
         return self.COMPARATOR_FUNC[operator](left, right)
