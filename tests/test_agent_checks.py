@@ -2323,3 +2323,15 @@ def test_a_query_never_takes_1_for_true_at_any_depth(expr: str, state: dict[str,
     assert failures(case, native(say("assistant", "done"), final_state=state))[0].startswith("final_state_mismatch: ")
     equal = {key: (True if value == 1 else [True] if value == [1] else {"a": True}) for key, value in state.items()}
     assert failures(case, native(say("assistant", "done"), final_state=equal)) == []
+
+
+def test_a_final_state_past_the_last_recorded_change_is_a_transition_too() -> None:
+    """none → pending recorded, refunded at the end: the pending → refunded the steps do not show went unchecked,
+    since a key any recorded change named was never compared with the final state."""
+    forbid = {"tool": "refund", "forbidden_state_transition": [{"key": "s", "from": "pending", "to": "refunded"}]}
+    case = make_case(initial_state={"s": "none"}, side_effect_policy=forbid)
+    run = native(call("refund"), change("s", "none", "pending"), final_state={"s": "refunded"})
+    assert failures(case, run) == [
+        'state_transition_forbidden: s: "pending" → "refunded" is a forbidden transition (refund policy)'
+    ]
+    assert failures(case, native(call("refund"), change("s", "none", "pending"), final_state={"s": "pending"})) == []

@@ -1001,21 +1001,30 @@ def _transition(change: StateChange) -> str:
 
 def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     """The state changes transitions are checked against: those the run records, and, when it records a final
-    state, one change for each other top-level key of it whose value differs from the initial state (formats other
-    than diagbot's record no steps of state); None when the run says nothing of its state."""
+    state, one change for each top-level key of it whose value differs from where the recorded changes (or the
+    initial state) left it (formats other than diagbot's record no steps of state); None when the run says nothing
+    of its state."""
     final = t.run.final_state
     missing = ABSENT if declared else UNRECORDED  # a key the declared initial state lacks did not exist yet
     recorded = _started(t, missing)
     if final is None:
         return recorded or None
+    # each key from where the run last left it (its last recorded change, else the initial state) to the final
+    # state, when they differ: a change the steps do not show (none -> pending recorded, refunded at the end)
+    last = {change.key: change.after for change in recorded}
     before = t.initial_state  # a key the final state leaves out is not known to have changed
-    changed = {change.key for change in recorded}
-    return recorded + [
-        StateChange(key, before.get(key, missing), value)
-        for key, value in final.items()
-        # whether the value changed at all: equality, not matching (so `exact`)
-        if key not in changed and (key not in before or not args_fit(before[key], value, True, t.spend))
-    ]  # the keys no recorded change explains, from the initial state to the final one
+    unexplained = []
+    for key, value in final.items():
+        if key in last:
+            was = last[key]
+        elif key in before:
+            was = before[key]
+        else:
+            unexplained.append(StateChange(key, missing, value))
+            continue
+        if not args_fit(was, value, True, t.spend):  # whether the value changed at all: equality (so `exact`)
+            unexplained.append(StateChange(key, was, value))
+    return recorded + unexplained
 
 
 def _started(t: Trial, missing: Any) -> list[StateChange]:
