@@ -255,7 +255,10 @@ class _BoundedInterpreter(TreeInterpreter):
         left, right = (self.visit(child, value) for child in node["children"])
         operator = node["value"]
         if operator in ("eq", "ne"):
-            return _equal(left, right) is (operator == "eq")
+            if isinstance(left, list | dict) and isinstance(right, list | dict):
+                return _equal(left, right) is (operator == "eq")
+            same = left == right and (type(left) is bool) == (type(right) is bool)  # JSON's true is no 1
+            return same is (operator == "eq")
         if not (_is_number(left) or isinstance(left, str)) or not (_is_number(right) or isinstance(right, str)):
             return None  # ordering is for numbers (and strings), as in JMESPath's own
         return self.COMPARATOR_FUNC[operator](left, right)
