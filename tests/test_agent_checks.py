@@ -2216,6 +2216,14 @@ def test_text_nested_in_a_key_that_is_not_read_is_refused(hidden: dict[str, Any]
     assert UNREAD_TEXT.format(next(iter(hidden))) in refusal(run, "openai-chat")
 
 
+def test_text_nested_past_the_depth_looked_into_is_refused_not_a_crash() -> None:
+    """Lists in lists under a text key recursed once per level: 1,000 of them raised RecursionError."""
+    for depth in (5, 1_000):
+        text = b"[" * depth + b'"card 4111"' + b"]" * depth
+        with pytest.raises(TraceInvalid, match="a message's text under 'text'"):
+            parse_run(b'[{"role": "assistant", "content": "hi", "text": ' + text + b"}]", "openai-chat")
+
+
 def test_a_responses_message_item_that_hides_a_call_is_refused() -> None:
     """Chat messages had their unknown keys looked through for calls; Responses message items did not."""
     hidden = {"type": "function_call", "name": "delete_account", "arguments": "{}", "call_id": "x"}

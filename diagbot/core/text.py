@@ -34,15 +34,18 @@ nothing else is looked for among the ones the text held (`Folded.hidden`)."""
 def normalize(text: str) -> str:
     """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`, and drop the
     INVISIBLE characters."""
+    return _normalized(text)[0]
+
+
+def _normalized(text: str) -> tuple[str, str]:
+    """`normalize(text)`, and the INVISIBLE characters it dropped, each once (in their NFKC form, as a needle's
+    are compared: U+3164 and U+FFA0 are U+1160). One search of the text finds both, and the second part is only
+    made when there was something to drop."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return folded if folded.isascii() else INVISIBLE.sub("", folded)
-
-
-def hidden(text: str) -> str:
-    """The INVISIBLE characters `text` holds, each once, in NFKC form (U+3164 and U+FFA0 are U+1160)."""
-    return (
-        "" if text.isascii() else "".join(sorted({unicodedata.normalize("NFKC", c) for c in INVISIBLE.findall(text)}))
-    )
+    if folded.isascii():
+        return folded, ""
+    visible, dropped = INVISIBLE.subn("", folded)
+    return visible, "".join(sorted(set(INVISIBLE.findall(folded)))) if dropped else ""
 
 
 def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
@@ -55,12 +58,12 @@ def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
 
 def contains(haystack: str, needle: str) -> bool:
     """True when `needle` occurs in `haystack` after normalising both; an empty needle never matches."""
-    return _found(needle, normalize(needle), normalize(haystack), hidden(haystack))
+    return _found(needle, normalize(needle), *_normalized(haystack))
 
 
 def matches(haystack: str, needles: Iterable[str]) -> list[str]:
     """The needles that occur in `haystack`, in their given order (the haystack is normalised once)."""
-    folded_haystack, invisible = normalize(haystack), hidden(haystack)
+    folded_haystack, invisible = _normalized(haystack)
     return [needle for needle in needles if _found(needle, normalize(needle), folded_haystack, invisible)]
 
 
@@ -88,34 +91,37 @@ def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDE
     """`normalize(text)` when the text and its normal form fit the caps; otherwise the normal form of the
     text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most."""
     cut = len(text) > max_chars
-    read = text[:max_chars] if cut else text
-    folded, over = _normalize_upto(read, max_folded)
-    return Folded(folded, cut or over, hidden(read))
+    folded, over, invisible = _normalize_upto(text[:max_chars] if cut else text, max_folded)
+    return Folded(folded, cut or over, invisible)
 
 
 def _fold_needle(needle: str) -> str | None:
     """A needle's normal form, or None when it is longer than any folded text can be (so it cannot match)."""
-    folded, over = _normalize_upto(needle, MAX_FOLDED_CHARS)
+    folded, over, _ = _normalize_upto(needle, MAX_FOLDED_CHARS)
     return None if over else folded
 
 
 _fold_short_needle = lru_cache(maxsize=4096)(_fold_needle)  # keywords repeat across cases; keep only short ones
 
 
-def _normalize_upto(text: str, limit: int) -> tuple[str, bool]:
-    """(normal form cut to `limit`, whether it was longer), normalising no more of `text` than it needs."""
+def _normalize_upto(text: str, limit: int) -> tuple[str, bool, str]:
+    """(normal form cut to `limit`, whether it was longer, the INVISIBLE characters dropped from what was read),
+    normalising no more of `text` than it needs."""
     if len(text) <= _CHUNK_CHARS:
-        folded = normalize(text)  # the usual case: one call, exactly as `normalize`
+        folded, invisible = _normalized(text)  # the usual case: one call, exactly as `normalize`
     else:
         parts: list[str] = []
+        dropped: set[str] = set()
         size = 0
         for piece in _pieces(text):
-            parts.append(normalize(piece))
-            size += len(parts[-1])
+            visible, found = _normalized(piece)
+            parts.append(visible)
+            dropped.update(found)
+            size += len(visible)
             if size > limit:
                 break
-        folded = "".join(parts)
-    return (folded[:limit], True) if len(folded) > limit else (folded, False)
+        folded, invisible = "".join(parts), "".join(sorted(dropped))
+    return (folded[:limit], True, invisible) if len(folded) > limit else (folded, False, invisible)
 
 
 def _pieces(text: str) -> Iterator[str]:

@@ -199,7 +199,7 @@ _TEXT_KEYS = frozenset((
 ))  # fmt: skip
 _PART_TEXT = ("text", "value", "content")
 _NOT_SAID = ("reason", "think")
-_PART_DEPTH = 3  # levels of parts looked into (`message: {content: [{type: text, text: {value}}]}`)
+_PART_DEPTH = 4  # levels of lists and parts looked into (`message: {content: [{type: text, text: {value}}]}`)
 
 
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
@@ -209,11 +209,12 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
     not looked through."""
     if message.get("role") in ("tool", "function"):
         return
-    said_here = " ".join(content.split())
+    said_here: str | None = None  # the content, spaced as the pieces are compared: made only when one is found
     for key, value in message.items():
         if key in read or any(word in str(key).casefold() for word in _NOT_SAID):
             continue
         for said in _texts(value, key in _TEXT_KEYS, _PART_DEPTH):
+            said_here = " ".join(content.split()) if said_here is None else said_here
             if " ".join(said.split()) not in said_here:
                 raise TraceInvalid(
                     f"{where}.{key}",
@@ -228,11 +229,14 @@ def _texts(value: Any, text_key: bool, depth: int, listed: bool = False) -> Iter
     if isinstance(value, str):
         if text_key and value.strip():
             yield value
-    elif isinstance(value, list):
+    elif depth == 0:
+        if text_key and isinstance(value, list | dict) and value:
+            yield "\0"  # nested deeper than is looked into: what it holds is not known, so no content says it
+    elif isinstance(value, list):  # a list is a level too, so lists nested in lists end at _PART_DEPTH
         for part in value:
             if isinstance(part, dict) or text_key:
-                yield from _texts(part, text_key, depth, listed=True)
-    elif isinstance(value, dict) and depth > 0 and (text_key or listed or "type" in value):
+                yield from _texts(part, text_key, depth - 1, listed=True)
+    elif isinstance(value, dict) and (text_key or listed or "type" in value):
         kind = value.get("type", value.get("block_type"))
         if value.get("thought") is True or (isinstance(kind, str) and any(w in kind.casefold() for w in _NOT_SAID)):
             return  # a model's reasoning (Gemini marks its thought parts `thought: true`)
