@@ -919,6 +919,21 @@ def test_trace_requirement() -> None:
     ]
 
 
+def test_an_empty_message_or_a_null_result_records_nothing() -> None:
+    """An assistant message with no text is no action, and a result of null, blank text, [] or {} no observation:
+    before, both met the requirement."""
+    case = make_case(trace_requirement={"required_fields": ["action", "observation"]})
+    missing = [
+        "trace_requirement_missing: the run records no action",
+        "trace_requirement_missing: the run records no observation",
+    ]
+    assert failures(case, native(say("assistant", ""), say("assistant", "  "))) == missing
+    for empty in (None, "", " \u200b ", [], {}):
+        assert failures(case, native(call("lookup", result=empty))) == missing[1:]
+    assert failures(case, native(call("lookup", result=0))) == []
+    assert failures(case, native(say("assistant", "done"))) == missing[1:]
+
+
 STATE_CASE = make_case(
     initial_state={"status": "open", "n": 1},
     final_state_check=[{"id": "refunded", "expr": "status", "equals": "refunded"}, {"expr": "n", "equals": 1.0}],
@@ -2343,3 +2358,57 @@ def test_a_final_state_past_the_last_recorded_change_is_a_transition_too() -> No
         'state_transition_forbidden: s: "pending" → "refunded" is a forbidden transition (refund policy)'
     ]
     assert failures(case, native(call("refund"), change("s", "none", "pending"), final_state={"s": "pending"})) == []
+
+
+def test_a_recorded_from_the_state_before_it_contradicts_is_checked_from_both() -> None:
+    """The case starts the order paid; the step says it went pending → refunded. Which start the run really left
+    is not known, so the forbidden paid → refunded is not talked past by the step's own `from`."""
+    forbid = {"tool": "refund", "forbidden_state_transition": [{"key": "s", "from": "paid", "to": "refunded"}]}
+    case = make_case(initial_state={"s": "paid"}, side_effect_policy=forbid)
+    assert failures(case, native(call("refund"), change("s", "pending", "refunded"))) == [
+        'state_transition_forbidden: s: "paid" → "refunded" is a forbidden transition (refund policy)'
+    ]
+    # a `from` that agrees with the replayed state adds nothing; one after an earlier change is replayed too
+    assert failures(case, native(call("refund"), change("s", "paid", "pending"), change("s", "pending", "x"))) == []
+    assert failures(case, native(change("s", "paid", "pending"), change("s", "paid", "refunded"))) == [
+        'state_transition_forbidden: s: "paid" → "refunded" is a forbidden transition (refund policy)'
+    ]
+    allow = {"tool": "refund", "allowed_state_transition": [{"key": "s", "from": "pending", "to": "refunded"}]}
+    case = make_case(initial_state={"s": "paid"}, side_effect_policy=allow)
+    assert failures(case, native(change("s", "pending", "refunded"))) == [
+        'state_transition_forbidden: s: "paid" → "refunded" is not an allowed transition (refund policy)'
+    ]
+
+
+def test_a_dotted_transition_key_reaches_into_an_object_valued_state() -> None:
+    """`order.status` named no key of the state `{order: {status}}`, so the forbidden transition never matched."""
+    forbid = {
+        "tool": "refund",
+        "forbidden_state_transition": [{"key": "order.status", "from": "paid", "to": "refunded"}],
+    }
+    case = make_case(initial_state={"order": {"status": "paid", "id": "A"}}, side_effect_policy=forbid)
+    refunded = {"order": {"status": "refunded", "id": "A"}}
+    assert failures(case, native(call("refund"), final_state=refunded)) == [
+        'state_transition_forbidden: order.status: "paid" → "refunded" is a forbidden transition (refund policy)'
+    ]
+    recorded = native(change("order", {"status": "paid", "id": "A"}, refunded["order"]))
+    assert failures(case, recorded) == [
+        'state_transition_forbidden: order.status: "paid" → "refunded" is a forbidden transition (refund policy)'
+    ]
+    # another field of the order changing is no change of its status
+    assert failures(case, native(call("refund"), final_state={"order": {"status": "paid", "id": "B"}})) == []
+    # an allowed list keyed by the path governs that path, and the keyless items are not asked twice
+    allow = {"tool": "refund", "allowed_state_transition": [{"key": "order.status", "from": "paid", "to": "closed"}]}
+    case = make_case(initial_state={"order": {"status": "paid"}}, side_effect_policy=allow)
+    assert failures(case, native(final_state={"order": {"status": "closed"}})) == []
+    assert failures(case, native(final_state={"order": {"status": "refunded"}})) == [
+        'state_transition_forbidden: order.status: "paid" → "refunded" is not an allowed transition (refund policy)'
+    ]
+    assert failures(case, native(final_state={"order": {}})) == [
+        'state_transition_forbidden: order.status: "paid" → null is not an allowed transition (refund policy)'
+    ]
+    # a literal key of that name is still the key itself
+    case = make_case(initial_state={"order.status": "paid"}, side_effect_policy=forbid)
+    assert failures(case, native(final_state={"order.status": "refunded"})) == [
+        'state_transition_forbidden: order.status: "paid" → "refunded" is a forbidden transition (refund policy)'
+    ]

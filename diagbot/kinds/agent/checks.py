@@ -1031,17 +1031,48 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
 
 def _started(t: Trial, missing: Any) -> list[StateChange]:
     """The run's state changes, each change whose step left out `from` starting where the state was just before
-    it (the initial state, updated by the changes before it); `missing` for a key not known there."""
-    if not any(change.before is FROM_STATE for change in t.run.state_changes):
+    it (the initial state, updated by the changes before it); `missing` for a key not known there. A recorded
+    `from` that the state just before it contradicts is kept, and the change from that state is added beside it:
+    which of the two the run made is not known, so both are checked."""
+    if not t.run.state_changes:
         return t.run.state_changes
     state = dict(t.initial_state)
     found = []
     for change in t.run.state_changes:
         if change.before is FROM_STATE:
             change = StateChange(change.key, state.get(change.key, missing), change.after)
+        elif change.key in state and not args_fit(change.before, state[change.key], True, t.spend):
+            found.append(StateChange(change.key, state[change.key], change.after))
         state[change.key] = change.after
         found.append(change)
     return found
+
+
+def _nested(changes: list[StateChange], items: list[Transition], spend: Callable[[int], None]) -> list[StateChange]:
+    """For each item whose key is a dotted path into an object-valued change (`order.status` into a change of
+    `order`) and names no change of its own, the change at that path, when its value changed."""
+    found = []
+    for key in sorted({i.key for i in items if i.key is not None and "." in i.key} - {c.key for c in changes}):
+        for change in changes:
+            if not key.startswith(change.key + "."):
+                continue
+            path = key[len(change.key) + 1 :].split(".")
+            before = change.before if change.before is UNRECORDED else _dig(change.before, path)
+            after = _dig(change.after, path)
+            if before is ABSENT and after is ABSENT:
+                continue  # the path leads nowhere on either side
+            if before is ABSENT or before is UNRECORDED or after is ABSENT or not args_fit(before, after, True, spend):
+                found.append(StateChange(key, before, None if after is ABSENT else after))
+    return found
+
+
+def _dig(value: Any, path: list[str]) -> Any:
+    """The value at a dotted path into nested objects; ABSENT where the path does not lead."""
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return ABSENT
+        value = value[part]
+    return value
 
 
 UNRECORDED = object()
@@ -1077,11 +1108,13 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     "changes and no final_state"
                 )
             continue
-        for change in changes:
+        nested = _nested(changes, forbidden + allowed, t.spend)
+        for n, change in enumerate(changes + nested):
             t.spend(1 + len(forbidden) + len(allowed))
             known = change.before is not UNRECORDED
             start = "" if known else f": {_START.format(key=one_line(change.key, 100))}"
-            hit = _either(_fits_transition(i, change, t, True) for i in forbidden)
+            path = n >= len(changes)  # a path into a change the keyless items have judged already
+            hit = _either(_fits_transition(i, change, t, True) for i in forbidden if not path or i.key is not None)
             if hit is not False and failures.wants():
                 failures.add(
                     f"{_transition(change)} is a forbidden transition ({policy.tool} policy)" if hit else
@@ -1089,7 +1122,11 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                 )  # fmt: skip
             governed = [i for i in allowed if i.key is not None and i.key == change.key]
             # the items that govern this change: read loosely, so that more changes are held to an allowed list
-            keyless = [i for i in allowed if i.key is None and (not known or same(i.from_, _start(change), t, True))]
+            keyless = [
+                i
+                for i in allowed
+                if i.key is None and not path and (not known or same(i.from_, _start(change), t, True))
+            ]
             fit = _either(_fits_transition(i, change, t, False) for i in governed + keyless)
             if fit is False and keyless and not known:
                 fit = None  # a keyless item governs the changes from its `from`: this one's start is unknown
@@ -1120,10 +1157,10 @@ def audits(case: AgentCase, t: Trial) -> list[str]:
     return failures.messages()
 
 
-_RECORDED: dict[str, Callable[[Run], bool]] = {
-    "action": lambda run: bool(run.calls) or run.turns > 0,
+_RECORDED: dict[str, Callable[[Run], bool]] = {  # an empty message or a null result records nothing
+    "action": lambda run: bool(run.calls) or bool(run.assistant_texts),
     "tool_call": lambda run: bool(run.calls),
-    "observation": lambda run: any(c.has_result for c in run.calls),
+    "observation": lambda run: any(c.has_result and _recorded(c.result) for c in run.calls),
     "state_change": lambda run: bool(run.state_changes),
     "final_state": lambda run: run.final_state is not None,
 }
