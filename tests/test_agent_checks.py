@@ -1968,7 +1968,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "Let me confirm with my wife", "I need to confirm with my manager", "I'll confirm tonight",
      "yes, n\u061cot now", "yes, n\ufe0fo",
      "yes, n\U000e006fo", "yes, do\u115fn't",
-     "确认呢", "同意，但要等", "确认，可是"],
+     "确认呢", "同意，但要等", "确认，可是",
+     # asking the agent to confirm something, and a question after a comma with an article
+     "Please confirm the refund amount", "Yes, does the customer need to sign", "pls confirm the total",
+     "Kindly reconfirm my address", "Confirm which card you will use", "Yes, will the refund arrive today",
+     "yes, could the fee be waived"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
@@ -1985,7 +1989,10 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
      "Confirmed, may proceed", "Yes, book it for Friday, May 5", "Yes, Will, go ahead", "Yes – was expecting that",
      "Yes, confirm order AB-DID-7", "Yes, do it", "Yes, have it delivered", "Yes. Will do", "Yes! Will do.",
      "Yes. Would be great.", "Can confirm, go ahead", "Yes, do the refund", "Yes, you can go ahead",
-     "Yes, the refund is fine"],
+     "Yes, the refund is fine",
+     # beside the requests to confirm refused since
+     "Yes please, confirm", "Please proceed", "Yes, please confirm", "Please confirm it", "I'd like to confirm",
+     "Yes, is the right one", "Confirmed, the refund may go ahead"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

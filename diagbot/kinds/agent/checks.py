@@ -97,10 +97,15 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"\bconfirm(?:ing)? with (?:my|his|her|our|their|the) (?:wife|husband|partner|boss|manager|team|family|spouse)\b",
     # a question without its mark: a sentence or clause that opens with a verb before its subject ("Could you
     # confirm the amount", "OK, should I proceed", "OK.Should I", "Yes - is it safe", "does the customer sign", a
-    # new line), which "Yes, will do", "Yes. Would be great" and "Yes, do it" do not
+    # new line, "Yes, does the customer need to sign"), which "Yes, will do", "Yes. Would be great", "Yes, is the
+    # right one" and "Yes, do it" do not
     rf"{_CLAUSE}(?:{_ASKING}|am|has|had)\s+(?:i|you|we|it|he|she|they|that|this|there)\b",
     rf"{_SENTENCE}{_ASKING}\s+(?:the|my|your|our|his|her|its|their|a|an)\b",  # "Does the fee", not "Yes, had a look"
     rf"{_CLAUSE}(?:do|have)\s+(?:i|you|we|he|she|they)\b",
+    rf"{_CLAUSE}(?:can|could|would|will|shall|should|may|might|did|does)\s+(?:the|my|your|our|his|her|their|a|an)\b",
+    # asking the agent to confirm something, not confirming: "Please confirm the amount", "confirm which card"
+    r"\b(?:please|pls|plz|kindly)\s+(?:re-?)?confirm\w*\s+(?:the|my|your|our|his|her|their|this|that|these|those)\b",
+    r"\bconfirm\w*\s+(?:whether|what|which|who|where|why|how)\b",
     r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
