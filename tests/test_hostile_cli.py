@@ -771,3 +771,19 @@ def test_a_case_that_lost_its_checks_is_in_common_with_its_baseline() -> None:
     added = item(ItemType.CHANGED, "c2", "presence", None, "added", "case added")
     assert _nothing_in_common(summarize([added], (1, 1, 1, 0), (0.0, 0.0), 0))
     assert not _nothing_in_common(summarize([added], (1, 1, 1, 0), (0.0, 0.0), None))  # other kinds: no count
+
+
+def test_a_baseline_with_a_negative_duration_is_refused(tmp_path: Path) -> None:
+    """A stored report's durations and counts are never negative; a forged -1e9 ms made every run look slower."""
+    repo = _started(tmp_path)
+    assert diagbot(repo, "run", "--out", "base", "--quiet").returncode == 0
+    stored = repo / "base/reports/agent.json"
+    report = json.loads(stored.read_text(encoding="utf-8"))
+    report["results"][0]["durationMs"] = -1e9
+    stored.write_text(json.dumps(report), encoding="utf-8")
+    done = diagbot(repo, "run", "--baseline", "base", "--quiet")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: baseline of suite agent: base/reports/agent.json: not a readable agent report: results.0.durationMs: "
+        "input should be greater than or equal to 0\n"
+    )

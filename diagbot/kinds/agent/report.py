@@ -47,9 +47,9 @@ class AgentCaseResult(Output):
     failed_checks: list[str]  # those of the first failing trial
     unchecked_expectations: list[str] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # mean over its trials
-    tool_call_count: int | None = None
-    turn_count: int | None = None
-    duration_ms: float | None = None
+    tool_call_count: int | None = Field(default=None, ge=0)  # a stored report's metrics are never negative
+    turn_count: int | None = Field(default=None, ge=0)
+    duration_ms: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _agrees_with_its_trials(self) -> AgentCaseResult:

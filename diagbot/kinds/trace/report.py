@@ -7,7 +7,7 @@ from older diagbot versions and from the original Java evaluator (same field nam
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -35,9 +35,9 @@ class CaseResult(Output):
     gatekeeper_status: str | None = None
     gatekeeper_rule_set_version: str | None = None
     composer_status: str | None = None
-    claim_check_count: int | None = None
-    tool_call_count: int | None = None
-    duration_ms: int | float | None = None
+    claim_check_count: int | None = Field(default=None, ge=0)  # a stored report's metrics are never negative
+    tool_call_count: int | None = Field(default=None, ge=0)
+    duration_ms: Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0)] | None = None
 
 
 class TraceReport(Output):
@@ -50,8 +50,8 @@ class TraceReport(Output):
     passed_cases: int
     pass_rate: float
     verdict_distribution: dict[str, int] = Field(default_factory=dict)
-    average_tool_call_count: float | None = None
-    average_duration_ms: float | None = None
+    average_tool_call_count: float | None = Field(default=None, ge=0)
+    average_duration_ms: float | None = Field(default=None, ge=0)
     # Said about the fixtures as a whole (a field no fixture held, a misspelt key); never part of a verdict. Added
     # within schema version 1: older reports read as having none, and older diagbots skip the key.
     warnings: list[str] = Field(default_factory=list)
