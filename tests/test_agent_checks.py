@@ -705,9 +705,16 @@ def test_idempotency_key_paths_take_indexes() -> None:
         ({"precondition": [{"called": 5}]}, "a precondition {called: TOOL} is an item of its own with a tool name"),
         ({"idempotency_key": "items[x].id"}, "idempotency_key: 'items[x].id' is not an argument path"),
         ({"idempotency_key": ["order..id"]}, "idempotency_key: 'order..id' is not an argument path"),
+        ({"idempotency_key": "items[٣]"}, "idempotency_key: 'items[٣]' is not an argument path"),
+        # checking nothing, so a case of only these passed as checked
+        ({"precondition": {}}, "a precondition item is empty, so it checks nothing"),
+        ({"precondition": [{"called": "check"}, {}]}, "a precondition item is empty, so it checks nothing"),
+        *(({"idempotency_key": blank}, "idempotency_key names no argument path, so it checks nothing")
+          for blank in ("", " ", "+", " + ", [], ["", " "])),
     ],
-    ids=["called-beside-a-key", "called-not-a-name", "bad-index", "empty-step"],
-)
+    ids=["called-beside-a-key", "called-not-a-name", "bad-index", "empty-step", "unicode-index", "empty-precondition",
+         "empty-item", "blank", "space", "plus", "plus-spaced", "empty-list", "blank-list"],
+)  # fmt: skip
 def test_a_policy_item_that_cannot_mean_what_it_says_is_refused(policy: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(problem)):
         make_case(side_effect_policy={"tool": "refund", **policy})
@@ -2419,3 +2426,46 @@ def test_a_dotted_transition_key_reaches_into_an_object_valued_state() -> None:
     assert failures(case, native(final_state={"order.status": "refunded"})) == [
         'state_transition_forbidden: order.status: "paid" → "refunded" is a forbidden transition (refund policy)'
     ]
+
+
+def test_a_superscript_digit_in_an_idempotency_path_is_a_key_not_a_crash() -> None:
+    """`items.²`: str.isdigit() holds for "²", and int("²") raised ValueError, aborting the whole run."""
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "items.²"})
+    run = native(call("refund", {"items": [1]}), call("refund", {"items": [1]}))
+    assert failures(case, run) == []  # no call has a key "²": neither repeats it
+    keyed = native(call("refund", {"items": {"²": 1}}), call("refund", {"items": {"²": 1}}))
+    assert failures(case, keyed) == ["duplicate_side_effect: refund (call 1) and call 2 repeat items.²=1"]
+
+
+def test_args_match_exact_does_not_narrow_a_forbidden_transition() -> None:
+    """Under `exact`, {role: guest} → {role: admin} forbidden did not match a user object with one more key, while
+    a must-not `state` check on the same run failed: what is forbidden matches loosely everywhere."""
+    policy = {"tool": "update_user", "forbidden_state_transition": [{"key": "user", "from": {"role": "guest"},
+                                                                     "to": {"role": "admin"}}]}  # fmt: skip
+    case = make_case(side_effect_policy=policy, initial_state={"user": {"role": "guest", "name": "bob"}},
+                     evaluator_config={"args_match": "exact"})  # fmt: skip
+    run = native(
+        call("update_user"), change("user", {"role": "guest", "name": "bob"}, {"role": "admin", "name": "bob"})
+    )
+    assert failures(case, run) == [
+        'state_transition_forbidden: user: {"role": "guest", "name": "bob"} → {"role": "admin", "name": "bob"} is a '
+        "forbidden transition (update_user policy)"
+    ]
+    allow = {"tool": "t", "allowed_state_transition": [{"from": {"status": "pending"}, "to": {"status": "approved"}}]}
+    case = make_case(side_effect_policy=allow, initial_state={"o": {"status": "pending", "id": 1}},
+                     evaluator_config={"args_match": "exact"})  # fmt: skip
+    assert failures(case, native(final_state={"o": {"status": "refunded", "id": 1}})) == [
+        'state_transition_forbidden: o: {"status": "pending", "id": 1} → {"status": "refunded", "id": 1} is not an '
+        "allowed transition (t policy)"
+    ]
+    # what must hold stays exact: the allowed item's `to` lacks `id`, so under exact it is not this change
+    assert failures(case, native(final_state={"o": {"status": "approved", "id": 1}})) == [
+        'state_transition_forbidden: o: {"status": "pending", "id": 1} → {"status": "approved", "id": 1} is not an '
+        "allowed transition (t policy)"
+    ]
+
+
+def test_a_state_change_without_to_is_an_invalid_run() -> None:
+    """A step without `to` read as a change to null, which no forbidden `to` matched."""
+    said = refusal(native({"kind": "state_change", "key": "refund_status", "from": "pending"}), "diagbot")
+    assert said == "$.steps[0].to: a state_change says what the key became: add `to` (null for removed)"

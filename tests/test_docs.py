@@ -20,6 +20,7 @@ from diagbot.kinds.trace.fields import FIELDS
 from diagbot.kinds.trace.report import TraceReport
 from diagbot.kinds.workspace.judge import WorkspaceReport, _mode_contract, load_workspace_suite
 from tests.conftest import ROOT
+from tests.test_agent_checks import make_case
 
 DOCS = ROOT / "docs"
 _FILE = re.compile(r"<!-- file: (?P<path>[^ ]+) -->\n```[a-z]*\n(?P<body>.*?)```\n", re.S)
@@ -125,3 +126,14 @@ def test_the_readme_links_each_kind_s_page(kind: str) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"[`{kind}`](docs/{kind}.md)" in readme
     assert (DOCS / f"{kind}.md").is_file()
+
+
+def test_the_agent_doc_s_side_effect_policy_example_is_a_valid_policy() -> None:
+    """The one YAML example of a whole policy: a newcomer copies it into a P0 case."""
+    text = (ROOT / "docs/agent.md").read_text(encoding="utf-8")
+    start = text.index("```yaml\nside_effect_policy:") + len("```yaml\n")
+    example = yaml.safe_load(text[start : text.index("```", start)])
+    case = make_case(**example)
+    (policy,) = case.policies
+    assert policy.tool == "refund_submit" and len(policy.preconditions) == 2 and policy.confirmation_required
+    assert policy.idempotency_paths == ["order_id", "item_id"] and policy.audit_fields == ["operator_id", "reason"]

@@ -97,7 +97,7 @@ def agent_trace() -> dict[str, Any]:
         "state_change": {
             "key": {"type": "string"},
             "from": {"description": "the value before; left out, the state just before the change"},
-            "to": {},
+            "to": {"description": "the value after (null: the key was removed)"},
         },
         "retrieval": {
             "query": optional_text,
@@ -107,7 +107,7 @@ def agent_trace() -> dict[str, Any]:
     required = {
         "message": ["kind", "role"],
         "tool_call": ["kind", "tool"],
-        "state_change": ["kind", "key"],
+        "state_change": ["kind", "key", "to"],
         "retrieval": ["kind", "documents"],
     }
     return {

@@ -268,8 +268,8 @@ else:
     Preconditions = _by_shape(list=Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEMS)], object=dict[str, Any])
 
 
-_PATH = re.compile(r"([^.\[\]]+)((?:\[\d{1,6}\])*)")
-_INDEX = re.compile(r"\[(\d+)\]")
+_PATH = re.compile(r"([^.\[\]]+)((?:\[\d{1,6}\])*)", re.ASCII)  # an index is ASCII digits: not ٣ or ²
+_INDEX = re.compile(r"\[(\d+)\]", re.ASCII)
 
 
 def arg_path(path: str) -> list[str | int] | None:
@@ -300,11 +300,21 @@ class SideEffectPolicy(Model):
         that is not a tool name, it was read as a state key called "called" and failed for the wrong reason. An
         idempotency path that is not one never found a repeat."""
         for item in self.preconditions:
+            if not item:
+                raise ValueError(
+                    "a precondition item is empty, so it checks nothing: write {called: TOOL} or {STATE_KEY: VALUE}, "
+                    "or leave precondition out"
+                )
             if "called" in item and (len(item) != 1 or not isinstance(item["called"], str) or not item["called"]):
                 raise ValueError(
                     "a precondition {called: TOOL} is an item of its own with a tool name: write each state key "
                     "as its own item, e.g. [{called: order_lookup}, {user_authenticated: true}]"
                 )
+        if self.idempotency_key is not None and not self.idempotency_paths:
+            raise ValueError(
+                "idempotency_key names no argument path, so it checks nothing: write the arguments that make two "
+                "calls the same side effect (order_id + item_id, or a list of paths), or leave it out"
+            )
         for path in self.idempotency_paths:
             if arg_path(path) is None:
                 raise ValueError(

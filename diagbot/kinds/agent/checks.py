@@ -360,9 +360,10 @@ def _count(calls: list[ToolCall]) -> str:
 def same(expected: Any, actual: Any, t: Trial, forbidding: bool = False) -> bool:
     """Whether a value the case expects (an `equals`, a precondition's value, a transition's `from` or `to`) is
     met, by argument matching as everywhere (extra keys allowed unless the case's `args_match` is exact; 1 == 1.0,
-    True != 1); the trial is charged the values compared. An expected `{}` is an empty object, except in what a
-    case forbids (`forbidding`), where it is any object: either way the reading that can fail the case wins."""
-    return args_fit(expected, actual, t.exact, t.spend, empty_exact=not forbidding)
+    True != 1); the trial is charged the values compared. In what a case forbids (`forbidding`), extra keys are
+    always allowed and an expected `{}` is any object (elsewhere an empty one): either way the reading that can
+    fail the case wins."""
+    return args_fit(expected, actual, t.exact and not forbidding, t.spend, empty_exact=not forbidding)
 
 
 def query(expr: str, t: Trial) -> tuple[bool, Any, str | None]:
@@ -917,7 +918,7 @@ _ABSENT = object()  # an argument path the call does not have
 def _path_value(args: Any, path: str) -> Any:
     value = args
     for step in arg_path(path) or ():
-        if isinstance(value, list) and isinstance(step, str) and step.isdigit():
+        if isinstance(value, list) and isinstance(step, str) and step.isascii() and step.isdigit():
             step = int(step)  # `items.0.id` reads as `items[0].id`
         if isinstance(step, int):
             if not isinstance(value, list) or step >= len(value):

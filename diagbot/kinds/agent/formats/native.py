@@ -95,7 +95,9 @@ def _step(step: dict[str, Any], path: str) -> Step:
         return Message(role, content_text(step.get("content"), f"{path}.content"))
     if kind == "state_change":
         start = step.get("from", FROM_STATE)  # left out: where the state was just before it
-        return StateChange(text(step.get("key"), f"{path}.key"), start, step.get("to"))
+        if "to" not in step:  # read as null, a change no forbidden `to` matched
+            raise TraceInvalid(f"{path}.to", "a state_change says what the key became: add `to` (null for removed)")
+        return StateChange(text(step.get("key"), f"{path}.key"), start, step["to"])
     if kind == "retrieval":
         documents = [
             _document(obj(raw, f"{path}.documents[{i}]"), f"{path}.documents[{i}]")
