@@ -146,3 +146,15 @@ def bundled_workspace(where: Path, kinds: tuple[str, ...] = ("trace", "workspace
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     return bundled_workspace(tmp_path)
+
+
+def made_at(data: bytes, sha: str) -> bytes:
+    """A report's bytes as a run of commit `sha` would have made them (its run.gitSha); others kept as they are."""
+    try:
+        report = json.loads(data)
+    except ValueError:
+        return data  # an unreadable report stays one
+    if isinstance(report, dict) and isinstance(report.get("run"), dict) and report["run"].get("gitSha"):
+        report["run"]["gitSha"] = sha
+        return json.dumps(report).encode()
+    return data

@@ -32,7 +32,7 @@ from scripts import make_otel_fixtures
 from tests import otel_recorder
 from tests.conftest import ROOT, write_json
 from tests.otel_recorder import Recorder, json_lines
-from tests.test_agent_checks import evaluate, judge_run
+from tests.test_agent_checks import DEFAULT_HINT, evaluate, judge_run
 from tests.test_agent_suite import RUN, agent_config
 
 SOURCES = ROOT / "tests/data/agent/otel"
@@ -666,6 +666,94 @@ def test_the_agent_span_gives_the_duration_and_the_final_state() -> None:
     with rec.root("agent", {"openinference.span.kind": "AGENT", "diagbot.final_state": {"refund": "none"}}, 10):
         tool(rec, "order_lookup", "call_1")
     assert (parse(rec.otlp()).duration_ms, parse(rec.otlp()).final_state) == (10.0, {"refund": "none"})
+
+
+def test_of_several_agent_spans_the_last_to_end_gives_the_final_state_and_the_run_lasts_from_first_to_last() -> None:
+    """One invoke_agent per user turn: the first span's state (before the refund) and its 2 ms were the run's."""
+    rec = Recorder()
+    for state, duration in (({"refund": "none"}, 2), ({"refund": "submitted"}, 70)):
+        with rec.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent",
+                                               "diagbot.final_state": json.dumps(state)}, duration):  # fmt: skip
+            two_turns(rec)
+    run = parse(rec.otlp())
+    assert (run.final_state, run.duration_ms) == ({"refund": "submitted"}, 74.0)  # the second starts 4 ms in
+    rec = Recorder()  # a handoff under a workflow that records no state: the agent that ended last says it
+    with rec.root("invoke_workflow", {"gen_ai.operation.name": "invoke_workflow"}, 80):
+        with rec.root("invoke_agent triage", {"gen_ai.operation.name": "invoke_agent",
+                                              "diagbot.final_state": json.dumps({"refund": "none"})}, 5):  # fmt: skip
+            chat(rec, [say("user", text("Refund A"))], [say("assistant", text("Handing you over."))])
+        with rec.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent",
+                                               "diagbot.final_state": json.dumps({"refund": "done"})}, 30):  # fmt: skip
+            two_turns(rec)
+    run = parse(rec.otlp())
+    assert (run.final_state, run.duration_ms) == ({"refund": "done"}, 80.0)
+
+
+def _confirm_case() -> AgentCase:
+    return AgentCase.model_validate(
+        {**_case(), "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True}}
+    )
+
+
+def test_a_tool_span_in_no_message_comes_before_the_history_that_was_written_after_it() -> None:
+    """The refund ran before the agent named the amount and the user said yes, but as only the latest model call's
+    own output had a time, the span was placed after the whole history, after the "yes", and the case passed."""
+    rec = Recorder()
+    history = [say("user", text("Refund order A please"))]
+    asking = say("assistant", text("Shall I go ahead with the refund?"))
+    chat(rec, history, [asking])
+    tool(rec, "refund_submit")  # no call id, and no message makes it
+    history += [asking, say("user", text("How much is it?"))]
+    naming = say("assistant", text("It is $500. Confirm?"))
+    chat(rec, history, [naming])
+    history += [naming, say("user", text("yes"))]
+    chat(rec, history, [say("assistant", text("Done."))])
+    run = parse(rec.otlp())
+    assert [s[1] if s[0] == "call" else s[1][:8] for s in steps(run)] == [
+        "Refund o", "Shall I ", "How much", "refund_submit", "It is $5", "yes", "Done."
+    ]  # fmt: skip
+    assert _failures(_confirm_case(), rec.otlp()) == [
+        "confirmation_missing: refund_submit (call 1) was made without a user confirmation after the agent's last "
+        'message: the user\'s reply "How much is it?" is not one' + DEFAULT_HINT
+    ]
+
+
+def test_an_earlier_model_call_s_call_a_trimmed_history_left_out_comes_before_what_was_written_after_it() -> None:
+    """refund_submit made by the first model call, verify_identity by the second: the refund was placed after the
+    verification in the history, meeting a precondition it broke."""
+    rec = Recorder()
+    asked = say("user", text("Refund order A please"))
+    chat(rec, [asked], [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}))])
+    verifying = say("assistant", call_part("c2", "verify_identity", {}))
+    chat(rec, [asked], [verifying])
+    chat(rec, [asked, verifying, say("tool", response_part("c2", "verified"))], [say("assistant", text("Done."))])
+    assert [s[1] for s in steps(parse(rec.otlp())) if s[0] == "call"] == ["refund_submit", "verify_identity"]
+    case = AgentCase.model_validate(
+        {**_case(), "side_effect_policy": {"tool": "refund_submit", "precondition": [{"called": "verify_identity"}]}}
+    )
+    assert _failures(case, rec.otlp()) == [
+        "precondition_unmet: refund_submit (call 1): verify_identity was not successfully called before it"
+    ]
+
+
+def test_a_model_call_of_another_conversation_tells_nothing_of_the_history_s_times() -> None:
+    """A sub-agent's model call, whose history is not the start of the latest one, is not taken for the call that
+    wrote the latest history's "A.": the tool span stays after it. The call that did write it places it after."""
+    rec = Recorder()
+    chat(rec, [say("user", text("Look it up"))], [say("assistant", text("A."))])  # a sub-agent, another user text
+    tool(rec, "lookup")
+    latest = [say("user", text("Q?")), say("assistant", text("A.")), say("user", text("More?"))]
+    chat(rec, latest, [say("assistant", text("Yes."))])
+    assert [s[1] for s in steps(parse(rec.otlp()))] == [
+        "Q?", "A.", "More?", "lookup", "Yes."
+    ]  # fmt: skip
+    rec = Recorder()
+    tool(rec, "lookup")
+    chat(rec, latest[:1], [say("assistant", text("A."))])  # this conversation's own call, after the tool span
+    chat(rec, latest, [say("assistant", text("Yes."))])
+    assert [s[1] for s in steps(parse(rec.otlp()))] == [
+        "Q?", "lookup", "A.", "More?", "Yes."
+    ]  # fmt: skip
 
 
 def test_an_export_of_two_traces_is_refused_naming_both() -> None:

@@ -685,6 +685,30 @@ def test_the_bundled_files_validate_against_the_published_schemas() -> None:
     assert list(case_schema.iter_errors(json.loads(json.dumps(bad, default=str))))
 
 
+def test_the_case_schema_checks_cases_and_defaults_in_the_defaults_layout() -> None:
+    """Cases under {defaults, cases} were `{type: object}` and defaults any values: an editor said nothing of a
+    misspelt field or a wrong enum in the layout the bundled files use; a case there may still leave out what the
+    defaults give."""
+    schema = jsonschema.Draft202012Validator(json.loads(schema_text("agent-case")))
+
+    def problems(doc: Any) -> list[tuple[list[Any], str]]:
+        (error,) = schema.iter_errors(doc)  # oneOf: the branch of the layout names what is wrong inside it
+        return sorted((list(e.absolute_path), e.message) for e in error.context if e.absolute_path)
+
+    shape = {
+        "defaults": {"difficulty": "easy", "metadata": {"owner": "me"}},
+        "cases": [{"case_id": "a", "risk_levl": "P0"}],
+    }
+    assert problems(shape) == [
+        (["cases", 0], "Additional properties are not allowed ('risk_levl' was unexpected)"),
+        (["defaults", "difficulty"], "'easy' is not one of ['Easy', 'Medium', 'Hard', 'Hard Negative', 'Adversarial']"),
+    ]
+    assert problems({"defaults": {"case_id": "x"}, "cases": []}) == [
+        (["defaults"], "{'case_id': 'x'} should not be valid under {'required': ['case_id']}")
+    ]
+    assert not list(schema.iter_errors({"defaults": {"metadata": {"owner": "me"}}, "cases": [{"case_id": "a"}]}))
+
+
 def schema_text(name: str) -> str:
     return (ROOT / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
 

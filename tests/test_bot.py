@@ -87,6 +87,10 @@ def test_pull_request_target_must_have_checked_out_the_head_it_posts_on(tmp_path
     assert events.resolve_target(settings, port=None).head_sha == "a" * 40  # type: ignore[arg-type]
 
 
+BASE_SHA = ": pull_request.base.sha is not a 40-digit commit sha"
+BASE_REF = ": pull_request.base.ref is not a branch name (1 to 255 characters of text)"
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -99,9 +103,15 @@ def test_pull_request_target_must_have_checked_out_the_head_it_posts_on(tmp_path
         (lambda p: p["pull_request"]["head"].update(sha={"x": 1}), ": pull_request.head.sha is dict, expected str"),
         (lambda p: p["pull_request"]["head"].update(sha="abc"), ": pull_request.head.sha is not a 40-digit commit sha"),
         (lambda p: p["pull_request"].update(number=0), ": pull_request.number is not a pull request's number"),
+        # the base: written into pr.json under the relay reader's bounds, and asked of GitHub ("this is a bug" before)
+        (lambda p: p["pull_request"]["base"].update(sha=""), BASE_SHA),
+        (lambda p: p["pull_request"]["base"].update(sha="f" * 64), BASE_SHA),
+        (lambda p: p["pull_request"]["base"].update(ref="b" * 256), BASE_REF),
+        (lambda p: p["pull_request"]["base"].update(ref="\ud800"), BASE_REF),
     ],
-    ids=["no-pull", "null-head", "bool-number", "dict-sha", "short-sha", "zero"],
-)
+    ids=["no-pull", "null-head", "bool-number", "dict-sha", "short-sha", "zero", "empty-base-sha", "long-base-sha",
+         "long-base-ref", "surrogate-base-ref"],
+)  # fmt: skip
 def test_a_malformed_pull_request_payload_names_its_field(tmp_path: Path, change: Any, message: str) -> None:
     """`head: null` said "lacks 'NoneType' object is not subscriptable"; `number: true` was pull request 1."""
     payload = json.loads((EVENTS / "pull_request.json").read_text())
@@ -190,3 +200,14 @@ def test_annotation_messages_are_cut_by_utf8_bytes_not_characters(
     assert made["long"] == "退款" * 10_000 and len(made["long"].encode()) == bot.MAX_ANNOTATION_BYTES
     assert made["edge"] == "x" * (bot.MAX_ANNOTATION_BYTES - 1)  # never half a character
     assert made["short"] == "short"
+
+
+def test_a_token_holding_a_line_break_is_refused_unechoed() -> None:
+    """The runner masks a secret line by line, and diagbot masked the whole token: its second line showed."""
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(env(**{"INPUT_GITHUB-TOKEN": "ghp_firstHalf\nSECONDHALF"}))
+    assert caught.value.problems == [
+        "input 'github-token' (INPUT_GITHUB-TOKEN): Value error, the token holds a line break, a space or a control "
+        "character; pass the token alone; set it in the workflow step's `with:`"
+    ]
+    assert "SECONDHALF" not in str(caught.value) and "firstHalf" not in str(caught.value)

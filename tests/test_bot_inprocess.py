@@ -17,6 +17,7 @@ from diagbot.action import bot
 from diagbot.action.record import PrRecord
 from diagbot.action.settings import Settings
 from diagbot.github.client import PyGithubPort, make_client
+from tests.conftest import made_at
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -75,12 +76,16 @@ def run(
     return code, out.getvalue()
 
 
-def upload(gh: GitHubTestServer, files: dict[str, bytes], sha: str = BASE) -> int:
+def upload(
+    gh: GitHubTestServer, files: dict[str, bytes], sha: str = BASE, event: str = "push", made: str | None = None
+) -> int:
+    """A run of `sha` on main uploading `files`; its reports say they were made at `made` (by default `sha`, as
+    the run's own reports do: a report made from another commit is no baseline)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in files.items():
-            archive.writestr(name, data)
-    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event="push", created_at=NOW)
+            archive.writestr(name, made_at(data, made or sha) if name.startswith("reports/") else data)
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event=event, created_at=NOW)
     return gh.add_artifact(pushed.id, "diagbot-report", buffer.getvalue(), created_at=NOW).id
 
 
@@ -279,3 +284,51 @@ def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_
     code, log = run(gh, ws, env=own, baseline_workflow="pr.yml")
     assert code == 0, log
     assert "1 run(s) of other workflows than .github/workflows/pr.yml were passed over" in comment_body(gh)
+
+
+@pytest.mark.parametrize("how", ["pr.json", "another commit"])
+def test_a_pull_request_s_evaluation_on_the_base_branch_is_never_its_baseline(
+    gh: GitHubTestServer, ws: Path, how: str
+) -> None:
+    """A maintainer's workflow_dispatch rerun of PR 7 from main (pr-number given) uploads PR 7's reports on a run of
+    main at main's tip: taken as the exact baseline, PR 7's regression passed every later pull request."""
+    upload(gh, baseline_files(gh, ws), sha="e" * 40)  # an older, honest baseline
+    break_a_case(ws)
+    broken = baseline_files(gh, ws)
+    if how == "pr.json":
+        upload(gh, {**broken, "pr.json": b"{}"}, event="workflow_dispatch")
+    else:  # the reports say they were made from the pull request's head, not from the run's commit
+        upload(gh, broken, event="workflow_dispatch", made=HEAD)
+    code, log = run(gh, ws)
+    assert code == 1, log  # the broken case is a regression against the honest baseline
+    said = "holds pr.json, so it is a pull request's evaluation" if how == "pr.json" else (
+        f"reports/diagnosis.json was made from commit {HEAD[:12]}, not from its run's commit {BASE[:12]}"
+    )  # fmt: skip
+    assert any(line.startswith("::warning::") and said in line for line in log.splitlines()), log
+
+
+def test_a_newer_baseline_that_cannot_be_downloaded_fails_the_gate_rather_than_an_older_one_passing_it(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """The base commit's own artifact answered 503 (three times), and the older one it fell back to was from before
+    main fixed the case the pull request breaks again: the gate passed. Its baseline is unknown, which fails."""
+    upload(gh, baseline_files(gh, ws), sha="e" * 40)
+    exact = upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    gh.inject("GET", rf"/{exact}\.zip$", 503, times=3)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert "::error::the baseline could not be fetched, so this pull request cannot be compared" in log
+    assert f"downloading artifact {exact} ('diagbot-report'): the blob store answered 503 3 times" in log
+    gh.inject("GET", rf"/{exact}\.zip$", 503, times=3)
+    code, log = run(gh, ws, "push")  # a push only warns, and uses the older one
+    assert code == 0 and "::warning::" in log, log
+
+
+def test_one_blob_store_hiccup_is_retried(gh: GitHubTestServer, ws: Path) -> None:
+    exact = upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    fault = gh.inject("GET", rf"/{exact}\.zip$", 503)
+    code, log = run(gh, ws)
+    assert (code, fault.hits) == (1, 1), log  # compared with the exact baseline: a regression
+    assert "::warning::" not in log or "503" not in log

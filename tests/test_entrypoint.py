@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, made_at
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -94,21 +94,24 @@ def parse_outputs(text: str) -> dict[str, str]:
 
 
 def upload_baseline(gh: GitHubTestServer, report_dir: Path, sha: str = BASE) -> int:
-    """What actions/upload-artifact does with the push run's report folder."""
+    """What actions/upload-artifact does with the push run's report folder; a run of another commit than the
+    folder's reports were made at has them say that commit, as its own run's would."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(report_dir.rglob("*")):
             if path.is_file():
-                archive.write(path, path.relative_to(report_dir).as_posix())
+                name = path.relative_to(report_dir).as_posix()
+                data = path.read_bytes()
+                archive.writestr(name, made_at(data, sha) if name.startswith("reports/") else data)
     run = gh.add_run(REPO, head_branch="main", head_sha=sha, event="push")
     gh.add_artifact(run.id, "diagbot-report", buffer.getvalue())
     return run.id
 
 
-def make_baseline(gh: GitHubTestServer, ws: Path) -> int:
+def make_baseline(gh: GitHubTestServer, ws: Path, sha: str = BASE) -> int:
     pushed = run_action(gh, ws, "push")
     assert pushed.code == 0, pushed.stdout + pushed.stderr
-    run_id = upload_baseline(gh, ws / "diagbot-report")
+    run_id = upload_baseline(gh, ws / "diagbot-report", sha)
     shutil.rmtree(ws / "diagbot-report")
     return run_id
 
@@ -148,7 +151,7 @@ def test_pull_request_twice_leaves_one_comment_and_a_check_run(gh: GitHubTestSer
     assert (pr["number"], pr["headSha"]) == (7, HEAD)
     per_run = [between - before, len(gh.api_requests()) - between]
     print(f"API requests per pull_request run: {per_run}")
-    assert max(per_run) <= 8
+    assert max(per_run) <= 9  # the first run lists the comments again after posting, in case another run posted
     assert not any("authorization" in r.headers for r in gh.requests if r.server == "blob")
 
 
@@ -245,8 +248,7 @@ def zipped(files: dict[str, bytes]) -> bytes:
 
 
 def test_hostile_and_broken_baseline_artifacts_are_skipped_with_reasons(gh: GitHubTestServer, workspace: Path) -> None:
-    good = make_baseline(gh, workspace)  # the older, usable one (not the base sha)
-    gh.runs[good].head_sha = "c" * 40
+    make_baseline(gh, workspace, "c" * 40)  # the older, usable one (not the base sha)
     hostile = {
         "escape": zipped({"../../etc/cron.d/x": b"boom"}),
         "garbage": b"\x00not a zip at all",

@@ -269,12 +269,38 @@ def test_comment_is_found_beyond_the_first_page_and_duplicates_deleted(g: Github
 
 def test_comment_modes(g: Github, gh: GitHubTestServer) -> None:
     issue = g.get_repo(REPO).get_issue(7)
-    assert dg.upsert_comment(issue, MARKER, f"{MARKER} a", "off") is None
-    dg.upsert_comment(issue, MARKER, f"{MARKER} a", "update")
-    dg.upsert_comment(issue, MARKER, f"{MARKER} b", "update")
-    assert [c.body for c in gh.comments.values()] == [f"{MARKER} b"]
-    dg.upsert_comment(issue, MARKER, f"{MARKER} c", "new")
+    assert dg.upsert_comment(issue, MARKER, f"{MARKER}\na", "off") is None
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\na", "update")
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nb", "update")
+    assert [c.body for c in gh.comments.values()] == [f"{MARKER}\nb"]
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nc", "new")
     assert len(gh.comments) == 2
+
+
+def test_a_comment_that_only_quotes_the_marker_is_not_ours(g: Github, gh: GitHubTestServer) -> None:
+    """Another bot posting as the same login quoted the marker inside its text: it was deleted as an older
+    duplicate, or overwritten with diagbot's results. Ours is the comment whose first line is the marker."""
+    issue = g.get_repo(REPO).get_issue(7)
+    quoting = issue.create_comment(f"Triage bot: the PR description says\n> {MARKER}\n> please look")
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\na", "update")
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nb", "update")
+    assert sorted(c.body for c in gh.comments.values()) == sorted([quoting.body, f"{MARKER}\nb"])
+
+
+def test_a_comment_another_run_posted_meanwhile_leaves_one(g: Github, gh: GitHubTestServer) -> None:
+    """Two overlapping runs both found no comment and both posted: the pull request kept two. The run that posts
+    lists again and keeps one."""
+    issue = g.get_repo(REPO).get_issue(7)
+    real_create = issue.create_comment
+
+    def overlapping(body: str) -> Any:
+        other = real_create(f"{MARKER}\nthe other run")  # the other run posts while this one is deciding
+        del other
+        return real_create(body)
+
+    issue.create_comment = overlapping  # type: ignore[method-assign]
+    dg.upsert_comment(issue, MARKER, f"{MARKER}\nthis run", "update")
+    assert [c.body for c in gh.comments.values()] == [f"{MARKER}\nthis run"]
 
 
 def test_403_on_comment_is_cannot_comment(g: Github, gh: GitHubTestServer) -> None:
@@ -293,8 +319,9 @@ def test_5xx_on_posting_a_comment_is_not_retried_blindly(g: Github, gh: GitHubTe
 
 def test_5xx_on_a_read_is_retried(g: Github, gh: GitHubTestServer) -> None:
     gh.inject("GET", r"/comments$", 503, headers={"Retry-After": "0"})
-    dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, "x", "update")
-    assert len(gh.api_requests("GET", r"/comments$")) == 2 and len(gh.comments) == 1
+    dg.upsert_comment(g.get_repo(REPO).get_issue(7), MARKER, f"{MARKER}\nx", "update")
+    # the listing, its retry, and the listing after posting
+    assert len(gh.api_requests("GET", r"/comments$")) == 3 and len(gh.comments) == 1
 
 
 def test_retry_after_beyond_the_max_wait_fails_cleanly(g: Github, gh: GitHubTestServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from diagbot.action.record import PR_RECORD
 from diagbot.action.settings import Settings
 from diagbot.github import client as gh
 from diagbot.github.port import ArtifactCandidate, ArtifactGone, GitHubError, GitHubPort, UnsafeArtifact
@@ -56,6 +57,14 @@ def resolve_baseline(
         if not found.reports and not found.problems and not found.names:
             tried.append(f"{where}: holds no report for these suites")
             continue
+        foreign = _not_a_baseline(files, found, candidate)
+        if foreign:
+            tried.append(f"{where}: {foreign}")
+            continue
+        if strict and unreachable:  # a newer candidate, or the base commit's own, may be the baseline
+            warnings.extend(p for p in tried if p not in unreachable)
+            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be downloaded"
+            return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
@@ -87,6 +96,24 @@ def resolve_baseline(
         else f"none of the {len(search.candidates)} '{name}' artifacts from {base_branch} was usable{looked}"
     )
     return Baselines(), BaselineInfo(source="none", branch=base_branch, missing_reason=reason)
+
+
+def _not_a_baseline(files: dict[str, bytes], found: Baselines, candidate: ArtifactCandidate) -> str | None:
+    """Why an artifact of a base-branch run is no baseline: a pull request's evaluation run there (a
+    workflow_dispatch given pr-number) uploads the pull request's reports, which would then judge the next one."""
+    if PR_RECORD in files:
+        return (
+            f"holds {PR_RECORD}, so it is a pull request's evaluation (a workflow_dispatch run given pr-number), "
+            "never a baseline; trying an older one"
+        )
+    for name, report in found.reports.items():
+        made = report.run.git_sha if report.run is not None else None
+        if made and candidate.head_sha and made.lower() != candidate.head_sha.lower():
+            return (
+                f"reports/{name}.json was made from commit {made[:12]}, not from its run's commit "
+                f"{candidate.head_sha[:12]}, so it is not that branch's baseline; trying an older one"
+            )
+    return None
 
 
 def _unknown(problems: list[str]) -> list[str]:

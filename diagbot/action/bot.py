@@ -17,7 +17,16 @@ from diagbot.action import relay, runner
 from diagbot.action.baseline import resolve_baseline
 from diagbot.action.events import Role, Target, resolve_target
 from diagbot.action.publish import Notes, Post, publish
-from diagbot.action.record import MAX_PROBLEMS, MAX_WARNINGS, PrRecord, RecordBaseline, RecordCounts, RecordGate, short
+from diagbot.action.record import (
+    MAX_PROBLEMS,
+    MAX_WARNINGS,
+    PR_RECORD,
+    PrRecord,
+    RecordBaseline,
+    RecordCounts,
+    RecordGate,
+    short,
+)
 from diagbot.action.settings import RunMode, Settings
 from diagbot.core.errors import ConfigError
 from diagbot.core.gate import GateSettings
@@ -59,7 +68,7 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None and target.head_sha is not None:
         record = _pr_record(settings, target, config, info, outcome, gate).dump()
-        write_file(report_dir / "pr.json", record, report_dir, settings.workspace)
+        write_file(report_dir / PR_RECORD, record, report_dir, settings.workspace)
         post = Post(
             number=target.pr_number,
             head_sha=target.head_sha,

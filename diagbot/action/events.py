@@ -98,17 +98,36 @@ def _pull_request_target(settings: Settings, payload: dict[str, Any]) -> Target:
     where = f"{settings.event_path}: the {settings.event_name} payload"
     number = _field(payload, "pull_request.number", int, where)
     head_sha = _field(payload, "pull_request.head.sha", str, where)
-    if number < 1 or not _SHA.fullmatch(head_sha):
-        wrong = "number is not a pull request's number" if number < 1 else "head.sha is not a 40-digit commit sha"
+    base_ref = _field(payload, "pull_request.base.ref", str, where)
+    base_sha = _field(payload, "pull_request.base.sha", str, where)
+    wrong = (
+        "number is not a pull request's number" if number < 1
+        else "head.sha is not a 40-digit commit sha" if not _SHA.fullmatch(head_sha)
+        else "base.sha is not a 40-digit commit sha" if not _SHA.fullmatch(base_sha)
+        else "base.ref is not a branch name (1 to 255 characters of text)" if not _branch_name(base_ref)
+        else None
+    )  # fmt: skip
+    if wrong:
         raise EventError(f"{where}: pull_request.{wrong}")
     return Target(
         Role.PULL_REQUEST,
         head_sha=head_sha,
         ref=_field(payload, "pull_request.head.ref", str, where),
-        base_branch=_field(payload, "pull_request.base.ref", str, where),
-        base_sha=_field(payload, "pull_request.base.sha", str, where),
+        base_branch=base_ref,
+        base_sha=base_sha,
         pr_number=number,
     )
+
+
+def _branch_name(name: str) -> bool:
+    """A name the baseline search can ask GitHub for: 1 to 255 characters, encodable (no lone surrogate)."""
+    if not 0 < len(name) <= 255:
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _field(payload: dict[str, Any], path: str, kind: type[Any], where: str) -> Any:

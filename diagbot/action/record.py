@@ -19,6 +19,7 @@ SHA = r"^[0-9a-f]{40}$"
 MAX_PROBLEMS = 50
 MAX_WARNINGS = 20
 SHORT = 500
+PR_RECORD = "pr.json"  # the record's name in the report folder
 
 SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
 Short = Annotated[str, Field(max_length=SHORT)]

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from diagbot.action import runner
 from diagbot.action.events import load_event
 from diagbot.action.publish import Notes, Post, publish
-from diagbot.action.record import SUITE_NAME, PrRecord, short
+from diagbot.action.record import PR_RECORD, SUITE_NAME, PrRecord, short
 from diagbot.action.settings import Settings
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
@@ -70,7 +70,7 @@ def _relay(
     settings: Settings, port: GitHubPort, out: TextIO, warnings: list[str], errors: list[str]
 ) -> dict[str, str] | None:
     report_dir = settings.workspace / settings.report_dir
-    record = load_record(report_dir / "pr.json", settings.workspace)
+    record = load_record(report_dir / PR_RECORD, settings.workspace)
     if record.repository is not None and record.repository.lower() != settings.repository.lower():
         raise RelayError(
             f"{report_dir / 'pr.json'}: names repository {record.repository}, but this is {settings.repository}; "

@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from diagbot.core.errors import ConfigError
 from diagbot.io.config import given_thresholds
@@ -77,6 +77,15 @@ class Settings(BaseModel):
     workspace: Path = Field(default=Path("."), alias="GITHUB_WORKSPACE")
     output: Path | None = Field(default=None, alias="GITHUB_OUTPUT")
     step_summary: Path | None = Field(default=None, alias="GITHUB_STEP_SUMMARY")
+
+    @field_validator("github_token")
+    @classmethod
+    def _one_word(cls, token: SecretStr) -> SecretStr:
+        """The runner masks a secret line by line and diagbot masks the whole token: a token holding a line break
+        would show its other lines in the log."""
+        if any(c.isspace() or not c.isprintable() for c in token.get_secret_value()):
+            raise ValueError("the token holds a line break, a space or a control character; pass the token alone")
+        return token
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -322,8 +322,28 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
     ]
 
 
+BLOB_ATTEMPTS = 3  # the blob store is asked this often, a new signed URL each time, when it does not answer
+
+
 def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_bytes: int = MAX_ARCHIVE_BYTES) -> bytes:
-    """The archive's bytes: ask GitHub for the signed URL (302), then fetch it without our token."""
+    """The archive's bytes: ask GitHub for the signed URL (302), then fetch it without our token. A blob store that
+    answers 429 or 5xx, or not at all, is asked again (after 1 s, then 2 s): one hiccup on the newest baseline
+    would otherwise fail a pull request's gate."""
+    for attempt in range(BLOB_ATTEMPTS):
+        try:
+            return _download_once(requester, candidate, max_bytes)
+        except _BlobUnavailable as exc:
+            if attempt == BLOB_ATTEMPTS - 1:
+                raise GitHubUnavailable(str(exc)) from None
+            time.sleep(2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _BlobUnavailable(Exception):
+    """The blob store did not hand over the archive, in a way a retry may mend."""
+
+
+def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes: int) -> bytes:
     doing = f"downloading artifact {candidate.id} ('{candidate.name}')"
     if candidate.size > max_bytes:
         raise UnsafeArtifact(
@@ -344,10 +364,14 @@ def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_by
     try:
         with session.get(headers["location"], stream=True, timeout=60, allow_redirects=True) as response:
             if response.status_code != 200:
-                raise GitHubUnavailable(
-                    f"{doing}: the blob store answered {response.status_code}; "
-                    "rerun the job (signed URLs expire in 1 minute)"
+                answered = (
+                    f"{doing}: the blob store answered {response.status_code}"
+                    + (f" {BLOB_ATTEMPTS} times" if response.status_code == 429 or response.status_code >= 500 else "")
+                    + "; rerun the job (signed URLs expire in 1 minute)"
                 )
+                if response.status_code == 429 or response.status_code >= 500:
+                    raise _BlobUnavailable(answered)
+                raise GitHubUnavailable(answered)
             data = bytearray()
             for chunk in response.iter_content(64 * 1024):
                 data += chunk
@@ -356,6 +380,8 @@ def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_by
                         f"{doing}: the archive is over the {max_bytes}-byte cap; upload a smaller report"
                     )
             return bytes(data)
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        raise _BlobUnavailable(str(_explain(exc, doing))) from None
     except requests.RequestException as exc:
         raise _explain(exc, doing) from None
     finally:
@@ -502,8 +528,8 @@ def upsert_comment(
     def ours() -> list[IssueComment]:
         found = [
             c for c in issue.get_comments()
-            if marker in (c.body or "") and c.user is not None and c.user.login == author
-        ]  # fmt: skip  # a deleted account's comment has no user
+            if (c.body or "").split("\n", 1)[0].strip() == marker and c.user is not None and c.user.login == author
+        ]  # fmt: skip  # a deleted account's comment has no user; another bot's comment quoting the marker is not ours
         return sorted(found, key=lambda c: (c.created_at, c.id))
 
     seen: list[IssueComment] = []
@@ -518,6 +544,8 @@ def upsert_comment(
         existing = ours() if mode == "update" else []
         if not existing:
             comment = _write_once(lambda: issue.create_comment(text), posted)
+            if mode == "update" and not seen:  # another run may have posted while this one did: one comment stays
+                seen[:] = ours()
             poster = comment.user.login if comment.user is not None else None
             if mode == "update" and poster is not None and poster != author:
                 notes.append(

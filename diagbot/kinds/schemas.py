@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from diagbot.core.outcome import RunOutcome
-from diagbot.kinds.agent.cases import FIELD_NAMES, AgentCase
+from diagbot.kinds.agent.cases import AgentCase
 from diagbot.kinds.agent.formats.common import SPEAKERS
 from diagbot.kinds.agent.formats.native import FORMAT, VERSION
 from diagbot.kinds.agent.report import AgentReport
@@ -30,23 +30,27 @@ def _model(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
 def agent_case_file() -> dict[str, Any]:
     case = AgentCase.model_json_schema(by_alias=True)
     defs = case.pop("$defs")
-    defaults = {
-        "type": "object",
-        "properties": {k: {} for k in FIELD_NAMES if k != "case_id"},
-        "additionalProperties": False,
-    }
+    # In {defaults, cases}, a case may leave out what the defaults give, and the defaults hold any part of a case
+    # (metadata merged one level deep): both are the case's fields, each checked as in a case, none required.
+    partial_metadata = {k: v for k, v in defs["Metadata"].items() if k != "required"}
+    partial = {k: v for k, v in case.items() if k not in ("required", "title")}
+    partial["properties"] = {**partial["properties"], "metadata": {"$ref": "#/$defs/PartialMetadata"}}
+    defaults = {"$ref": "#/$defs/PartialCase", "not": {"required": ["case_id"]}}  # each case names its own
     return {
         "$schema": _DRAFT,
         "$id": f"{_BASE}agent-case.schema.json",
         "title": "diagbot agent case file: one case, a list of cases, or {defaults, cases}",
-        "$defs": {**defs, "AgentCase": case},
+        "$defs": {**defs, "AgentCase": case, "PartialMetadata": partial_metadata, "PartialCase": partial},
         "oneOf": [
             {"$ref": "#/$defs/AgentCase"},
             {"type": "array", "items": {"$ref": "#/$defs/AgentCase"}},
             {
                 "type": "object",
                 "required": ["cases"],
-                "properties": {"defaults": defaults, "cases": {"type": "array", "items": {"type": "object"}}},
+                "properties": {
+                    "defaults": defaults,
+                    "cases": {"type": "array", "items": {"$ref": "#/$defs/PartialCase"}},
+                },
                 "additionalProperties": False,
             },
         ],

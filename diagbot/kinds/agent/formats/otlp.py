@@ -11,13 +11,16 @@ of the latest inference span that records any (its input messages, then its outp
 call does, of the latest agent span that records an output message (some frameworks record it there alone). Tool
 spans attach to that conversation's calls by call id, in order, adding status, duration and what the messages left
 out (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
-With no messages recorded (content capture is opt-in) the run is its tool spans and retrievals in time order. The
-agent span (`invoke_agent`, OpenInference `AGENT`) gives the duration, and its `diagbot.final_state` attribute (an
-object, or its JSON text) the final state, for agents that record it.
+The history's steps are dated by the earlier model calls of the same conversation, so such a span goes before
+what was written after it. With no messages recorded (content capture is opt-in) the run is its tool spans and
+retrievals in time order. The agent spans (`invoke_agent`, OpenInference `AGENT`) give the duration (first start to
+last end), and the `diagbot.final_state` attribute (an object, or its JSON text) of the one that ended last the
+final state, for agents that record it.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections import deque
@@ -182,20 +185,27 @@ def _id(value: Any, field: str, path: str) -> str:
 
 
 def _run(roles: Roles) -> Run:
-    agents = [span for span, _, role in roles if role == AGENT]  # invoke_agent, invoke_workflow: the first is the run
-    agent = agents[0] if agents else None
-    stated = next((span for span in agents if span.has(FINAL_STATE)), None)  # an outer workflow may not record it
-    run = Run(duration_ms=agent.duration_ms if agent else None, final_state=_final_state(stated))
+    agents = [span for span, _, role in roles if role == AGENT]  # invoke_agent, invoke_workflow, one per turn or per
+    # agent handed to: the run lasts from the first one's start to the last one's end, and its final state is the
+    # one recorded by the agent span that ended last (an outer workflow may not record one)
+    for agent in agents:
+        agent.duration_ms  # noqa: B018  # refuses a span that ends before it starts
+    duration = (max(a.end for a in agents) - agents[0].start) / 1e6 if agents else None
+    stated = max((a for a in agents if a.has(FINAL_STATE)), key=lambda a: a.end, default=None)
+    run = Run(duration_ms=duration, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
     # latest agent span that records an output, for frameworks that record the conversation on `invoke_agent` alone.
     latest = _latest(roles, INFERENCE) or _latest(roles, AGENT, with_output=True)
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
+    message_of: list[int] = []  # each step of the latest call's history: the index of its message there
     if latest is not None:
         span, (said_in, said_out) = latest
         waiting = _Waiting()
-        _conversation(said_in, steps, waiting, owners)
+        for index, message in enumerate(said_in):
+            _conversation([message], steps, waiting, owners)
+            message_of += [index] * (len(steps) - len(message_of))
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
         anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
@@ -207,10 +217,47 @@ def _run(roles: Roles) -> Run:
     later = _attach(roles, steps, anchors, owners)
     if latest is not None:
         later = sorted(later + _unseen_calls(roles, latest[0], steps, later), key=lambda entry: entry[0])
+        if later:  # steps to place among the history: date it by the earlier model calls
+            _date_history(roles, latest[0], latest[1][0], message_of, anchors)
     run.steps = _merge(steps, anchors, later)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
+
+
+def _date_history(
+    roles: Roles, latest: Span, history: list[Said], message_of: list[int], anchors: list[int | None]
+) -> None:
+    """When each step of the latest call's history started, as far as the earlier model calls tell: the agent's own
+    message was written by the last call whose history did not hold it yet, and a message after it no earlier
+    (the user's reply to it, a tool's result). Without this, a tool span or an earlier call's output call was
+    placed after the whole history, past a later "yes" it came before. Only the earlier calls whose history is
+    the start of this one (the same speakers and texts) and longer than those before them tell: a sub-agent's
+    model calls are of another conversation."""
+    role_of = next(role for span, _, role in roles if span is latest)
+    starts: list[int] = []
+    sizes: list[int] = []  # each earlier model call's history length, in start order
+    for span, convention, role in roles:
+        if role != role_of or span is latest or not convention.records_messages(span):
+            continue
+        said = convention.conversation(span)
+        if said is None or not said[0]:
+            continue
+        size = len(said[0])
+        if size > len(history) or (sizes and size < sizes[-1]):
+            continue
+        if any(a.role != b.role or a.text != b.text for a, b in zip(said[0], history, strict=False)):
+            continue
+        starts.append(span.start)
+        sizes.append(size)
+    made: int | None = None  # when the agent's latest message so far was written
+    dated = -1  # the message `made` is of
+    for step, index in enumerate(message_of):
+        if index != dated and history[index].role == "assistant":
+            k = bisect.bisect_right(sizes, index) - 1  # the last call whose history did not hold it made it
+            made, dated = (starts[k] if k >= 0 else made), index
+        if anchors[step] is None:
+            anchors[step] = made
 
 
 def _unseen_calls(
