@@ -108,8 +108,23 @@ def test_readme_documents_every_input_and_output(kind: str) -> None:
     assert documented - declared == set(), f"in the README's {kind.lower()} table but not in action.yml"
 
 
+LOCAL_ACTION = ("./", "./.diagbot-action")  # the checkout itself, or the action checked out beside it
+
+
 def local_action_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [step for job in workflow["jobs"].values() for step in job.get("steps", []) if step.get("uses") == "./"]
+    return [
+        step for job in workflow["jobs"].values() for step in job.get("steps", []) if step.get("uses") in LOCAL_ACTION
+    ]
+
+
+def test_a_dispatched_rerun_runs_the_action_of_the_workflow_s_own_commit() -> None:
+    """A workflow_dispatch rerun of a pull request checks out its head: `uses: ./` built a fork's Dockerfile with
+    this job's write permissions. The action comes from a checkout of the workflow's own commit (no `ref`)."""
+    main = yaml.safe_load((ROOT / ".github/workflows/diagbot.yml").read_text(encoding="utf-8"))
+    [steps] = [job["steps"] for job in main["jobs"].values()]
+    [own] = [s for s in steps if s.get("with", {}).get("path") == ".diagbot-action"]
+    assert own["uses"].startswith("actions/checkout@") and "ref" not in own["with"]
+    assert [s["uses"] for s in local_action_steps(main)] == ["./.diagbot-action"]
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)

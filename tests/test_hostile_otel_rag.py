@@ -18,13 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.load import case_problems
 from diagbot.kinds.agent.run import Run
 from tests.otel_recorder import STEP_NS, Recorder, json_lines
 from tests.test_agent_checks import judge_run, make_case
-from tests.test_agent_otel import SPAN, call_part, chat, parse, problem, replaced, say, steps, text, tool
+from tests.test_agent_otel import (
+    SPAN,
+    call_part,
+    chat,
+    parse,
+    problem,
+    replaced,
+    response_part,
+    say,
+    steps,
+    text,
+    tool,
+)
 from tests.test_hostile_agent import Result, assert_clean, case, diagbot, evaluated, make_suite, refused
 
 SPANS = ("resourceSpans", 0, "scopeSpans", 0, "spans")
@@ -1255,12 +1268,141 @@ def test_one_model_call_recorded_by_two_nested_spans_is_one_call() -> None:
     call = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([say("user", text("refund"))]),
             "gen_ai.output.messages": json.dumps([say("assistant", REFUND)])}  # fmt: skip
     outer = rec.tracer.start_span("chat framework", attributes=call, start_time=rec.clock)
-    rec.span("chat gpt-4.1", call, start=rec.clock + 10)  # the SDK's span, inside the framework's
+    rec.parent = trace.set_span_in_context(outer)
+    rec.span("chat gpt-4.1", call, start=rec.clock + 10)  # the SDK's span, a child of the framework's
+    rec.parent = None
     outer.end(end_time=rec.clock + 3 * STEP_NS)
     rec.clock += 5 * STEP_NS
     answered = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}
     chat(rec, [say("user", text("refund")), say("assistant", REFUND), answered], [say("assistant", text("done"))])
     assert [(c.tool, c.id) for c in parse(rec.otlp()).calls] == [("refund_submit", "c1")]
+
+
+def test_two_model_calls_that_only_overlap_in_time_are_two_calls() -> None:
+    """Parallel sub-agents' model calls, one streaming while the other ran, each refunding ORDER_1 with no call id:
+    taken for one call recorded twice (by time alone), so max_tool_calls and the idempotency key passed."""
+    rec = Recorder()
+    refund = {"type": "tool_call", "name": "refund_submit", "arguments": {"order_id": "ORDER_1"}}
+    call = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([say("user", text("sub task"))]),
+            "gen_ai.output.messages": json.dumps([say("assistant", refund)])}  # fmt: skip
+    streaming = rec.tracer.start_span("chat sub-agent A", attributes=call, start_time=rec.clock)
+    rec.span("chat sub-agent B", call, start=rec.clock + 10)  # no child of A: a sibling that ran meanwhile
+    streaming.end(end_time=rec.clock + 3 * STEP_NS)
+    rec.clock += 5 * STEP_NS
+    chat(rec, [say("user", text("refund"))], [say("assistant", text("done"))])
+    assert [(c.tool, c.id) for c in parse(rec.otlp()).calls] == [("refund_submit", None)] * 2
+
+
+def test_calls_recorded_on_an_agent_span_are_seen_beside_another_model_call_s_messages() -> None:
+    """The framework records its conversation (a refund) on invoke_agent only, and a guardrail's model call from
+    another library records its own messages: the run was the guardrail's, with no call at all."""
+    rec = Recorder()
+    chat(rec, [say("user", text("Is this request safe?"))], [say("assistant", text("yes"))])  # the guardrail, first
+    said = [say("assistant", REFUND), say("assistant", text("Done."))]
+    messages = {"gen_ai.input.messages": json.dumps([say("user", text("refund ORDER_1"))]),
+                "gen_ai.output.messages": json.dumps(said)}  # fmt: skip
+    rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent", **messages})
+    assert [c.tool for c in parse(rec.otlp()).calls] == ["refund_submit"]
+
+
+LEFT_OUT = (
+    "the latest model call ($.resourceSpans[0].scopeSpans[0].spans[{latest}]) does not hold what an earlier model "
+    'call of the conversation wrote ("{wrote}", $.resourceSpans[0].scopeSpans[0].spans[{earlier}]): its history is '
+    "trimmed or recorded in parts, so the run's messages, turns and their order are not known; record with each "
+    "model call the whole conversation it continues"
+)
+
+
+def _confirmed_refund(doc: Any) -> list[str]:
+    """The failures of a refund that needs a confirmation and an eligibility check first."""
+    case = make_case(side_effect_policy={"tool": "refund_submit", "confirmation_required": True,
+                                         "precondition": [{"called": "refund_eligibility_check"}]})  # fmt: skip
+    return judge_run(case, parse(doc))
+
+
+def test_a_history_trimmed_to_its_last_messages_leaves_the_run_s_messages_unknown() -> None:
+    """A framework sends the model only the last messages. The refund made by the first model call was placed after
+    the latest history's "Yes, go ahead" and its eligibility check, so the confirmation and the precondition held."""
+    rec = Recorder()
+    asked, refund = say("user", text("Refund ORDER_1 please")), say("assistant", REFUND)
+    chat(rec, [asked], [refund])
+    offer = say("assistant", text("Refund submitted. Shall I also email you the receipt?"))
+    chat(rec, [asked, refund, {"role": "tool", "parts": [response_part("c1", "ok")]}], [offer])
+    check = say("assistant", call_part("c2", "refund_eligibility_check", {"order_id": "ORDER_1"}))
+    chat(rec, [offer, say("user", text("Yes, go ahead"))], [check])  # the window: the last two messages
+    chat(rec, [say("user", text("Yes, go ahead")), check, say("tool", response_part("c2", "eligible"))],
+         [say("assistant", text("Done, receipt emailed."))])  # fmt: skip
+    said = LEFT_OUT.format(latest=3, earlier=1, wrote="Refund submitted. Shall I also email you the receipt?")
+    assert _confirmed_refund(rec.otlp()) == [
+        "precondition_unmet: refund_submit (call 1): refund_eligibility_check was not successfully called before it",
+        f"confirmation_missing: {said}",
+    ]
+
+
+def test_a_conversation_recorded_in_parts_leaves_the_run_s_messages_unknown() -> None:
+    """Each model call records only what is new (as a Responses call given previous_response_id does): the run
+    was the last part alone, with one turn, and the reply promising an immediate refund was never read."""
+    rec = Recorder()
+    chat(rec, [say("user", text("Refund ORDER_1"))], [say("assistant", REFUND)])
+    promised = "I will refund immediately. Refund submitted. Anything else?"
+    chat(rec, [say("tool", response_part("c1", "ok"))], [say("assistant", text(promised))])
+    chat(rec, [say("user", text("Yes, go ahead and email the receipt"))], [say("assistant", text("Receipt emailed."))])
+    case = make_case(
+        negative_behavior=[{"replies_contain": {"any": ["refund immediately"]}}], service_level={"max_turns": 1}
+    )
+    failed = judge_run(case, parse(rec.otlp()))
+    said = LEFT_OUT.format(latest=2, earlier=1, wrote=promised)
+    assert failed == [
+        f"rule_failed: negative_behavior[0]: {said} (this must not happen, and it cannot be ruled out)",
+        f"constraint_failed: service_level.max_turns: {said}",
+    ]
+
+
+def test_a_sub_agent_s_model_calls_are_another_conversation() -> None:
+    """A sub-agent's calls wrote what the main history never holds, and their messages meet it nowhere: the run is
+    read as before, and their calls are still the run's."""
+    rec = Recorder()
+    chat(rec, [say("system", text("You check policies.")), say("user", text("Can order 1 be refunded?"))],
+         [say("assistant", call_part("s1", "policy_search", {"q": "refund"}))])  # fmt: skip
+    searching = say("assistant", call_part("s1", "policy_search", {"q": "refund"}))
+    chat(rec, [say("user", text("Can order 1 be refunded?")), searching, say("tool", response_part("s1", "30-day"))],
+         [say("assistant", text("Yes, within 30 days."))])  # fmt: skip
+    chat(rec, [say("user", text("Refund order 1"))], [say("assistant", text("Refunded."))])
+    run = parse(rec.otlp())
+    assert run.unrecorded is None and run.answer == "Refunded." and [c.tool for c in run.calls] == ["policy_search"]
+
+
+def test_a_tool_span_without_an_id_never_takes_a_call_made_after_it_ended() -> None:
+    """process_return's own code called refund_submit (a span with no call id); later the model called
+    refund_submit itself. The id-less span took the model's later call, whose real span then read as a retry:
+    two refunds were read as one."""
+    rec = Recorder()
+    returning = say("assistant", call_part("p1", "process_return", {"order_id": "ORDER_1"}))
+    chat(rec, [say("user", text("Return ORDER_1"))], [returning])
+    tool(rec, "process_return", "p1", result="returned")
+    tool(rec, "refund_submit", result="ok")  # inside the tool, by code: no call id
+    history = [say("user", text("Return ORDER_1")), returning, say("tool", response_part("p1", "returned"))]
+    chat(rec, history, [say("assistant", REFUND)])
+    tool(rec, "refund_submit", "c1", result="ok")
+    history += [say("assistant", REFUND), say("tool", response_part("c1", "ok"))]
+    chat(rec, history, [say("assistant", text("Done."))])
+    assert [(c.tool, c.id) for c in parse(rec.otlp()).calls] == [
+        ("process_return", "p1"), ("refund_submit", None), ("refund_submit", "c1")
+    ]  # fmt: skip
+
+
+def test_a_latest_model_call_without_its_output_leaves_the_answer_unknown() -> None:
+    """Input messages recorded, output not (OpenInference's hide_output_messages, a stream never captured): the
+    answer read as empty, so answer_not_contains and tool_not_called passed."""
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat",
+                              "gen_ai.input.messages": json.dumps([say("user", text("Refund ORDER_1"))])})  # fmt: skip
+    case = make_case(negative_behavior=[{"answer_contains": {"any": ["refund immediately"]}}])
+    assert judge_run(case, parse(rec.otlp())) == [
+        "rule_failed: negative_behavior[0]: the latest model call ($.resourceSpans[0].scopeSpans[0].spans[0]) "
+        "records its input messages but not its output, so the answer and the turns are not known (record the "
+        "output messages too) (this must not happen, and it cannot be ruled out)"
+    ]
 
 
 def test_an_earlier_agent_span_s_call_is_seen_when_agent_spans_hold_the_conversation() -> None:

@@ -67,9 +67,13 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     return (said_in, said_out) if said_in or said_out else None
 
 
+def output_messages(span: Span) -> list[Said]:
+    """The span's output messages alone (the input, which repeats the history, is not read)."""
+    return _messages(span, _OUTPUT)
+
+
 def output_calls(span: Span) -> list[ToolCall]:
-    """The calls of the span's output messages alone."""
-    return [call for message in _messages(span, _OUTPUT) for call in message.calls]
+    return [call for message in output_messages(span) for call in message.calls]
 
 
 def tool(span: Span) -> ToolSpan:

@@ -136,13 +136,17 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     return said + said_in, said_out
 
 
-def output_calls(span: Span) -> list[ToolCall]:
-    """The calls of the span's output messages alone, from the first place that records them, in `conversation`'s
-    order (cheap: the input, which repeats the history, is not read)."""
+def output_messages(span: Span) -> list[Said]:
+    """The span's output messages alone, from the first place that records them, as `conversation` reads them
+    (cheap: the input, which repeats the history, is not read)."""
     said = _messages(span, _OUTPUT) or (_flat_messages(span, _FLAT_OUTPUT) if _flat(span) else [])
     if not said and _message_events(span):
         said = _event_messages(span)[1]
-    return [call for message in said for call in message.calls]
+    return said
+
+
+def output_calls(span: Span) -> list[ToolCall]:
+    return [call for message in output_messages(span) for call in message.calls]
 
 
 def _attribute_messages(span: Span) -> tuple[list[Said], list[Said]]:

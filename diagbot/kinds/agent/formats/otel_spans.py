@@ -42,6 +42,8 @@ class Span:
     attributes: dict[str, Any] = field(default_factory=dict)  # key -> the AnyValue as recorded
     quota: Quota = field(default_factory=Quota)  # what JSON text its attributes may still decode: the run's, shared
     events: list[Span] = field(default_factory=list)  # its `gen_ai.*` span events, in time order, read as spans
+    span_id: str = ""  # lower-case hex ("" for an event)
+    parent_id: str | None = None
 
     def has(self, key: str) -> bool:
         return key in self.attributes

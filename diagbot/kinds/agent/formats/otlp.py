@@ -11,8 +11,9 @@ of the latest inference span that records any (its input messages, then its outp
 call does, of the latest agent span that records an output message (some frameworks record it there alone). Tool
 spans attach to that conversation's calls by call id, in order, adding status, duration and what the messages left
 out (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
-The history's steps are dated by the earlier model calls of the same conversation, so such a span goes before
-what was written after it. With no messages recorded (content capture is opt-in) the run is its tool spans and
+The history's steps are dated by the earlier model calls' outputs, so such a span goes before what was
+written after it; a history that leaves out what an earlier call of the conversation wrote makes the run's messages
+unknown. With no messages recorded (content capture is opt-in) the run is its tool spans and
 retrievals in time order. The agent spans (`invoke_agent`, OpenInference `AGENT`) give the duration (first start to
 last end), and the `diagbot.final_state` attribute (an object, or its JSON text) of the one that ended last the
 final state, for agents that record it.
@@ -21,13 +22,16 @@ final state, for agents that record it.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
+import json
 import re
 from collections import deque
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
-from diagbot.core.values import type_name
+from diagbot.core.values import excerpt, type_name
 from diagbot.kinds.agent.formats import openinference, otel_genai
 from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text
 from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
@@ -134,9 +138,8 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         )
     attributes = _attributes(span, path)
     trace_id = _id(span.get("traceId"), "traceId", path)
-    _id(span.get("spanId"), "spanId", path)
-    if span.get("parentSpanId"):
-        _id(span["parentSpanId"], "parentSpanId", path)
+    span_id = _id(span.get("spanId"), "spanId", path)
+    parent_id = _id(span["parentSpanId"], "parentSpanId", path) if span.get("parentSpanId") else None
     name = span.get("name", "")
     events = []
     for i, raw in enumerate(items(span.get("events", []), f"{path}.events")):
@@ -159,6 +162,8 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         attributes=attributes,
         quota=quota,
         events=events,
+        span_id=span_id,
+        parent_id=parent_id,
     )
 
 
@@ -200,117 +205,243 @@ def _run(roles: Roles) -> Run:
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
     message_of: list[int] = []  # each step of the latest call's history: the index of its message there
+    history: list[Said] = []
     if latest is not None:
-        span, (said_in, said_out) = latest
+        span, (history, said_out) = latest
         waiting = _Waiting()
-        for index, message in enumerate(said_in):
+        for index, message in enumerate(history):
             _conversation([message], steps, waiting, owners)
             message_of += [index] * (len(steps) - len(message_of))
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
         anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
-    if latest is None:  # an agent's run has model calls: none, or none with its messages, is a run without them
+        if not said_out:
+            run.unrecorded = (
+                f"the latest model call ({span.path}) records its input messages but not its output, so the "
+                "answer and the turns are not known (record the output messages too)"
+            )
+    else:  # an agent's run has model calls: none, or none with its messages, is a run without them
         run.unrecorded = (
             "the run records no model call with its messages, so its text and turns are not known (export the "
             "model-call spans, with the instrumentation's message content capture on)"
         )
-    later = _attach(roles, steps, anchors, owners)
+    earlier = _earlier_outputs(roles, latest[0]) if latest is not None else []
+    made = _made(history, message_of, earlier, len(steps), latest[0].start if latest else 0)
+    later = _attach(roles, steps, anchors, owners, made)
     if latest is not None:
-        later = sorted(later + _unseen_calls(roles, latest[0], steps, later), key=lambda entry: entry[0])
-        if later:  # steps to place among the history: date it by the earlier model calls
-            _date_history(roles, latest[0], latest[1][0], message_of, anchors)
+        parents = {span.span_id: span.parent_id for span, _, _ in roles}
+        later = sorted(later + _unseen_calls(earlier, steps, later, parents), key=lambda entry: entry[0])
+        for step, when in enumerate(made):
+            if anchors[step] is None:
+                anchors[step] = when
+        run.unrecorded = run.unrecorded or _left_out(roles, latest, earlier)
     run.steps = _merge(steps, anchors, later)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
 
 
-def _date_history(
-    roles: Roles, latest: Span, history: list[Said], message_of: list[int], anchors: list[int | None]
-) -> None:
-    """When each step of the latest call's history started, as far as the earlier model calls tell: the agent's own
-    message was written by the last call whose history did not hold it yet, and a message after it no earlier
-    (the user's reply to it, a tool's result). Without this, a tool span or an earlier call's output call was
-    placed after the whole history, past a later "yes" it came before. Only the earlier calls whose history is
-    the start of this one (the same speakers and texts) and longer than those before them tell: a sub-agent's
-    model calls are of another conversation."""
+class _Output(NamedTuple):
+    """An earlier span's output messages, read once for dating the history, finding unseen calls and gaps."""
+
+    span: Span
+    convention: ModuleType
+    role: str | None
+    said: list[Said]
+
+
+def _earlier_outputs(roles: Roles, latest: Span) -> list[_Output]:
+    """The output messages of the spans before the latest one of its kind (model calls, or agent spans when no
+    model call records messages) and, when the conversation is the model calls', of the agent spans too: a
+    framework may record the calls it made on `invoke_agent` alone, beside another library's model call that
+    records its messages."""
     role_of = next(role for span, _, role in roles if span is latest)
-    starts: list[int] = []
-    sizes: list[int] = []  # each earlier model call's history length, in start order
+    found = []
     for span, convention, role in roles:
-        if role != role_of or span is latest or not convention.records_messages(span):
+        if span is latest or not (role == role_of or (role == AGENT and role_of == INFERENCE)):
             continue
-        said = convention.conversation(span)
-        if said is None or not said[0]:
-            continue
-        size = len(said[0])
-        if size > len(history) or (sizes and size < sizes[-1]):
-            continue
-        if any(a.role != b.role or a.text != b.text for a, b in zip(said[0], history, strict=False)):
-            continue
-        starts.append(span.start)
-        sizes.append(size)
-    made: int | None = None  # when the agent's latest message so far was written
-    dated = -1  # the message `made` is of
+        if convention.records_messages(span) and (said := convention.output_messages(span)):
+            found.append(_Output(span, convention, role, said))
+    return found
+
+
+def _key(message: Said) -> tuple[Any, ...]:
+    """What tells one message from another across the histories that repeat it."""
+    return (
+        message.role,
+        message.text.strip(),
+        tuple((call.id, call.tool) for call in message.calls),
+        tuple(answer[0] for answer in message.answers),
+    )
+
+
+def _made(history: list[Said], message_of: list[int], earlier: list[_Output], size: int, now: int) -> list[int | None]:
+    """When each step was made, as far as known: a step of the latest call's output when that call started, and
+    one of its history, when the earlier model call whose output it is (the same text and calls, found in order)
+    started, else no earlier than the agent's message before it (the user's reply to it, a tool's result). A
+    history that only the latest call records (trimmed, or recorded in parts) is dated where its messages are
+    recognized. Without this, a tool span or an earlier call's output call was placed after the whole history,
+    past a later "yes" it came before."""
+    outputs: dict[tuple[Any, ...], list[int]] = {}  # a message's key -> the earlier model calls that wrote it
+    role_of = earlier[0].role if earlier else None
+    starts = [output.span.start for output in earlier]
+    for n, output in enumerate(earlier):
+        if output.role == AGENT and role_of != AGENT:
+            continue  # agent spans repeat their model calls' outputs: they do not date the history
+        for message in output.said:
+            if message.role == "assistant":
+                outputs.setdefault(_key(message), []).append(n)
+    made: list[int | None] = [None] * len(message_of) + [now] * (size - len(message_of))
+    when: int | None = None
+    after = 0  # the earlier model calls before the one the last dated message came from
+    dated = -1
     for step, index in enumerate(message_of):
-        if index != dated and history[index].role == "assistant":
-            k = bisect.bisect_right(sizes, index) - 1  # the last call whose history did not hold it made it
-            made, dated = (starts[k] if k >= 0 else made), index
-        if anchors[step] is None:
-            anchors[step] = made
+        message = history[index]
+        if index != dated and message.role == "assistant":
+            dated = index
+            writers = outputs.get(_key(message), [])
+            k = bisect.bisect_left(writers, after)
+            if k < len(writers):
+                after = writers[k]
+                when = starts[after]
+        made[step] = when
+    return made
+
+
+def _left_out(roles: Roles, latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[_Output]) -> str | None:
+    """Why the run's messages are not known when the latest model call's history leaves out what an earlier model
+    call of the same conversation wrote (a history trimmed to its last messages, or recorded in parts, as a call
+    given `previous_response_id` records only what is new): such a run read from the latest call alone loses
+    replies and turns, and places the calls among the user's messages wrongly. An earlier call is of the same
+    conversation when its messages meet the latest call's (through other calls too), or when its input does not
+    start a conversation (it opens with a tool's result or the agent's message); a sub-agent's calls do neither."""
+    span, (history, said_out) = latest
+    held = {message.text.strip() for message in itertools.chain(history, said_out) if message.role == "assistant"}
+    missing = [
+        (n, message.text.strip())
+        for n, output in enumerate(earlier)
+        if output.role != AGENT
+        for message in output.said
+        if message.role == "assistant" and message.text.strip() and message.text.strip() not in held
+    ]
+    if not missing:
+        return None
+    calls = [output for output in earlier if output.role != AGENT]
+    indexes = {id(output): n for n, output in enumerate(calls)}
+    inputs = [_inputs(output) for output in calls]
+    ours = _connected(inputs, [output.said for output in calls], [*history, *said_out])
+    for n, wrote in missing:
+        output = earlier[n]
+        k = indexes.get(id(output))
+        if k is None:
+            continue
+        opens = next((m.role for m in inputs[k] if m.role not in ("system", "developer")), "user")
+        if k in ours or opens in ("tool", "assistant"):
+            return (
+                f"the latest model call ({span.path}) does not hold what an earlier model call of the conversation "
+                f"wrote ({json.dumps(excerpt(wrote, 60), ensure_ascii=False)}, {output.span.path}): its history is "
+                "trimmed or recorded in parts, so the run's messages, turns and their order are not known; record "
+                "with each model call the whole conversation it continues"
+            )
+    return None
+
+
+def _inputs(output: _Output) -> list[Said]:
+    said = output.convention.conversation(output.span)
+    return said[0] if said is not None else []
+
+
+def _connected(inputs: list[list[Said]], outputs: list[list[Said]], latest: list[Said]) -> set[int]:
+    """The earlier calls whose messages meet the latest call's, directly or through other calls (one union-find
+    over the messages' keys; system messages, which agents share, do not join)."""
+    parent = list(range(len(inputs) + 1))  # the last is the latest call
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple[Any, ...], int] = {}
+    members = [*zip(inputs, outputs, strict=True), (latest, [])]
+    for n, (said_in, said_out) in enumerate(members):
+        for message in itertools.chain(said_in, said_out):
+            if message.role in ("system", "developer"):
+                continue
+            key = _key(message)
+            if key in owner:
+                parent[find(n)] = find(owner[key])
+            else:
+                owner[key] = n
+    root = find(len(inputs))
+    return {n for n in range(len(inputs)) if find(n) == root}
 
 
 def _unseen_calls(
-    roles: Roles, latest: Span, steps: list[Step], later: list[tuple[int, Step]]
+    earlier: list[_Output], steps: list[Step], later: list[tuple[int, Step]], parents: dict[str, str | None]
 ) -> list[tuple[int, Step]]:
-    """The calls earlier model calls made that the latest one's history leaves out (a framework that trims the
-    history, a sub-agent's own model calls), with their model call's start: read from the latest span alone, a
-    forbidden call made earlier would go unseen.
+    """The calls earlier model calls (and agent spans) made that the latest one's history leaves out (a framework
+    that trims the history, a sub-agent's own model calls, calls recorded on `invoke_agent` alone), with their
+    span's start: read from the latest span alone, a forbidden call made earlier would go unseen.
 
     Each output call is one call: it is a call the conversation or a tool span already holds, of the same id and
     tool, with the same arguments or none recorded on one side (ids repeat across turns, so each is taken once),
-    else a tool span's call of its tool recorded without an id; a call so found takes the arguments it lacks (tool
-    spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
-    reused id must not hide an earlier one with other arguments."""
-    role_of = next(role for span, _, role in roles if span is latest)  # model calls, or (no model call records
-    # messages) agent spans, as the conversation was read from
+    else a tool span's call of its tool recorded without an id (and, for an agent span's call without an id, any
+    held call of its tool with those arguments); a call so found takes the arguments it lacks (tool spans record
+    them only on request). Only the rest are new: a trimmed history that kept a later call of a reused id must not
+    hide an earlier one with other arguments. One call recorded by two spans, one inside the other (a
+    framework's span around the SDK's own, an agent span around its model call), is one call."""
     held: dict[tuple[str | None, str], list[ToolCall]] = {}
+    by_tool: dict[str, list[ToolCall]] = {}
     for step in itertools.chain(steps, (step for _, step in later)):
         if isinstance(step, ToolCall):
             held.setdefault((step.id, step.tool), []).append(step)
+            by_tool.setdefault(step.tool, []).append(step)
     from_spans = {id(step) for _, step in later}
     same = _SameArgs()
     found: list[tuple[int, Step]] = []
     read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # output calls so far, with their span
-    for span, convention, role in roles:
-        if role != role_of or span is latest or not convention.records_messages(span):
-            continue
-        for call in convention.output_calls(span):
-            earlier = read.setdefault((call.id, call.tool), [])
-            if _recorded_twice(span, call, earlier, same):
-                continue  # one model call recorded twice (a framework's span around the SDK's own)
-            earlier.append((span, call))
-            taken = _take(held.get((call.id, call.tool)), call, same)
-            if taken is None and call.id is not None:  # a tool span of this tool recorded without an id
-                taken = _take(held.get((None, call.tool)), call, same, from_spans)
-            if taken is None:
-                found.append((span.start, call))
-            elif taken.raw_args is None:
-                taken.raw_args = call.raw_args
+    for output in earlier:
+        for message in output.said:
+            for call in message.calls:
+                seen = read.setdefault((call.id, call.tool), [])
+                if _recorded_twice(output.span, call, seen, same, parents):
+                    continue
+                seen.append((output.span, call))
+                taken = _take(held.get((call.id, call.tool)), call, same)
+                if taken is None and call.id is not None:  # a tool span of this tool recorded without an id
+                    taken = _take(held.get((None, call.tool)), call, same, from_spans)
+                if taken is None and call.id is None and output.role == AGENT:
+                    taken = next((c for c in by_tool.get(call.tool, ()) if same(c, call)), None)
+                if taken is None:
+                    found.append((output.span.start, call))
+                elif taken.raw_args is None:
+                    taken.raw_args = call.raw_args
     return found
 
 
-def _recorded_twice(span: Span, call: ToolCall, earlier: list[tuple[Span, ToolCall]], same: _SameArgs) -> bool:
-    """Whether an earlier output call of this id and tool is this one, recorded by a span nested with this one."""
+def _recorded_twice(
+    span: Span, call: ToolCall, earlier: list[tuple[Span, ToolCall]], same: _SameArgs, parents: dict[str, str | None]
+) -> bool:
+    """Whether an earlier output call of this id and tool is this one, recorded by a span that is this one's
+    ancestor or descendant (two model calls that only overlap in time, parallel sub-agents', are two)."""
     for other, seen in earlier:
         same.charge()
-        if _nested(span, other) and same(call, seen):
+        if (_ancestor(span, other, parents) or _ancestor(other, span, parents)) and same(call, seen):
             return True
     return False
 
 
-def _nested(one: Span, other: Span) -> bool:
-    return (one.start <= other.start and other.end <= one.end) or (other.start <= one.start and one.end <= other.end)
+def _ancestor(one: Span, other: Span, parents: dict[str, str | None]) -> bool:
+    """Whether `one` is among `other`'s parents (a parent outside `parents` ends the walk; so does a cycle)."""
+    at = other.parent_id
+    for _ in range(len(parents) + 1):
+        if at is None:
+            return False
+        if at == one.span_id:
+            return True
+        at = parents.get(at)
+    return False
 
 
 MAX_MERGE_COMPARISONS = 1_000_000  # pairs of call records compared in one run: a bound on O(n²) with one id
@@ -449,7 +580,7 @@ def _answer(message: Said, waiting: _Waiting) -> None:
 
 
 def _attach(
-    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int]
+    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int], made: list[int | None]
 ) -> list[tuple[int, Step]]:
     """Tool spans onto the conversation's calls; returns the steps of their own (tool spans of calls no message
     made, retrievals) with their start times, in time order.
@@ -495,7 +626,7 @@ def _attach(
                 continue
         else:
             queue = (by_tool if found.id is None else no_id).get(found.tool)
-            match = _first_free(queue, taken, found.raw_args, decoded)
+            match = _first_free(queue, taken, found.raw_args, decoded, functools.partial(_before, made, span.end))
         if match is None:
             later.append((span.start, _call(found, span)))
             continue
@@ -521,32 +652,50 @@ def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
 _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments before taking the first
 
 
+def _before(made: list[int | None], end: int, step: int) -> bool:
+    """Whether the call at `step` may have been made before a span that ended at `end` (unknown: it may)."""
+    return (made[step] or 0) < end
+
+
 def _first_free(
     queue: deque[tuple[int, ToolCall]] | None,
     taken: set[int],
     raw_args: Any = None,
     decoded: dict[int, tuple[Any, str | None]] | None = None,
+    possible: Callable[[int], bool] | None = None,
 ) -> tuple[int, ToolCall] | None:
     """The first call of `queue` no span has taken; for a span that records its arguments, the first of the next
     few whose arguments are those (parallel calls of one tool, whose spans start in any order). `decoded` keeps
-    each call's decoded arguments by step, apart from the call's own cache, which `_enrich` may yet invalidate."""
+    each call's decoded arguments by step, apart from the call's own cache, which `_enrich` may yet invalidate.
+    `possible`: whether the call at a step can be this span's (a span without an id never takes a call its model
+    made only after the span ended: that one is a later call)."""
     while queue and queue[0][0] in taken:
         queue.popleft()
     if not queue:
         return None
+    free = [
+        e
+        for e in itertools.islice(queue, _ARGS_LOOKAHEAD)
+        if e[0] not in taken and (possible is None or possible(e[0]))
+    ]
     if raw_args is not None:
         args, problem = decode_args(raw_args)
         if problem is None:
             known = {} if decoded is None else decoded
-            for entry in itertools.islice(queue, _ARGS_LOOKAHEAD):
-                if entry[0] in taken or entry[1].raw_args is None:
+            for entry in free:
+                if entry[1].raw_args is None:
                     continue
                 if entry[0] not in known:
                     known[entry[0]] = decode_args(entry[1].raw_args)
                 if known[entry[0]] == (args, None):
                     queue.remove(entry)
                     return entry
-    return queue.popleft()
+    if not free:
+        return None
+    if free[0] is queue[0]:
+        return queue.popleft()
+    queue.remove(free[0])
+    return free[0]
 
 
 def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
