@@ -316,7 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for warning in outcome.warnings:
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     print_errors(outcome.problems)
-    if not args.quiet:
+    if not args.quiet or outcome.exit_code == 1:  # a failed gate says why, quiet or not: its reason is no error line
         paint = Painter(colour_allowed(sys.stderr, os.environ))
         clean = outcome.exit_code == 0 and outcome.reason == "no regression"
         colour = RED if outcome.exit_code else GREEN if clean else YELLOW
@@ -453,7 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--no-fail", action="store_true", help="report regressions but exit 0")
     shown = "what stdout gets: the PR comment (text, the default) or the outcome as JSON (diagbot schema run-outcome)"
     rn.add_argument("--format", choices=("text", "json"), default="text", help=shown)
-    quiet = "print only warnings and errors (and the JSON outcome with --format json); no progress bar"
+    quiet = (
+        "print only warnings, errors and why a failed gate failed (and the JSON outcome with --format json); no "
+        "progress bar"
+    )
     rn.add_argument("--quiet", "-q", action="store_true", help=quiet)
     _add_threshold_flags(rn)
     rn.set_defaults(handler=cmd_run)

@@ -152,6 +152,16 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
         f"The example cases: {EXAMPLES[plan.kind]} (see the comments in diagbot.yml).",
         f"Before the workflow runs on GitHub, set the commit it uses in {one_line(str(target / WORKFLOW))}: replace "
         "OWNER/diagbot@COMMIT_SHA with the repository and commit sha of diagbot to run.",
+    ]
+    if target != Path("."):
+        folder = one_line(str(target))
+        lines.append(
+            f"GitHub reads workflows only from .github/workflows at the repository's root: when {folder} is a "
+            f"folder of your repository, move the workflow there and give its diagbot step `config: {folder}/"
+            "diagbot.yml`."
+        )
+    lines += [
+        "diagbot run writes its report folders under build/: add build/ to your .gitignore.",
         "",
         "Next:",
     ]

@@ -93,7 +93,7 @@ def test_run_help_states_the_default_report_folder_and_the_new_options() -> None
     text = " ".join(run.format_help().split())
     assert "--out OUT the report folder to write (default: build/diagbot)" in text
     assert "--format {text,json} what stdout gets: the PR comment (text, the default) or the outcome as JSON" in text
-    assert "--quiet, -q print only warnings and errors" in text
+    assert "--quiet, -q print only warnings, errors and why a failed gate failed" in text
 
 
 # --- run --format json and --quiet ------------------------------------------------------------------------------
@@ -199,6 +199,23 @@ def test_quiet_prints_nothing_but_problems(
     assert captured.out == "" and captured.err.startswith("error: fixtures/agent")
     assert "fixtures folder not found" in captured.err
     assert all(line.startswith("error: ") for line in captured.err.splitlines())
+
+
+def test_quiet_still_says_why_a_failed_gate_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing gate under --quiet exited 1 with nothing on stdout or stderr: a CI log had no reason."""
+    _started(tmp_path, monkeypatch)
+    assert main(["run", "--quiet", "--out", "base"]) == 0
+    capsys.readouterr()
+    for run_file in (tmp_path / "fixtures/agent").rglob("*.json"):
+        run_file.write_text('[{"role": "user", "content": "hi"}]')
+    assert main(["run", "--quiet", "--baseline", "base"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.splitlines()[-1].startswith("diagbot: ")
+    assert "regression" in captured.err.splitlines()[-1] and captured.err.rstrip().endswith(
+        "report folder build/diagbot"
+    )
 
 
 # --- what the CLI says about its input --------------------------------------------------------------------------

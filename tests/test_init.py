@@ -73,6 +73,7 @@ def test_init_writes_an_agent_suite_by_default_and_says_what_next(
         "is P2 and only a failing P0 case fails it on its own (see the comments in diagbot.yml).\n"
         "Before the workflow runs on GitHub, set the commit it uses in .github/workflows/diagbot.yml: replace "
         "OWNER/diagbot@COMMIT_SHA with the repository and commit sha of diagbot to run.\n"
+        "diagbot run writes its report folders under build/: add build/ to your .gitignore.\n"
         "\n"
         "Next:\n"
         "  diagbot run --out build/baseline        # evaluate and print the PR comment; keep this run as a baseline\n"
@@ -89,6 +90,10 @@ def test_init_into_a_folder_makes_it_and_starts_the_next_steps_with_cd(
     out = capsys.readouterr().out
     assert out.startswith("diagbot init: wrote a trace suite (5 files):\n  evals/new/diagbot.yml\n")
     assert "\nNext:\n  cd evals/new\n  diagbot run --out build/baseline " in out
+    assert (
+        "GitHub reads workflows only from .github/workflows at the repository's root: when evals/new is a folder of "
+        "your repository, move the workflow there and give its diagbot step `config: evals/new/diagbot.yml`.\n"
+    ) in out
 
 
 def test_init_refuses_to_overwrite_and_writes_nothing(
