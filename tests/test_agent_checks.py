@@ -1365,6 +1365,11 @@ def test_an_audio_reply_is_read_by_its_transcript() -> None:
     run = [{"role": "user", "content": "refund?"},
            {"role": "assistant", "content": None, "audio": {"id": "a1", "transcript": "Refund approved."}}]  # fmt: skip
     assert parse_run(json.dumps(run).encode(), "auto").answer == "Refund approved."
+    # beside a text or a refusal too: what the model said aloud was read only when nothing was written
+    run[1] |= {"refusal": "I can't.", "audio": {"id": "a1", "transcript": "Sure, refund immediately."}}
+    assert parse_run(json.dumps(run).encode(), "auto").answer == "I can't.\nSure, refund immediately."
+    run[1] |= {"content": "Sure, refund immediately.", "refusal": None}  # said once, read once
+    assert parse_run(json.dumps(run).encode(), "auto").answer == "Sure, refund immediately."
 
 
 def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -2469,3 +2474,19 @@ def test_a_state_change_without_to_is_an_invalid_run() -> None:
     """A step without `to` read as a change to null, which no forbidden `to` matched."""
     said = refusal(native({"kind": "state_change", "key": "refund_status", "from": "pending"}), "diagbot")
     assert said == "$.steps[0].to: a state_change says what the key became: add `to` (null for removed)"
+
+
+def test_a_responses_object_s_output_text_that_its_messages_do_not_say_is_refused() -> None:
+    """`output_text` beside output items that hold no message saying it: the answer read as "", so
+    answer_not_matches passed a card number the agent had written."""
+    card = {"output": [{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}],
+            "output_text": "Your card 4111111111111111 is on file."}  # fmt: skip
+    assert refusal(card, "auto") == (
+        "$.output_text: a message's text under 'output_text', which diagbot does not read, so what it says would go "
+        "unseen: write it as the message's content"
+    )
+    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": card["output_text"]}]}
+    assert (
+        parse_run(json.dumps({**card, "output": [*card["output"], said]}).encode(), "auto").answer
+        == card["output_text"]
+    )

@@ -90,11 +90,13 @@ def read(data: Any) -> Run:
         refusal = message.get("refusal")  # tested here first: the helper's call would cost every message
         if refusal is not None:
             content = with_refusal(content, refusal, f"{prefix}[{index}].refusal")
-        audio = message.get("audio")  # an audio reply: its transcript is what the model said
-        if audio is not None and not content:
-            content = text(
+        audio = message.get("audio")  # an audio reply: its transcript is what the model said, beside any text
+        if audio is not None:
+            said = text(
                 obj(audio, f"{prefix}[{index}].audio").get("transcript", ""), f"{prefix}[{index}].audio.transcript"
             )
+            if said.strip() and said.strip() not in content:
+                content = f"{content}\n{said}" if content else said
         if not message.keys() <= _MESSAGE_FIELDS:
             no_text_elsewhere(message, content, _MESSAGE_FIELDS, f"{prefix}[{index}]")
         kind = message.get("type")

@@ -182,6 +182,9 @@ def read(data: Any) -> Run:
                 )
             if len(run.steps) > MAX_STEPS:
                 raise TraceInvalid(prefix, f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,}")
+    if isinstance(data, dict) and "output_text" in data:  # the SDK's joined output text, saved beside the items
+        said = "\n".join(s.text for s in run.steps if isinstance(s, Message) and s.role == "assistant")
+        no_text_elsewhere({"output_text": data["output_text"]}, said, frozenset(), "$")
     return run
 
 
