@@ -226,7 +226,8 @@ def _run(roles: Roles) -> Run:
             "model-call spans, with the instrumentation's message content capture on)"
         )
     earlier = _earlier_outputs(roles, latest[0]) if latest is not None else []
-    made = _made(history, message_of, earlier, len(steps), latest[0].start if latest else 0)
+    writers = [output for output in earlier if output.role != AGENT or _from_agents(roles, latest)]
+    made = _made(history, message_of, writers, len(steps), latest[0].start if latest else 0)
     later = _attach(roles, steps, anchors, owners, made)
     if latest is not None:
         parents = {span.span_id: span.parent_id for span, _, _ in roles}
@@ -234,7 +235,7 @@ def _run(roles: Roles) -> Run:
         for step, when in enumerate(made):
             if anchors[step] is None:
                 anchors[step] = when
-        run.unrecorded = run.unrecorded or _left_out(roles, latest, earlier)
+        run.unrecorded = run.unrecorded or _left_out(latest, earlier)
     run.steps = _merge(steps, anchors, later)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
@@ -265,6 +266,12 @@ def _earlier_outputs(roles: Roles, latest: Span) -> list[_Output]:
     return found
 
 
+def _from_agents(roles: Roles, latest: tuple[Span, Any] | None) -> bool:
+    """Whether the conversation was read from agent spans (no model call records messages): then they date it;
+    else agent spans only repeat their model calls' outputs."""
+    return latest is not None and any(span is latest[0] and role == AGENT for span, _, role in roles)
+
+
 def _key(message: Said) -> tuple[Any, ...]:
     """What tells one message from another across the histories that repeat it."""
     return (
@@ -283,11 +290,8 @@ def _made(history: list[Said], message_of: list[int], earlier: list[_Output], si
     recognized. Without this, a tool span or an earlier call's output call was placed after the whole history,
     past a later "yes" it came before."""
     outputs: dict[tuple[Any, ...], list[int]] = {}  # a message's key -> the earlier model calls that wrote it
-    role_of = earlier[0].role if earlier else None
     starts = [output.span.start for output in earlier]
     for n, output in enumerate(earlier):
-        if output.role == AGENT and role_of != AGENT:
-            continue  # agent spans repeat their model calls' outputs: they do not date the history
         for message in output.said:
             if message.role == "assistant":
                 outputs.setdefault(_key(message), []).append(n)
@@ -308,7 +312,7 @@ def _made(history: list[Said], message_of: list[int], earlier: list[_Output], si
     return made
 
 
-def _left_out(roles: Roles, latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[_Output]) -> str | None:
+def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[_Output]) -> str | None:
     """Why the run's messages are not known when the latest model call's history leaves out what an earlier model
     call of the same conversation wrote (a history trimmed to its last messages, or recorded in parts, as a call
     given `previous_response_id` records only what is new): such a run read from the latest call alone loses
@@ -412,12 +416,21 @@ def _unseen_calls(
                 if taken is None and call.id is not None:  # a tool span of this tool recorded without an id
                     taken = _take(held.get((None, call.tool)), call, same, from_spans)
                 if taken is None and call.id is None and output.role == AGENT:
-                    taken = next((c for c in by_tool.get(call.tool, ()) if same(c, call)), None)
+                    taken = _any_same(by_tool.get(call.tool, []), call, same)
                 if taken is None:
                     found.append((output.span.start, call))
                 elif taken.raw_args is None:
                     taken.raw_args = call.raw_args
     return found
+
+
+def _any_same(calls: list[ToolCall], call: ToolCall, same: _SameArgs) -> ToolCall | None:
+    """The first of `calls` with this call's arguments (or none recorded on one side), each pair counted."""
+    for held in calls:
+        same.charge()
+        if same(held, call):
+            return held
+    return None
 
 
 def _recorded_twice(
@@ -432,10 +445,14 @@ def _recorded_twice(
     return False
 
 
+MAX_ANCESTRY = 32  # parents walked up from a span to find another: a framework's span is a few levels up
+
+
 def _ancestor(one: Span, other: Span, parents: dict[str, str | None]) -> bool:
-    """Whether `one` is among `other`'s parents (a parent outside `parents` ends the walk; so does a cycle)."""
+    """Whether `one` is among `other`'s nearest MAX_ANCESTRY parents (a parent outside `parents` ends the walk; so
+    does a cycle, within the bound)."""
     at = other.parent_id
-    for _ in range(len(parents) + 1):
+    for _ in range(MAX_ANCESTRY):
         if at is None:
             return False
         if at == one.span_id:
