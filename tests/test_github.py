@@ -303,6 +303,27 @@ def test_a_comment_another_run_posted_meanwhile_leaves_one(g: Github, gh: GitHub
     assert [c.body for c in gh.comments.values()] == [f"{MARKER}\nthis run"]
 
 
+def test_a_run_overtaken_while_posting_leaves_the_newer_commit_s_comment_alone(g: Github, gh: GitHubTestServer) -> None:
+    """A run for an older commit posted while the run for the newer one did: it left the newer results alone, but
+    its own new comment stayed beside them."""
+    issue = g.get_repo(REPO).get_issue(7)
+    real_create = issue.create_comment
+    newer = "e" * 40
+
+    def overtaken(body: str) -> Any:
+        real_create(f"{MARKER}\n<!-- diagbot-head: {newer} -->\nthe newer commit's results")
+        return real_create(body)
+
+    issue.create_comment = overtaken  # type: ignore[method-assign]
+    warnings: list[str] = []
+    url = dg.upsert_comment(issue, MARKER, f"{MARKER}\nolder results", "update", head_sha="a" * 40,
+                            warnings=warnings, current_head=lambda: newer)  # fmt: skip
+    assert url is None and any("a newer commit's results were posted meanwhile" in w for w in warnings)
+    assert [c.body for c in gh.comments.values()] == [
+        f"{MARKER}\n<!-- diagbot-head: {newer} -->\nthe newer commit's results"
+    ]
+
+
 def test_403_on_comment_is_cannot_comment(g: Github, gh: GitHubTestServer) -> None:
     gh.inject("POST", r"/comments$", 403, {"message": "Resource not accessible by integration"})
     with pytest.raises(dg.CannotComment, match="pull-requests: write"):

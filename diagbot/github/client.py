@@ -554,7 +554,9 @@ def upsert_comment(
                 )
             if mode == "new" or (len(seen) <= 1 and comment.body == text):
                 return str(comment.html_url)
-            existing = seen  # another run's comment turned up meanwhile: update it rather than add a second
+            if any(c.id == comment.id for c in seen):  # another run posted meanwhile: one of the two stays
+                return _one_of_two(issue, comment, seen, marker, head_sha, current_head, doing, notes)
+            existing = seen  # the write's effect was unknown and another run's comment is there: update that one
         newest = existing[-1]
         if head_sha is not None and recorded_head(newest.body or "", marker) != head_sha.lower():
             now = (current_head or (lambda: issue.as_pull_request().head.sha))()
@@ -570,6 +572,35 @@ def upsert_comment(
         for older in existing[:-1]:
             _delete_duplicate(issue, older, doing, notes)
         return str(newest.html_url)
+
+
+def _one_of_two(
+    issue: Issue,
+    mine: IssueComment,
+    ours: list[IssueComment],
+    marker: str,
+    head_sha: str | None,
+    current_head: Callable[[], str] | None,
+    doing: str,
+    notes: list[str],
+) -> str | None:
+    """This run posted while another did: this run's comment stays and the others go, unless one of them records
+    another commit that the pull request is now at (a newer push's run), which then stays alone."""
+    others = [c for c in ours if c.id != mine.id]
+    heads = {recorded_head(c.body or "", marker) for c in others} - {None}
+    if head_sha is not None and heads - {head_sha.lower()}:
+        now = (current_head or (lambda: issue.as_pull_request().head.sha))()
+        if now.lower() != head_sha.lower():
+            notes.append(
+                f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
+                "commit's results were posted meanwhile, so this run's comment was removed; its results are in its "
+                "job summary"
+            )
+            _delete_duplicate(issue, mine, doing, notes)
+            return None
+    for other in others:
+        _delete_duplicate(issue, other, doing, notes)
+    return str(mine.html_url)
 
 
 def _edited(comment: IssueComment, text: str) -> IssueComment:
