@@ -332,3 +332,19 @@ def test_one_blob_store_hiccup_is_retried(gh: GitHubTestServer, ws: Path) -> Non
     code, log = run(gh, ws)
     assert (code, fault.hits) == (1, 1), log  # compared with the exact baseline: a regression
     assert "::warning::" not in log or "503" not in log
+
+
+def test_a_suite_the_newest_baseline_lacks_is_compared_with_an_older_one(gh: GitHubTestServer, ws: Path) -> None:
+    """A push run on main could not evaluate the trace suite (its case file was broken for a while), so its artifact
+    held only the workspace report; the next pull requests' trace regressions passed as a suite with no baseline."""
+    complete = baseline_files(gh, ws)
+    older = upload(gh, complete, sha="e" * 40)
+    upload(gh, {name: data for name, data in complete.items() if name != "reports/diagnosis.json"})  # the partial one
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 1, log  # the broken trace case is a regression against the older report
+    said = (
+        f"the baseline of suite diagnosis comes from the older artifact {older} ('diagbot-report', run "
+        f"{gh.artifacts[older].run_id}) at eeeeeeeeeeee, since the newer one has no report for it"
+    )
+    assert said in comment_body(gh)

@@ -42,7 +42,7 @@ def resolve_baseline(
         return found, BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
     tried: list[str] = []
     unreachable: list[str] = []  # candidates GitHub did not hand over: they may be the baseline
-    for candidate in search.candidates:
+    for at, candidate in enumerate(search.candidates):
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
@@ -68,6 +68,9 @@ def resolve_baseline(
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
+        older = _older_reports(port, config, found, search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT], warnings)
+        if older:
+            info = info.model_copy(update={"warnings": [*info.warnings, *older]})
         if search.other_workflows:
             elsewhere = (
                 f"the baseline comes from {candidate.workflow or 'another workflow'}, since this workflow's runs of "
@@ -96,6 +99,40 @@ def resolve_baseline(
         else f"none of the {len(search.candidates)} '{name}' artifacts from {base_branch} was usable{looked}"
     )
     return Baselines(), BaselineInfo(source="none", branch=base_branch, missing_reason=reason)
+
+
+OLDER_LOOKED_AT = 2  # older artifacts looked in for a suite the newest usable one has no report for
+
+
+def _older_reports(
+    port: GitHubPort, config: Config, found: Baselines, older: list[ArtifactCandidate], warnings: list[str]
+) -> list[str]:
+    """A suite the baseline artifact has no report for (its push run could not evaluate it, as when a case file
+    was broken on the base branch for a while) is compared with the report of the next older artifact that has
+    one: read as missing, it could not regress. Returns what the comment says of each one so taken."""
+    said: list[str] = []
+    for candidate in older:
+        missing = [s.name for s in config.suites if s.name not in found.names]
+        if not missing:
+            break
+        where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
+        try:
+            files = gh.unpack_artifact(port.download(candidate), where)
+        except GitHubError as exc:  # expired, unreadable or not handed over: the next one may do
+            warnings.extend(exc.problems)
+            continue
+        extra = baselines_in_archive(files, missing)
+        if _not_a_baseline(files, extra, candidate):
+            continue
+        for name in missing:
+            if name in extra.reports:
+                found.reports[name], found.sources[name] = extra.reports[name], f"{where}: reports/{name}.json"
+                found.names.append(name)
+                said.append(
+                    f"the baseline of suite {name} comes from the older {where} at {candidate.head_sha[:12]}, since "
+                    "the newer one has no report for it"
+                )
+    return said
 
 
 def _not_a_baseline(files: dict[str, bytes], found: Baselines, candidate: ArtifactCandidate) -> str | None:
