@@ -707,13 +707,14 @@ def test_idempotency_key_paths_take_indexes() -> None:
         ({"idempotency_key": ["order..id"]}, "idempotency_key: 'order..id' is not an argument path"),
         ({"idempotency_key": "items[٣]"}, "idempotency_key: 'items[٣]' is not an argument path"),
         # checking nothing, so a case of only these passed as checked
-        ({"precondition": {}}, "a precondition item is empty, so it checks nothing"),
-        ({"precondition": [{"called": "check"}, {}]}, "a precondition item is empty, so it checks nothing"),
+        ({"precondition": {}}, "precondition (or an item of it) is empty, so it checks nothing"),
+        ({"precondition": [{"called": "check"}, {}]}, "precondition (or an item of it) is empty, so it checks nothing"),
+        ({"precondition": []}, "precondition (or an item of it) is empty, so it checks nothing"),
         *(({"idempotency_key": blank}, "idempotency_key names no argument path, so it checks nothing")
           for blank in ("", " ", "+", " + ", [], ["", " "])),
     ],
     ids=["called-beside-a-key", "called-not-a-name", "bad-index", "empty-step", "unicode-index", "empty-precondition",
-         "empty-item", "blank", "space", "plus", "plus-spaced", "empty-list", "blank-list"],
+         "empty-item", "empty-precondition-list", "blank", "space", "plus", "plus-spaced", "empty-list", "blank-list"],
 )  # fmt: skip
 def test_a_policy_item_that_cannot_mean_what_it_says_is_refused(policy: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(problem)):
@@ -927,17 +928,18 @@ def test_trace_requirement() -> None:
 
 
 def test_an_empty_message_or_a_null_result_records_nothing() -> None:
-    """An assistant message with no text is no action, and a result of null, blank text, [] or {} no observation:
-    before, both met the requirement."""
+    """An assistant message with no text is no action, and a result of null or blank text no observation: before,
+    both met the requirement."""
     case = make_case(trace_requirement={"required_fields": ["action", "observation"]})
     missing = [
         "trace_requirement_missing: the run records no action",
         "trace_requirement_missing: the run records no observation",
     ]
     assert failures(case, native(say("assistant", ""), say("assistant", "  "))) == missing
-    for empty in (None, "", " \u200b ", [], {}):
+    for empty in (None, "", " \u200b "):
         assert failures(case, native(call("lookup", result=empty))) == missing[1:]
-    assert failures(case, native(call("lookup", result=0))) == []
+    for nothing_found in (0, [], {}):  # a search that found nothing still answered
+        assert failures(case, native(call("lookup", result=nothing_found))) == []
     assert failures(case, native(say("assistant", "done"))) == missing[1:]
 
 
@@ -2004,7 +2006,8 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
      "Yes, the refund is fine",
      # beside the requests to confirm refused since
      "Yes please, confirm", "Please proceed", "Yes, please confirm", "Please confirm it", "I'd like to confirm",
-     "Yes, is the right one", "Confirmed, the refund may go ahead"],
+     "Yes, is the right one", "Confirmed, the refund may go ahead", "Yes, please confirm the refund",
+     "Yes please confirm the order", "Yes, I confirm what you said"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

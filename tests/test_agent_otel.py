@@ -736,17 +736,16 @@ def test_an_earlier_model_call_s_call_a_trimmed_history_left_out_comes_before_wh
     ]
 
 
-def test_a_model_call_of_another_conversation_tells_nothing_of_the_history_s_times() -> None:
-    """A sub-agent's model call, whose history is not the start of the latest one, is not taken for the call that
-    wrote the latest history's "A.": the tool span stays after it. The call that did write it places it after."""
+def test_the_history_is_dated_by_the_model_calls_whose_outputs_it_holds() -> None:
+    """A tool span goes after what earlier model calls wrote before it and before what they wrote after it. A
+    model call whose output the history does not hold (a sub-agent's) dates nothing: the span stays after the
+    history it cannot place, as before."""
     rec = Recorder()
-    chat(rec, [say("user", text("Look it up"))], [say("assistant", text("A."))])  # a sub-agent, another user text
+    chat(rec, [say("user", text("Look it up"))], [say("assistant", text("sub-agent notes"))])  # not in the history
     tool(rec, "lookup")
     latest = [say("user", text("Q?")), say("assistant", text("A.")), say("user", text("More?"))]
     chat(rec, latest, [say("assistant", text("Yes."))])
-    assert [s[1] for s in steps(parse(rec.otlp()))] == [
-        "Q?", "A.", "More?", "lookup", "Yes."
-    ]  # fmt: skip
+    assert [s[1] for s in steps(parse(rec.otlp()))] == ["Q?", "A.", "More?", "lookup", "Yes."]
     rec = Recorder()
     tool(rec, "lookup")
     chat(rec, latest[:1], [say("assistant", text("A."))])  # this conversation's own call, after the tool span

@@ -380,8 +380,8 @@ def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes
                         f"{doing}: the archive is over the {max_bytes}-byte cap; upload a smaller report"
                     )
             return bytes(data)
-    except (requests.ConnectionError, requests.Timeout) as exc:
-        raise _BlobUnavailable(str(_explain(exc, doing))) from None
+    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        raise _BlobUnavailable(str(_explain(exc, doing))) from None  # a broken connection, before or mid-body
     except requests.RequestException as exc:
         raise _explain(exc, doing) from None
     finally:

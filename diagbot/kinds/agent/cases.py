@@ -299,12 +299,12 @@ class SideEffectPolicy(Model):
         """A precondition naming `called` is the whole item, `{called: TOOL}`: beside other keys, or with a value
         that is not a tool name, it was read as a state key called "called" and failed for the wrong reason. An
         idempotency path that is not one never found a repeat."""
+        if self.precondition is not None and (not self.preconditions or not all(self.preconditions)):
+            raise ValueError(
+                "precondition (or an item of it) is empty, so it checks nothing: write {called: TOOL} or "
+                "{STATE_KEY: VALUE} items, or leave precondition out"
+            )
         for item in self.preconditions:
-            if not item:
-                raise ValueError(
-                    "a precondition item is empty, so it checks nothing: write {called: TOOL} or {STATE_KEY: VALUE}, "
-                    "or leave precondition out"
-                )
             if "called" in item and (len(item) != 1 or not isinstance(item["called"], str) or not item["called"]):
                 raise ValueError(
                     "a precondition {called: TOOL} is an item of its own with a tool name: write each state key "

@@ -103,9 +103,10 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     rf"{_SENTENCE}{_ASKING}\s+(?:the|my|your|our|his|her|its|their|a|an)\b",  # "Does the fee", not "Yes, had a look"
     rf"{_CLAUSE}(?:do|have)\s+(?:i|you|we|he|she|they)\b",
     rf"{_CLAUSE}(?:can|could|would|will|shall|should|may|might|did|does)\s+(?:the|my|your|our|his|her|their|a|an)\b",
-    # asking the agent to confirm something, not confirming: "Please confirm the amount", "confirm which card"
-    r"\b(?:please|pls|plz|kindly)\s+(?:re-?)?confirm\w*\s+(?:the|my|your|our|his|her|their|this|that|these|those)\b",
-    r"\bconfirm\w*\s+(?:whether|what|which|who|where|why|how)\b",
+    # asking the agent to confirm something, not confirming: "Please confirm the amount" as the whole reply's start
+    # (after a yes, "Yes, please confirm the refund" confirms), "confirm which card"
+    r"^\W*(?:please|pls|plz|kindly)\s+(?:re-?)?confirm\w*\s+(?:the|my|your|our|his|her|their|this|that|these|those)\b",
+    r"\bconfirm\w*\s+(?:whether|which|who|where|why|how)\b",
     r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
@@ -1166,10 +1167,15 @@ def audits(case: AgentCase, t: Trial) -> list[str]:
 _RECORDED: dict[str, Callable[[Run], bool]] = {  # an empty message or a null result records nothing
     "action": lambda run: bool(run.calls) or bool(run.assistant_texts),
     "tool_call": lambda run: bool(run.calls),
-    "observation": lambda run: any(c.has_result and _recorded(c.result) for c in run.calls),
+    "observation": lambda run: any(c.has_result and _answered(c.result) for c in run.calls),
     "state_change": lambda run: bool(run.state_changes),
     "final_state": lambda run: run.final_state is not None,
 }
+
+
+def _answered(result: Any) -> bool:
+    """A tool's result says something: null and a blank text do not ([] and {} do: a search found nothing)."""
+    return result is not None and (not isinstance(result, str) or bool(INVISIBLE.sub("", result).strip()))
 
 
 def trace_requirement(case: AgentCase, t: Trial) -> list[str]:

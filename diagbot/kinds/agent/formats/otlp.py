@@ -12,7 +12,7 @@ call does, of the latest agent span that records an output message (some framewo
 spans attach to that conversation's calls by call id, in order, adding status, duration and what the messages left
 out (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
 The history's steps are dated by the earlier model calls' outputs, so such a span goes before what was
-written after it; a history that leaves out what an earlier call of the conversation wrote makes the run's messages
+written after it; a conversation recorded in parts (each model call only what is new) makes the run's messages
 unknown. With no messages recorded (content capture is opt-in) the run is its tool spans and
 retrievals in time order. The agent spans (`invoke_agent`, OpenInference `AGENT`) give the duration (first start to
 last end), and the `diagbot.final_state` attribute (an object, or its JSON text) of the one that ended last the
@@ -76,10 +76,29 @@ def read(data: Any) -> Run:
         )
     spans.sort(key=lambda span: (span.start, span.order))
     roles: Roles = []
-    for span in spans:
+    for span in _once(spans):
         convention = openinference if openinference.uses(span) else otel_genai
         roles.append((span, convention, convention.role(span)))
     return _run(roles)
+
+
+def _once(spans: list[Span]) -> list[Span]:
+    """Each span once: an exporter that retries, or batches written one after another, may hold a span twice, and
+    its calls would be counted twice. Two spans of one id that differ are refused: which one happened is not known."""
+    first: dict[str, Span] = {}
+    kept = []
+    for span in spans:
+        other = first.setdefault(span.span_id, span)
+        if other is span:
+            kept.append(span)
+        elif (other.name, other.start, other.end, other.error, other.attributes, other.parent_id) != (
+            span.name, span.start, span.end, span.error, span.attributes, span.parent_id
+        ):  # fmt: skip
+            raise TraceInvalid(
+                span.path,
+                f"has the spanId of {other.path} ({span.span_id}) but other contents; a span id names one span",
+            )
+    return kept
 
 
 # --- the envelope ------------------------------------------------------------------------------------------------
@@ -226,12 +245,14 @@ def _run(roles: Roles) -> Run:
             "model-call spans, with the instrumentation's message content capture on)"
         )
     earlier = _earlier_outputs(roles, latest[0]) if latest is not None else []
-    writers = [output for output in earlier if output.role != AGENT or _from_agents(roles, latest)]
+    from_agents = _from_agents(roles, latest)
+    writers = [output for output in earlier if output.role != AGENT or from_agents]
     made = _made(history, message_of, writers, len(steps), latest[0].start if latest else 0)
     later = _attach(roles, steps, anchors, owners, made)
     if latest is not None:
         parents = {span.span_id: span.parent_id for span, _, _ in roles}
-        later = sorted(later + _unseen_calls(earlier, steps, later, parents), key=lambda entry: entry[0])
+        unseen = _unseen_calls(earlier, steps, later, parents, from_agents)
+        later = sorted(later + unseen, key=lambda entry: entry[0])
         for step, when in enumerate(made):
             if anchors[step] is None:
                 anchors[step] = when
@@ -284,70 +305,66 @@ def _key(message: Said) -> tuple[Any, ...]:
 
 def _made(history: list[Said], message_of: list[int], earlier: list[_Output], size: int, now: int) -> list[int | None]:
     """When each step was made, as far as known: a step of the latest call's output when that call started, and
-    one of its history, when the earlier model call whose output it is (the same text and calls, found in order)
-    started, else no earlier than the agent's message before it (the user's reply to it, a tool's result). A
-    history that only the latest call records (trimmed, or recorded in parts) is dated where its messages are
-    recognized. Without this, a tool span or an earlier call's output call was placed after the whole history,
-    past a later "yes" it came before."""
-    outputs: dict[tuple[Any, ...], list[int]] = {}  # a message's key -> the earlier model calls that wrote it
-    starts = [output.span.start for output in earlier]
+    one of its history, when the earlier model call whose output it is (the same text and calls, each output
+    message taken once, in order) started, else no earlier than the agent's message before it (the user's reply
+    to it, a tool's result). A history that only the latest call records (trimmed, or recorded in parts) is dated
+    where its messages are recognized. Without this, a tool span or an earlier call's output call was placed after
+    the whole history, past a later "yes" it came before."""
+    outputs: dict[tuple[Any, ...], list[tuple[int, int]]] = {}  # a message's key -> (earlier call, its message)
     for n, output in enumerate(earlier):
-        for message in output.said:
+        for m, message in enumerate(output.said):
             if message.role == "assistant":
-                outputs.setdefault(_key(message), []).append(n)
+                outputs.setdefault(_key(message), []).append((n, m))
     made: list[int | None] = [None] * len(message_of) + [now] * (size - len(message_of))
     when: int | None = None
-    after = 0  # the earlier model calls before the one the last dated message came from
+    after = (-1, -1)  # the output message the last dated one was: the next is a later one
     dated = -1
     for step, index in enumerate(message_of):
         message = history[index]
         if index != dated and message.role == "assistant":
             dated = index
             writers = outputs.get(_key(message), [])
-            k = bisect.bisect_left(writers, after)
+            k = bisect.bisect_right(writers, after)
             if k < len(writers):
                 after = writers[k]
-                when = starts[after]
+                when = earlier[after[0]].span.start
         made[step] = when
     return made
 
 
 def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[_Output]) -> str | None:
-    """Why the run's messages are not known when the latest model call's history leaves out what an earlier model
-    call of the same conversation wrote (a history trimmed to its last messages, or recorded in parts, as a call
-    given `previous_response_id` records only what is new): such a run read from the latest call alone loses
-    replies and turns, and places the calls among the user's messages wrongly. An earlier call is of the same
-    conversation when its messages meet the latest call's (through other calls too), or when its input does not
-    start a conversation (it opens with a tool's result or the agent's message); a sub-agent's calls do neither."""
+    """Why the run's messages are not known when it is recorded in parts: each model call records only what is new
+    (a Responses call given `previous_response_id`), so the latest call's history lacks what an earlier call wrote,
+    and that call's own input opens with a tool's result, as no whole conversation does (nor a guardrail's, a
+    router's or a sub-agent's, whose text may well be missing from the history). Read from the latest call alone,
+    such a run loses replies and turns, and places calls among the user's messages wrongly."""
     span, (history, said_out) = latest
-    held = {message.text.strip() for message in itertools.chain(history, said_out) if message.role == "assistant"}
-    missing = [
-        (n, message.text.strip())
-        for n, output in enumerate(earlier)
-        if output.role != AGENT
-        for message in output.said
-        if message.role == "assistant" and message.text.strip() and message.text.strip() not in held
-    ]
-    if not missing:
-        return None
-    calls = [output for output in earlier if output.role != AGENT]
-    indexes = {id(output): n for n, output in enumerate(calls)}
-    inputs = [_inputs(output) for output in calls]
-    ours = _connected(inputs, [output.said for output in calls], [*history, *said_out])
-    for n, wrote in missing:
-        output = earlier[n]
-        k = indexes.get(id(output))
-        if k is None:
+    held = {_words(m.text) for m in itertools.chain(history, said_out) if m.role == "assistant"}
+    in_parts = _opens_with_result(history)
+    for output in earlier:
+        if output.role == AGENT:
             continue
-        opens = next((m.role for m in inputs[k] if m.role not in ("system", "developer")), "user")
-        if k in ours or opens in ("tool", "assistant"):
+        wrote = next((m.text for m in output.said if m.role == "assistant" and _words(m.text) not in held), None)
+        if not wrote or not wrote.strip():
+            continue
+        if in_parts or _opens_with_result(_inputs(output)):
             return (
-                f"the latest model call ({span.path}) does not hold what an earlier model call of the conversation "
-                f"wrote ({json.dumps(excerpt(wrote, 60), ensure_ascii=False)}, {output.span.path}): its history is "
-                "trimmed or recorded in parts, so the run's messages, turns and their order are not known; record "
-                "with each model call the whole conversation it continues"
+                f"the latest model call ({span.path}) does not hold what an earlier model call wrote "
+                f"({json.dumps(excerpt(wrote, 60), ensure_ascii=False)}, {output.span.path}), and the model calls "
+                "record the conversation in parts, so the run's messages, turns and their order are not known; "
+                "record with each model call the whole conversation it continues"
             )
     return None
+
+
+def _words(text: str) -> str:
+    """A text as histories are compared: a framework may space a message differently when it repeats it."""
+    return " ".join(text.split())
+
+
+def _opens_with_result(said: list[Said]) -> bool:
+    """Whether messages open (after the instructions) with a tool's result: the middle of a conversation."""
+    return next((m.role for m in said if m.role not in ("system", "developer")), None) == "tool"
 
 
 def _inputs(output: _Output) -> list[Said]:
@@ -355,34 +372,12 @@ def _inputs(output: _Output) -> list[Said]:
     return said[0] if said is not None else []
 
 
-def _connected(inputs: list[list[Said]], outputs: list[list[Said]], latest: list[Said]) -> set[int]:
-    """The earlier calls whose messages meet the latest call's, directly or through other calls (one union-find
-    over the messages' keys; system messages, which agents share, do not join)."""
-    parent = list(range(len(inputs) + 1))  # the last is the latest call
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[tuple[Any, ...], int] = {}
-    members = [*zip(inputs, outputs, strict=True), (latest, [])]
-    for n, (said_in, said_out) in enumerate(members):
-        for message in itertools.chain(said_in, said_out):
-            if message.role in ("system", "developer"):
-                continue
-            key = _key(message)
-            if key in owner:
-                parent[find(n)] = find(owner[key])
-            else:
-                owner[key] = n
-    root = find(len(inputs))
-    return {n for n in range(len(inputs)) if find(n) == root}
-
-
 def _unseen_calls(
-    earlier: list[_Output], steps: list[Step], later: list[tuple[int, Step]], parents: dict[str, str | None]
+    earlier: list[_Output],
+    steps: list[Step],
+    later: list[tuple[int, Step]],
+    parents: dict[str, str | None],
+    from_agents: bool,
 ) -> list[tuple[int, Step]]:
     """The calls earlier model calls (and agent spans) made that the latest one's history leaves out (a framework
     that trims the history, a sub-agent's own model calls, calls recorded on `invoke_agent` alone), with their
@@ -390,47 +385,46 @@ def _unseen_calls(
 
     Each output call is one call: it is a call the conversation or a tool span already holds, of the same id and
     tool, with the same arguments or none recorded on one side (ids repeat across turns, so each is taken once),
-    else a tool span's call of its tool recorded without an id (and, for an agent span's call without an id, any
-    held call of its tool with those arguments); a call so found takes the arguments it lacks (tool spans record
-    them only on request). Only the rest are new: a trimmed history that kept a later call of a reused id must not
-    hide an earlier one with other arguments. One call recorded by two spans, one inside the other (a
-    framework's span around the SDK's own, an agent span around its model call), is one call."""
+    else a tool span's call of its tool recorded without an id; a call so found takes the arguments it lacks (tool
+    spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
+    reused id must not hide an earlier one with other arguments. One call recorded by two spans, one the other's
+    ancestor (a framework's span around the SDK's own), is one call. When the conversation is the model calls' (not
+    `from_agents`), the agent spans' calls are read last, and one that a model call already recorded, or (without
+    an id) any held call of its tool with those arguments, is that call, wherever its spans are."""
     held: dict[tuple[str | None, str], list[ToolCall]] = {}
-    by_tool: dict[str, list[ToolCall]] = {}
     for step in itertools.chain(steps, (step for _, step in later)):
         if isinstance(step, ToolCall):
             held.setdefault((step.id, step.tool), []).append(step)
-            by_tool.setdefault(step.tool, []).append(step)
+    every = {key: list(calls) for key, calls in held.items()}  # what `held` gives up as calls are taken
     from_spans = {id(step) for _, step in later}
     same = _SameArgs()
     found: list[tuple[int, Step]] = []
-    read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # output calls so far, with their span
-    for output in earlier:
+    read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # model calls' output calls so far
+    for output in sorted(earlier, key=lambda output: output.role == AGENT):  # stable: model calls first
+        beside = output.role == AGENT and not from_agents  # an agent span's record beside the model calls'
         for message in output.said:
             for call in message.calls:
-                seen = read.setdefault((call.id, call.tool), [])
+                key = (call.id, call.tool)
+                if beside:
+                    recorded = [seen for _, seen in read.get(key, [])] + every.get(key, [])
+                    if call.id is None:
+                        recorded += [c for (_, tool), calls in every.items() if tool == call.tool for c in calls]
+                    if _first_same(recorded, call, same) is not None:
+                        continue
+                    found.append((output.span.start, call))
+                    continue
+                seen = read.setdefault(key, [])
                 if _recorded_twice(output.span, call, seen, same, parents):
                     continue
                 seen.append((output.span, call))
-                taken = _take(held.get((call.id, call.tool)), call, same)
+                taken = _take(held.get(key), call, same)
                 if taken is None and call.id is not None:  # a tool span of this tool recorded without an id
                     taken = _take(held.get((None, call.tool)), call, same, from_spans)
-                if taken is None and call.id is None and output.role == AGENT:
-                    taken = _any_same(by_tool.get(call.tool, []), call, same)
                 if taken is None:
                     found.append((output.span.start, call))
                 elif taken.raw_args is None:
                     taken.raw_args = call.raw_args
     return found
-
-
-def _any_same(calls: list[ToolCall], call: ToolCall, same: _SameArgs) -> ToolCall | None:
-    """The first of `calls` with this call's arguments (or none recorded on one side), each pair counted."""
-    for held in calls:
-        same.charge()
-        if same(held, call):
-            return held
-    return None
 
 
 def _recorded_twice(
@@ -501,16 +495,23 @@ class _SameArgs:
 def _take(
     calls: list[ToolCall] | None, call: ToolCall, same: _SameArgs, among: set[int] | None = None
 ) -> ToolCall | None:
-    """The first of `calls` (of those whose identity is in `among`, when given) that is `call`: the same arguments,
-    or none recorded on one side; removed from `calls`."""
-    if not calls:
-        return None
-    for i, held in enumerate(calls):
+    """The first of `calls` (of those whose identity is in `among`, when given) that is `call`, removed from
+    `calls`."""
+    found = _first_same(calls or [], call, same, among)
+    if found is not None and calls is not None:
+        calls.pop(next(i for i, held in enumerate(calls) if held is found))
+    return found
+
+
+def _first_same(
+    calls: list[ToolCall], call: ToolCall, same: _SameArgs, among: set[int] | None = None
+) -> ToolCall | None:
+    """The first of `calls` (in `among`, when given) with this call's arguments, or none recorded on one side;
+    every pair looked at is counted."""
+    for held in calls:
         same.charge()
-        if among is not None and id(held) not in among:
-            continue
-        if same(held, call):
-            return calls.pop(i)
+        if (among is None or id(held) in among) and same(held, call):
+            return held
     return None
 
 
@@ -669,9 +670,13 @@ def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
 _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments before taking the first
 
 
+CLOCK_SKEW_NS = 50_000_000  # how far a tool's host clock may run behind the model calls' (50 ms)
+
+
 def _before(made: list[int | None], end: int, step: int) -> bool:
-    """Whether the call at `step` may have been made before a span that ended at `end` (unknown: it may)."""
-    return (made[step] or 0) < end
+    """Whether the call at `step` may have been made before a span that ended at `end` (unknown: it may), give or
+    take CLOCK_SKEW_NS."""
+    return (made[step] or 0) < end + CLOCK_SKEW_NS
 
 
 def _first_free(
