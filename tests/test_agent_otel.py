@@ -311,9 +311,17 @@ def test_results_pair_with_the_nearest_earlier_call_of_their_id() -> None:
     chat(rec, [say("user", text("go")), both, *answers], [say("assistant", text("done"))])
     assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("a", "for a"), ("b", "for b")]
     rec = Recorder()
-    chat(rec, [say("tool", response_part("x", "?"))], [])
+    chat(rec, [say("user", text("go")), say("tool", response_part("x", "?"))], [])
     assert problem(rec.otlp()) == (
-        f"{SPAN}.attributes[\"gen_ai.input.messages\"][0].parts[0]: a tool result for 'x', which no earlier call made"
+        f"{SPAN}.attributes[\"gen_ai.input.messages\"][1].parts[0]: a tool result for 'x', which no earlier call made"
+    )
+    rec = Recorder()  # a history that opens with a result answers a call made before it: resumed, its start unknown
+    chat(rec, [say("tool", response_part("x", "?"))], [say("assistant", call_part("y", "refund", {}))])
+    run = parse(rec.otlp())
+    assert [c.tool for c in run.calls] == ["refund"] and run.unrecorded == (
+        f"the latest model call's history ({SPAN}) opens with a tool's result, the middle of a conversation "
+        "(resumed, or recorded in parts), so the run's messages and turns are not known; record with each model "
+        "call the whole conversation it continues"
     )
     rec = Recorder()
     chat(rec, [say("assistant", call_part("x", "a", {})), say("tool", response_part("x", "1")),
@@ -1397,9 +1405,9 @@ def test_a_deeply_dotted_openinference_key_is_refused_before_it_is_unflattened()
 def test_a_problem_quoting_the_run_is_cut() -> None:
     """An id or a key of the run is quoted in the problem, which lands in the report: a 5 MB key wrote 10 MB."""
     rec = Recorder()
-    chat(rec, [say("tool", response_part("c" * 5_000_000, "r"))], [])
+    chat(rec, [say("user", text("go")), say("tool", response_part("c" * 5_000_000, "r"))], [])
     quoted = "a tool result for '" + "c" * 5_000_000
-    assert problem(rec.otlp()) == f'{SPAN}.attributes["gen_ai.input.messages"][0].parts[0]: {quoted[:1_999]}…'
+    assert problem(rec.otlp()) == f'{SPAN}.attributes["gen_ai.input.messages"][1].parts[0]: {quoted[:1_999]}…'
 
 
 def test_the_report_gives_no_turn_count_for_a_run_without_its_messages(tmp_path: Path) -> None:

@@ -1389,6 +1389,28 @@ def test_a_guardrail_or_a_supervisor_s_model_call_leaves_the_run_read() -> None:
     )
 
 
+def test_an_output_guardrail_after_the_answer_is_not_the_run() -> None:
+    """A guardrail given the agent's answer to judge ran last: its private conversation was read as the run, its
+    verdict as the answer, so answer_not_contains passed what the agent said."""
+    rec = Recorder()
+    answer = "Refunded. I will refund immediately next time."
+    history = [say("user", text("Refund order A")), say("assistant", REFUND), say("tool", response_part("c1", "ok"))]
+    chat(rec, history[:1], [history[1]])
+    chat(rec, history, [say("assistant", text(answer))])
+    chat(rec, [say("system", text("Is this reply polite?")), say("user", text(answer))],
+         [say("assistant", text('{"polite": true}'))])  # fmt: skip
+    run = parse(rec.otlp())
+    assert (run.answer, run.turns, run.unrecorded) == (answer, 2, None)
+    case = make_case(negative_behavior=[{"answer_contains": {"any": ["refund immediately"]}}])
+    assert judge_run(case, run) == [
+        'rule_failed: negative_behavior[0]: the answer contains "refund immediately" (this must not happen)'
+    ]
+    rec = Recorder()  # a model call that continues the conversation is never passed over
+    chat(rec, history[:1], [history[1]])
+    chat(rec, [*history, say("user", text(answer))], [say("assistant", text("Anything else?"))])
+    assert parse(rec.otlp()).answer == "Anything else?"
+
+
 def test_an_agent_repeating_itself_word_for_word_is_dated_by_each_of_its_messages() -> None:
     """The agent asked "Shall I refund $5?" twice; the second copy took the first one's time, so a refund made
     between the two was placed after the user's "yes" to the second."""

@@ -219,7 +219,7 @@ def _run(roles: Roles) -> Run:
     run = Run(duration_ms=duration, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
     # latest agent span that records an output, for frameworks that record the conversation on `invoke_agent` alone.
-    latest = _latest(roles, INFERENCE) or _latest(roles, AGENT, with_output=True)
+    latest = _latest(roles, INFERENCE, judges=True) or _latest(roles, AGENT, with_output=True)
     steps: list[Step] = []
     anchors: list[int | None] = []  # when a step is known to have started: where the others are placed
     owners: dict[int, int] = {}  # a call's step -> the step of the message that made it
@@ -228,13 +228,22 @@ def _run(roles: Roles) -> Run:
     if latest is not None:
         span, (history, said_out) = latest
         waiting = _Waiting()
+        resumed = _opens_with_result(history)  # results of calls made before what the file holds
         for index, message in enumerate(history):
+            if resumed and not steps and message.role == "tool":
+                continue  # answering a call the file does not hold: that part of the run is not known
             _conversation([message], steps, waiting, owners)
             message_of += [index] * (len(steps) - len(message_of))
         anchors = [None] * len(steps)
         _conversation(said_out, steps, waiting, owners)
         anchors += [span.start] * (len(steps) - len(anchors))  # the output came after the call started
-        if not said_out:
+        if resumed:
+            run.unrecorded = (
+                f"the latest model call's history ({span.path}) opens with a tool's result, the middle of a "
+                "conversation (resumed, or recorded in parts), so the run's messages and turns are not known; "
+                "record with each model call the whole conversation it continues"
+            )
+        elif not said_out:
             run.unrecorded = (
                 f"the latest model call ({span.path}) records its input messages but not its output, so the "
                 "answer and the turns are not known (record the output messages too)"
@@ -294,10 +303,10 @@ def _from_agents(roles: Roles, latest: tuple[Span, Any] | None) -> bool:
 
 
 def _key(message: Said) -> tuple[Any, ...]:
-    """What tells one message from another across the histories that repeat it."""
+    """What tells one message from another across the histories that repeat it (spaced as it may be)."""
     return (
         message.role,
-        message.text.strip(),
+        _words(message.text),
         tuple((call.id, call.tool) for call in message.calls),
         tuple(answer[0] for answer in message.answers),
     )
@@ -341,12 +350,14 @@ def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[
     span, (history, said_out) = latest
     held = {_words(m.text) for m in itertools.chain(history, said_out) if m.role == "assistant"}
     in_parts = _opens_with_result(history)
+    looked = 0  # the inputs decoded: each may repeat a long history, and the first few tell
     for output in earlier:
         if output.role == AGENT:
             continue
         wrote = next((m.text for m in output.said if m.role == "assistant" and _words(m.text) not in held), None)
-        if not wrote or not wrote.strip():
+        if not wrote or not wrote.strip() or (not in_parts and looked >= _INPUTS_LOOKED_AT):
             continue
+        looked += 1
         if in_parts or _opens_with_result(_inputs(output)):
             return (
                 f"the latest model call ({span.path}) does not hold what an earlier model call wrote "
@@ -355,6 +366,9 @@ def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[
                 "record with each model call the whole conversation it continues"
             )
     return None
+
+
+_INPUTS_LOOKED_AT = 8  # earlier model calls whose text the history lacks, whose inputs are looked at
 
 
 def _words(text: str) -> str:
@@ -515,15 +529,54 @@ def _first_same(
     return None
 
 
-def _latest(roles: Roles, role: str, with_output: bool = False) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
+def _latest(
+    roles: Roles, role: str, with_output: bool = False, judges: bool = False
+) -> tuple[Span, tuple[list[Said], list[Said]]] | None:
     """The latest span of `role` that records a message (`with_output`: an output message, for agent spans, whose
-    input alone would give a run without its answer), with its conversation."""
-    for span, convention, its in reversed(roles):
+    input alone would give a run without its answer), with its conversation. With `judges`, a model call given an
+    earlier call's answer to judge (an output guardrail, a check after the answer: the answer is a message of
+    its input that is not the agent's) is passed over for the call before it, up to MAX_JUDGES of them: read as
+    the run, its verdict was the answer and its private conversation the run's."""
+    passed_over: list[tuple[Span, tuple[list[Said], list[Said]]]] = []
+    for at in range(len(roles) - 1, -1, -1):
+        span, convention, its = roles[at]
         if its == role and convention.records_messages(span):
             said = convention.conversation(span)
-            if said is not None and (said[1] or not with_output):
-                return span, said
-    return None
+            if said is None or not (said[1] or not with_output):
+                continue
+            if judges and len(passed_over) < MAX_JUDGES and _judges(said[0], roles[:at]):
+                passed_over.append((span, said))
+                continue
+            return span, said
+    return passed_over[0] if passed_over else None  # nothing but judges: the latest stands
+
+
+MAX_JUDGES = 8  # model calls after the answer passed over (guardrails, checks); the earlier calls each looks in
+_JUDGED_LOOKUP = 64
+
+
+def _judges(history: list[Said], before: Roles) -> bool:
+    """Whether a model call's input gives it an earlier model call's answer to judge: the latest earlier output
+    text its input holds is there as another speaker's message (a guardrail's `user`), not as the agent's own."""
+    given = {_words(m.text) for m in history if m.role != "assistant" and m.text.strip()}
+    own = {_words(m.text) for m in history if m.role == "assistant" and m.text.strip()}
+    if not given:
+        return False
+    looked = 0
+    for span, convention, role in reversed(before):
+        if role != INFERENCE or not convention.records_messages(span):
+            continue
+        looked += 1
+        if looked > _JUDGED_LOOKUP:
+            return False
+        for message in convention.output_messages(span):
+            if message.role == "assistant" and message.text.strip():
+                wrote = _words(message.text)
+                if wrote in own:
+                    return False  # it continues that call's conversation
+                if wrote in given:
+                    return True
+    return False
 
 
 class _Waiting:
