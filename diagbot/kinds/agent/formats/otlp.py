@@ -256,20 +256,38 @@ def _run(roles: Roles) -> Run:
     earlier = _earlier_outputs(roles, latest[0]) if latest is not None else []
     from_agents = _from_agents(roles, latest)
     writers = [output for output in earlier if output.role != AGENT or from_agents]
-    made = _made(history, message_of, writers, len(steps), latest[0].start if latest else 0)
+    made = _Dates(lambda: _made(history, message_of, writers, len(steps), latest[0].start if latest else 0))
     later = _attach(roles, steps, anchors, owners, made)
     if latest is not None:
         parents = {span.span_id: span.parent_id for span, _, _ in roles}
         unseen = _unseen_calls(earlier, steps, later, parents, from_agents)
         later = sorted(later + unseen, key=lambda entry: entry[0])
-        for step, when in enumerate(made):
-            if anchors[step] is None:
-                anchors[step] = when
+        if later:  # steps to place among the history: it is dated for that
+            for step, when in enumerate(made.all()):
+                if anchors[step] is None:
+                    anchors[step] = when
         run.unrecorded = run.unrecorded or _left_out(latest, earlier)
     run.steps = _merge(steps, anchors, later)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
+
+
+class _Dates:
+    """`_made`'s dates, worked out on first use: only a tool span without a call id, or a step to place among the
+    history, needs them, and most runs have neither."""
+
+    def __init__(self, work: Callable[[], list[int | None]]) -> None:
+        self._work = work
+        self._dates: list[int | None] | None = None
+
+    def all(self) -> list[int | None]:
+        if self._dates is None:
+            self._dates = self._work()
+        return self._dates
+
+    def __getitem__(self, step: int) -> int | None:
+        return self.all()[step]
 
 
 class _Output(NamedTuple):
@@ -556,10 +574,12 @@ _JUDGED_LOOKUP = 64
 
 
 def _judges(history: list[Said], before: Roles) -> bool:
-    """Whether a model call's input gives it an earlier model call's answer to judge: the latest earlier output
-    text its input holds is there as another speaker's message (a guardrail's `user`), not as the agent's own."""
+    """Whether a model call's input gives it an earlier model call's answer to judge: its input holds no message of
+    the agent's own, and an earlier model call's output text is there as another speaker's (a guardrail's
+    `user`). A call that continues the conversation holds the agent's earlier messages: it is never one."""
+    if any(m.role == "assistant" for m in history):
+        return False
     given = {_words(m.text) for m in history if m.role != "assistant" and m.text.strip()}
-    own = {_words(m.text) for m in history if m.role == "assistant" and m.text.strip()}
     if not given:
         return False
     looked = 0
@@ -569,13 +589,8 @@ def _judges(history: list[Said], before: Roles) -> bool:
         looked += 1
         if looked > _JUDGED_LOOKUP:
             return False
-        for message in convention.output_messages(span):
-            if message.role == "assistant" and message.text.strip():
-                wrote = _words(message.text)
-                if wrote in own:
-                    return False  # it continues that call's conversation
-                if wrote in given:
-                    return True
+        if any(m.role == "assistant" and _words(m.text) in given for m in convention.output_messages(span)):
+            return True
     return False
 
 
@@ -651,7 +666,7 @@ def _answer(message: Said, waiting: _Waiting) -> None:
 
 
 def _attach(
-    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int], made: list[int | None]
+    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int], made: _Dates
 ) -> list[tuple[int, Step]]:
     """Tool spans onto the conversation's calls; returns the steps of their own (tool spans of calls no message
     made, retrievals) with their start times, in time order.
@@ -726,7 +741,7 @@ _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments be
 CLOCK_SKEW_NS = 50_000_000  # how far a tool's host clock may run behind the model calls' (50 ms)
 
 
-def _before(made: list[int | None], end: int, step: int) -> bool:
+def _before(made: _Dates, end: int, step: int) -> bool:
     """Whether the call at `step` may have been made before a span that ended at `end` (unknown: it may), give or
     take CLOCK_SKEW_NS."""
     return (made[step] or 0) < end + CLOCK_SKEW_NS
