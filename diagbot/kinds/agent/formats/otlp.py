@@ -428,6 +428,9 @@ def _unseen_calls(
         if isinstance(step, ToolCall):
             held.setdefault((step.id, step.tool), []).append(step)
     every = {key: list(calls) for key, calls in held.items()}  # what `held` gives up as calls are taken
+    every_of: dict[str, list[ToolCall]] = {}  # the same, by tool alone
+    for (_, tool), calls in every.items():
+        every_of.setdefault(tool, []).extend(calls)
     from_spans = {id(step) for _, step in later}
     same = _SameArgs()
     found: list[tuple[int, Step]] = []
@@ -440,7 +443,7 @@ def _unseen_calls(
                 if beside:
                     recorded = [seen for _, seen in read.get(key, [])] + every.get(key, [])
                     if call.id is None:
-                        recorded += [c for (_, tool), calls in every.items() if tool == call.tool for c in calls]
+                        recorded += every_of.get(call.tool, [])
                     if _first_same(recorded, call, same) is not None:
                         continue
                     found.append((output.span.start, call))
