@@ -32,7 +32,7 @@ from scripts import make_otel_fixtures
 from tests import otel_recorder
 from tests.conftest import ROOT, write_json
 from tests.otel_recorder import Recorder, json_lines
-from tests.test_agent_checks import DEFAULT_HINT, evaluate, judge_run
+from tests.test_agent_checks import evaluate, judge_run
 from tests.test_agent_suite import RUN, agent_config
 
 SOURCES = ROOT / "tests/data/agent/otel"
@@ -718,11 +718,11 @@ def test_a_tool_span_in_no_message_comes_before_the_history_that_was_written_aft
     chat(rec, history, [say("assistant", text("Done."))])
     run = parse(rec.otlp())
     assert [s[1] if s[0] == "call" else s[1][:8] for s in steps(run)] == [
-        "Refund o", "Shall I ", "How much", "refund_submit", "It is $5", "yes", "Done."
-    ]  # fmt: skip
+        "Refund o", "Shall I ", "refund_submit", "How much", "It is $5", "yes", "Done."
+    ]  # fmt: skip  # before "How much is it?" too: no model call had that reply when the refund ran
     assert _failures(_confirm_case(), rec.otlp()) == [
         "confirmation_missing: refund_submit (call 1) was made without a user confirmation after the agent's last "
-        'message: the user\'s reply "How much is it?" is not one' + DEFAULT_HINT
+        "message"
     ]
 
 
@@ -759,8 +759,8 @@ def test_the_history_is_dated_by_the_model_calls_whose_outputs_it_holds() -> Non
     chat(rec, latest[:1], [say("assistant", text("A."))])  # this conversation's own call, after the tool span
     chat(rec, latest, [say("assistant", text("Yes."))])
     assert [s[1] for s in steps(parse(rec.otlp()))] == [
-        "Q?", "lookup", "A.", "More?", "Yes."
-    ]  # fmt: skip
+        "lookup", "Q?", "A.", "More?", "Yes."
+    ]  # fmt: skip  # and before "Q?", which no model call had when the tool ran
 
 
 def test_an_export_of_two_traces_is_refused_naming_both() -> None:

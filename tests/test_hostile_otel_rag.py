@@ -1339,8 +1339,8 @@ def _confirmed_refund(doc: Any) -> list[str]:
 
 def test_a_call_a_trimmed_history_left_out_goes_before_the_calls_made_after_it() -> None:
     """A framework sends the model only the last messages. The refund made by the first model call was placed after
-    the latest history's eligibility check, so the precondition held. (Where it stands among the user's messages
-    the window leaves out is not known: its "Yes, go ahead" still reads as coming first, a limit documented.)"""
+    the latest history's "Yes, go ahead" and its eligibility check, so the confirmation and the precondition held:
+    no model call had seen that "yes" when the refund was made."""
     rec = Recorder()
     asked, refund = say("user", text("Refund ORDER_1 please")), say("assistant", REFUND)
     chat(rec, [asked], [refund])
@@ -1351,7 +1351,9 @@ def test_a_call_a_trimmed_history_left_out_goes_before_the_calls_made_after_it()
     chat(rec, [say("user", text("Yes, go ahead")), check, say("tool", response_part("c2", "eligible"))],
          [say("assistant", text("Done, receipt emailed."))])  # fmt: skip
     assert _confirmed_refund(rec.otlp()) == [
-        "precondition_unmet: refund_submit (call 1): refund_eligibility_check was not successfully called before it"
+        "precondition_unmet: refund_submit (call 1): refund_eligibility_check was not successfully called before it",
+        "confirmation_missing: refund_submit (call 1) was made without a user confirmation after the agent's last "
+        "message",
     ]
 
 
@@ -1411,6 +1413,28 @@ def test_an_output_guardrail_after_the_answer_is_not_the_run() -> None:
     assert parse(rec.otlp()).answer == "Anything else?"
 
 
+def test_a_call_made_before_any_model_call_had_the_user_s_yes_is_not_confirmed_by_it() -> None:
+    """An instrumentation that leaves calls out of the histories and rewrites the agent's messages in them (as the
+    OpenAI Agents SDK's v2 instrumentation writes Python repr text) dated nothing: the refund's id-less tool span
+    went after the second turn's "yes please", which no model call had when the refund ran."""
+    rec = Recorder()
+    asked = say("user", text("Refund order A"))
+    chat(rec, [asked], [say("assistant", text("ResponseFunctionToolCall(name='refund')"))])
+    tool(rec, "refund", arguments=json.dumps({"order_id": "A"}), result="ok")
+    chat(rec, [asked], [say("assistant", text("Refunded. Anything else?"))])
+    rewritten = say("assistant", text("{'annotations': [], 'text': 'Refunded. Anything else?', 'type': 'output_text'}"))
+    chat(rec, [asked, rewritten, say("user", text("yes please, email me the receipt"))],
+         [say("assistant", text("Receipt emailed."))])  # fmt: skip
+    assert [s[1] for s in steps(parse(rec.otlp()))][:4] == [
+        "Refund order A", "{'annotations': [], 'text': 'Refunded. Anything else?', 'type': 'output_text'}", "refund",
+        "yes please, email me the receipt",
+    ]  # fmt: skip  # after the rewritten message, which nothing dates, but before the reply no model call had yet
+    case = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})
+    assert judge_run(case, parse(rec.otlp())) == [
+        "confirmation_missing: refund (call 1) was made without a user confirmation after the agent's last message"
+    ]
+
+
 def test_an_agent_repeating_itself_word_for_word_is_dated_by_each_of_its_messages() -> None:
     """The agent asked "Shall I refund $5?" twice; the second copy took the first one's time, so a refund made
     between the two was placed after the user's "yes" to the second."""
@@ -1424,9 +1448,9 @@ def test_an_agent_repeating_itself_word_for_word_is_dated_by_each_of_its_message
     history += [asking, say("user", text("yes"))]
     chat(rec, history, [say("assistant", text("Done."))])
     assert [s[1] for s in steps(parse(rec.otlp()))] == [
-        "Refund A", "Shall I refund $5?", "hmm, what about order B?", "refund_submit", "Shall I refund $5?", "yes",
+        "Refund A", "Shall I refund $5?", "refund_submit", "hmm, what about order B?", "Shall I refund $5?", "yes",
         "Done.",
-    ]  # fmt: skip  # the user's reply may have come before it: the refund goes no earlier than the question it followed
+    ]  # fmt: skip  # no model call had the user's reply when the refund was made
 
 
 def test_a_call_on_an_agent_span_and_on_a_model_call_apart_from_it_is_one_call() -> None:

@@ -72,6 +72,17 @@ def output_messages(span: Span) -> list[Said]:
     return _messages(span, _OUTPUT)
 
 
+def input_texts(span: Span) -> list[str]:
+    """The text of the span's input messages as recorded, undecoded: enough to tell whether a message is there."""
+    found = []
+    for key, raw in span.attributes.items():
+        if (key.startswith(_INPUT) or key == "input.value") and isinstance(raw, dict):
+            value = raw.get("stringValue")
+            if isinstance(value, str):
+                found.append(value)
+    return found
+
+
 def output_calls(span: Span) -> list[ToolCall]:
     return [call for message in output_messages(span) for call in message.calls]
 

@@ -145,6 +145,24 @@ def output_messages(span: Span) -> list[Said]:
     return said
 
 
+def input_texts(span: Span) -> list[str]:
+    """The text of the span's input messages as recorded (JSON text, indexed keys, message events), undecoded:
+    enough to tell whether a message's text is there."""
+    found = [v for key in _INPUT if isinstance(v := _raw_text(span, key), str)]
+    found += [
+        v for key in span.attributes if key.startswith(_FLAT_INPUT) and isinstance(v := _raw_text(span, key), str)
+    ]
+    for event in span.events:
+        if event.name in _MESSAGE_EVENTS or event.name in _CONTENT_EVENTS:
+            found += [v for key in event.attributes if isinstance(v := _raw_text(event, key), str)]
+    return found
+
+
+def _raw_text(span: Span, key: str) -> str | None:
+    raw = span.attributes.get(key)
+    return raw.get("stringValue") if isinstance(raw, dict) else None
+
+
 def output_calls(span: Span) -> list[ToolCall]:
     return [call for message in output_messages(span) for call in message.calls]
 

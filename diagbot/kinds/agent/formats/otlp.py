@@ -267,7 +267,10 @@ def _run(roles: Roles) -> Run:
                 if anchors[step] is None:
                     anchors[step] = when
         run.unrecorded = run.unrecorded or _left_out(latest, earlier)
-    run.steps = _merge(steps, anchors, later)
+    seen = None
+    if latest is not None and any(isinstance(step, ToolCall) for _, step in later):
+        seen = _seen(roles, latest[0], history, message_of, len(steps))
+    run.steps = _merge(steps, anchors, later, seen)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
@@ -812,20 +815,65 @@ def _call(found: ToolSpan, span: Span) -> ToolCall:
     )
 
 
-def _merge(steps: list[Step], anchors: list[int | None], later: list[tuple[int, Step]]) -> list[Step]:
-    """`later` (in time order) placed among `steps`: each before the first step known to have started after it.
-    That place only moves forward as the start grows, so one pass does it."""
+def _merge(
+    steps: list[Step], anchors: list[int | None], later: list[tuple[int, Step]], seen: list[int | None] | None = None
+) -> list[Step]:
+    """`later` (in time order) placed among `steps`: each before the first step known to have started after it,
+    and a call also before the first user message no model call had seen by its start (`seen`): the agent could
+    not have had that reply yet. Each place only moves forward as the start grows, so one pass per kind does it."""
     if not later:
         return steps
-    merged: list[Step] = []
-    i = 0
+    places: list[list[Step]] = [[] for _ in range(len(steps) + 1)]  # what goes before each step, and at the end
+    cursors = [0, 0]  # for retrievals and calls: where the last one went
     for start, step in later:
-        while i < len(steps) and not ((anchor := anchors[i]) is not None and anchor > start):
-            merged.append(steps[i])
+        is_call = isinstance(step, ToolCall) and seen is not None
+        i = cursors[is_call]
+        while i < len(steps) and not (
+            ((anchor := anchors[i]) is not None and anchor > start)
+            or (is_call and seen is not None and (known := seen[i]) is not None and known > start)
+        ):
             i += 1
+        cursors[is_call] = i
+        places[i].append(step)
+    merged: list[Step] = []
+    for i, step in enumerate(steps):
+        merged += places[i]
         merged.append(step)
-    merged.extend(steps[i:])
-    return merged
+    return merged + places[len(steps)]
+
+
+MAX_REPLIES_LOOKED_UP = 64  # user messages whose first model call is looked for, the latest ones
+MAX_CALLS_LOOKED_IN = 256  # earlier model calls looked in for each
+
+
+def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int], size: int) -> list[int | None]:
+    """For each step that is a user message of the latest history, the start of the first model call whose input
+    holds it (read as the text the input attributes hold, not decoded): the agent had the reply no earlier, so a
+    call made before that was made without it."""
+    role_of = next(role for span, _, role in roles if span is latest)
+    calls = [(span, convention) for span, convention, role in roles if role == role_of and span is not latest]
+    calls = calls[:MAX_CALLS_LOOKED_IN]
+    seen: list[int | None] = [None] * size
+    replies = [
+        step for step, index in enumerate(message_of) if history[index].role == "user" and history[index].text.strip()
+    ]
+    covered = False  # an earlier model call the file holds saw an earlier reply: those calls are recorded
+    for step in replies[-MAX_REPLIES_LOOKED_UP:]:
+        said = history[message_of[step]].text
+        needles = {said, json.dumps(said)[1:-1], json.dumps(said, ensure_ascii=False)[1:-1]}
+        first = next(
+            (
+                span.start
+                for span, convention in calls
+                if any(n in raw for raw in convention.input_texts(span) for n in needles)
+            ),
+            None,
+        )
+        covered = covered or first is not None
+        # in none of them: the latest call saw it first, unless the file holds none of the calls that saw the
+        # replies before it either (then a call it leaves out may have)
+        seen[step] = first if first is not None else latest.start if covered else None
+    return seen
 
 
 def _final_state(agent: Span | None) -> dict[str, Any] | None:
