@@ -844,6 +844,7 @@ def _merge(
 
 MAX_REPLIES_LOOKED_UP = 64  # user messages whose first model call is looked for, the latest ones
 MAX_CALLS_LOOKED_IN = 256  # earlier model calls looked in for each
+MAX_SCANNED_BYTES = 256 * 2**20  # input text searched for them, in all
 
 
 def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int], size: int) -> list[int | None]:
@@ -851,8 +852,12 @@ def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int]
     holds it (read as the text the input attributes hold, not decoded): the agent had the reply no earlier, so a
     call made before that was made without it."""
     role_of = next(role for span, _, role in roles if span is latest)
-    calls = [(span, convention) for span, convention, role in roles if role == role_of and span is not latest]
-    calls = calls[:MAX_CALLS_LOOKED_IN]
+    calls = [
+        (span.start, convention.input_texts(span))
+        for span, convention, role in roles[: MAX_CALLS_LOOKED_IN * 4]
+        if role == role_of and span is not latest
+    ][:MAX_CALLS_LOOKED_IN]
+    budget = MAX_SCANNED_BYTES  # text searched in all: a file of many long inputs is searched only so far
     seen: list[int | None] = [None] * size
     replies = [
         step for step, index in enumerate(message_of) if history[index].role == "user" and history[index].text.strip()
@@ -861,14 +866,14 @@ def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int]
     for step in replies[-MAX_REPLIES_LOOKED_UP:]:
         said = history[message_of[step]].text
         needles = {said, json.dumps(said)[1:-1], json.dumps(said, ensure_ascii=False)[1:-1]}
-        first = next(
-            (
-                span.start
-                for span, convention in calls
-                if any(n in raw for raw in convention.input_texts(span) for n in needles)
-            ),
-            None,
-        )
+        first = None
+        for start, texts in calls:
+            budget -= sum(map(len, texts)) * len(needles)
+            if budget < 0:
+                return seen  # the rest not known: placed as if no call had them
+            if any(needle in raw for raw in texts for needle in needles):
+                first = start
+                break
         covered = covered or first is not None
         # in none of them: the latest call saw it first, unless the file holds none of the calls that saw the
         # replies before it either (then a call it leaves out may have)
