@@ -1435,6 +1435,26 @@ def test_a_call_made_before_any_model_call_had_the_user_s_yes_is_not_confirmed_b
     ]
 
 
+def test_a_reply_is_found_in_an_input_that_escapes_its_slashes() -> None:
+    """JSON writers that escape "/" as "\\/" hid the user's "yes, refund/return" from the search for the model call
+    that first had it, so the refund made after it read as made before it: a confirmed refund failed."""
+    rec = Recorder()
+    asked, offer, reply = (
+        say("user", text("Refund A")),
+        say("assistant", text("Shall I?")),
+        say("user", text("yes, refund/return")),
+    )
+    chat(rec, [asked], [offer])
+    chat(rec, [asked, offer, reply], [say("assistant", call_part("c9", "refund", {}))])
+    chat(rec, [asked, offer, reply], [say("assistant", text("Done."))])  # the history leaves the call out
+    export = rec.otlp()
+    attributes = spans_of(export)[1]["attributes"]
+    given = next(a for a in attributes if a["key"] == "gen_ai.input.messages")["value"]
+    given["stringValue"] = given["stringValue"].replace("refund/return", "refund\\/return")
+    case = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})
+    assert judge_run(case, parse(export)) == []
+
+
 def test_an_agent_repeating_itself_word_for_word_is_dated_by_each_of_its_messages() -> None:
     """The agent asked "Shall I refund $5?" twice; the second copy took the first one's time, so a refund made
     between the two was placed after the user's "yes" to the second."""

@@ -865,7 +865,8 @@ def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int]
     covered = False  # an earlier model call the file holds saw an earlier reply: those calls are recorded
     for step in replies[-MAX_REPLIES_LOOKED_UP:]:
         said = history[message_of[step]].text
-        needles = {said, json.dumps(said)[1:-1], json.dumps(said, ensure_ascii=False)[1:-1]}
+        escaped = [json.dumps(said)[1:-1], json.dumps(said, ensure_ascii=False)[1:-1]]  # as JSON text writes it
+        needles = {said, *escaped, *(text.replace("/", "\\/") for text in escaped)}  # some writers escape "/"
         first = None
         for start, texts in calls:
             budget -= sum(map(len, texts)) * len(needles)
