@@ -73,7 +73,7 @@ def _relay(
     record = load_record(report_dir / PR_RECORD, settings.workspace)
     if record.repository is not None and record.repository.lower() != settings.repository.lower():
         raise RelayError(
-            f"{report_dir / 'pr.json'}: names repository {record.repository}, but this is {settings.repository}; "
+            f"{report_dir / PR_RECORD}: names repository {record.repository}, but this is {settings.repository}; "
             "the artifact comes from another repository's run"
         )
     evaluating = _check_event(settings, record)
@@ -187,7 +187,7 @@ def _no_links(path: Path, root: Path, what: str) -> None:
 
 
 def load_record(path: Path, root: Path) -> PrRecord:
-    text = read_capped(path, PR_JSON_BYTES, "pr.json", root) or ""
+    text = read_capped(path, PR_JSON_BYTES, PR_RECORD, root) or ""
     try:
         return PrRecord.model_validate_json(text)
     except ValidationError as exc:

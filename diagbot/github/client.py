@@ -559,8 +559,8 @@ def upsert_comment(
             existing = seen  # the write's effect was unknown and another run's comment is there: update that one
         newest = existing[-1]
         if head_sha is not None and recorded_head(newest.body or "", marker) != head_sha.lower():
-            now = (current_head or (lambda: issue.as_pull_request().head.sha))()
-            if now.lower() != head_sha.lower():
+            now = _moved_on(issue, head_sha, current_head)
+            if now is not None:
                 notes.append(
                     f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
                     "commit's results are already posted or on their way, so the comment was left as it is; this "
@@ -572,6 +572,12 @@ def upsert_comment(
         for older in existing[:-1]:
             _delete_duplicate(issue, older, doing, notes)
         return str(newest.html_url)
+
+
+def _moved_on(issue: Issue, head_sha: str, current_head: Callable[[], str] | None) -> str | None:
+    """The pull request's head (by default read from GitHub) when it is no longer `head_sha`, else None."""
+    now = (current_head or (lambda: issue.as_pull_request().head.sha))()
+    return now if now.lower() != head_sha.lower() else None
 
 
 def _one_of_two(
@@ -589,8 +595,8 @@ def _one_of_two(
     others = [c for c in ours if c.id != mine.id]
     heads = {recorded_head(c.body or "", marker) for c in others} - {None}
     if head_sha is not None and heads - {head_sha.lower()}:
-        now = (current_head or (lambda: issue.as_pull_request().head.sha))()
-        if now.lower() != head_sha.lower():
+        now = _moved_on(issue, head_sha, current_head)
+        if now is not None:
             notes.append(
                 f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
                 "commit's results were posted meanwhile, so this run's comment was removed; its results are in its "

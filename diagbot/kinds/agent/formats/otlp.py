@@ -253,44 +253,29 @@ def _run(roles: Roles) -> Run:
             "the run records no model call with its messages, so its text and turns are not known (export the "
             "model-call spans, with the instrumentation's message content capture on)"
         )
-    earlier = _earlier_outputs(roles, latest[0]) if latest is not None else []
-    from_agents = _from_agents(roles, latest)
+    role_of = next(role for span, _, role in roles if span is latest[0]) if latest is not None else None
+    from_agents = role_of == AGENT  # the conversation is the agent spans': no model call records messages
+    earlier = _earlier_outputs(roles, latest[0], role_of) if latest is not None else []
     writers = [output for output in earlier if output.role != AGENT or from_agents]
-    made = _Dates(lambda: _made(history, message_of, writers, len(steps), latest[0].start if latest else 0))
-    later = _attach(roles, steps, anchors, owners, made)
+    # when each step was made: only a tool span without a call id, or a step to place among the history, asks
+    dates = functools.cache(lambda: _made(history, message_of, writers, len(steps), latest[0].start if latest else 0))
+    later = _attach(roles, steps, anchors, owners, dates)
     if latest is not None:
         parents = {span.span_id: span.parent_id for span, _, _ in roles}
         unseen = _unseen_calls(earlier, steps, later, parents, from_agents)
         later = sorted(later + unseen, key=lambda entry: entry[0])
         if later:  # steps to place among the history: it is dated for that
-            for step, when in enumerate(made.all()):
+            for step, when in enumerate(dates()):
                 if anchors[step] is None:
                     anchors[step] = when
         run.unrecorded = run.unrecorded or _left_out(latest, earlier)
     seen = None
     if latest is not None and any(isinstance(step, ToolCall) for _, step in later):
-        seen = _seen(roles, latest[0], history, message_of, len(steps))
+        seen = _seen(roles, latest[0], role_of, history, message_of, len(steps))
     run.steps = _merge(steps, anchors, later, seen)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
     return run
-
-
-class _Dates:
-    """`_made`'s dates, worked out on first use: only a tool span without a call id, or a step to place among the
-    history, needs them, and most runs have neither."""
-
-    def __init__(self, work: Callable[[], list[int | None]]) -> None:
-        self._work = work
-        self._dates: list[int | None] | None = None
-
-    def all(self) -> list[int | None]:
-        if self._dates is None:
-            self._dates = self._work()
-        return self._dates
-
-    def __getitem__(self, step: int) -> int | None:
-        return self.all()[step]
 
 
 class _Output(NamedTuple):
@@ -302,12 +287,11 @@ class _Output(NamedTuple):
     said: list[Said]
 
 
-def _earlier_outputs(roles: Roles, latest: Span) -> list[_Output]:
-    """The output messages of the spans before the latest one of its kind (model calls, or agent spans when no
-    model call records messages) and, when the conversation is the model calls', of the agent spans too: a
-    framework may record the calls it made on `invoke_agent` alone, beside another library's model call that
-    records its messages."""
-    role_of = next(role for span, _, role in roles if span is latest)
+def _earlier_outputs(roles: Roles, latest: Span, role_of: str | None) -> list[_Output]:
+    """The output messages of the other spans of the latest one's kind (model calls, or agent spans when no model
+    call records messages; a model call passed over as a judge of the answer too) and, when the conversation is the
+    model calls', of the agent spans: a framework may record the calls it made on `invoke_agent` alone, beside
+    another library's model call that records its messages."""
     found = []
     for span, convention, role in roles:
         if span is latest or not (role == role_of or (role == AGENT and role_of == INFERENCE)):
@@ -315,12 +299,6 @@ def _earlier_outputs(roles: Roles, latest: Span) -> list[_Output]:
         if convention.records_messages(span) and (said := convention.output_messages(span)):
             found.append(_Output(span, convention, role, said))
     return found
-
-
-def _from_agents(roles: Roles, latest: tuple[Span, Any] | None) -> bool:
-    """Whether the conversation was read from agent spans (no model call records messages): then they date it;
-    else agent spans only repeat their model calls' outputs."""
-    return latest is not None and any(span is latest[0] and role == AGENT for span, _, role in roles)
 
 
 def _key(message: Said) -> tuple[Any, ...]:
@@ -672,7 +650,11 @@ def _answer(message: Said, waiting: _Waiting) -> None:
 
 
 def _attach(
-    roles: Roles, steps: list[Step], anchors: list[int | None], owners: dict[int, int], made: _Dates
+    roles: Roles,
+    steps: list[Step],
+    anchors: list[int | None],
+    owners: dict[int, int],
+    made: Callable[[], list[int | None]],
 ) -> list[tuple[int, Step]]:
     """Tool spans onto the conversation's calls; returns the steps of their own (tool spans of calls no message
     made, retrievals) with their start times, in time order.
@@ -747,10 +729,10 @@ _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments be
 CLOCK_SKEW_NS = 50_000_000  # how far a tool's host clock may run behind the model calls' (50 ms)
 
 
-def _before(made: _Dates, end: int, step: int) -> bool:
+def _before(made: Callable[[], list[int | None]], end: int, step: int) -> bool:
     """Whether the call at `step` may have been made before a span that ended at `end` (unknown: it may), give or
     take CLOCK_SKEW_NS."""
-    return (made[step] or 0) < end + CLOCK_SKEW_NS
+    return (made()[step] or 0) < end + CLOCK_SKEW_NS
 
 
 def _first_free(
@@ -847,16 +829,19 @@ MAX_CALLS_LOOKED_IN = 256  # earlier model calls looked in for each
 MAX_SCANNED_BYTES = 256 * 2**20  # input text searched for them, in all
 
 
-def _seen(roles: Roles, latest: Span, history: list[Said], message_of: list[int], size: int) -> list[int | None]:
+def _seen(
+    roles: Roles, latest: Span, role_of: str | None, history: list[Said], message_of: list[int], size: int
+) -> list[int | None]:
     """For each step that is a user message of the latest history, the start of the first model call whose input
     holds it (read as the text the input attributes hold, not decoded): the agent had the reply no earlier, so a
     call made before that was made without it."""
-    role_of = next(role for span, _, role in roles if span is latest)
-    calls = [
-        (span.start, convention.input_texts(span))
-        for span, convention, role in roles[: MAX_CALLS_LOOKED_IN * 4]
-        if role == role_of and span is not latest
-    ][:MAX_CALLS_LOOKED_IN]
+    calls = list(
+        itertools.islice(
+            ((span.start, convention.input_texts(span)) for span, convention, role in roles
+             if role == role_of and span is not latest),
+            MAX_CALLS_LOOKED_IN,
+        )
+    )  # fmt: skip
     budget = MAX_SCANNED_BYTES  # text searched in all: a file of many long inputs is searched only so far
     seen: list[int | None] = [None] * size
     replies = [
