@@ -151,8 +151,11 @@ def timing(folder: Path, count: int, pairs: int, run_pairs: int) -> None:
 
     baseline = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     for i, result in enumerate(baseline["results"]):
-        if i % 3 == 0:
+        if i % 3 == 0:  # a flipped verdict with failed checks that agree with it, as diagbot holds stored reports to
             result["passed"] = not result["passed"]
+            result["failedChecks"] = [] if result["passed"] else ["keyword_coverage: flipped for the benchmark"]
+    baseline["passedCases"] = sum(1 for result in baseline["results"] if result["passed"])
+    baseline["passRate"] = baseline["passedCases"] / max(1, baseline["totalCases"])
     (folder / "baseline.json").write_text(json.dumps(baseline), encoding="utf-8")
     (folder / "diagbot.yml").write_text("suites:\n  - {name: bench, cases: cases.json, fixtures: fixtures}\n")
     config, out = str(folder / "diagbot.yml"), str(folder / "out")
