@@ -558,15 +558,16 @@ def upsert_comment(
                 return _one_of_two(issue, comment, seen, marker, head_sha, current_head, doing, notes)
             existing = seen  # the write's effect was unknown and another run's comment is there: update that one
         newest = existing[-1]
-        if head_sha is not None and recorded_head(newest.body or "", marker) != head_sha.lower():
-            now = _moved_on(issue, head_sha, current_head)
-            if now is not None:
-                notes.append(
-                    f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
-                    "commit's results are already posted or on their way, so the comment was left as it is; this "
-                    "run's results are in its job summary"
-                )
-                return None
+        left = (
+            "are already posted or on their way, so the comment was left as it is; this run's results are in its job "
+            "summary"
+        )
+        if (
+            head_sha is not None
+            and recorded_head(newest.body or "", marker) != head_sha.lower()
+            and _overtaken(issue, head_sha, current_head, doing, notes, left)
+        ):
+            return None
         if newest.body != text:
             _write_once(lambda: _edited(newest, text), lambda: _if_body(issue, newest.id, text))
         for older in existing[:-1]:
@@ -574,10 +575,19 @@ def upsert_comment(
         return str(newest.html_url)
 
 
-def _moved_on(issue: Issue, head_sha: str, current_head: Callable[[], str] | None) -> str | None:
-    """The pull request's head (by default read from GitHub) when it is no longer `head_sha`, else None."""
+def _overtaken(
+    issue: Issue, head_sha: str, current_head: Callable[[], str] | None, doing: str, notes: list[str], done: str
+) -> bool:
+    """Whether the pull request's head (by default read from GitHub) is no longer `head_sha`; if so, a note says a
+    newer commit's results `done`."""
     now = (current_head or (lambda: issue.as_pull_request().head.sha))()
-    return now if now.lower() != head_sha.lower() else None
+    if now.lower() == head_sha.lower():
+        return False
+    notes.append(
+        f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer commit's "
+        f"results {done}"
+    )
+    return True
 
 
 def _one_of_two(
@@ -594,16 +604,14 @@ def _one_of_two(
     another commit that the pull request is now at (a newer push's run), which then stays alone."""
     others = [c for c in ours if c.id != mine.id]
     heads = {recorded_head(c.body or "", marker) for c in others} - {None}
-    if head_sha is not None and heads - {head_sha.lower()}:
-        now = _moved_on(issue, head_sha, current_head)
-        if now is not None:
-            notes.append(
-                f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer "
-                "commit's results were posted meanwhile, so this run's comment was removed; its results are in its "
-                "job summary"
-            )
-            _delete_duplicate(issue, mine, doing, notes)
-            return None
+    removed = "were posted meanwhile, so this run's comment was removed; its results are in its job summary"
+    if (
+        head_sha is not None
+        and heads - {head_sha.lower()}
+        and _overtaken(issue, head_sha, current_head, doing, notes, removed)
+    ):
+        _delete_duplicate(issue, mine, doing, notes)
+        return None
     for other in others:
         _delete_duplicate(issue, other, doing, notes)
     return str(mine.html_url)
