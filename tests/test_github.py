@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import random
 import stat
 import zipfile
 from collections.abc import Iterator
@@ -172,6 +173,24 @@ def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: Git
     assert dg.unpack_artifact(data, "a") == {"reports/diagnosis.json": b'{"kind": "trace"}'}
     blob = [r for r in gh.requests if r.server == "blob"]
     assert len(blob) == 1 and "authorization" not in blob[0].headers
+
+
+def test_a_blob_store_that_trickles_the_archive_is_given_up_on(
+    g: Github, gh: GitHubTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store sending a piece now and then never let a read time out, and a fixed-size read waited for the whole
+    chunk: the job hung until GitHub's 6-hour limit. Each piece is now looked at as it comes, against a deadline."""
+    noise = random.Random(0).randbytes(40_000)  # stays about 40 KB zipped
+    artifact(gh, data=zip_of({"reports/diagnosis.json": noise}), head_sha=BASE)
+    [candidate] = search(g).candidates
+    gh.blob_pace = 0.05  # 1 KiB every 50 ms: about 2 s for the archive
+    monkeypatch.setattr(dg, "BLOB_SECONDS", 0.3)
+    with pytest.raises(dg.GitHubUnavailable, match=r"the blob store sent [\d,]+ bytes in 0 s and was still sending"):
+        dg.download_artifact(g.requester, candidate)
+    assert len([r for r in gh.requests if r.server == "blob"]) == 1  # a slow store is not asked again
+    monkeypatch.setattr(dg, "BLOB_SECONDS", 60.0)
+    gh.blob_pace = 0.001
+    assert dg.unpack_artifact(dg.download_artifact(g.requester, candidate), "a") == {"reports/diagnosis.json": noise}
 
 
 def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestServer) -> None:

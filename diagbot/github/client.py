@@ -35,6 +35,7 @@ from github.PaginatedList import PaginatedList
 from github.Repository import Repository
 from github.Requester import Requester
 from github.WorkflowRun import WorkflowRun
+from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
@@ -190,7 +191,7 @@ def _explain(exc: Exception, doing: str) -> GitHubError:
         if exc.status == 429 or exc.status >= 500:
             return GitHubUnavailable(f"{doing}: {detail}; GitHub is unavailable or rate-limiting; rerun the job later")
         return GitHubError(f"{doing}: {detail}")
-    if isinstance(exc, requests.RequestException | OSError):
+    if isinstance(exc, requests.RequestException | OSError | Urllib3Error):
         return GitHubUnavailable(f"{doing}: network error ({type(exc).__name__}); check connectivity and rerun")
     raise exc
 
@@ -323,6 +324,7 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
 
 
 BLOB_ATTEMPTS = 3  # the blob store is asked this often, a new signed URL each time, when it does not answer
+BLOB_SECONDS = 120.0  # how long one download may take: a store that trickles the bytes must not hold the job
 
 
 def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_bytes: int = MAX_ARCHIVE_BYTES) -> bytes:
@@ -372,20 +374,29 @@ def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes
                 if response.status_code == 429 or response.status_code >= 500:
                     raise _BlobUnavailable(answered)
                 raise GitHubUnavailable(answered)
-            data = bytearray()
-            for chunk in response.iter_content(64 * 1024):
-                data += chunk
-                if len(data) > max_bytes:
-                    raise UnsafeArtifact(
-                        f"{doing}: the archive is over the {max_bytes}-byte cap; upload a smaller report"
-                    )
-            return bytes(data)
-    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            return _body(response, doing, max_bytes, time.monotonic() + BLOB_SECONDS)
+    except (requests.ConnectionError, requests.Timeout, Urllib3Error) as exc:  # urllib3's: read as they arrive
         raise _BlobUnavailable(str(_explain(exc, doing))) from None  # a broken connection, before or mid-body
     except requests.RequestException as exc:
         raise _explain(exc, doing) from None
     finally:
         session.close()
+
+
+def _body(response: requests.Response, doing: str, max_bytes: int, deadline: float) -> bytes:
+    """The archive's bytes, read as they arrive (`read1`, not a fixed-size read that waits for the whole chunk), so
+    that both the cap and the deadline are looked at after every piece the store sends."""
+    data = bytearray()
+    while piece := response.raw.read1(64 * 1024, decode_content=True):
+        data += piece
+        if len(data) > max_bytes:
+            raise UnsafeArtifact(f"{doing}: the archive is over the {max_bytes}-byte cap; upload a smaller report")
+        if time.monotonic() > deadline:
+            raise GitHubUnavailable(
+                f"{doing}: the blob store sent {len(data):,} bytes in {BLOB_SECONDS:.0f} s and was still sending; "
+                "rerun the job"
+            )
+    return bytes(data)
 
 
 def _json_or_none(body: str) -> Any:

@@ -82,6 +82,7 @@ class Outgoing:
     headers: dict[str, str]
     body: bytes = b""
     drop: bool = False  # close the connection without sending anything
+    pace: float = 0.0  # seconds between 1 KiB pieces of the body: a store that trickles it
 
 
 App = Callable[[Incoming], Outgoing]
@@ -124,8 +125,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(out.body)))
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if not out.pace:
             self.wfile.write(out.body)
+            return
+        try:
+            for start in range(0, len(out.body), 1024):
+                self.wfile.write(out.body[start : start + 1024])
+                self.wfile.flush()
+                time.sleep(out.pace)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up on the trickle
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _handle
 
@@ -174,6 +185,7 @@ class GitHubTestServer:
         self.validate = validate
         self.blob_host = blob_host
         self.blob_url_ttl = blob_url_ttl  # GitHub: "This URL expires after 1 minute."
+        self.blob_pace = 0.0  # seconds between 1 KiB pieces of an artifact's bytes (0: all at once)
         self.rate_limit = rate_limit  # GITHUB_TOKEN: 1000 requests/hour per repository
         self.now: Callable[[], datetime] = utcnow
 
@@ -683,4 +695,4 @@ class GitHubTestServer:
             "Content-Type": "application/zip",
             "Content-Disposition": f'attachment; filename="{art.name}.zip"',
         }
-        return Outgoing(200, headers, art.data)
+        return Outgoing(200, headers, art.data, pace=self.blob_pace)
