@@ -152,7 +152,12 @@ def _verdicts(root: Path) -> dict[str, Any]:
     report = registry.evaluate("agent", config.suite_input(config.suites[0], RUN))
     assert isinstance(report, AgentReport)
     return {
-        r.case_id: (r.status, r.failed_checks, [(t.trial, t.passed, t.failed_checks) for t in r.trial_results])
+        r.case_id: (
+            r.status,
+            r.failed_checks,
+            [(t.trial, t.passed, t.failed_checks) for t in r.trial_results],
+            (r.turn_count, r.tool_call_count),  # a turn is one model output in every format
+        )
         for r in report.results
     }
 
@@ -226,7 +231,7 @@ def test_a_changed_conversation_changes_the_verdict_in_every_format(tmp_path: Pa
     for conversion in [lambda d: d, *CONVERSIONS.values()]:
         written = conversion(cut)
         target.write_bytes(written if isinstance(written, bytes) else json.dumps(written).encode())
-        status, failed, _ = _verdicts(root)["incident_payment_latency_001"]
+        status, failed, _, _ = _verdicts(root)["incident_payment_latency_001"]
         seen.add((status, tuple(failed)))
     [(status, failed)] = seen
     assert status == "failed" and failed[0].startswith("tool_sequence_mismatch: ")

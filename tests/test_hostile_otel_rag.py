@@ -507,13 +507,16 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
         ],
         "openai-responses",
     )  # fmt: skip
-    assert steps(run) == [
+    assert steps(run) == [  # each model output that only calls tools is a turn, as in a chat file
+        ("assistant", ""),
         ("call", "refund_submit", "c1", {"input": "order A"}, "ok", False),
+        ("assistant", ""),
         ("call", "refund_submit", "m1", {"order": "B"}, "done", False),
         ("call", "refund_submit", "m2", {}, "-", True),
         ("call", "refund_submit", "m3", {}, "-", True),
         ("call", "web_search", None, {}, "-", False),
         ("call", "computer", "c2", {}, {"type": "computer_screenshot"}, True),
+        ("assistant", ""),
         ("call", "local_shell", "c3", {}, "a.txt", False),
         ("assistant", "done"),
     ]

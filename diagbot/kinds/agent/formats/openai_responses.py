@@ -105,8 +105,20 @@ def read(data: Any) -> Run:
     # output `turn` is `made` 2 * turn; a result the client sent back (an output item) is `seen` at 2 * turn, before
     # the next output; a hosted tool's result, which the model had before going on, at 2 * turn - 1.
     turn = 0
+    spoke: Message | None = None  # the assistant message of the current model output, once there is one
+
+    def made_here() -> int:
+        """A call of this output: an output that only calls tools is a turn too, as a chat message of tool_calls
+        is, so it gets an assistant message without text (which the output's own message, if later, fills)."""
+        nonlocal spoke
+        if spoke is None:
+            spoke = Message("assistant", "")
+            run.steps.append(spoke)
+        return 2 * turn
+
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
+        spoke = None
         for index, raw in enumerate(entries):
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
@@ -117,14 +129,20 @@ def read(data: Any) -> Run:
                 if not item.keys() <= _MESSAGE_KEYS:  # what the other keys hold would go unread
                     holds_no_message([(k, v) for k, v in item.items() if k not in _MESSAGE_KEYS], where, _HINT)
                     no_text_elsewhere(item, said, _MESSAGE_KEYS, where)
-                run.steps.append(Message(role, said))
-                turn += role != "assistant"
+                if role != "assistant":
+                    run.steps.append(Message(role, said))
+                    turn, spoke = turn + 1, None
+                elif spoke is not None and not spoke.text:  # its calls came first: the text goes with them
+                    spoke.text = said
+                else:
+                    spoke = Message(role, said)
+                    run.steps.append(spoke)
             elif kind in _NAMED_CALLS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 free = kind == "custom_tool_call"
                 args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
                 call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
-                call.made = 2 * turn  # the function calls of one model output are made together
+                call.made = made_here()  # the function calls of one model output are made together
                 run.steps.append(call)
                 waiting.setdefault(call_id, []).append(call)
             elif kind == "mcp_call":
@@ -136,7 +154,7 @@ def read(data: Any) -> Run:
                     result=item.get("output"),
                     has_result=item.get("output") is not None,
                     failed=bool(error) or item.get("status") == "failed",
-                    made=2 * turn,
+                    made=made_here(),
                 )
                 call.seen = 2 * turn - 1 if call.has_result else None
                 run.steps.append(call)
@@ -144,7 +162,7 @@ def read(data: Any) -> Run:
                 hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
                 named = item.get("name")  # a hosted call is named by its type, unless it names its tool
                 tool = named if isinstance(named, str) else kind.removesuffix("_call")
-                call = ToolCall(tool=tool, id=hosted_id, raw_args={}, made=2 * turn)
+                call = ToolCall(tool=tool, id=hosted_id, raw_args={}, made=made_here())
                 call.failed = item.get("status") == "failed"
                 run.steps.append(call)
                 if hosted_id is not None:  # run by the client (local_shell, computer): its output item answers it
@@ -157,7 +175,7 @@ def read(data: Any) -> Run:
                 if pending:
                     call = pending.pop()
                     call.result, call.has_result, call.seen = item.get("output"), True, 2 * turn
-                turn += 1
+                turn, spoke = turn + 1, None
             elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
@@ -173,7 +191,7 @@ def read(data: Any) -> Run:
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result, call.seen = output, True, 2 * turn  # seen by the next model output
-                turn += 1
+                turn, spoke = turn + 1, None
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
                     f"{where}.type",
