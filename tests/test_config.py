@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from diagbot.action.record import MARKER
 from diagbot.core.errors import ConfigError
 from diagbot.io.config import load_config, parse_config
 
@@ -60,3 +62,19 @@ def test_not_yaml_points_at_the_line() -> None:
     assert problems("suites:\n  - name: [a\n") == [
         "diagbot.yml:3:1: not valid YAML (expected ',' or ']', but got '<stream end>')"
     ]
+
+
+def test_the_comment_marker_id_stays_within_what_the_fork_relay_takes(tmp_path: Path) -> None:
+    """Nine suites of 11-character names made a marker id of 107 characters: every pull request's run stopped
+    with "failed unexpectedly" when pr.json refused it, and posted nothing. A long derived id is now shortened
+    (the same suites, the same id), and an `id:` longer than the marker allows is refused where it is written."""
+    suites = "".join(f"  - {{name: {n * 60}, cases: c, fixtures: f}}\n" for n in "ab")
+    first = parse_config(f"suites:\n{suites}", "diagbot.yml", tmp_path).marker_id
+    assert len(first) == 100 and first.startswith("a" * 60 + "+" + "b" * 22)
+    assert parse_config(f"suites:\n{suites}", "diagbot.yml", tmp_path).marker_id == first
+    other = parse_config(f"suites:\n{suites.replace('b' * 60, 'b' * 59 + 'c')}", "diagbot.yml", tmp_path)
+    assert other.marker_id != first and len(other.marker_id) == 100
+    assert re.fullmatch(MARKER, f"<!-- diagbot:{first} -->")
+    assert parse_config(f"id: {'x' * 100}\nsuites:\n{suites}", "diagbot.yml", tmp_path).marker_id == "x" * 100
+    [problem] = problems(f"id: {'x' * 101}\nsuites:\n{suites}")
+    assert problem.startswith("diagbot.yml: id: String should match pattern"), problem

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from functools import cached_property
@@ -215,13 +216,14 @@ class GateConfig(StrictInput):
     )
 
 
+MAX_MARKER_ID = 100  # characters of the comment marker's id (the fork relay's pr.json allows no more)
 MAX_SUITES = 50  # each is bounded on its own; this bounds a run (and the fork relay's pr.json lists them all)
 
 
 class Config(StrictInput):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # the comment marker's bound
     suites: list[SuiteConfig] = Field(min_length=1)
     thresholds: ThresholdConfig = ThresholdConfig()
     gate: GateConfig = GateConfig()
@@ -249,7 +251,13 @@ class Config(StrictInput):
     @property
     def marker_id(self) -> str:
         """What the hidden comment marker names: the config's id, else its suites, so each config has one comment."""
-        return self.id or "+".join(s.name for s in self.suites)
+        if self.id:
+            return self.id
+        joined = "+".join(s.name for s in self.suites)
+        if len(joined) <= MAX_MARKER_ID:
+            return joined
+        digest = hashlib.sha256(joined.encode()).hexdigest()[:16]  # the same suites, the same comment
+        return f"{joined[: MAX_MARKER_ID - 17]}+{digest}"
 
     def path(self, relative: str) -> Path:
         return self.root / relative
