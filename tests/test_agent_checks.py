@@ -1799,6 +1799,28 @@ def test_a_yaml_date_matches_the_string_a_run_records() -> None:
     assert said.endswith('flights[0].date: expected "2024-05-20", got "2024-05-21")')
 
 
+@pytest.mark.parametrize(
+    ("written", "recorded"),
+    [("2024-05-20T10:00:00Z", "2024-05-20T10:00:00Z"), ("2024-05-20 10:00:00", "2024-05-20 10:00:00"),
+     ("10:30", "10:30"), ("017", "017"), ("NO", "NO"), ("off", "off"), ("1_000", "1_000")],
+)  # fmt: skip
+def test_a_yaml_scalar_that_json_has_no_type_for_is_the_text_written(written: str, recorded: str) -> None:
+    """YAML 1.1 read `10:30` as 630, `017` as 15, `NO` as false and a timestamp as a datetime written back as
+    `...+00:00`: a forbidden call with exactly those arguments passed, and a required one failed."""
+    args = load_yaml(f"at: {written}\n")
+    assert args == {"at": recorded}
+    forbidding = make_case(negative_behavior=[{"id": "no", "tool_called": {"tool": "book", "args": args}}])
+    [failed] = failures(forbidding, native(call("book", {"at": recorded})))
+    assert failed.startswith("rule_failed: no: book (call 1) was called with"), failed
+    assert failures(make_case(expected_args={"book": args}), native(call("book", {"at": recorded}))) == []
+
+
+def test_yaml_numbers_booleans_and_null_are_read_as_json_has_them() -> None:
+    assert load_yaml("[true, False, null, ~, 0, -5, +7, 0x1F, 0o17, 3.50, .5, 1e3, '017', !!int 017]") == [
+        True, False, None, None, 0, -5, 7, 31, 15, 3.5, 0.5, 1000.0, "017", 15
+    ]  # fmt: skip
+
+
 def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
     case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id"})
     assert failures(case, native(call("refund", {"amount": 1}), call("refund", {"amount": 2}))) == []

@@ -288,8 +288,8 @@ BAD_CONFIGS = {
     "dotdot-name": (SUITE.replace("name: agent", "name: '..'"), f"diagbot.yml: suites.0.name: {PATTERN}"),
     "newline-in-name": (SUITE.replace("name: agent", 'name: "a\\nb"'), f"diagbot.yml: suites.0.name: {PATTERN}"),
     "unicode-name": (SUITE.replace("name: agent", 'name: "é"'), f"diagbot.yml: suites.0.name: {PATTERN}"),
-    "yes-as-name": (
-        SUITE.replace("name: agent", "name: yes"),
+    "true-as-name": (  # `yes` is the text "yes", as YAML 1.2 and GitHub's workflows read it
+        SUITE.replace("name: agent", "name: true"),
         "diagbot.yml: suites.0.name: Input should be a valid string",
     ),
     "duplicate-names": (
@@ -303,7 +303,8 @@ BAD_CONFIGS = {
     ),
     "huge-age": (
         SUITE + "gate: {baseline-max-age-days: 1e309}\n",
-        "diagbot.yml: gate.baseline-max-age-days: Input should be a finite number",
+        "diagbot.yml: holds a value diagbot cannot read (inf at gate.baseline-max-age-days, which is not a JSON "
+        "number)",
     ),
     "kernel-path": (
         SUITE.replace("cases: cases/agent", "cases: /proc/1/environ"),

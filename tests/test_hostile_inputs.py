@@ -222,6 +222,32 @@ def test_yaml_aliases_are_refused_in_config_and_case_yaml(tmp_path: Path, capsys
     assert "aliases (*a0) are not allowed here" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("tagged", ["!!bool x", "!!float x", "!!timestamp x", "!!int 12abc", "!!binary ---x"])
+def test_a_yaml_tag_its_value_cannot_be_is_a_clear_problem_in_every_yaml_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tagged: str
+) -> None:
+    """`id: !!bool x` in diagbot.yml stopped diagbot with "failed unexpectedly (KeyError: 'x')"; in an agent case
+    file or a workspace case.yaml it stopped every suite of the run. The value is the text, or a YAML problem
+    naming the line; never a crash."""
+    config = tmp_path / "diagbot.yml"
+    config.write_text(f"id: {tagged}\nsuites: [{{name: w, kind: workspace, cases: ws-cases, fixtures: ws-fixtures}}]\n")
+    (tmp_path / "ws-cases" / "c1").mkdir(parents=True)
+    (tmp_path / "ws-cases" / "c1" / "case.yaml").write_text(f"id: c1\ntitle: {tagged}\n")
+    (tmp_path / "ws-fixtures").mkdir()
+    code = run(config, tmp_path / "o")
+    err = capsys.readouterr().err
+    assert "unexpectedly" not in err and "Traceback" not in err, err
+    if tagged == "!!timestamp x":  # the text: a valid id, and the run goes on to the case (which lacks a judge)
+        assert code == 2 and "diagbot.yml" not in err and "case c1: field judge: is required" in err, err
+    else:
+        assert code == 2 and "diagbot.yml:1:5: not valid YAML (" in err, err
+    config.write_text("suites: [{name: w, kind: workspace, cases: ws-cases, fixtures: ws-fixtures}]\n")
+    code = run(config, tmp_path / "o")
+    err = capsys.readouterr().err
+    assert "unexpectedly" not in err and "Traceback" not in err, err
+    assert code == 2 and ("case c1: not valid YAML (line 2: " in err) != (tagged == "!!timestamp x"), err
+
+
 def test_an_output_that_cannot_be_utf8_is_still_written_whole(tmp_path: Path) -> None:
     files.write_file(tmp_path / "x.txt", "ok \ud800 still")
     assert (tmp_path / "x.txt").read_text() == "ok \\ud800 still"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import math
 import re
@@ -139,10 +138,48 @@ def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
     return json.JSONDecodeError(_repeat_problem(key, "in an object nested too deeply to say where"), text, 0)
 
 
+class _Core(yaml.resolver.BaseResolver):
+    """Which plain scalars are not text: YAML 1.2's core schema, as JSON has them (and as GitHub's workflows read
+    YAML). PyYAML's 1.1 resolver read `no` and `off` as false, `10:30` as 630, `017` as 15 and a timestamp as a
+    datetime written back differently (`...Z` as `...+00:00`), so a case's expected value was never the text it
+    wrote, and a must-not check on it passed. Here `true`/`false`, `null`/`~`/empty, decimal integers (no leading
+    zero), `0o` and `0x` integers and decimal floats are read as such; anything else is the text written."""
+
+
+for _tag, _regexp, _first in (
+    ("bool", r"(?:true|True|TRUE|false|False|FALSE)", "tTfF"),
+    ("null", r"(?:~|null|Null|NULL|)", ["~", "n", "N", ""]),
+    ("int", r"(?:[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+)", "-+0123456789"),
+    (
+        "float",
+        r"(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+)|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))",
+        "-+0123456789.",
+    ),
+):
+    _Core.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^{_regexp}$"), list(_first))
+
+
 class _Checked:
-    """What both YAML loaders add to PyYAML's safe constructor: a repeated key is an error (PyYAML keeps the last
-    value, so a second `suites:` would drop the suites above it), and an integer too long for Python's int() is
-    kept as a `_LongInt` for `_as_json` to refuse with its location."""
+    """What both YAML loaders add to PyYAML's safe constructor: the core schema's types (`_Core`), a repeated key
+    is an error (PyYAML keeps the last value, so a second `suites:` would drop the suites above it), a value its tag
+    cannot build (`!!bool x`, `!!timestamp x`) is a YAML error at its line, never a crash, and an integer too long
+    for Python's int() is kept as a `_LongInt` for `_as_json` to refuse with its location."""
+
+    yaml_implicit_resolvers = _Core.yaml_implicit_resolvers
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)  # type: ignore[misc]
+        except yaml.YAMLError:
+            raise
+        except (ValueError, KeyError, AttributeError, TypeError, IndexError, OverflowError):
+            written = node.value if isinstance(node.value, str) else "this value"
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{one_line(written, 40)!r} cannot be read as {node.tag.replace('tag:yaml.org,2002:', '!!')}",
+                node.start_mark,
+            ) from None
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         pairs: list[tuple[Any, Any]] = node.value if isinstance(node, yaml.MappingNode) else []
@@ -201,7 +238,12 @@ class _NoAliases(_Checked, yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+def _construct_text(loader: Any, node: Any) -> Any:
+    return loader.construct_scalar(node)  # `!!timestamp 2024-05-20T10:00:00Z`: the text, as written
+
+
 _NoAliases.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_NoAliases.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
 _FAST_LOADER: Any = None  # libyaml, when PyYAML was built with it
 if hasattr(yaml, "CSafeLoader"):
 
@@ -209,6 +251,7 @@ if hasattr(yaml, "CSafeLoader"):
         """libyaml's safe loader with the same checks."""
 
     _Fast.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    _Fast.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
     _FAST_LOADER = _Fast
 
 
@@ -233,25 +276,17 @@ _MAX_INT_BITS = int(10**MAX_INT_DIGITS).bit_length()
 
 
 def _as_json(value: Any) -> Any:
-    """YAML's values as JSON has them: a date or time becomes its ISO text (so `date: 2024-05-20` compares equal
-    to the string a run records), and numbers JSON cannot hold are refused (BadNumber)."""
-    if isinstance(value, dt.date):
-        return value.isoformat()
+    """YAML's values as JSON has them: numbers JSON cannot hold are refused (BadNumber), as are sets, pairs and
+    binary values. (A date or time is its text already: `_Core` never reads one as a date.)"""
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         node, path = stack.pop()
         if isinstance(node, dict):
-            for key, child in node.items():
-                if isinstance(child, dt.date):
-                    node[key] = child.isoformat()
             stack.extend(
                 (v, f"{path}.{one_line(str(k), 100)}" if path else one_line(str(k), 100)) for k, v in node.items()
             )
             stack.extend((k, f"{path} (a key)") for k in node if not isinstance(k, str))
         elif isinstance(node, list):
-            for i, child in enumerate(node):
-                if isinstance(child, dt.date):
-                    node[i] = child.isoformat()
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
         elif isinstance(node, _LongInt) or (
             isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS
