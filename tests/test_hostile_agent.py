@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from diagbot.kinds.agent.formats.common import no_unknown_keys
+from diagbot.kinds.agent.formats import parse_run
+from diagbot.kinds.agent.formats.common import Quota, embedded_json, no_unknown_keys
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.run import ToolCall, TraceInvalid
 from diagbot.kinds.trace import fields
@@ -1071,3 +1072,60 @@ def test_a_byte_order_mark_starts_a_run_file_or_a_json_case_file_unseen(tmp_path
     runs = {"hostile.json": bom + json.dumps(GOOD_RUN).encode()}
     result = evaluated(diagbot(make_suite(tmp_path, {"hostile.json": bom + json.dumps(case()).encode()}, runs)))
     assert result.result("hostile")["status"] == "passed"
+
+
+# --- a key repeated in a run file ----------------------------------------------------------------------------------
+
+_USER = '{"role": "user", "content": "refund it"}'
+_CALL = (
+    '{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", '
+    '"function": {"name": "refund_submit", "arguments": "{}"}}]}'
+)
+_NATIVE = '{"format": "diagbot-agent-trace", "version": 1, "steps": [%s]}'
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(f'{{"messages": [{_USER}, {_CALL}], "messages": [{_USER}]}}', id="two-conversations"),
+        pytest.param(f'[{_USER}, {{"role": "assistant", "content": "card 4111111111111111", "content": "Done."}}]',
+                     id="two-texts"),
+        pytest.param(_CALL.replace('"name": "refund_submit"', '"name": "refund_submit", "name": "order_lookup"'),
+                     id="two-tool-names"),
+        pytest.param(_NATIVE % '{"kind": "tool_call", "tool": "refund_submit", "args": {}, "tool": "lookup"}',
+                     id="native-two-tools"),
+        pytest.param(f'[{_USER}, {{"role": "assistant", "content": "card 4111111111111111", "content": "x\\u003a y"}}]',
+                     id="escaped-colon-making-up-for-it"),  # the colons add up: only the escape tells
+        pytest.param(f'{{"input": [{_USER}], "output": [], "output": [{{"type": "message", "role": "assistant", '
+                     '"content": "ok"}]}', id="responses-two-outputs"),
+        pytest.param('{"resourceSpans": [], "resourceSpans": []}\n{"resourceSpans": []}', id="json-lines"),
+    ],
+)  # fmt: skip
+def test_a_key_repeated_in_a_run_file_refuses_the_file(source: str) -> None:
+    """JSON readers keep the last value of a repeated key without a word: a second `messages` hid a refund from
+    tool_not_called, a second `content` a card number from answer_not_matches, a second `name` the tool called."""
+    with pytest.raises(TraceInvalid, match=r"duplicate key '\w+' in the object that starts here; keep one"):
+        parse_run(source.encode(), "auto")
+
+
+def test_colons_in_text_and_in_escaped_arguments_are_no_repeat() -> None:
+    """The cheap test counts colons: those in texts, in JSON-in-JSON arguments and written as \\u003a must not
+    make a file without a repeat look like one (nor the slow reading that then runs, refuse it)."""
+    doc = [
+        {"role": "user", "content": 'Note: at 10:30, "a": 1'},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": "b:c", "d": {"e": 1}}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok\u003a"},
+        {"role": "assistant", "content": "Done: \\\": odd"},
+    ]  # fmt: skip
+    for data in (json.dumps(doc).encode(), json.dumps(doc, indent=1, ensure_ascii=True).encode(),
+                 json.dumps(doc).replace(": odd", "\\u003a odd").encode()):  # fmt: skip
+        run = parse_run(data, "auto")
+        assert (len(run.calls), run.answer[:5]) == (1, "Done:")
+
+
+def test_a_key_repeated_in_json_text_inside_a_run_refuses_it() -> None:
+    """OpenTelemetry records messages as JSON text in attributes: a repeat there hides as much as in the file."""
+    assert embedded_json('{"role": "assistant", "parts": []}', "$.a", Quota()) == {"role": "assistant", "parts": []}
+    with pytest.raises(TraceInvalid, match=r"^\$\.a: not valid JSON at line 1 column 1 \(duplicate key 'parts'"):
+        embedded_json('{"parts": [{"type": "text", "content": "4111111111111111"}], "parts": []}', "$.a", Quota())

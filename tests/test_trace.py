@@ -34,6 +34,11 @@ from tests.conftest import case_dict, trace_dict, write_json
         (b"[" * 50_000, "f.json: not valid JSON (recursion limit exceeded at line 1 column 202)"),
         (b"", "f.json is empty (no JSON in it); record the trace again"),
         (b" \n\t\n", "f.json is empty (no JSON in it); record the trace again"),
+        (
+            b'{"session": {"answer": "rollback"},\n "session": {"answer": "x"}}',
+            "f.json: not valid JSON (duplicate key 'session' in the object that starts here; keep one, line 1 "
+            "column 1)",
+        ),
     ],
     ids=[
         "array",
@@ -46,6 +51,7 @@ from tests.conftest import case_dict, trace_dict, write_json
         "deep",
         "empty",
         "whitespace",
+        "repeated-key",  # pydantic's parser kept the last one, hiding the first from every check
     ],
 )
 def test_parse_problems(data: bytes, message: str) -> None:

@@ -27,6 +27,7 @@ from diagbot.action.events import load_event
 from diagbot.action.publish import Notes, Post, publish
 from diagbot.action.record import PR_RECORD, SUITE_NAME, PrRecord, short
 from diagbot.action.settings import Settings
+from diagbot.core import values
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_text_bounded
@@ -189,9 +190,12 @@ def _no_links(path: Path, root: Path, what: str) -> None:
 def load_record(path: Path, root: Path) -> PrRecord:
     text = read_capped(path, PR_JSON_BYTES, PR_RECORD, root) or ""
     try:
+        values.loads_unique(text)  # a repeated key: which value the evaluating run wrote is not known
         return PrRecord.model_validate_json(text)
     except ValidationError as exc:
         raise RelayError(*_problems(exc, path)) from None
+    except (ValueError, RecursionError) as exc:
+        raise RelayError(f"{path}: not valid JSON ({exc}); {FIX}") from None
 
 
 def _problems(exc: ValidationError, path: Path) -> list[str]:

@@ -69,13 +69,40 @@ def loads_written(text: str) -> Any:
         raise _locate_repeat(text, repeat.key) from None
 
 
-def loads_unique(text: str) -> Any:
-    """`loads_written` (a repeated key is refused), at about `loads`' speed for small documents: when the colons in
-    the text are exactly the keys orjson read, no key was repeated and the slow reading is not needed."""
+def loads_unique(text: str | bytes) -> Any:
+    """`loads_written` (a repeated key is refused), at about `loads`' speed: orjson reads the text, and only a
+    text that may repeat a key (`may_repeat`) is read again the slow way."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return loads_written(text)
+        return loads_written(text if isinstance(text, str) else text.decode("utf-8"))
+    refuse_repeats(text, value)
+    return value
+
+
+def refuse_repeats(source: str | bytes, value: Any) -> None:
+    """Raise `loads_written`'s json.JSONDecodeError when `source`, which `value` was decoded from, repeats a key in
+    an object: JSON readers keep one of the values without a word, so a second `"messages"` or `"content"` would
+    hide what the first one holds."""
+    if may_repeat(source, value):
+        loads_written(source if isinstance(source, str) else source.decode("utf-8"))
+
+
+def may_repeat(source: str | bytes, value: Any) -> bool:
+    """False when `source` cannot repeat a key: orjson keeps one value of a repeated key, so its own writing of
+    `value` holds fewer colons than the source, whose other colons (in strings) it writes again as they are. A colon
+    the source escapes (`\\u003a`) could stand in for a lost key, so such a source may repeat one. A value orjson
+    cannot write (a lone surrogate, more than 255 levels) has its keys counted by a walk instead."""
+    try:
+        keys = orjson.dumps(value).count(b":")
+    except orjson.JSONEncodeError:
+        keys = _keys(value)
+    if isinstance(source, str):
+        return source.count(":") != keys or ("\\u003" in source and _COLON_ESCAPE.search(source) is not None)
+    return source.count(b":") != keys or (b"\\u003" in source and _COLON_ESCAPE_BYTES.search(source) is not None)
+
+
+def _keys(value: Any) -> int:
     keys, todo = 0, [value]
     while todo:
         node = todo.pop()
@@ -84,7 +111,11 @@ def loads_unique(text: str) -> Any:
             todo.extend(node.values())
         elif type(node) is list:
             todo.extend(node)
-    return value if text.count(":") == keys else loads_written(text)  # a colon in a text makes it look again
+    return keys
+
+
+_COLON_ESCAPE = re.compile(r"\\u003[aA]")
+_COLON_ESCAPE_BYTES = re.compile(_COLON_ESCAPE.pattern.encode())
 
 
 class _Repeated(Exception):

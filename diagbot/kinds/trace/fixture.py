@@ -13,6 +13,7 @@ silently, since a count or a check on the part not read could turn a failing run
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.text import Folded
-from diagbot.core.values import count_values
+from diagbot.core.values import count_values, loads_unique
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.search import AnswerSearch
 
@@ -231,7 +232,7 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
             f"diagbot reads at most {MAX_JSON_VALUES:,} per fixture",
         )
     try:
-        return Trace.model_validate_json(data)  # the parser checks UTF-8 itself: no separate decode pass
+        trace = Trace.model_validate_json(data)  # the parser checks UTF-8 itself: no separate decode pass
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
@@ -261,6 +262,14 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
             message=f"{where}: {_json_path(first['loc'])} should be {expected}, "
             f"found {_type_name(first['input'])}{more}",
         )
+    try:  # pydantic's parser keeps the last value of a repeated key: a second "finalAnswer" would hide the first
+        loads_unique(data)
+    except (ValueError, RecursionError) as exc:  # it parsed once already: a repeat (or what only `json` refuses)
+        detail = (
+            f"{exc.msg}, line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        )
+        return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where}: not valid JSON ({detail})")
+    return trace
 
 
 def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> Trace | FixtureProblem:

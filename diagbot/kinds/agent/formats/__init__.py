@@ -103,6 +103,8 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
+    else:
+        _no_repeats(data, decoded, "")
     if isinstance(decoded, dict):  # before any format reads it
         _one_run(decoded)
     guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
@@ -173,7 +175,18 @@ def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:
         if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data" and not where and fmt in (AUTO, otlp.NAME):
             return _json_lines(data, fmt, problem)
         raise problem from None
+    _no_repeats(data, decoded, where)
     return values.replace_surrogates(decoded) if values.escapes_surrogates(data) else decoded
+
+
+def _no_repeats(data: bytes, decoded: Any, where: str) -> None:
+    """A run file (or one of its JSON Lines) that repeats a key in an object is refused: JSON readers keep the
+    last value, so a second `"messages"` (or `"content"`, or a call's `"name"`) would hide the first one's
+    conversation, call or text from every check."""
+    try:
+        values.refuse_repeats(data, decoded)
+    except DECODE_ERRORS as exc:
+        raise json_problem(exc, where, "nested too deeply to be a run") from None
 
 
 def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
@@ -191,6 +204,8 @@ def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
             if fmt == AUTO and not documents:
                 raise otherwise from None
             document = _decode_slowly(line, fmt, f"line {number}")
+        else:
+            _no_repeats(line, document, f"line {number}")
         documents.append((number, document))
         if fmt == AUTO and len(documents) == 1 and not otlp.detect(document):
             raise otherwise
