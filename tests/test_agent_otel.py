@@ -456,10 +456,12 @@ def test_a_server_tool_call_part_is_a_call() -> None:
     reader counts hosted tools' calls, so that available_tools and tool_not_called see it."""
     rec = Recorder()
     searching = {"type": "server_tool_call", "id": "s1", "name": "web_search",
-                 "server_tool_call": {"type": "web_search"}}  # fmt: skip
+                 "server_tool_call": {"type": "web_search", "query": "refund policy"}}  # fmt: skip
     chat(rec, [say("user", text("A?"))], [say("assistant", searching, text("found it"))])
-    run = parse(rec.otlp())
-    assert [(c.tool, c.id, c.args) for c in run.calls] == [("web_search", "s1", {})]
+    run = parse(rec.otlp())  # its payload is its arguments, so a case can forbid a search for given words
+    assert [(c.tool, c.id, c.args) for c in run.calls] == [
+        ("web_search", "s1", {"type": "web_search", "query": "refund policy"})
+    ]
     assert run.answer == "found it"
 
 

@@ -327,7 +327,9 @@ def test_unreadable_arguments_fail_the_call_not_the_file(tmp_path: Path, argumen
     tool_schema says so), the rest of the run is read as usual."""
     failed = judged(tmp_path, calls_run(("t", arguments)), tool_schema={"t": {"type": "object"}})
     if why is None:  # parsed: an array, which the schema refuses
-        assert len(failed) == 1 and failed[0].startswith("tool_args_invalid: t (call 1): arguments: [[[")
+        assert len(failed) == 1 and failed[0].startswith(
+            "tool_args_invalid: t (call 1): arguments are an array, not an"
+        )
     else:
         assert len(failed) == 1 and failed[0].startswith(f"tool_args_invalid: t (call 1): {why}"), failed
 
@@ -335,7 +337,12 @@ def test_unreadable_arguments_fail_the_call_not_the_file(tmp_path: Path, argumen
 @pytest.mark.parametrize(
     ("schema", "arguments", "where", "why"),
     [
-        ({"type": "object"}, [json.loads("[" * 150 + "]" * 150)], "arguments", "is not of type 'object'"),
+        (
+            {"properties": {"a": {"type": "object"}}},
+            {"a": json.loads("[" * 150 + "]" * 150)},
+            "a",
+            "is not of type 'object'",
+        ),
         ({"properties": {"a": {"type": "integer"}}}, {"a": "x" * 500}, "a", "is not of type 'integer'"),
     ],
     ids=["deep-array", "long-string"],

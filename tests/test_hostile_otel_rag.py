@@ -515,7 +515,7 @@ def test_the_responses_tool_calls_besides_functions_are_calls() -> None:
         ("call", "refund_submit", "m2", {}, "-", True),
         ("call", "refund_submit", "m3", {}, "-", True),
         ("call", "web_search", None, {}, "-", False),
-        ("call", "computer", "c2", {}, {"type": "computer_screenshot"}, True),
+        ("call", "computer", "c2", {"type": "click"}, {"type": "computer_screenshot"}, True),  # its action
         ("assistant", ""),
         ("call", "local_shell", "c3", {}, "a.txt", False),
         ("assistant", "done"),

@@ -201,8 +201,10 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
     """Tool-call arguments as recorded: a JSON string (which the model may have got wrong) or a decoded value.
     Returns (args, None), or (None, why) when the string is not JSON: that call's arguments are invalid, the file
     is still fine."""
+    if raw is None:
+        return None, "arguments are not recorded"
     if not isinstance(raw, str):
-        return raw, None
+        return (raw, None) if isinstance(raw, dict) else (None, f"arguments are {values.type_name(raw)}, not an object")
     if not raw.strip():
         return {}, None  # some SDKs record no arguments as ""
     if (
@@ -211,10 +213,13 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
     ):
         return None, f"arguments hold {count:,} JSON values; diagbot decodes at most {MAX_ARG_VALUES:,} per call"
     try:  # a repeated key is refused: which of its values the tool acted on is not known
-        return values.loads_unique(raw), None
+        decoded = values.loads_unique(raw)
     except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"
+    if not isinstance(decoded, dict):  # `null`, `5`, a list, a JSON text inside the text: what the tool got is unknown
+        return None, f"arguments are {values.type_name(decoded)}, not an object: {values.excerpt(raw)!r}"
+    return decoded, None
 
 
 def _compact(value: Any) -> str:

@@ -8,7 +8,8 @@ as in openai-chat's object form).
 nearest earlier call without an output first. A `custom_tool_call` is a call whose free-form `input` is read as
 the arguments `{input: TEXT}`; an `mcp_call` holds its call (`name`, `arguments`) and its `output` or `error`.
 The hosted tools' calls (`web_search_call`, `computer_call`, ... any other `*_call`) are calls of the tool named by
-the type (`web_search`, `computer`), without arguments, so that a case can forbid or allow them; their
+the type (`web_search`, `computer`), their other fields (and their `action`'s) the arguments, so that a case can
+forbid or allow them; their
 `*_call_output` items pair on `call_id` as functions' do. Other items (reasoning, MCP tool listings and approvals,
 references to an earlier response's items) are skipped; an item whose `type` is no string, or with neither `type`
 nor `role` nor a reference's `id`, is refused.
@@ -162,7 +163,7 @@ def read(data: Any) -> Run:
                 hosted_id = optional_text(item.get("call_id"), f"{where}.call_id")
                 named = item.get("name")  # a hosted call is named by its type, unless it names its tool
                 tool = named if isinstance(named, str) else kind.removesuffix("_call")
-                call = ToolCall(tool=tool, id=hosted_id, raw_args={}, made=made_here())
+                call = ToolCall(tool=tool, id=hosted_id, raw_args=_hosted_args(item), made=made_here())
                 call.failed = item.get("status") == "failed"
                 run.steps.append(call)
                 if hosted_id is not None:  # run by the client (local_shell, computer): its output item answers it
@@ -204,6 +205,20 @@ def read(data: Any) -> Run:
         said = "\n".join(s.text for s in run.steps if isinstance(s, Message) and s.role == "assistant")
         no_text_elsewhere({"output_text": data["output_text"]}, said, frozenset(), "$")
     return run
+
+
+_NOT_ARGS = frozenset(("type", "id", "call_id", "status", "name", "output", "outputs", "result", "results", "action"))
+
+
+def _hosted_args(item: dict[str, Any]) -> dict[str, Any]:
+    """A hosted tool call's arguments: what the item records of the request (a file search's `queries`, a code
+    interpreter's `code`), with the fields of its `action` at the top (a web search's `query`, a shell's
+    `command`), so that a case can forbid a call with given arguments as it forbids a function's."""
+    args = {key: value for key, value in item.items() if key not in _NOT_ARGS}
+    action = item.get("action")
+    if isinstance(action, dict):
+        args.update(action)
+    return args
 
 
 def _kind(item: dict[str, Any], where: str) -> str:

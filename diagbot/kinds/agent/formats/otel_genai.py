@@ -274,7 +274,10 @@ def _message(message: dict[str, Any], path: str) -> Said:
             said.answers.append((answered, key is not None, part[key] if key else None, where))
         elif kind == "server_tool_call":  # a provider-run tool (web search...): a call, as Responses' hosted ones are
             call_id = optional_text(part.get("id"), f"{where}.id")
-            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, {}))
+            args = {key: value for key, value in part.items() if key not in ("type", "id", "name", "server_tool_call")}
+            if isinstance(part.get("server_tool_call"), dict):  # the convention's own payload: its fields at the top
+                args.update(part["server_tool_call"])
+            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, args))
         elif _hides_text_or_call(kind, part):
             raise TraceInvalid(  # `Text`, `function_call`: skipped, what it says or calls would go unseen
                 f"{where}.type",
