@@ -523,6 +523,22 @@ def test_schema_with_pattern_properties_is_refused_when_the_case_loads() -> None
         make_case(tool_schema={"t": schema})
 
 
+def test_values_and_names_in_a_schema_are_not_read_as_its_keywords() -> None:
+    """A grep tool's example argument `{pattern: "foo(?=bar)"}` (in default, examples, const, enum) was compiled
+    as the schema's pattern, and a property named patternProperties refused: the whole suite was unusable."""
+    data = {"pattern": "foo(?=bar)", "patternProperties": {"^(a+)+$": {}}}
+    schema = {"type": "object", "default": data, "examples": [data], "properties": {
+        "pattern": {"type": "string", "enum": ["(?=x)"], "const": "(?=x)"},
+        "patternProperties": {"type": "string"}}}  # fmt: skip
+    case = make_case(tool_schema={"grep": schema})
+    assert failures(case, native(call("grep", {"pattern": "(?=x)", "patternProperties": "x"}))) == []
+    [failed] = failures(case, native(call("grep", {"pattern": 5})))
+    assert failed.startswith("tool_args_invalid: grep (call 1): pattern: "), failed
+    nested = {"type": "object", "properties": {"p": {"properties": {"q": {"type": "string", "pattern": "(?=x)"}}}}}
+    with pytest.raises(ValidationError, match=r"the schema for 't' has pattern '\(\?=x\)'"):
+        make_case(tool_schema={"t": nested})  # a pattern in a schema under a property still is one
+
+
 def test_schema_pattern_re2_cannot_run_is_refused_when_the_case_loads() -> None:
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a)\\1"}}}
     with pytest.raises(ValidationError, match=r"the schema for 't' has pattern '\(a\)\\\\1'"):
@@ -1526,6 +1542,21 @@ def test_repeated_call_ids_results_go_to_the_nearest_open_call() -> None:
         parse([*messages, tool_result("x", "third")])
 
 
+def test_one_message_s_calls_that_share_an_id_are_answered_in_order() -> None:
+    """Within one message "the nearest earlier call" was the last: the failed O1 refund got O2's success, and a
+    case that leaves failed calls out passed on it."""
+    messages = [
+        assistant_calls(chat_call("call_0", "refund", {"order": "O1"}), chat_call("call_0", "refund", {"order": "O2"})),
+        tool_result("call_0", "Error: card declined for O1"),
+        tool_result("call_0", "ok: O2 refunded"),
+    ]
+    run = parse(messages)
+    assert [(c.args, c.result) for c in run.calls] == [
+        ({"order": "O1"}, "Error: card declined for O1"),
+        ({"order": "O2"}, "ok: O2 refunded"),
+    ]
+
+
 def test_content_parts_null_content_and_the_answer() -> None:
     run = parse(
         {
@@ -2424,6 +2455,28 @@ def test_a_recorded_from_the_state_before_it_contradicts_is_checked_from_both() 
     ]
 
 
+def test_a_recorded_from_of_a_key_the_declared_initial_state_lacks_is_checked_from_absent_too() -> None:
+    """The declared initial state has no refund_status, so it did not exist yet; the step's own `from: pending`
+    hid the forbidden (absent) → refunded."""
+    forbid = {
+        "tool": "refund",
+        "forbidden_state_transition": [{"key": "refund_status", "from": None, "to": "refunded"}],
+    }
+    case = make_case(initial_state={"user": "u"}, side_effect_policy=forbid)
+    expected = [
+        'state_transition_forbidden: refund_status: (absent at the start) → "refunded" is a forbidden transition '
+        "(refund policy)"
+    ]
+    assert failures(case, native(call("refund"), change("refund_status", "pending", "refunded"))) == expected
+    assert failures(case, native(call("refund"), change("refund_status", None, "refunded"))) == [
+        expected[0].replace("(absent at the start)", "null")
+    ]
+    # after an earlier change the key exists: its recorded `from` agrees with it, and nothing is added
+    run = native(change("refund_status", None, "pending"), call("refund"), change("refund_status", "pending", "done"))
+    assert failures(make_case(initial_state={"user": "u"}, side_effect_policy={**forbid, "forbidden_state_transition": [
+        {"key": "refund_status", "from": None, "to": "done"}]}), run) == []  # fmt: skip
+
+
 def test_a_dotted_transition_key_reaches_into_an_object_valued_state() -> None:
     """`order.status` named no key of the state `{order: {status}}`, so the forbidden transition never matched."""
     forbid = {
@@ -2556,3 +2609,14 @@ def test_a_hosted_tool_s_recorded_request_is_its_arguments() -> None:
     assert failed.startswith("rule_failed: no_card_search: web_search (call 1) was called with"), failed
     other = {**searched, "action": {"type": "search", "query": "weather"}}
     assert failures(make_case(negative_behavior=[forbid]), {**doc, "output": [other, doc["output"][1]]}) == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["未确认", "无法确认", "尚未同意", "确认无效", "je ne confirme rien", "yes, nvm", "Yes... disregard that",
+     "yes — scrap that", "Yes. Ignore that, wrong order", "yes oops", "sí, nunca"],
+)  # fmt: skip
+def test_a_reply_that_takes_the_confirmation_back_is_none(reply: str) -> None:
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    [failed] = failures(CONFIRM, run)
+    assert failed.startswith(MISSING), failed

@@ -420,7 +420,17 @@ def _regexes_in(schema: Any, tool: str) -> None:
                     compile_regex(node["pattern"])
                 except ValueError as exc:
                     raise ValueError(f"the schema for {tool!r} has pattern {node['pattern'][:60]!r}: {exc}") from None
-            todo.extend((value, depth + 1) for value in node.values())
+            for key, value in node.items():
+                if key in _SCHEMA_DATA:
+                    continue  # values, not schemas: a grep tool's example argument `{pattern: "foo(?=bar)"}`
+                if key in _NAMED_SCHEMAS and isinstance(value, dict):  # names are not keywords: a property
+                    todo.extend((schema, depth + 2) for schema in value.values())  # called `patternProperties`
+                else:
+                    todo.append((value, depth + 1))
+
+
+_SCHEMA_DATA = frozenset(("default", "examples", "const", "enum"))
+_NAMED_SCHEMAS = frozenset(("properties", "$defs", "definitions", "dependentSchemas"))
 
 
 def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:

@@ -111,6 +111,8 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
+    r"未|无|無",  # not yet, without: 未确认, 无法确认, 确认无效
+    r"\b(?:nvm|disregard\w*|scrap|ignore\w*|wrong|oops|mistake\w*|ne|rien|jamais|nunca|nada)\b",  # taken back
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
@@ -1039,8 +1041,9 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
 def _started(t: Trial, missing: Any) -> list[StateChange]:
     """The run's state changes, each change whose step left out `from` starting where the state was just before
     it (the initial state, updated by the changes before it); `missing` for a key not known there. A recorded
-    `from` that the state just before it contradicts is kept, and the change from that state is added beside it:
-    which of the two the run made is not known, so both are checked."""
+    `from` that the state just before it contradicts (a declared initial state that lacks the key says it was
+    absent) is kept, and the change from that state is added beside it: which of the two the run made is not
+    known, so both are checked."""
     if not t.run.state_changes:
         return t.run.state_changes
     state = dict(t.initial_state)
@@ -1048,8 +1051,11 @@ def _started(t: Trial, missing: Any) -> list[StateChange]:
     for change in t.run.state_changes:
         if change.before is FROM_STATE:
             change = StateChange(change.key, state.get(change.key, missing), change.after)
-        elif change.key in state and not args_fit(change.before, state[change.key], True, t.spend):
-            found.append(StateChange(change.key, state[change.key], change.after))
+        elif change.key in state:
+            if not args_fit(change.before, state[change.key], True, t.spend):
+                found.append(StateChange(change.key, state[change.key], change.after))
+        elif missing is ABSENT and change.before is not None:  # the declared state lacks it: it did not exist yet
+            found.append(StateChange(change.key, ABSENT, change.after))
         state[change.key] = change.after
         found.append(change)
     return found

@@ -130,11 +130,12 @@ def read(data: Any) -> Run:
         if calls is not None:
             if type(calls) is not list or len(calls) > MAX_STEPS:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
-            for k, raw in enumerate(calls):
-                call = _call(raw, prefix, index, k)
+            made = [_call(raw, prefix, index, k) for k, raw in enumerate(calls)]
+            for call in made:
                 call.made = index
                 append(call)
-                if call.id is not None:
+            for call in reversed(made):  # results take the last one waiting: one message's calls that share an
+                if call.id is not None:  # id (as some servers write them) are answered in the order they were made
                     waiting.setdefault(call.id, []).append(call)
         legacy = message.get("function_call")
         if legacy is not None:
