@@ -208,7 +208,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         regressions=diff.gating_regressions, blocking=len(failing), baseline_cases=baseline.total_cases,
         gating=gating(current), baseline_gating=gating(baseline),
     )  # fmt: skip
-    return decide([facts], _gate(config, args)).exit_code
+    decision = decide([facts], _gate(config, args))
+    if decision.exit_code:  # why it fails, as `run` says it (a suite emptied or demoted fails with no regression)
+        print(f"diagbot: {decision.reason}", file=sys.stderr)
+    return decision.exit_code
 
 
 def cmd_render(args: argparse.Namespace) -> int:

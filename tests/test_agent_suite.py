@@ -786,3 +786,21 @@ def test_a_pass_hat_k_that_is_no_longer_computed_is_said() -> None:
         ItemType.CHANGED,
         "gating pass^2 is no longer computed: the smallest trial count of these cases is 1",
     )
+
+
+def test_the_blocking_notes_are_capped_so_the_comment_keeps_its_summary() -> None:
+    """700 failing gating P0 cases wrote 700 notes that no cut could drop: the comment ended mid-note, losing the
+    summary, the tables and the footer saying what it was compared with."""
+    from diagbot.render.markdown import MAX_NOTES
+    from tests.test_agent_checks import result
+
+    failing = []
+    for n in range(MAX_NOTES + 5):
+        one = result(1, 0).model_copy(update={"case_id": f"case_{n:04}", "risk_level": "P0"})
+        failing.append(one)
+    report = build_report(failing, suite="agent")
+    view = AgentKind().view("agent", report, None)
+    blocking = [note for note in view.notes if note.startswith("Blocking: ")]
+    assert len(blocking) == MAX_NOTES and "Blocking: case\\_0000 (P0) failed" in blocking[0]
+    assert "... and 5 more failing gating P0 cases in the report" in view.notes
+    assert any(note.startswith("Gating cases: 0/30 pass") for note in view.notes)

@@ -348,3 +348,21 @@ def test_a_suite_the_newest_baseline_lacks_is_compared_with_an_older_one(gh: Git
         f"{gh.artifacts[older].run_id}) at eeeeeeeeeeee, since the newer one has no report for it"
     )
     assert said in comment_body(gh)
+
+
+def test_a_baseline_artifact_whose_report_has_no_schema_version_is_refused(gh: GitHubTestServer, ws: Path) -> None:
+    """Version 0 is the Java evaluator's format, read without the check that a stored result fails exactly when
+    it lists a failed check: deleting schemaVersion from an artifact's report let "every case failed" stand, and
+    a real regression passed. diagbot writes a version into every report, so an artifact's report needs one."""
+    files = baseline_files(gh, ws)
+    report = json.loads(files["reports/diagnosis.json"])
+    for key in ("schemaVersion", "kind"):
+        report.pop(key)
+    for result in report["results"]:
+        result.update(passed=False, failedChecks=[])
+    report.update(passedCases=0, passRate=0.0)
+    upload(gh, {**files, "reports/diagnosis.json": json.dumps(report).encode()})
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert "reports/diagnosis.json: has no schemaVersion, which every report diagbot writes has" in log, log

@@ -195,13 +195,15 @@ def _two_reports(tmp_path: Path, before_calls: int, after_calls: int) -> tuple[P
     return tmp_path / "b.json", tmp_path / "c.json"
 
 
-def test_diff_uses_the_thresholds_and_gate_of_diagbot_yml(tmp_path: Path) -> None:
+def test_diff_uses_the_thresholds_and_gate_of_diagbot_yml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Fault 6: `diagbot diff` ignored diagbot.yml's thresholds."""
     baseline, current = _two_reports(tmp_path, 10, 13)  # +30%, +3 calls
     lenient = tmp_path / "lenient.yml"
     lenient.write_text("suites: [{name: s, cases: c.json, fixtures: f}]\nthresholds: {tool-calls-pct: 50}\n")
     args = ["diff", "--baseline", str(baseline), "--current", str(current), "--output", str(tmp_path / "d.json")]
+    capsys.readouterr()
     assert main(args) == 1  # the built-in 20% counts it
+    assert capsys.readouterr().err == "diagbot: 2 regressions\n"  # why it fails, as `run` says it
     assert main([*args, "--config", str(lenient)]) == 0
     assert main([*args, "--config", str(lenient), "--tool-calls-pct", "10"]) == 1  # a flag still wins
     off = tmp_path / "off.yml"

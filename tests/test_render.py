@@ -143,6 +143,19 @@ def test_a_wide_suite_beside_a_long_one_is_cut_in_a_few_renders(monkeypatch: pyt
     assert_tables_well_formed(body, len(tables(body)))
 
 
+def test_notes_are_cut_last_and_say_so_rather_than_the_comment_ending_mid_line() -> None:
+    """50 suites with 25 long warnings each filled more than the comment: the notes were never cut, and the
+    comment ended mid-note without its footer (what it was compared with)."""
+    warned = build_report([result("a")]).model_copy(update={"warnings": [f"w{n} " + "x" * 380 for n in range(25)]})
+    views = [view(f"suite-{n}", warned, None) for n in range(50)]
+    body = render_markdown("comment.md.j2", views, ARTIFACT, CURRENT, "diagbot:x", COMMENT_LIMIT)
+    assert len(body) <= COMMENT_LIMIT and "(comment truncated)" not in body
+    assert body.count("more notes in the report") == 50
+    assert body.rstrip().endswith("Current: `9e8d7c6` · diagbot 0.1.0")  # the footer is there
+    few = render_markdown("comment.md.j2", views[:2], ARTIFACT, CURRENT, "diagbot:x", COMMENT_LIMIT)
+    assert "more notes in the report" not in few and few.count("Warning: w24 ") == 2  # all shown while they fit
+
+
 def test_a_verdict_named_like_a_rate_is_still_a_count() -> None:
     """Rates are told by the names the kinds write: a trace verdict `PASS.passRate` (a run writes the verdict)
     counts verdicts, and was shown as 0.0% → 100.0%."""
@@ -170,6 +183,8 @@ def test_small_limit_drops_results_before_regressions() -> None:
         ("`code`", "\\`code\\`"),
         ("@team-lead", "@&#8203;team-lead"),
         ("see #42", "see #&#8203;42"),
+        ("see GH-42 and gh-7", "see GH&#8203;-42 and gh&#8203;-7"),  # GitHub links GH-42 as it does #42
+        ("GHz-4 ugh-4", "GHz-4 ugh-4"),
         ("a@b.c", "a@&#8203;b.c"),
         ("[x](http://y)", "\\[x\\](http&#8203;://y)"),
         ("see https://evil.example/login", "see https&#8203;://evil.example/login"),

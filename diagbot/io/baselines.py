@@ -118,6 +118,8 @@ def _read(found: Baselines, name: str, path: Path) -> None:
 
 
 def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
+    """A report of a baseline artifact, which diagbot's workflow uploaded: a version 0 report (the Java evaluator's,
+    which a local `--baseline` may give) is none, and would skip the checks of a stored result that version 1 has."""
     try:
         if len(data) > REPORT_BYTES:
             raise ReportFormatError(f"{where}: the report is {len(data):,} bytes, over the {REPORT_BYTES:,}-byte limit")
@@ -125,7 +127,13 @@ def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ReportFormatError(f"{where}: the report is not UTF-8 text") from None
-        found.reports[name] = _report(text, where)
+        report = _report(text, where)
+        if getattr(report, "schema_version", 1) < 1:
+            raise ReportFormatError(
+                f"{where}: has no schemaVersion, which every report diagbot writes has, so the artifact was not "
+                "uploaded by diagbot's workflow (or was edited); rerun the base branch's workflow for a new baseline"
+            )
+        found.reports[name] = report
         found.sources[name] = where
     except DiagbotError as exc:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]

@@ -76,12 +76,13 @@ class Caps:
     changes: int | None = ROW_CAP
     improvements: int | None = ROW_CAP
     regressions: int | None = ROW_CAP
+    notes: int | None = None  # the notes under each headline: cut last, when no row is left to cut
 
 
 # --- filters -------------------------------------------------------------------------------------------------
 
 _MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
-_PING = re.compile(r"(@(?=[A-Za-z0-9])|#(?=\d))")
+_PING = re.compile(r"(@(?=[A-Za-z0-9])|#(?=\d)|\b[Gg][Hh](?=-\d))")  # `GH-123` links an issue as `#123` does
 # Anything GitHub would turn into a link by itself: a URI scheme's colon, and the `www.` of a bare host.
 _AUTOLINK = re.compile(
     r"(?i)(\b(?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file)(?=:)|\b[a-z][a-z0-9+.-]{0,30}(?=://)|\bwww(?=\.))"
@@ -249,19 +250,22 @@ SECTIONS = {
     "improvements": ItemType.IMPROVEMENT,
     "changes": ItemType.CHANGED,
 }
-CUT_ORDER = ("results", "changes", "improvements", "regressions")  # least important first
+CUT_ORDER = ("results", "changes", "improvements", "regressions", "notes")  # least important first
+_HEADERS = {**dict.fromkeys(SECTIONS, ITEM_HEADERS), "notes": [""]}  # each section's, for its rows' width
 
 
 def _all_rows(view: SuiteView) -> dict[str, list[list[str]]]:
     """Every row of every section of one suite, escaped once; rendering then only slices."""
     items = view.diff.items if view.diff else []
     rows = {name: item_rows([i for i in items if i.type is kind]) for name, kind in SECTIONS.items()}
-    return {**rows, "results": view.result_rows}
+    return {**rows, "results": view.result_rows, "notes": [[note] for note in view.notes]}
 
 
 def _sections(view: SuiteView, rows: dict[str, list[list[str]]], caps: Caps) -> dict[str, Any]:
     shown = {name: _cap(section, getattr(caps, name)) for name, section in rows.items()}
+    notes, cut = shown.pop("notes")
     return {
+        "notes": [note for [note] in notes] + ([f"... and {cut} more notes in the report"] if cut else []),
         "suite": view,
         "counts": {kind.value: len(rows[name]) for name, kind in SECTIONS.items()},
         **{name: kept for name, (kept, _) in shown.items()},
@@ -334,7 +338,7 @@ def render_markdown(
             if shown > 0:
                 # one row less under the cap takes a row from each suite that shows `shown` of them
                 width = sum(
-                    _row_width(r[name][:shown], view.result_headers if name == "results" else ITEM_HEADERS)
+                    _row_width(r[name][:shown], _HEADERS.get(name, view.result_headers))
                     for view, r in zip(suites, rows, strict=True)
                     if len(r[name]) >= shown
                 )

@@ -18,7 +18,7 @@ from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
-from diagbot.render.markdown import SuiteView, md, warning_notes
+from diagbot.render.markdown import MAX_NOTES, SuiteView, md, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
 _SHOWN_CHECKS = 2
@@ -152,7 +152,10 @@ class AgentKind:
             ]
             for r in ordered
         ]  # fmt: skip
-        notes = [md(f"Blocking: {line}", 400) for line in self.blocking(report)]
+        blocked = self.blocking(report)  # one note each, capped as warnings are: the table below lists them all
+        notes = [md(f"Blocking: {line}", 400) for line in blocked[:MAX_NOTES]]
+        if len(blocked) > MAX_NOTES:
+            notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
         gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
