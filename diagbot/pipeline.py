@@ -15,6 +15,7 @@ from pathlib import Path
 
 from diagbot.core.diff import DiffReport
 from diagbot.core.errors import DiagbotError, OutputError
+from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
 from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
@@ -255,7 +256,7 @@ def clear_outputs(
             if folder.is_dir() and not folder.is_symlink():
                 with os.scandir(folder) as entries:
                     listed = [Path(e.path) for _, e in zip(range(MAX_CLEARED), entries, strict=False)]
-                stale += [path for path in listed if path.suffix == ".json"]
+                stale += [path for path in listed if path.suffix == ".json" and _written_by_diagbot(path)]
         except OSError as exc:
             if not quiet:
                 message = f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})"
@@ -268,6 +269,22 @@ def clear_outputs(
         except OutputError:
             if not quiet:
                 raise
+
+
+_OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open
+
+
+def _written_by_diagbot(path: Path) -> bool:
+    """Whether a JSON file in the report folder is an earlier run's report or diff (by how diagbot writes them:
+    their first key), not a file of the user's own that happens to sit there. A link is never diagbot's: it is
+    removed, never what it points at."""
+    if path.is_symlink():
+        return True
+    try:
+        opening = read_bounded(path, 64, head=True).lstrip().removeprefix(b"{").lstrip()
+    except FileProblem:
+        return False
+    return opening.startswith(_OUR_FIRST_KEYS)
 
 
 def run_outcome(

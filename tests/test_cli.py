@@ -318,12 +318,15 @@ def test_a_run_leaves_only_its_own_outputs(tmp_path: Path) -> None:
     out = tmp_path / "o"
     assert main(["run", "--config", str(ROOT / "diagbot.yml"), "--out", str(out), "--no-fail"]) == 0
     (out / "pr.json").write_text("{}")
+    (out / "reports" / "important.json").write_text('{"mine": true}')  # the user's own files: never diagbot's
+    (out / "diff").mkdir()
+    (out / "diff" / "keep.json").write_text("[]")
     (tmp_path / "diagbot.yml").write_text(
         f"suites: [{{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}]\n"
     )
     assert main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(out), "--no-fail"]) == 0
     left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert left == ["comment.md", "reports/diagnosis.json", "summary.md"], left
+    assert left == ["comment.md", "diff/keep.json", "reports/diagnosis.json", "reports/important.json", "summary.md"]
 
 
 def test_a_config_that_demotes_every_agent_case_fails_the_gate(

@@ -25,8 +25,9 @@ class FileProblem(Exception):
         self.missing = missing
 
 
-def read_bounded(path: str | Path, cap: int) -> bytes:
-    """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes."""
+def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
+    """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes; `head`: its
+    first `cap` bytes, whatever its size."""
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
@@ -41,6 +42,8 @@ def read_bounded(path: str | Path, cap: int) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileProblem(f"is not a regular file (it is {file_kind(info.st_mode)})")
+        if head:
+            return os.read(fd, cap)
         if info.st_size > cap:
             raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit")
         chunks, size = [], 0
