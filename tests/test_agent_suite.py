@@ -345,6 +345,16 @@ def test_a_duplicate_case_id_across_files_is_an_error(tmp_path: Path) -> None:
     ]
 
 
+def test_case_ids_that_differ_only_in_case_are_an_error(tmp_path: Path) -> None:
+    """Their run files, ORDER_1.json and order_1.json, are one file on macOS and Windows runners, so one case
+    would be judged on the other's run there: refused, as suite names that differ only in case are."""
+    upper = {**spec_case(), "case_id": "REFUND_ELIGIBILITY_001"}
+    assert load(tmp_path, {"a.json": spec_case(), "b.json": [upper]}) == [
+        "cases/b.json: case REFUND_ELIGIBILITY_001: case_id differs from 'refund_eligibility_001' (cases/a.json) only "
+        "in case; the two would share one run file where names ignore case (macOS, Windows): rename one"
+    ]
+
+
 def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) -> None:
     case = spec_case()
     metadata = case.pop("metadata")

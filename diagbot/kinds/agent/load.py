@@ -237,6 +237,7 @@ def iter_cases(
     A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
     so that a suite of 10,000 cases never holds 10,000 case models at once."""
     first_seen: dict[str, str] = {}
+    first_folded: dict[str, tuple[str, str]] = {}  # a case id case-folded -> (that id, where it is defined)
     suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
     rule_names = RuleNames(rules)
     resolved_root = root.resolve()
@@ -297,7 +298,16 @@ def iter_cases(
             if case.case_id in first_seen:
                 problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
                 continue
+            folded = case.case_id.casefold()  # ORDER_1 and order_1 name one run file on macOS and Windows runners
+            if folded in first_folded and first_folded[folded][0] != case.case_id:
+                other, place = first_folded[folded]
+                problems.append(
+                    f"{where}: case_id differs from {other!r} ({place}) only in case; the two would share one run "
+                    "file where names ignore case (macOS, Windows): rename one"
+                )
+                continue
             first_seen[case.case_id] = shown
+            first_folded.setdefault(folded, (case.case_id, shown))
             found = case_problems(case, rules, rule_names)
             problems += [f"{where}: {p}" for p in found]
             if not found:
