@@ -2620,3 +2620,18 @@ def test_a_reply_that_takes_the_confirmation_back_is_none(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     [failed] = failures(CONFIRM, run)
     assert failed.startswith(MISSING), failed
+
+
+def test_a_responses_file_that_continues_an_earlier_response_has_unknown_messages() -> None:
+    """A file of the last request alone (`previous_response_id`): its input was the user's "yes", and the
+    earlier messages the API kept were not in it; its message checks passed on what little it held."""
+    doc = {"previous_response_id": "resp_1", "input": "Yes, please go ahead.",
+           "output": [{"type": "function_call", "call_id": "c1", "name": "refund", "arguments": "{}"},
+                      {"type": "message", "role": "assistant", "content": "Refunded."}]}  # fmt: skip
+    case = make_case(
+        side_effect_policy={"tool": "refund", "confirmation_required": True},
+        evaluator_config={"rule_checks": [{"id": "said", "answer_contains": {"any": ["refunded"]}}]},
+    )
+    failed = failures(case, doc)
+    assert failed and all("continues an earlier one ($.previous_response_id)" in f for f in failed), failed
+    assert failures(case, {**doc, "previous_response_id": None}) == []

@@ -43,6 +43,7 @@ _CALL_FIELDS = ("tool_calls", "tool_call_id", "function_call", "call_id", "name"
 _TEXT_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # text or text parts; a hosted tool's is any
 
 _KEYS = ("input", "output", "final_state", "duration_ms")
+_CONTINUES = ("previous_response_id", "conversation")  # a response's fields naming what came before its input
 _SETTINGS = ("tools", "tool_choice", "parallel_tool_calls", "text", "reasoning")  # the request's, not what was said
 _HINT = f"put every item in input or output ({', '.join(_KEYS)} are a Responses run's keys)"
 
@@ -99,6 +100,13 @@ def read(data: Any) -> Run:
             parts.insert(0, ("$.input", [{"type": "message", "role": "user", "content": given}]))
         run.final_state = state(data.get("final_state"), "$.final_state")
         run.duration_ms = duration(data.get("duration_ms"), "$.duration_ms")
+        earlier = next((key for key in _CONTINUES if data.get(key)), None)
+        if earlier is not None:  # the API holds the conversation before this request; the file does not
+            run.unrecorded = (
+                f"the response continues an earlier one ($.{earlier}), whose messages this file does not hold, so "
+                "the run's messages and turns are not known; record the whole conversation: every request's input "
+                "items and output items, in order, in one file"
+            )
     else:
         parts = [("$", items(data, "$"))]
     waiting: dict[str, list[ToolCall]] = {}
@@ -107,19 +115,20 @@ def read(data: Any) -> Run:
     # the next output; a hosted tool's result, which the model had before going on, at 2 * turn - 1.
     turn = 0
     spoke: Message | None = None  # the assistant message of the current model output, once there is one
+    stand_in: int | None = None  # where a message without text stands for an output that only called tools
 
     def made_here() -> int:
         """A call of this output: an output that only calls tools is a turn too, as a chat message of tool_calls
-        is, so it gets an assistant message without text (which the output's own message, if later, fills)."""
-        nonlocal spoke
+        is, so it gets an assistant message without text (removed if the output's own message comes later)."""
+        nonlocal spoke, stand_in
         if spoke is None:
-            spoke = Message("assistant", "")
+            spoke, stand_in = Message("assistant", ""), len(run.steps)
             run.steps.append(spoke)
         return 2 * turn
 
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
-        spoke = None
+        spoke = stand_in = None
         for index, raw in enumerate(entries):
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
@@ -132,10 +141,11 @@ def read(data: Any) -> Run:
                     no_text_elsewhere(item, said, _MESSAGE_KEYS, where)
                 if role != "assistant":
                     run.steps.append(Message(role, said))
-                    turn, spoke = turn + 1, None
-                elif spoke is not None and not spoke.text:  # its calls came first: the text goes with them
-                    spoke.text = said
+                    turn, spoke, stand_in = turn + 1, None, None
                 else:
+                    if stand_in is not None:  # its calls came first: the output's turn is this message, where it is
+                        del run.steps[stand_in]
+                        stand_in = None
                     spoke = Message(role, said)
                     run.steps.append(spoke)
             elif kind in _NAMED_CALLS:
@@ -176,7 +186,7 @@ def read(data: Any) -> Run:
                 if pending:
                     call = pending.pop()
                     call.result, call.has_result, call.seen = item.get("output"), True, 2 * turn
-                turn, spoke = turn + 1, None
+                turn, spoke, stand_in = turn + 1, None, None
             elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")
                 pending = waiting.get(call_id)
@@ -192,7 +202,7 @@ def read(data: Any) -> Run:
                 if not isinstance(output, str):
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result, call.seen = output, True, 2 * turn  # seen by the next model output
-                turn, spoke = turn + 1, None
+                turn, spoke, stand_in = turn + 1, None, None
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
                     f"{where}.type",
