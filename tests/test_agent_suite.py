@@ -508,12 +508,17 @@ def test_upper_case_suffixes_are_case_files_and_a_misnamed_run_is_pointed_at(tmp
     config = _suite_folder(tmp_path, [spec_case() | {"case_id": "in_json"}])
     (tmp_path / "cases" / "more.YAML").write_text(yaml.safe_dump(spec_case() | {"case_id": "In_Yaml"}), "utf-8")
     (tmp_path / "runs" / "in_yaml.json").write_text("[]", encoding="utf-8")
+    (tmp_path / "runs" / "in-json.json").write_text("[]", encoding="utf-8")  # another separator: pointed at too
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
     report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
     found = {r["caseId"]: r["failedChecks"] for r in report["results"]}
     assert found["In_Yaml"] == [
         "trace_missing: no run recorded: expected In_Yaml.json or a folder In_Yaml/ in the fixtures folder "
         "(in_yaml.json is there: names match exactly, so rename it)"
+    ]
+    assert found["in_json"] == [
+        "trace_missing: no run recorded: expected in_json.json or a folder in_json/ in the fixtures folder "
+        "(in-json.json is there: names match exactly, so rename it)"
     ]
 
 

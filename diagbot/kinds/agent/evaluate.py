@@ -95,13 +95,14 @@ class Fixtures:
         return sorted(found)
 
     def misnamed(self, case_id: str) -> str | None:
-        """The entry a missing run was most likely recorded as: its name in another case (`C1.JSON` for `c1`)."""
+        """The entry a missing run was most likely recorded as: its name in another case or with other separators
+        (`C1.JSON` for `c1`, `t-chat.json` for `t_chat`)."""
         if self._folded is None:
             self._folded = {}
             for name in self._entries:
-                self._folded.setdefault(name.casefold(), name)
+                self._folded.setdefault(_loose(name), name)
         for wanted in (f"{case_id}.json", case_id):
-            found = self._folded.get(wanted.casefold())
+            found = self._folded.get(_loose(wanted))
             if found is not None and found != wanted:
                 return found
         return None
@@ -440,3 +441,8 @@ def evaluate_cases(
     if unlisted:
         warnings.append(f"... and {unlisted:,} more of these warnings (diagbot validate lists them all)")
     return build_report(results, suite, run, listed.left_out_warning() + warnings)
+
+
+def _loose(name: str) -> str:
+    """A file name as a person may mistype it: case, `-`, `_` and spaces alike."""
+    return name.casefold().replace("-", "_").replace(" ", "_")
