@@ -1811,9 +1811,13 @@ def test_what_must_not_happen_fails_when_it_cannot_be_decided() -> None:
         initial_state={"refund_status": 5},
         failure_criteria=[{"id": "submitted", "state": {"expr": "starts_with(refund_status, 'sub')"}}],
     )
-    assert failures(typed, native(say("assistant", "done"))) == [
+    assert failures(typed, native(change("seen", None, True), say("assistant", "done"))) == [
         "rule_failed: submitted: starts_with(refund_status, 'sub'): the query failed (In function starts_with(), "
         f"invalid type for value: 5, expected one of: ['string'], received: \"number){never}"
+    ]
+    assert failures(typed, native(say("assistant", "done"))) == [  # a run that records nothing of its state
+        "rule_failed: submitted: starts_with(refund_status, 'sub'): the run records no final_state and no state "
+        f"changes, so its final state is not known (record final_state, or state_change steps){never}"
     ]
     slow = make_case(failure_criteria=[{"id": "late", "max_duration_ms": 1000}])
     assert failures(slow, native(say("assistant", "done"))) == [
@@ -2635,3 +2639,30 @@ def test_a_responses_file_that_continues_an_earlier_response_has_unknown_message
     failed = failures(case, doc)
     assert failed and all("continues an earlier one ($.previous_response_id)" in f for f in failed), failed
     assert failures(case, {**doc, "previous_response_id": None}) == []
+
+
+def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided() -> None:
+    """A chat run cannot record state changes: without a final_state its "final state" was the case's initial
+    state, so a forbidden `refund_status == refunded` and a final_state_check that nothing changed both passed a
+    run whose tool said it refunded."""
+    refunded = [{"role": "user", "content": "refund"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "refund_submit", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": '{"refund_status": "refunded"}'},
+                {"role": "assistant", "content": "Refunded."}]  # fmt: skip
+    never = {"id": "never_refunded", "state": {"expr": "refund_status", "equals": "refunded"}}
+    forbidding = make_case(initial_state={"refund_status": "none"}, negative_behavior=[never])
+    [failed] = failures(forbidding, refunded)
+    assert failed.startswith(
+        "rule_failed: never_refunded: refund_status: the run records no final_state and no state "
+        "changes, so its final state is not known"
+    ), failed
+    unchanged = make_case(initial_state={"refund_status": "none"},
+                          final_state_check={"expr": "refund_status", "equals": "none"})  # fmt: skip
+    [failed] = failures(unchanged, refunded)
+    assert failed.startswith("final_state_mismatch: refund_status: the run records no final_state"), failed
+    recorded = {"messages": refunded, "final_state": {"refund_status": "refunded"}}
+    assert failures(forbidding, recorded) == [
+        'rule_failed: never_refunded: refund_status is "refunded" (this must not happen)'
+    ]
+    assert failures(forbidding, {**recorded, "final_state": {"refund_status": "none"}}) == []

@@ -404,6 +404,11 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
     """`forbidding`: the check is one that must not hold, so `equals` is matched with extra keys allowed whatever
     `args_match` says, and `{}` is any object: the reading that can fail the case wins, as in `same`."""
     label = check.id or check.expr
+    if t.run.final_state is None and not t.run.state_changes:  # the initial state alone says nothing of the end
+        return None, (
+            f"{label}: the run records no final_state and no state changes, so its final state is not known "
+            "(record final_state, or state_change steps)"
+        )
     ran, value, why = query(check.expr, t)
     if not ran:
         return None, f"{label}: {why}"
