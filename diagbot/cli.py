@@ -34,6 +34,7 @@ from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES
 from diagbot.terminal import GREEN, RED, YELLOW, Painter, colour_allowed, progress_bar
 
 if TYPE_CHECKING:
+    from diagbot.pipeline import Outcome
     from diagbot.render.markdown import CurrentInfo
 
 
@@ -323,8 +324,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         paint = Painter(colour_allowed(sys.stderr, os.environ))
         clean = outcome.exit_code == 0 and outcome.reason == "no regression"
         colour = RED if outcome.exit_code else GREEN if clean else YELLOW
-        print(f"{paint(f'diagbot: {outcome.reason}', colour)}; report folder {out}", file=sys.stderr)
+        said = paint(f"diagbot: {outcome.reason}", colour)
+        print(f"{said}{_regressed(outcome)}; report folder {out}", file=sys.stderr)
     return outcome.exit_code
+
+
+def _regressed(outcome: Outcome) -> str:
+    """The cases a failed gate's regressions are in, for a log that shows no comment (`--quiet`, CI)."""
+    from diagbot.core.diff import ItemType
+
+    if outcome.exit_code != 1:
+        return ""
+    cases = list(
+        dict.fromkeys(
+            f"{suite.name}/{item.case_id}"
+            for suite in outcome.suites
+            if suite.diff is not None
+            for item in suite.diff.items
+            if item.type is ItemType.REGRESSION and item.gating and item.case_id
+        )
+    )
+    if not cases:
+        return ""
+    shown = ", ".join(one_line(case, 120) for case in cases[:_NAMED])
+    return f" (in {shown}{f' and {len(cases) - _NAMED} more cases' if len(cases) > _NAMED else ''})"
+
+
+_NAMED = 5  # regressed cases the last line names
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -216,6 +216,8 @@ def test_quiet_still_says_why_a_failed_gate_failed(
     assert "regression" in captured.err.splitlines()[-1] and captured.err.rstrip().endswith(
         "report folder build/diagbot"
     )
+    # and in which cases: "3 regressions" alone hid that two of them were the suite's aggregates of one case
+    assert " (in agent/order_status_001); report folder" in captured.err.splitlines()[-1], captured.err
 
 
 # --- what the CLI says about its input --------------------------------------------------------------------------
