@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -1837,7 +1838,7 @@ def test_a_yaml_date_matches_the_string_a_run_records() -> None:
 @pytest.mark.parametrize(
     ("written", "recorded"),
     [("2024-05-20T10:00:00Z", "2024-05-20T10:00:00Z"), ("2024-05-20 10:00:00", "2024-05-20 10:00:00"),
-     ("10:30", "10:30"), ("017", "017"), ("NO", "NO"), ("off", "off"), ("1_000", "1_000")],
+     ("10:30", "10:30"), ("017", "017"), ('"NO"', "NO"), ("'off'", "off"), ("1_000", "1_000")],
 )  # fmt: skip
 def test_a_yaml_scalar_that_json_has_no_type_for_is_the_text_written(written: str, recorded: str) -> None:
     """YAML 1.1 read `10:30` as 630, `017` as 15, `NO` as false and a timestamp as a datetime written back as
@@ -1848,6 +1849,17 @@ def test_a_yaml_scalar_that_json_has_no_type_for_is_the_text_written(written: st
     [failed] = failures(forbidding, native(call("book", {"at": recorded})))
     assert failed.startswith("rule_failed: no: book (call 1) was called with"), failed
     assert failures(make_case(expected_args={"book": args}), native(call("book", {"at": recorded}))) == []
+
+
+@pytest.mark.parametrize("word", ["yes", "No", "ON", "off"])
+def test_a_yaml_1_1_boolean_word_is_refused_not_read_as_text(word: str) -> None:
+    """Read as text, `equals: yes` no longer matched a recorded true, and a P0 case's forbidden `{force: on}` no
+    call: the case passed without a word. YAML 1.1 read them as booleans, 1.2 as text; diagbot asks which."""
+    meant = str(word.lower() in ("yes", "on")).lower()
+    with pytest.raises(yaml.YAMLError, match=f"{word} is {meant} in YAML 1.1 but the text '{word}' in YAML 1.2; write "
+                       f"{meant}, or quote it"):  # fmt: skip
+        load_yaml(f"negative_behavior:\n  - {{tool_called: {{tool: refund, args: {{force: {word}}}}}}}\n")
+    assert load_yaml(f"a: '{word}'\nb: {meant}\n") == {"a": word, "b": meant == "true"}
 
 
 def test_yaml_numbers_booleans_and_null_are_read_as_json_has_them() -> None:

@@ -288,7 +288,7 @@ BAD_CONFIGS = {
     "dotdot-name": (SUITE.replace("name: agent", "name: '..'"), f"diagbot.yml: suites.0.name: {PATTERN}"),
     "newline-in-name": (SUITE.replace("name: agent", 'name: "a\\nb"'), f"diagbot.yml: suites.0.name: {PATTERN}"),
     "unicode-name": (SUITE.replace("name: agent", 'name: "é"'), f"diagbot.yml: suites.0.name: {PATTERN}"),
-    "true-as-name": (  # `yes` is the text "yes", as YAML 1.2 and GitHub's workflows read it
+    "true-as-name": (  # a boolean, not text (`yes` is refused as YAML 1.1's true or 1.2's text)
         SUITE.replace("name: agent", "name: true"),
         "diagbot.yml: suites.0.name: Input should be a valid string",
     ),

@@ -175,6 +175,7 @@ def test_registry_has_one_function_per_kind() -> None:
 FILES = {
     "evidences/metrics.json": {"series": [{"name": "jvm_gc_pause_seconds", "max": 0}], "empty": []},
     "evidences/broken.json": '{"a": ',
+    "other/twice.json": '{"rollback": true, "rollback": false}',  # which one the agent meant is not known
     "evidences/logs/a.log": "INFO started\n",
     "evidences/logs/b.log": "panic: ＮＩＬ map\n",
     "notes.txt": "Heap_Used 91%",
@@ -243,6 +244,13 @@ KIND_CASES = [
         {"json_query": {"file": "evidences/broken.json", "expr": "a"}},
         False,
         "not valid JSON",
+    ),
+    (
+        "query-repeated-key",  # the last value was read: `rollback == false` passed on a file that also says true
+        {"json_query": {"file": "other/twice.json", "expr": "rollback == `false`"}},
+        False,
+        "other/twice.json: not valid JSON (duplicate key 'rollback' in the object that starts here; keep one, "
+        "line 1 column 1)",
     ),
 ]
 

@@ -188,6 +188,12 @@ for _tag, _regexp, _first in (
     ),
 ):
     _Core.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^{_regexp}$"), list(_first))
+# YAML 1.1's other booleans: read as text here, they would quietly turn `equals: yes` from true into "yes" (and a
+# forbidden `{force: on}` into one no call has), so they are refused, asking for true/false or quotes.
+_YAML11_BOOL = "tag:diagbot:yaml-1.1-bool"
+_YAML11_WORDS = re.compile(r"^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$")
+_Core.add_implicit_resolver(_YAML11_BOOL, _YAML11_WORDS, list("yYnNoO"))
+_TEXT_TAGS = frozenset(("tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp"))  # both are built as the text
 
 
 class _Checked:
@@ -215,7 +221,10 @@ class _Checked:
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         pairs: list[tuple[Any, Any]] = node.value if isinstance(node, yaml.MappingNode) else []
         if len(pairs) > 1:  # keys compared as written (tag and text), before anything is built: cheap
-            keys = [(k.tag, k.value) if isinstance(k, yaml.ScalarNode) else (None, id(k)) for k, _ in pairs]
+            keys = [
+                ("str" if k.tag in _TEXT_TAGS else k.tag, k.value) if isinstance(k, yaml.ScalarNode) else (None, id(k))
+                for k, _ in pairs
+            ]
             if len(set(keys)) != len(keys):
                 _refuse_repeat(node, pairs, keys)
         return super().construct_mapping(node, deep)  # type: ignore[misc]
@@ -273,8 +282,20 @@ def _construct_text(loader: Any, node: Any) -> Any:
     return loader.construct_scalar(node)  # `!!timestamp 2024-05-20T10:00:00Z`: the text, as written
 
 
+def _refuse_yaml11_bool(loader: Any, node: Any) -> Any:
+    meant = node.value.lower() in ("yes", "on")
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        f"{node.value} is {str(meant).lower()} in YAML 1.1 but the text {node.value!r} in YAML 1.2; write "
+        f"{str(meant).lower()}, or quote it",
+        node.start_mark,
+    )
+
+
 _NoAliases.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _NoAliases.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
+_NoAliases.add_constructor(_YAML11_BOOL, _refuse_yaml11_bool)
 _FAST_LOADER: Any = None  # libyaml, when PyYAML was built with it
 if hasattr(yaml, "CSafeLoader"):
 
@@ -283,6 +304,7 @@ if hasattr(yaml, "CSafeLoader"):
 
     _Fast.add_constructor("tag:yaml.org,2002:int", _construct_int)
     _Fast.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
+    _Fast.add_constructor(_YAML11_BOOL, _refuse_yaml11_bool)
     _FAST_LOADER = _Fast
 
 

@@ -37,7 +37,7 @@ from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
-from diagbot.core.values import excerpt, one_line
+from diagbot.core.values import excerpt, one_line, refuse_repeats
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
@@ -476,7 +476,11 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
     if not blob.data or blob.data.isspace():
         return False, None, "empty: no JSON in it"
     try:
-        return True, from_json(blob.data, allow_inf_nan=False), "valid JSON"  # the parser checks UTF-8 itself
+        value = from_json(blob.data, allow_inf_nan=False)  # the parser checks UTF-8 itself
+        refuse_repeats(blob.data, value)  # a repeated key: which of its values a query should read is unknown
+        return True, value, "valid JSON"
+    except json.JSONDecodeError as exc:  # a repeated key
+        return False, None, f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
     except ValueError as exc:
         try:
             blob.data.decode()  # from_json's own message for bad UTF-8 is unclear: name the offset instead
