@@ -540,6 +540,11 @@ def test_values_and_names_in_a_schema_are_not_read_as_its_keywords() -> None:
         make_case(tool_schema={"t": nested})  # a pattern in a schema under a property still is one
 
 
+def test_an_openapi_example_and_an_extension_key_are_not_read_as_keywords() -> None:
+    schema = {"type": "object", "example": {"pattern": "foo(?=bar)"}, "x-note": {"pattern": "(?=x)"}}
+    assert failures(make_case(tool_schema={"grep": schema}), native(call("grep", {"pattern": "x"}))) == []
+
+
 def test_schema_pattern_re2_cannot_run_is_refused_when_the_case_loads() -> None:
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a)\\1"}}}
     with pytest.raises(ValidationError, match=r"the schema for 't' has pattern '\(a\)\\\\1'"):
@@ -2588,15 +2593,13 @@ def test_a_responses_object_s_output_text_that_its_messages_do_not_say_is_refuse
 
 @pytest.mark.parametrize(
     "arguments",
-    [None, "null", "5", '"{\\"order_id\\": \\"O1\\"}"', "[1]", 5, ["O1"], "MISSING"],
-    ids=["null", "null-text", "number-text", "json-in-text", "list-text", "number", "list", "missing"],
+    [None, "null", "5", '"{\\"order_id\\": \\"O1\\"}"', "[1]", 5, ["O1"]],
+    ids=["null", "null-text", "number-text", "json-in-text", "list-text", "number", "list"],
 )
 def test_a_forbidden_call_whose_arguments_are_not_an_object_is_undecided(arguments: Any) -> None:
     """Arguments recorded as null, a number, a list, or a JSON text inside the text were read as "no arguments",
     so `tool_called {tool, args}` in a must-not list (and an idempotency key) passed a call that may be it."""
-    function: dict[str, Any] = {"name": "refund_submit"}
-    if arguments != "MISSING":
-        function["arguments"] = arguments
+    function: dict[str, Any] = {"name": "refund_submit", "arguments": arguments}
     doc = [
         {"role": "user", "content": "refund O1"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": function}]},
@@ -2612,6 +2615,16 @@ def test_a_forbidden_call_whose_arguments_are_not_an_object_is_undecided(argumen
     twice = [*doc[:3], again, {"role": "tool", "tool_call_id": "c2", "content": "ok"}, doc[3]]
     [repeated] = failures(make_case(side_effect_policy={"tool": "refund_submit", "idempotency_key": "order_id"}), twice)
     assert repeated.startswith("duplicate_side_effect: refund_submit (call 1) and call 2 may repeat order_id"), repeated
+
+
+def test_a_chat_call_without_an_arguments_key_has_none() -> None:
+    """OpenAI writes `arguments` always; a tool call without the key (hand-made exports) takes no arguments, as
+    `"arguments": ""` does, not unknown ones."""
+    doc = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_time"}}]}]  # fmt: skip
+    forbid = {"id": "no_utc", "tool_called": {"tool": "get_time", "args": {"tz": "UTC"}}}
+    assert failures(make_case(negative_behavior=[forbid]), doc) == []
+    assert parse(doc).calls[0].args == {}
 
 
 def test_a_hosted_tool_s_recorded_request_is_its_arguments() -> None:
@@ -2638,18 +2651,20 @@ def test_a_reply_that_takes_the_confirmation_back_is_none(reply: str) -> None:
     assert failed.startswith(MISSING), failed
 
 
-def test_a_responses_file_that_continues_an_earlier_response_has_unknown_messages() -> None:
+def test_a_responses_file_that_continues_an_earlier_response_is_refused() -> None:
     """A file of the last request alone (`previous_response_id`): its input was the user's "yes", and the
-    earlier messages the API kept were not in it; its message checks passed on what little it held."""
+    messages and calls the API kept from the earlier requests were not in it, so its checks passed on what little
+    it held, and a forbidden call made earlier went unseen."""
     doc = {"previous_response_id": "resp_1", "input": "Yes, please go ahead.",
            "output": [{"type": "function_call", "call_id": "c1", "name": "refund", "arguments": "{}"},
                       {"type": "message", "role": "assistant", "content": "Refunded."}]}  # fmt: skip
-    case = make_case(
-        side_effect_policy={"tool": "refund", "confirmation_required": True},
-        evaluator_config={"rule_checks": [{"id": "said", "answer_contains": {"any": ["refunded"]}}]},
-    )
-    failed = failures(case, doc)
-    assert failed and all("continues an earlier one ($.previous_response_id)" in f for f in failed), failed
+    case = make_case(evaluator_config={"rule_checks": [{"id": "said", "answer_contains": {"any": ["refunded"]}}]})
+    said = r"^\$\.previous_response_id: the response continues an earlier one, whose messages and calls this file"
+    with pytest.raises(TraceInvalid, match=said):
+        parse(doc)
+    resumed = {**doc, "input": [{"type": "function_call_output", "call_id": "c0", "output": "ok"}]}
+    with pytest.raises(TraceInvalid, match=said):  # said before the output that answers a call the file lacks
+        parse(resumed)
     assert failures(case, {**doc, "previous_response_id": None}) == []
 
 

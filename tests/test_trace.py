@@ -58,6 +58,13 @@ def test_parse_problems(data: bytes, message: str) -> None:
     assert parse_trace(data, "f.json") == FixtureProblem(code="fixture_invalid", message=message)
 
 
+def test_a_fixture_with_nan_is_still_read() -> None:
+    """The repeated-key check reads the fixture a second time, with a reader that refuses NaN: that must not
+    refuse a fixture the fixture's own parser reads."""
+    trace = parse_trace(b'{"session": {"answer": "x", "score": NaN}}', "f.json")
+    assert not isinstance(trace, FixtureProblem)
+
+
 def test_unknown_fields_are_ignored() -> None:
     trace = parse_trace(json.dumps(trace_dict(extra={"big": list(range(100))})).encode(), "f.json")
     assert not isinstance(trace, FixtureProblem)

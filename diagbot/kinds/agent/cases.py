@@ -421,7 +421,7 @@ def _regexes_in(schema: Any, tool: str) -> None:
                 except ValueError as exc:
                     raise ValueError(f"the schema for {tool!r} has pattern {node['pattern'][:60]!r}: {exc}") from None
             for key, value in node.items():
-                if key in _SCHEMA_DATA:
+                if key in _SCHEMA_DATA or (isinstance(key, str) and key.startswith("x-")):
                     continue  # values, not schemas: a grep tool's example argument `{pattern: "foo(?=bar)"}`
                 if key in _NAMED_SCHEMAS and isinstance(value, dict):  # names are not keywords: a property
                     todo.extend((schema, depth + 2) for schema in value.values())  # called `patternProperties`
@@ -429,7 +429,7 @@ def _regexes_in(schema: Any, tool: str) -> None:
                     todo.append((value, depth + 1))
 
 
-_SCHEMA_DATA = frozenset(("default", "examples", "const", "enum"))
+_SCHEMA_DATA = frozenset(("default", "examples", "example", "const", "enum"))  # `example`: OpenAPI's
 _NAMED_SCHEMAS = frozenset(("properties", "$defs", "definitions", "dependentSchemas"))
 
 

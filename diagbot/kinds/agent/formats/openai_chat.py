@@ -141,7 +141,7 @@ def read(data: Any) -> Run:
         if legacy is not None:
             where = f"{prefix}[{index}].function_call"
             function = obj(legacy, where)
-            call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments"))
+            call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments", ""))
             call.made = index
             append(call)
             waiting.setdefault(call.tool, []).append(call)
@@ -178,7 +178,7 @@ def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
         if type(function) is dict and (call_id is None or type(call_id) is str):
             name = function.get("name")
             if type(name) is str:
-                return ToolCall(name, call_id, function.get("arguments"))
+                return ToolCall(name, call_id, function.get("arguments", ""))  # absent: none, as "" is
     where = f"{prefix}[{index}].tool_calls[{k}]"
     if type(raw) is dict and raw.get("type") == "custom":  # a custom tool: free-form input, read as {input: TEXT}
         custom = obj(raw.get("custom"), f"{where}.custom")
@@ -187,4 +187,4 @@ def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
         return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=given)
     function = obj(obj(raw, where).get("function"), f"{where}.function")  # the same reads, now naming the fault
     name = text(function.get("name"), f"{where}.function.name")
-    return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=function.get("arguments"))
+    return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=function.get("arguments", ""))

@@ -101,11 +101,11 @@ def read(data: Any) -> Run:
         run.final_state = state(data.get("final_state"), "$.final_state")
         run.duration_ms = duration(data.get("duration_ms"), "$.duration_ms")
         earlier = next((key for key in _CONTINUES if data.get(key)), None)
-        if earlier is not None:  # the API holds the conversation before this request; the file does not
-            run.unrecorded = (
-                f"the response continues an earlier one ($.{earlier}), whose messages this file does not hold, so "
-                "the run's messages and turns are not known; record the whole conversation: every request's input "
-                "items and output items, in order, in one file"
+        if earlier is not None:  # the API holds the conversation before this request (messages and calls); the
+            raise TraceInvalid(  # file does not, so a call made before it would go unseen
+                f"$.{earlier}",
+                "the response continues an earlier one, whose messages and calls this file does not hold; record "
+                "the whole conversation: every request's input items and output items, in order, in one file",
             )
     else:
         parts = [("$", items(data, "$"))]
