@@ -819,3 +819,16 @@ def test_the_blocking_notes_are_capped_so_the_comment_keeps_its_summary() -> Non
     assert len(blocking) == MAX_NOTES and "Blocking: case\\_0000 (P0) failed" in blocking[0]
     assert "... and 5 more failing gating P0 cases in the report" in view.notes
     assert any(note.startswith("Gating cases: 0/30 pass") for note in view.notes)
+
+
+def test_a_failing_look_alike_of_a_removed_passing_agent_case_regresses_with_its_own_governance() -> None:
+    from tests.test_agent_checks import result
+
+    passing = result(1, 1).model_copy(update={"case_id": "refund_ok_001", "risk_level": "P1"})
+    failing = result(1, 0).model_copy(update={"case_id": "Refund-OK-001", "risk_level": "P1"})
+    diff = diff_agent(build_report([passing]), build_report([failing]))
+    [regression] = [i for i in diff.items if i.type is ItemType.REGRESSION and i.case_id]
+    assert (regression.case_id, regression.gating, regression.severity) == ("Refund-OK-001", True, "P1")
+    informational = failing.model_copy(update={"gating": False})
+    diff = diff_agent(build_report([passing]), build_report([informational]))
+    assert [i.gating for i in diff.items if i.type is ItemType.REGRESSION and i.case_id] == [False]

@@ -269,3 +269,22 @@ def test_a_metric_that_stops_being_recorded_is_a_change_not_an_improvement() -> 
     got = items(before, after)
     assert ("CHANGED", "toolCallCount", "a") in got and ("CHANGED", "durationMs", "a") in got, got
     assert not any(kind == "IMPROVEMENT" for kind, _, _ in got), got
+
+
+@pytest.mark.parametrize(
+    "renamed_to", ["payment\u2010timeout", "Payment-Timeout", "payment_timeout", "ｐａｙｍｅｎｔ-timeout"]
+)
+def test_a_failing_look_alike_of_a_removed_passing_case_is_a_regression(renamed_to: str) -> None:
+    """Renaming a case that now fails to an id that reads the same (a U+2010 hyphen, another case) turned its
+    regression into "removed" plus "added", and the gate passed."""
+    before = [result("payment-timeout"), result("b")]
+    after = [result(renamed_to, passed=False), result("b")]
+    diff = diff_trace(build_report(before), build_report(after))
+    [regression] = [i for i in diff.items if i.type.value == "REGRESSION" and i.case_id]
+    assert (regression.case_id, regression.metric, regression.gating) == (renamed_to, "passed", True)
+    assert "looks like 'payment-timeout', which passed in the baseline and is gone" in regression.message
+    assert diff.has_regression
+    # a real rename of a passing case, or a new case that only looks alike and passes, is no regression
+    for after in ([result(renamed_to), result("b")], [result("payment-timeout-2", passed=False), result("b")]):
+        diff = diff_trace(build_report(before), build_report(after))
+        assert not [i for i in diff.items if i.type.value == "REGRESSION" and i.case_id], diff.items

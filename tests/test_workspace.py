@@ -1180,3 +1180,13 @@ def test_diff_thresholds_and_pass_rate(tmp_path: Path) -> None:
         5.5,
     )
     assert diff_workspace(baseline, higher, Thresholds(score_points=6)).items == []
+
+
+def test_a_failing_look_alike_of_a_removed_passing_case_regresses(tmp_path: Path) -> None:
+    good = CONTRACT | EVIDENCE
+    partial = CONTRACT | EVIDENCE | {"evidences/logs.json": {"entries": ["x"]}}  # critical_evidence partial
+    baseline = run_suite(tmp_path / "b", {"oom-steady": good})
+    current = run_suite(tmp_path / "c", {"oom_steady": partial})
+    got = [(i.type.value, i.case_id, i.metric) for i in diff_workspace(baseline, current).items]
+    assert ("REGRESSION", "oom_steady", "passed") in got, got
+    assert ("CHANGED", "oom-steady", "case") in got and ("CHANGED", "oom_steady", "case") in got

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
@@ -188,6 +189,36 @@ def case_presence(case_id: str, in_baseline: bool, was: str = "") -> DiffItem:
         None if in_baseline else present,
         message,
     )
+
+
+def renamed(removed: dict[str, bool], added: dict[str, bool]) -> list[DiffItem]:
+    """`removed`: each case only the baseline has, and whether it passed there; `added`: each case only the current
+    run has, and whether it fails. An added case that fails, whose id differs from a removed passing case's only in
+    case, separators or character forms (`payment‐timeout` with U+2010 for `payment-timeout`, `Payment_Timeout`),
+    is a regression: the rename would otherwise hide one behind a removal and an addition."""
+    passing: dict[str, str] = {}
+    for case_id, passed in removed.items():
+        if passed:
+            passing.setdefault(_skeleton(case_id), case_id)
+    found = []
+    for case_id, fails in added.items():
+        old = passing.get(_skeleton(case_id)) if fails else None
+        if old is not None:
+            said = (
+                f"fails, and looks like {old!r}, which passed in the baseline and is gone: ids that differ only in "
+                "case, separators or character forms are one case to the gate (a rename starts no new history)"
+            )
+            found.append(item(ItemType.REGRESSION, case_id, "passed", True, False, said))
+    return found
+
+
+def _skeleton(case_id: str) -> str:
+    """A case id as a reader sees it: NFKC, case-folded, without dashes, spaces, underscores and dots."""
+    folded = unicodedata.normalize("NFKC", case_id[:1000]).casefold()
+    return "".join(c for c in folded if unicodedata.category(c) not in _SEPARATORS and c != ".")
+
+
+_SEPARATORS = frozenset(("Pd", "Pc", "Zs"))  # dashes (U+2010, U+2212 ...), connectors (_), spaces
 
 
 def _show(value: Any) -> str:

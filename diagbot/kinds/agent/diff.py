@@ -18,6 +18,7 @@ from diagbot.core.diff import (
     changed,
     item,
     order,
+    renamed,
     summarize,
 )
 from diagbot.core.rates import percent
@@ -154,6 +155,14 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
             items += _case_diff(was, result)
     present = {r.case_id for r in current.results}
     items += [_removed(r) for r in baseline.results if r.case_id not in present]
+    added = {r.case_id: r for r in current.results if r.case_id not in before}
+    for look_alike in renamed(
+        {r.case_id: r.status == "passed" for r in baseline.results if r.case_id not in present},
+        {case_id: r.status == "failed" for case_id, r in added.items()},
+    ):
+        result = added[look_alike.case_id or ""]
+        look_alike.gating, look_alike.severity = result.gating, result.risk_level  # as the case's own items
+        items.append(look_alike)
     by_risk = sorted(current.results, key=lambda r: r.risk_level)  # the comment lists P0 cases' items first
     return summarize(
         order(items, [r.case_id for r in by_risk] + [r.case_id for r in baseline.results]),

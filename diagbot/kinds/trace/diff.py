@@ -15,6 +15,7 @@ from diagbot.core.diff import (
     flag,
     item,
     order,
+    renamed,
     summarize,
 )
 from diagbot.core.rates import percent
@@ -58,6 +59,10 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
         old = base_cases.get(result.case_id)
         items += [case_presence(result.case_id, in_baseline=False)] if old is None else _diff_case(old, result, t)
     items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in common]
+    items += renamed(
+        {r.case_id: r.passed for r in baseline.results if r.case_id not in common},
+        {r.case_id: not r.passed for r in current.results if r.case_id not in common},
+    )
 
     case_order = [r.case_id for r in current.results] + [r.case_id for r in baseline.results]
     return summarize(

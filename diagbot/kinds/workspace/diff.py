@@ -13,6 +13,7 @@ from diagbot.core.diff import (
     common_ids,
     item,
     order,
+    renamed,
     summarize,
 )
 from diagbot.core.rates import percent
@@ -41,6 +42,10 @@ def diff_workspace(
         was = before.get(result.case_id)
         items += [case_presence(result.case_id, in_baseline=False)] if was is None else _case_diff(was, result, points)
     items += [case_presence(r.case_id, in_baseline=True) for r in baseline.results if r.case_id not in common]
+    items += renamed(
+        {r.case_id: r.verdict is Verdict.PASS for r in baseline.results if r.case_id not in common},
+        {r.case_id: r.verdict is not Verdict.PASS for r in current.results if r.case_id not in common},
+    )
     return summarize(
         order(items, [r.case_id for r in current.results] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
