@@ -6,6 +6,7 @@ import io
 import itertools
 import random
 import stat
+import threading
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -306,20 +307,43 @@ def test_a_comment_that_only_quotes_the_marker_is_not_ours(g: Github, gh: GitHub
     assert sorted(c.body for c in gh.comments.values()) == sorted([quoting.body, f"{MARKER}\nb"])
 
 
-def test_a_comment_another_run_posted_meanwhile_leaves_one(g: Github, gh: GitHubTestServer) -> None:
-    """Two overlapping runs both found no comment and both posted: the pull request kept two. The run that posts
-    lists again and keeps one."""
-    issue = g.get_repo(REPO).get_issue(7)
-    real_create = issue.create_comment
+@pytest.mark.parametrize("heads", [("a" * 40, "a" * 40), ("a" * 40, "e" * 40)], ids=["same-commit", "newer-commit"])
+def test_two_overlapping_runs_leave_one_comment(g: Github, gh: GitHubTestServer, heads: tuple[str, str]) -> None:
+    """Two runs both found no comment, both posted, then both listed again before either deleted: each kept its
+    own and deleted the other's, and the pull request was left with none. Both now keep the same one (the newest
+    at the pull request's head)."""
+    both = threading.Barrier(2)
+    urls: dict[str, str | None] = {}
 
-    def overlapping(body: str) -> Any:
-        other = real_create(f"{MARKER}\nthe other run")  # the other run posts while this one is deciding
-        del other
-        return real_create(body)
+    def run(name: str, head: str) -> None:
+        issue = g.get_repo(REPO).get_issue(7)
+        listed, create, comments = [0], issue.create_comment, issue.get_comments
 
-    issue.create_comment = overlapping  # type: ignore[method-assign]
-    dg.upsert_comment(issue, MARKER, f"{MARKER}\nthis run", "update")
-    assert [c.body for c in gh.comments.values()] == [f"{MARKER}\nthis run"]
+        def listing() -> Any:
+            found = list(comments())
+            listed[0] += 1
+            both.wait(timeout=10)  # both list before either posts, and again before either deletes
+            return found
+
+        def posting(body: str) -> Any:
+            made = create(body)
+            both.wait(timeout=10)
+            return made
+
+        issue.get_comments, issue.create_comment = listing, posting  # type: ignore[method-assign]
+        urls[name] = dg.upsert_comment(issue, MARKER, f"{MARKER}\n{name}", "update", head_sha=head,
+                                       current_head=lambda: heads[1])  # fmt: skip
+
+    threads = [threading.Thread(target=run, args=pair) for pair in zip(("A", "B"), heads, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    [kept] = gh.comments.values()
+    if heads[0] == heads[1]:  # either may be the newest: both runs point at the one that stays
+        assert urls["A"] == urls["B"] is not None and urls["A"].endswith(str(kept.id))
+    else:  # the older commit's run leaves the newer commit's results alone
+        assert kept.body.endswith("\nB") and urls["A"] is None and urls["B"] is not None
 
 
 def test_a_run_overtaken_while_posting_leaves_the_newer_commit_s_comment_alone(g: Github, gh: GitHubTestServer) -> None:

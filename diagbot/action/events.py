@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from diagbot.action.settings import RunMode, Settings
+from diagbot.core import values
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.github.port import GitHubPort
@@ -120,14 +121,9 @@ def _pull_request_target(settings: Settings, payload: dict[str, Any]) -> Target:
 
 
 def _branch_name(name: str) -> bool:
-    """A name the baseline search can ask GitHub for: 1 to 255 characters, encodable (no lone surrogate)."""
-    if not 0 < len(name) <= 255:
-        return False
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """A name the baseline search can ask GitHub for: 1 to 255 characters, none of them a control character or a
+    lone surrogate."""
+    return 0 < len(name) <= 255 and values.plain_name(name)
 
 
 def _field(payload: dict[str, Any], path: str, kind: type[Any], where: str) -> Any:

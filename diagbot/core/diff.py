@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
@@ -13,6 +12,7 @@ from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import number
 from diagbot.core.report import load_json_object
+from diagbot.core.text import look_alike
 
 
 class ItemType(StrEnum):
@@ -199,10 +199,10 @@ def renamed(removed: dict[str, bool], added: dict[str, bool]) -> list[DiffItem]:
     passing: dict[str, str] = {}
     for case_id, passed in removed.items():
         if passed:
-            passing.setdefault(_skeleton(case_id), case_id)
+            passing.setdefault(look_alike(case_id), case_id)
     found = []
     for case_id, fails in added.items():
-        old = passing.get(_skeleton(case_id)) if fails else None
+        old = passing.get(look_alike(case_id)) if fails else None
         if old is not None:
             said = (
                 f"fails, and looks like {old!r}, which passed in the baseline and is gone: ids that differ only in "
@@ -210,15 +210,6 @@ def renamed(removed: dict[str, bool], added: dict[str, bool]) -> list[DiffItem]:
             )
             found.append(item(ItemType.REGRESSION, case_id, "passed", True, False, said))
     return found
-
-
-def _skeleton(case_id: str) -> str:
-    """A case id as a reader sees it: NFKC, case-folded, without dashes, spaces, underscores and dots."""
-    folded = unicodedata.normalize("NFKC", case_id[:1000]).casefold()
-    return "".join(c for c in folded if unicodedata.category(c) not in _SEPARATORS and c != ".")
-
-
-_SEPARATORS = frozenset(("Pd", "Pc", "Zs"))  # dashes (U+2010, U+2212 ...), connectors (_), spaces
 
 
 def _show(value: Any) -> str:

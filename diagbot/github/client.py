@@ -498,10 +498,15 @@ def with_head_line(body: str, marker: str, head_sha: str) -> str:
     return text
 
 
+def _marked(body: str, marker: str) -> bool:
+    """Whether a comment's first line is the marker: only such a comment is ours (one quoting it is not)."""
+    return body.split("\n", 1)[0].strip() == marker
+
+
 def recorded_head(body: str, marker: str) -> str | None:
     """The head sha a comment records on the line after its marker (None for a comment without one)."""
     lines = body.split("\n", 2)
-    match = _HEAD_RE.fullmatch(lines[1].strip()) if len(lines) > 1 and marker in lines[0] else None
+    match = _HEAD_RE.fullmatch(lines[1].strip()) if len(lines) > 1 and _marked(body, marker) else None
     return match[1].lower() if match else None
 
 
@@ -539,7 +544,7 @@ def upsert_comment(
     def ours() -> list[IssueComment]:
         found = [
             c for c in issue.get_comments()
-            if (c.body or "").split("\n", 1)[0].strip() == marker and c.user is not None and c.user.login == author
+            if _marked(c.body or "", marker) and c.user is not None and c.user.login == author
         ]  # fmt: skip  # a deleted account's comment has no user; another bot's comment quoting the marker is not ours
         return sorted(found, key=lambda c: (c.created_at, c.id))
 
@@ -591,14 +596,18 @@ def _overtaken(
 ) -> bool:
     """Whether the pull request's head (by default read from GitHub) is no longer `head_sha`; if so, a note says a
     newer commit's results `done`."""
-    now = (current_head or (lambda: issue.as_pull_request().head.sha))()
-    if now.lower() == head_sha.lower():
+    now = _head(issue, current_head)
+    if now == head_sha.lower():
         return False
     notes.append(
         f"{doing}: the pull request is now at {now[:12]}, but this run is for {head_sha[:12]}: a newer commit's "
         f"results {done}"
     )
     return True
+
+
+def _head(issue: Issue, current_head: Callable[[], str] | None) -> str:
+    return (current_head or (lambda: issue.as_pull_request().head.sha))().lower()
 
 
 def _one_of_two(
@@ -611,21 +620,24 @@ def _one_of_two(
     doing: str,
     notes: list[str],
 ) -> str | None:
-    """This run posted while another did: this run's comment stays and the others go, unless one of them records
-    another commit that the pull request is now at (a newer push's run), which then stays alone."""
-    others = [c for c in ours if c.id != mine.id]
-    heads = {recorded_head(c.body or "", marker) for c in others} - {None}
-    removed = "were posted meanwhile, so this run's comment was removed; its results are in its job summary"
-    if (
-        head_sha is not None
-        and heads - {head_sha.lower()}
-        and _overtaken(issue, head_sha, current_head, doing, notes, removed)
-    ):
-        _delete_duplicate(issue, mine, doing, notes)
-        return None
-    for other in others:
-        _delete_duplicate(issue, other, doing, notes)
-    return str(mine.html_url)
+    """This run posted while another did. Every run that lists both keeps the same one, so that one stays however
+    the runs interleave: the newest of those recording the commit the pull request is now at, when they record
+    different commits, else the newest. The others go."""
+    keeper = ours[-1]
+    if head_sha is not None and len({recorded_head(c.body or "", marker) for c in ours}) > 1:
+        now = _head(issue, current_head)
+        keeper = next((c for c in reversed(ours) if recorded_head(c.body or "", marker) == now), keeper)
+    for other in ours:
+        if other.id != keeper.id:
+            _delete_duplicate(issue, other, doing, notes)
+    kept = recorded_head(keeper.body or "", marker)
+    if keeper.id == mine.id or head_sha is None or kept == head_sha.lower():
+        return str(keeper.html_url)  # this run's, or an overlapping run's of the same commit
+    notes.append(
+        f"{doing}: this run is for {head_sha[:12]}, and a newer commit's results were posted meanwhile "
+        f"({(kept or 'another commit')[:12]}), so this run's comment was removed; its results are in its job summary"
+    )
+    return None
 
 
 def _edited(comment: IssueComment, text: str) -> IssueComment:

@@ -223,7 +223,7 @@ MAX_SUITES = 50  # each is bounded on its own; this bounds a run (and the fork r
 class Config(StrictInput):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")  # the comment marker's bound
+    id: str | None = Field(default=None, pattern=rf"^[A-Za-z0-9][A-Za-z0-9._+-]{{0,{MAX_MARKER_ID - 1}}}$")
     suites: list[SuiteConfig] = Field(min_length=1)
     thresholds: ThresholdConfig = ThresholdConfig()
     gate: GateConfig = GateConfig()

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from diagbot.core import values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
-from diagbot.core.text import Suggestions
+from diagbot.core.text import Suggestions, look_alike
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import AgentCase, Check, SideEffectPolicy, Transition, arg_path
 from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
@@ -100,9 +100,9 @@ class Fixtures:
         if self._folded is None:
             self._folded = {}
             for name in self._entries:
-                self._folded.setdefault(_loose(name), name)
+                self._folded.setdefault(look_alike(name), name)
         for wanted in (f"{case_id}.json", case_id):
-            found = self._folded.get(_loose(wanted))
+            found = self._folded.get(look_alike(wanted))
             if found is not None and found != wanted:
                 return found
         return None
@@ -441,8 +441,3 @@ def evaluate_cases(
     if unlisted:
         warnings.append(f"... and {unlisted:,} more of these warnings (diagbot validate lists them all)")
     return build_report(results, suite, run, listed.left_out_warning() + warnings)
-
-
-def _loose(name: str) -> str:
-    """A file name as a person may mistype it: case, `-`, `_` and spaces alike."""
-    return name.casefold().replace("-", "_").replace(" ", "_")
