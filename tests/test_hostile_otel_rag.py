@@ -1640,3 +1640,15 @@ def test_a_responses_item_of_an_unknown_type_that_holds_a_call_or_text_is_refuse
                {"type": "mcp_approval_request", "id": "a", "name": "refund_submit", "arguments": "{}",
                 "server_label": "shop"}]  # fmt: skip
     assert parse(skipped).calls == []
+
+
+def test_an_attribute_read_by_several_steps_is_charged_to_the_run_once() -> None:
+    """Earlier model calls' outputs were decoded by the guardrail search, the dating and the parts check, each
+    decode charged again to the run's bound on JSON values: a valid trace of 100 calls, each with a 7,000-value
+    argument (700,000 values, under the 1,000,000 bound), was refused as holding too many."""
+    rec = Recorder()
+    for n in range(100):
+        chat(rec, [say("user", text("hi"))], [say("assistant", call_part(f"c{n}", "t", {"v": list(range(7_000))}))])
+    chat(rec, [say("user", text("hi"))], [say("assistant", text("done"))])
+    run = parse(rec.otlp())
+    assert (len(run.calls), run.answer) == (100, "done")

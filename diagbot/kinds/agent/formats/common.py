@@ -327,8 +327,7 @@ def embedded_json(value: str, path: str, quota: Quota) -> Any:
     charged (before decoding) to the run's `quota`; a problem names the string's path."""
     quota.charge(value, path)
     try:
-        decoded = values.loads(value)
-        values.refuse_repeats(value, decoded)  # a repeated key would hide one of its values
+        decoded = values.loads_unique(value)  # a repeated key would hide one of its values
     except DECODE_ERRORS as exc:
         raise json_problem(exc, path, "nested too deeply to read") from None
     return values.replace_surrogates(decoded) if values.escapes_surrogates(value) else decoded

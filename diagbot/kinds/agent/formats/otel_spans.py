@@ -44,6 +44,7 @@ class Span:
     events: list[Span] = field(default_factory=list)  # its `gen_ai.*` span events, in time order, read as spans
     span_id: str = ""  # lower-case hex ("" for an event)
     parent_id: str | None = None
+    decoded: dict[str, Any] = field(default_factory=dict)  # `json`'s values by key: each decoded, and charged, once
 
     def has(self, key: str) -> bool:
         return key in self.attributes
@@ -68,8 +69,10 @@ class Span:
 
     def json(self, key: str) -> Any:
         """A structured attribute, recorded as a value or as JSON text (where an SDK can only record strings)."""
-        value = self.get(key)
-        return embedded_json(value, self.where(key), self.quota) if isinstance(value, str) else value
+        if key not in self.decoded:
+            value = self.get(key)
+            self.decoded[key] = embedded_json(value, self.where(key), self.quota) if isinstance(value, str) else value
+        return self.decoded[key]
 
     @property
     def duration_ms(self) -> float:

@@ -348,16 +348,15 @@ def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[
     such a run loses replies and turns, and places calls among the user's messages wrongly."""
     span, (history, said_out) = latest
     held = {_words(m.text) for m in itertools.chain(history, said_out) if m.role == "assistant"}
-    in_parts = _opens_with_result(history)
     looked = 0  # the inputs decoded: each may repeat a long history, and the first few tell
     for output in earlier:
         if output.role == AGENT:
             continue
         wrote = next((m.text for m in output.said if m.role == "assistant" and _words(m.text) not in held), None)
-        if not wrote or not wrote.strip() or (not in_parts and looked >= _INPUTS_LOOKED_AT):
+        if not wrote or not wrote.strip() or looked >= _INPUTS_LOOKED_AT:
             continue
         looked += 1
-        if in_parts or _opens_with_result(_inputs(output)):
+        if _opens_with_result(_inputs(output)):
             return (
                 f"the latest model call ({span.path}) does not hold what an earlier model call wrote "
                 f"({json.dumps(excerpt(wrote, 60), ensure_ascii=False)}, {output.span.path}), and the model calls "
@@ -450,7 +449,7 @@ def _recorded_twice(
     ancestor or descendant (two model calls that only overlap in time, parallel sub-agents', are two)."""
     for other, seen in earlier:
         same.charge()
-        if (_ancestor(span, other, parents) or _ancestor(other, span, parents)) and same(call, seen):
+        if same(call, seen) and (_ancestor(span, other, parents) or _ancestor(other, span, parents)):
             return True
     return False
 
