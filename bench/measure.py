@@ -1,6 +1,9 @@
 """What both benchmarks share: fresh Python children with their own peak RSS and CPU time, and plain summaries.
 
-Peak RSS is the child's VmHWM, read from /proc/self/status by an exit hook the child runs. Not ru_maxrss: on
+Peak RSS is the child's VmHWM, read from /proc/self/status by an exit hook the child runs. A child that judges in
+forked worker processes (`diagbot run --jobs`) also reports the largest of its workers' peaks: the workers'
+ru_maxrss, which holds (a fork copies no address space that exec replaced) the pages each shares with the child
+too, so the child's peak plus each worker's is an upper bound of what the run held at once. Not ru_maxrss: on
 Linux a child's ru_maxrss (from wait4 or RUSAGE_CHILDREN) keeps the high-water mark of the address space it was
 forked with, that is the parent's resident size at the fork, across exec, so a 300 MB parent makes
 `python -c pass` "peak" at 300 MB. VmHWM belongs to the address space exec made, so it is the child's own.
@@ -20,12 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 PEAK_HOOK = """
-import atexit as _atexit, os as _os
+import atexit as _atexit, os as _os, resource as _resource
+_started = _os.getpid()
 def _report_peak():
+    if _os.getpid() != _started:  # a process the child forked (a worker) that ran this hook: not the child
+        return
     with open("/proc/self/status") as status:
         peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    workers = _resource.getrusage(_resource.RUSAGE_CHILDREN).ru_maxrss  # the largest forked worker's, in KiB
     with open(_os.environ["BENCH_PEAK_FILE"], "w") as out:
-        out.write(peak)
+        out.write(f"{peak} {workers}")
 _atexit.register(_report_peak)
 del _atexit
 """
@@ -51,6 +58,7 @@ class Child:
     wall: float  # seconds, from start until reaped
     cpu: float  # user + sys seconds of the child itself
     peak_rss: int  # bytes, the child's VmHWM
+    worker_peak_rss: int = 0  # bytes, the largest peak of the processes the child forked and waited for (0: none)
 
 
 def run_child(cmd: Sequence[str]) -> Child:
@@ -69,8 +77,8 @@ def run_child(cmd: Sequence[str]) -> Child:
                 sys.stderr.write(errors.read().decode(errors="replace"))
                 raise SystemExit(f"a bench child ({' '.join(cmd[3:6])} ...) exited with {proc.returncode}")
         with open(peak_file) as peak:
-            peak_rss = int(peak.read()) * 1024
-    return Child(wall, usage.ru_utime + usage.ru_stime, peak_rss)
+            own, workers = (int(kib) * 1024 for kib in peak.read().split())
+    return Child(wall, usage.ru_utime + usage.ru_stime, own, workers)
 
 
 def precompile(package: str = "diagbot") -> None:

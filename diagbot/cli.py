@@ -31,6 +31,7 @@ from diagbot.io.config import DEFAULT_CONFIG, Config, checked_fixture_bytes, giv
 from diagbot.io.files import write_file
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.trace.fixture import DEFAULT_MAX_FIXTURE_BYTES
+from diagbot.kinds.workers import MAX_WORKERS, default_workers
 from diagbot.terminal import GREEN, RED, YELLOW, Painter, colour_allowed, progress_bar
 
 if TYPE_CHECKING:
@@ -298,7 +299,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         run = run_info()  # asks git, so once for the comment's footer and the reports
         outcome = run_config(config, baselines, info, _current_info(run), run, _gate(config, args),
-                             progress=bar.suite if bar is not None else None)  # fmt: skip
+                             progress=bar.suite if bar is not None else None,
+                             workers=args.jobs or default_workers())  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
@@ -399,6 +401,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if not 1 <= jobs <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_WORKERS}, got {text!r}")
+    return jobs
+
+
 def _number(text: str) -> int | float | str:
     """A flag's text as YAML would read it in diagbot.yml (a whole number, another number, or text), so that the
     value is refused, when it is, with the message diagbot.yml gives (`checked_fixture_bytes`)."""
@@ -487,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
         "progress bar"
     )
     rn.add_argument("--quiet", "-q", action="store_true", help=quiet)
+    jobs = (
+        "processes an agent suite of 200 cases or more is judged in (default: the CPUs this process may use, at "
+        f"most {MAX_WORKERS}; 1 judges in this process); the reports are the same whatever the number"
+    )
+    rn.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N", help=jobs)
     _add_threshold_flags(rn)
     rn.set_defaults(handler=cmd_run)
 

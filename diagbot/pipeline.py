@@ -136,12 +136,14 @@ def run_config(
     gate: GateSettings,
     comment_limit: int = COMMENT_LIMIT,
     progress: Callable[[str], Progress] | None = None,
+    workers: int = 1,
 ) -> Outcome:
     """Evaluate and diff every suite; one suite's bad input never stops the others.
 
     A baseline problem (a report the user pointed at that cannot be read, a suite the baseline has that this
     config lost) fails the gate with exit 2 rather than letting a suite pass for want of a baseline. `progress`,
-    when given, makes the progress callback of each suite as it starts (the command line's bar)."""
+    when given, makes the progress callback of each suite as it starts (the command line's bar). `workers`: the
+    processes a suite may be judged in (the kinds that can use them do; the report is the same either way)."""
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
     for suite in config.suites:
@@ -151,6 +153,8 @@ def run_config(
             spec = outcome.input = config.suite_input(suite, run)
             if progress is not None:
                 spec = dataclasses.replace(spec, progress=progress(suite.name))
+            if workers > 1:
+                spec = dataclasses.replace(spec, workers=workers)
             outcome.report = registry.evaluate(suite.kind, spec)
             if outcome.baseline is not None:
                 source = baselines.sources.get(suite.name)

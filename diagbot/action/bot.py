@@ -37,6 +37,7 @@ from diagbot.github.port import GitHubPort
 from diagbot.io.config import Config, load_config
 from diagbot.io.files import register_secret, write_file
 from diagbot.kinds import registry
+from diagbot.kinds.workers import default_workers
 from diagbot.pipeline import Outcome, run_config, write_outputs
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
 
@@ -60,7 +61,7 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     )
     run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=timestamp(now))
     current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
-    outcome = run_config(config, baselines, info, current, run_info, gate)
+    outcome = run_config(config, baselines, info, current, run_info, gate, workers=default_workers())
     report_dir = settings.workspace / settings.report_dir
     write_outputs(outcome, report_dir, settings.workspace)
 

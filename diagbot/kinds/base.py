@@ -49,6 +49,7 @@ class SuiteInput:
     options: Any = None  # the kind's own diagbot.yml keys, validated by its `options` model (None: it has none)
     governance: Governance = Governance()
     progress: Progress | None = field(default=None, compare=False, repr=False)
+    workers: int = 1  # processes a kind may judge the cases in (`kinds.workers`); the shell says how many
 
 
 def tracked(cases: Iterable[T], progress: Progress | None, total: int | None = None) -> Iterable[T]:

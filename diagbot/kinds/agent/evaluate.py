@@ -110,14 +110,27 @@ class Fixtures:
     def left_out_warning(self) -> list[str]:
         """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
         another name must not vanish unseen."""
-        if not self.left_out:
-            return []
-        more = f" and {self.left_out - _LEFT_OUT_NAMED:,} more" if self.left_out > _LEFT_OUT_NAMED else ""
-        named = ", ".join(self.left_out_names)
-        return [
-            f"fixtures: {named}{more} left out: a case's folder holds its trials, files ending in "
-            f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
-        ]
+        return left_out_warning(self.left_out, self.left_out_names)
+
+    def take_left_out(self) -> tuple[int, list[str]]:
+        """What was left out since the last call (a worker's share, for the parent to add up)."""
+        taken = self.left_out, self.left_out_names
+        self.left_out, self.left_out_names = 0, []
+        return taken
+
+    def add_left_out(self, count: int, names: list[str]) -> None:
+        self.left_out += count
+        self.left_out_names = sorted(self.left_out_names + names)[:_LEFT_OUT_NAMED]
+
+
+def left_out_warning(count: int, names: list[str]) -> list[str]:
+    if not count:
+        return []
+    more = f" and {count - _LEFT_OUT_NAMED:,} more" if count > _LEFT_OUT_NAMED else ""
+    return [
+        f"fixtures: {', '.join(names)}{more} left out: a case's folder holds its trials, files ending in "
+        f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
+    ]
 
 
 def _outside(path: str, root: Path) -> str | None:
@@ -423,21 +436,42 @@ def today_of(run: RunInfo | None) -> dt.date:
     return dt.datetime.now(dt.UTC).date()
 
 
+def judge_case(
+    loaded: LoadedCase, fixtures: Fixtures, options: AgentOptions, max_bytes: int, gate: Governance, today: dt.date
+) -> tuple[AgentCaseResult, list[str]]:
+    """A case's result, and the parts of it that check nothing (the report's warnings)."""
+    result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
+    return result, [f"case {loaded.case.case_id}: {w}" for w in ignored_checks(loaded.case, options.rules)]
+
+
+class Assembly:
+    """The report of a suite, put together as its cases' results arrive in order."""
+
+    def __init__(self) -> None:
+        self.results: list[AgentCaseResult] = []
+        self.warnings: list[str] = []
+        self.unlisted = 0
+
+    def add(self, result: AgentCaseResult, found: list[str]) -> None:
+        self.results.append(result)
+        kept = found[: max(0, MAX_WARNINGS - len(self.warnings))]
+        self.warnings += kept
+        self.unlisted += len(found) - len(kept)
+
+    def report(self, fixtures: Fixtures, suite: str | None, run: RunInfo | None, notes: list[str]) -> AgentReport:
+        warnings = fixtures.left_out_warning() + notes + self.warnings
+        if self.unlisted:
+            warnings.append(f"... and {self.unlisted:,} more of these warnings (diagbot validate lists them all)")
+        return build_report(self.results, suite, run, warnings)
+
+
 def evaluate_cases(
     cases: Iterable[LoadedCase], fixtures: Path, options: AgentOptions, max_bytes: int, gate: Governance,
     suite: str | None = None, run: RunInfo | None = None,
 ) -> AgentReport:  # fmt: skip
     today = today_of(run)
     listed = Fixtures(fixtures)
-    results: list[AgentCaseResult] = []
-    warnings: list[str] = []
-    unlisted = 0
+    assembly = Assembly()
     for loaded in cases:
-        results.append(evaluate_case(loaded, listed, options, max_bytes, gate, today))
-        found = ignored_checks(loaded.case, options.rules)
-        kept = found[: max(0, MAX_WARNINGS - len(warnings))]
-        warnings += [f"case {loaded.case.case_id}: {warning}" for warning in kept]
-        unlisted += len(found) - len(kept)
-    if unlisted:
-        warnings.append(f"... and {unlisted:,} more of these warnings (diagbot validate lists them all)")
-    return build_report(results, suite, run, listed.left_out_warning() + warnings)
+        assembly.add(*judge_case(loaded, listed, options, max_bytes, gate, today))
+    return assembly.report(listed, suite, run, [])

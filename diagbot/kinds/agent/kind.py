@@ -11,10 +11,11 @@ from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
 from diagbot.core.values import one_line
+from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
-from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases
+from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
@@ -40,8 +41,15 @@ class AgentKind:
         return load_cases(suite.cases, suite.cases_label, _options(suite).rules, with_lines)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
+        read = None  # the case files, when read already
+        if suite.workers > 1 and suite.fixtures.is_dir():
+            read = read_cases(suite.cases, suite.cases_label)  # None: a file has a problem, said below in its place
+            if read is not None and len(read) >= parallel.MIN_CASES:
+                report = parallel.evaluate_in_workers(suite, _options(suite), read)
+                if report is not None:
+                    return report  # else a case has a problem: judged below, where every problem is said
         problems: list[str] = []
-        cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems)
+        cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read=read)
         if not suite.fixtures.is_dir():
             list(cases)  # every case problem is still reported, with the missing folder
             raise CaseFileError(

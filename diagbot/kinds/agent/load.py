@@ -230,16 +230,54 @@ def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool
     return loaded
 
 
+@dataclass(frozen=True)
+class RawCase:
+    """One case as its file holds it, merged with the file's defaults, before validation."""
+
+    data: dict[str, Any]  # the case merged with its file's defaults
+    raw: dict[str, Any]  # the case as written
+    defaults: dict[str, Any]
+    path: Path
+    shown: str  # the file as messages name it
+    where: str  # the case as messages name it: `FILE: case ID`, or by number when its id is unusable
+    line: int
+    said_of_defaults: set[str]  # the file's faults of its defaults said so far (shared by its cases)
+
+
 def iter_cases(
-    root: Path, label: str, rules: dict[str, Check], problems: list[str], with_lines: bool = False
+    root: Path,
+    label: str,
+    rules: dict[str, Check],
+    problems: list[str],
+    with_lines: bool = False,
+    read: list[RawCase] | None = None,
 ) -> Iterator[LoadedCase]:
     """The suite's valid cases one at a time, in file order, each problem found appended to `problems` meanwhile.
     A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
-    so that a suite of 10,000 cases never holds 10,000 case models at once."""
-    first_seen: dict[str, str] = {}
-    first_folded: dict[str, tuple[str, str]] = {}  # a case id case-folded -> (that id, where it is defined)
+    so that a suite of 10,000 cases never holds 10,000 case models at once. `read`: the suite's files as
+    `read_cases` read them, when they were read already."""
     suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
     rule_names = RuleNames(rules)
+    ids = CaseIds()
+    for item in raw_cases(root, label, problems, suggestions, with_lines) if read is None else read:
+        case = _validated(item, problems, suggestions)
+        if case is None:
+            continue
+        clash = ids.clash(case.case_id, item.shown)
+        if clash:
+            problems.append(f"{item.where}: {clash}")
+            continue
+        found = case_problems(case, rules, rule_names)
+        problems += [f"{item.where}: {p}" for p in found]
+        if not found:
+            yield LoadedCase(case, item.path, item.shown, item.line)
+
+
+def raw_cases(
+    root: Path, label: str, problems: list[str], suggestions: Suggestions, with_lines: bool = False
+) -> Iterator[RawCase]:
+    """Each case of the suite's files as written (merged with its file's defaults), in file order; the problems of
+    the files themselves (unreadable, not a case, a default that is wrong) appended to `problems` meanwhile."""
     resolved_root = root.resolve()
     for path, shown in case_files(root, label):
         if not values.plain_name(path.name):
@@ -260,7 +298,7 @@ def iter_cases(
         except CaseFileError as exc:
             problems += exc.problems
             continue
-        defaults, raw_cases = _split(data, shown, problems, suggestions)
+        defaults, raw_list = _split(data, shown, problems, suggestions)
         surrogates = values.may_hold_surrogates(text)
         bad_defaults = values.surrogate_paths(defaults) if surrogates else []
         if bad_defaults:
@@ -270,9 +308,9 @@ def iter_cases(
             defaults = {}
         lines = _lines(text) if with_lines else {}
         said_of_defaults: set[str] = set()
-        del data, text  # from here on `raw_cases` holds the only reference, and each case is let go once it is read
-        for index, raw in enumerate(raw_cases):
-            raw_cases[index] = None  # its memory goes to the models built next, instead of adding to the peak
+        del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
+        for index, raw in enumerate(raw_list):
+            raw_list[index] = None  # its memory goes to the models built next, instead of adding to the peak
             where = f"{shown}: case #{index + 1}"
             if not isinstance(raw, dict):
                 problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
@@ -284,34 +322,66 @@ def iter_cases(
             if bad:
                 problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
                 continue
-            try:
-                case = AgentCase.model_validate(_merged(defaults, raw))
-            except ValidationError as exc:
-                for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
-                    said = describe(error, suggestions=suggestions)
-                    if not _from_defaults(tuple(error["loc"]), defaults, raw):
-                        problems.append(f"{where}: {said}")
-                    elif said not in said_of_defaults:
-                        said_of_defaults.add(said)
-                        problems.append(f"{shown}: defaults: {said}")
-                continue
-            if case.case_id in first_seen:
-                problems.append(f"{where}: duplicate case_id (first defined in {first_seen[case.case_id]})")
-                continue
-            folded = case.case_id.casefold()  # ORDER_1 and order_1 name one run file on macOS and Windows runners
-            if folded in first_folded and first_folded[folded][0] != case.case_id:
-                other, place = first_folded[folded]
-                problems.append(
-                    f"{where}: case_id differs from {other!r} ({place}) only in case; the two would share one run "
-                    "file where names ignore case (macOS, Windows): rename one"
-                )
-                continue
-            first_seen[case.case_id] = shown
-            first_folded.setdefault(folded, (case.case_id, shown))
-            found = case_problems(case, rules, rule_names)
-            problems += [f"{where}: {p}" for p in found]
-            if not found:
-                yield LoadedCase(case, path, shown, lines.get(case.case_id, 1))
+            line = lines.get(case_id, 1) if isinstance(case_id, str) else 1
+            yield RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
+
+
+def read_cases(root: Path, label: str) -> list[RawCase] | None:
+    """Every case of the suite's files as written, or None when a file has a problem (`iter_cases` then reads them
+    again, saying each problem in its place)."""
+    problems: list[str] = []
+    read = list(raw_cases(root, label, problems, Suggestions(FIELD_SUGGESTIONS)))
+    return None if problems else read
+
+
+def _validated(item: RawCase, problems: list[str], suggestions: Suggestions) -> AgentCase | None:
+    try:
+        return AgentCase.model_validate(item.data)
+    except ValidationError as exc:
+        for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
+            said = describe(error, suggestions=suggestions)
+            if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):
+                problems.append(f"{item.where}: {said}")
+            elif said not in item.said_of_defaults:
+                item.said_of_defaults.add(said)
+                problems.append(f"{item.shown}: defaults: {said}")
+        return None
+
+
+def usable_case(item: RawCase, rules: dict[str, Check], names: RuleNames) -> LoadedCase | None:
+    """The case when it is valid and usable in this suite on its own, else None (its problems are then said by
+    `iter_cases`, which keeps the suite's order and its bounded suggestions)."""
+    try:
+        case = AgentCase.model_validate(item.data)
+    except ValidationError:
+        return None
+    if case_problems(case, rules, names):
+        return None
+    return LoadedCase(case, item.path, item.shown, item.line)
+
+
+class CaseIds:
+    """The case ids seen so far in a suite: a second case with an id, or with one that differs only in case, is
+    refused."""
+
+    def __init__(self) -> None:
+        self._first_seen: dict[str, str] = {}
+        self._first_folded: dict[str, tuple[str, str]] = {}  # a case id case-folded -> (that id, where defined)
+
+    def clash(self, case_id: str, shown: str) -> str | None:
+        """Why the case cannot take this id, or None (and the id is taken)."""
+        if case_id in self._first_seen:
+            return f"duplicate case_id (first defined in {self._first_seen[case_id]})"
+        folded = case_id.casefold()  # ORDER_1 and order_1 name one run file on macOS and Windows runners
+        if folded in self._first_folded and self._first_folded[folded][0] != case_id:
+            other, place = self._first_folded[folded]
+            return (
+                f"case_id differs from {other!r} ({place}) only in case; the two would share one run file where "
+                "names ignore case (macOS, Windows): rename one"
+            )
+        self._first_seen[case_id] = shown
+        self._first_folded.setdefault(folded, (case_id, shown))
+        return None
 
 
 def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | None = None) -> list[str]:

@@ -77,6 +77,10 @@ def read(data: Any) -> Run:
     for index, message in enumerate(messages):
         if type(message) is not dict:
             raise TraceInvalid(f"{prefix}[{index}]", f"expected a message object, found {type_name(message)}")
+        if message.keys() <= _PLAIN_FIELDS and _plain(message, index, waiting, steps):
+            if len(steps) > MAX_STEPS and message["role"] == "assistant":  # counted where the full reading counts
+                raise _too_many(prefix)
+            continue
         if not message.keys() <= _MESSAGE_FIELDS:  # LangChain's additional_kwargs may hold the calls
             holds_no_message(
                 [(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]", _HINT
@@ -146,11 +150,66 @@ def read(data: Any) -> Run:
             append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:
-            raise TraceInvalid(
-                prefix,
-                f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run",
-            )
+            raise _too_many(prefix)
     return run
+
+
+def _too_many(prefix: str) -> TraceInvalid:
+    return TraceInvalid(
+        prefix, f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run"
+    )
+
+
+_PLAIN_FIELDS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
+"""What most messages hold: a message of these keys alone, written as most exports write them, is read by `_plain`."""
+
+
+def _plain(message: dict[str, Any], index: int, waiting: dict[str, list[ToolCall]], steps: list[Any]) -> bool:
+    """The usual message, read without the checks that only an unusual one needs: a user, system or assistant text,
+    an assistant's well-formed calls, or a tool result answering a waiting call. False, having read nothing, for
+    anything else: the full reading then says what is wrong with it, naming the path."""
+    role, content = message.get("role"), message.get("content")
+    if content is None:
+        content = ""
+    elif type(content) is not str:
+        return False
+    if role == "tool":
+        answered = message.get("tool_call_id")
+        pending = waiting.get(answered) if type(answered) is str else None
+        if not pending or message.get("tool_calls"):
+            return False
+        call = pending.pop()  # the nearest earlier call with this id
+        call.result, call.has_result, call.seen = content, True, index
+        return True
+    if role == "assistant":
+        calls = message.get("tool_calls")
+        if calls is None:
+            steps.append(Message(role, content))
+            return True
+        if type(calls) is not list or not calls or len(calls) > _PLAIN_CALLS:
+            return False
+        made = []
+        for raw in calls:
+            function = raw.get("function") if type(raw) is dict else None
+            if type(function) is not dict:
+                return False
+            call_id, name = raw.get("id"), function.get("name")
+            if type(name) is not str or (call_id is not None and type(call_id) is not str):
+                return False
+            made.append(ToolCall(name, call_id, function.get("arguments", ""), made=index))
+        steps.append(Message(role, content))
+        steps += made
+        for call in reversed(made):  # as `read` files them: one message's calls sharing an id answered in order
+            if call.id is not None:
+                waiting.setdefault(call.id, []).append(call)
+        return True
+    if (role == "user" or role == "system") and not message.get("tool_calls"):
+        steps.append(Message(role, content))
+        return True
+    return False
+
+
+_PLAIN_CALLS = 64  # calls of one message read by `_plain`; more go the full way, which counts them against MAX_STEPS
 
 
 def _no_calls(message: dict[str, Any], role: str, prefix: str, index: int) -> None:

@@ -1,0 +1,95 @@
+"""Judging a suite's cases in several processes: the suite is cut into consecutive ranges of cases, and forked
+worker processes judge them while the parent collects the results in order.
+
+The workers are forked after the parent has read the suite, so they inherit everything a range needs (the case
+files' contents, the options, the compiled patterns): nothing is sent to them but two numbers, and only results
+come back. Where there is no fork (macOS and Windows start processes afresh), or one worker is asked for, or the
+operating system refuses to make the pool, the ranges are judged in this process instead, with the same results.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Generator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+MAX_WORKERS = 8
+"""Processes one suite is judged in at most: past this, reading the run files is what limits a suite."""
+
+_JOB: Callable[[int, int], Any] | None = None  # what a forked worker runs; set only while a pool is open
+
+
+def _run(start: int, end: int) -> Any:
+    if _JOB is None:  # a worker that was not forked from a parent with a job: never happens with fork
+        raise RuntimeError("no job in this worker")
+    return _JOB(start, end)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (a container's or a CI runner's share, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_workers() -> int:
+    return max(1, min(MAX_WORKERS, available_cpus()))
+
+
+def can_fork() -> bool:
+    """Only Linux forks safely here: macOS's system libraries may not survive a fork of a process with threads."""
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
+class Workers(Generic[T]):
+    """`job(start, end)` over consecutive ranges of at most `chunk` items covering `range(total)`, yielded in
+    order. `stopped` says why the workers were given up on part way (a worker killed, perhaps for memory): the
+    ranges not yet returned were then judged in this process, so no result is lost."""
+
+    def __init__(self, job: Callable[[int, int], T], total: int, workers: int, chunk: int) -> None:
+        self.job = job
+        self.ranges = [(start, min(start + chunk, total)) for start in range(0, total, max(1, chunk))]
+        self.workers = min(workers, len(self.ranges))
+        self.stopped: str | None = None
+
+    def __iter__(self) -> Generator[T, None, None]:
+        if self.workers < 2 or not can_fork():
+            return (self.job(start, end) for start, end in self.ranges)
+        return self._forked()
+
+    def _forked(self) -> Generator[T, None, None]:
+        global _JOB
+        _JOB = self.job
+        gc.freeze()  # what the parent holds stays out of the workers' collections, so their pages stay shared
+        done = 0
+        try:
+            with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                try:
+                    futures: list[Future[T]] = [pool.submit(_run, start, end) for start, end in self.ranges]
+                except OSError as exc:  # the process limit, or no memory left to fork
+                    self.stopped = f"no worker processes could be started ({exc.strerror or exc})"
+                    futures = []
+                try:
+                    for future in futures:
+                        result = future.result()
+                        done += 1
+                        yield result
+                except BrokenProcessPool:
+                    self.stopped = "a worker process stopped (killed, perhaps for memory)"
+                finally:
+                    for future in futures:
+                        future.cancel()
+        except (OSError, ImportError) as exc:  # no /dev/shm for the pool's locks
+            self.stopped = f"no worker processes could be started ({exc})"
+        finally:
+            _JOB = None
+            gc.unfreeze()
+        yield from (self.job(start, end) for start, end in self.ranges[done:])

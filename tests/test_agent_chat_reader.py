@@ -1,0 +1,89 @@
+"""The chat reader's short way for the usual message (`openai_chat._plain`) reads every conversation as the full
+reading does: the same steps, results and call order, or the same refusal naming the same path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagbot.kinds.agent.formats import openai_chat
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, StateChange, ToolCall, TraceInvalid
+
+IDS = st.sampled_from(["c1", "c2", "c3", None, 7])
+FUNCTION = st.fixed_dictionaries(
+    {"name": st.sampled_from(["lookup", "refund", 3]), "arguments": st.sampled_from(['{"a": 1}', "{bad", ""])}
+)
+CALL = st.one_of(
+    st.fixed_dictionaries({"id": IDS, "type": st.just("function"), "function": FUNCTION}),
+    st.sampled_from([{}, {"id": "c1"}, {"id": "c1", "function": "x"}, {"function": {"arguments": "{}"}}, "call"]),
+)
+CONTENT = st.sampled_from([None, "", "Sure.", "yes, go ahead", ["x"], [{"type": "text", "text": "part"}], 5])
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "system", "assistant", "tool", "developer", "function", "robot", 4])},
+    optional={
+        "content": CONTENT,
+        "tool_calls": st.one_of(st.lists(CALL, max_size=3), st.sampled_from([None, "calls", {}])),
+        "tool_call_id": IDS,
+        "name": st.sampled_from(["lookup", None]),
+    },
+)
+
+
+def _shape(run: Run) -> list[Any]:
+    found: list[Any] = []
+    for step in run.steps:
+        if isinstance(step, Message):
+            found.append(("message", step.role, step.text))
+        elif isinstance(step, ToolCall):
+            found.append(("call", step.tool, step.id, step.raw_args, step.result, step.has_result, step.made,
+                          step.seen, run.call_number(step)))  # fmt: skip
+        else:
+            assert isinstance(step, StateChange)
+    return found
+
+
+def _read(data: Any) -> Any:
+    try:
+        return _shape(openai_chat.read(data))
+    except TraceInvalid as exc:
+        return ("refused", exc.path, exc.message)
+
+
+def _read_fully(data: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as patched:
+        patched.setattr(openai_chat, "_PLAIN_FIELDS", frozenset())  # no message takes the short way
+        return _read(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(MESSAGE, max_size=12), st.booleans())
+def test_the_short_way_reads_as_the_full_reading(messages: list[dict[str, Any]], wrapped: bool) -> None:
+    data: Any = {"messages": messages} if wrapped else messages
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert _read(data) == _read_fully(data, monkeypatch)
+
+
+def test_a_repeated_call_id_is_answered_by_the_nearest_call_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "first"},
+        {"role": "assistant", "content": None, "tool_calls": [call, {**call, "function": {"name": "refund"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "second"},
+        {"role": "tool", "tool_call_id": "c1", "content": "third"},
+    ]
+    read = _read(messages)
+    assert read == _read_fully(messages, monkeypatch)
+    assert [(s[1], s[4]) for s in read if s[0] == "call"] == [("lookup", "first"), ("lookup", "second"),
+                                                              ("refund", "third")]  # fmt: skip
+
+
+def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    messages = [{"role": "assistant", "content": "x", "tool_calls": [call] * 40}] * (MAX_STEPS // 41 + 1)
+    refused = _read(messages)
+    assert refused == _read_fully(messages, monkeypatch)
+    assert refused[0] == "refused" and "holds more than 10,000 messages and tool calls" in refused[2]

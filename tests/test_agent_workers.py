@@ -1,0 +1,224 @@
+"""An agent suite judged in forked worker processes gives the report one process gives, byte for byte; a suite
+with problems says them as one process does; a worker that dies loses no case."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagbot.cli import main
+from diagbot.core.errors import CaseFileError
+from diagbot.core.report import dump_model_bytes
+from diagbot.kinds import workers as workers_module
+from diagbot.kinds.agent.kind import AgentKind
+from diagbot.kinds.agent.load import RawCase, read_cases
+from diagbot.kinds.agent.options import AgentOptions
+from diagbot.kinds.agent.parallel import evaluate_in_workers
+from diagbot.kinds.base import SuiteInput
+from diagbot.kinds.workers import Workers, can_fork
+from tests.conftest import ROOT
+from tests.test_agent_suite import RUN, agent_config
+
+needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes are forked, on Linux only")
+
+
+def bundled_suite(tmp_path: Path, copies: int = 3) -> SuiteInput:
+    """The bundled agent suite, its cases written `copies` times under other ids (with their runs), plus a trial
+    folder holding files that are not trials: every kind of result and warning, over several ranges."""
+    cases, runs = tmp_path / "cases", tmp_path / "runs"
+    shutil.copytree(ROOT / "fixtures" / "agent", runs)
+    written = "".join(source.read_text(encoding="utf-8") for source in (ROOT / "cases" / "agent").iterdir())
+    ids = sorted(set(re.findall(r"case_id[\"']?\s*:\s*[\"']?([A-Za-z0-9._-]+)", written)))
+    named = re.compile(r"\b(" + "|".join(ids) + r")\b")
+    for n in range(copies):
+        (cases / f"c{n}").mkdir(parents=True)
+        for source in sorted((ROOT / "cases" / "agent").iterdir()):
+            text = named.sub(rf"\1_c{n}", source.read_text(encoding="utf-8"))
+            (cases / f"c{n}" / source.name).write_text(text, encoding="utf-8")
+        for entry in (ROOT / "fixtures" / "agent").iterdir():
+            target = runs / f"{entry.name.removesuffix('.json')}_c{n}{'.json' if entry.is_file() else ''}"
+            (shutil.copy if entry.is_file() else shutil.copytree)(entry, target)
+    if copies >= 3:
+        (runs / "tool_refund_check_008_c1" / "notes.txt").write_text("kept aside", encoding="utf-8")
+        (runs / "tool_refund_check_008_c2" / "old").mkdir()
+    config = agent_config()
+    suite = config.suite_input(config.suites[0], RUN)
+    return dataclasses.replace(suite, cases=cases, fixtures=runs, cases_label="cases", fixtures_label="runs")
+
+
+def read(suite: SuiteInput) -> list[RawCase]:
+    found = read_cases(suite.cases, suite.cases_label)
+    assert found is not None
+    return found
+
+
+def options(suite: SuiteInput) -> AgentOptions:
+    assert isinstance(suite.options, AgentOptions)
+    return suite.options
+
+
+@needs_fork
+@pytest.mark.parametrize("chunk", [1, 4, 1000])
+def test_a_suite_judged_in_workers_gives_the_one_process_report_to_the_byte(tmp_path: Path, chunk: int) -> None:
+    suite = bundled_suite(tmp_path)
+    alone = AgentKind().evaluate(suite)
+    seen: list[tuple[int, int | None]] = []
+    forked = evaluate_in_workers(
+        dataclasses.replace(suite, workers=2, progress=lambda done, total: seen.append((done, total))),
+        options(suite), read(suite), chunk=chunk,
+    )  # fmt: skip
+    assert forked is not None
+    assert dump_model_bytes(forked) == dump_model_bytes(alone)
+    assert alone.total_cases > 40 and alone.passed_cases and alone.total_cases - alone.passed_cases > 3
+    assert any("notes.txt" in w and "old/" in w for w in alone.warnings)  # left-out files, found in two workers
+    assert seen[-1] == (alone.total_cases, alone.total_cases)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+def test_the_kind_uses_workers_only_for_a_suite_big_enough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = dataclasses.replace(bundled_suite(tmp_path, copies=1), workers=2)
+    called: list[int] = []
+    monkeypatch.setattr(Workers, "__init__", lambda *a: called.append(1) or pytest.fail("no workers for 17 cases"))
+    AgentKind().evaluate(suite)
+    assert called == []
+
+
+def _problems(suite: SuiteInput) -> list[str]:
+    with pytest.raises(CaseFileError) as caught:
+        AgentKind().evaluate(suite)
+    return caught.value.problems
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    "fault",
+    ["unknown_field", "duplicate_id", "id_differs_in_case", "unknown_rule", "bad_file"],
+)
+def test_a_suite_with_problems_says_them_as_one_process_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    suite = bundled_suite(tmp_path, copies=2)
+    folder = suite.cases / "c1"
+    target = folder / "refund_eligibility_001.yaml"
+    text = target.read_text(encoding="utf-8")
+    if fault == "unknown_field":
+        text = text.replace("title:", "titel: x\ntitle:", 1)
+    elif fault == "duplicate_id":
+        text = text.replace("refund_eligibility_001_c1", "refund_eligibility_001_c0")
+    elif fault == "id_differs_in_case":
+        text = text.replace("refund_eligibility_001_c1", "REFUND_eligibility_001_c0")
+    elif fault == "unknown_rule":
+        text = text.replace("no_privacy_leak", "no_privacy_leek")
+    else:
+        (folder / "zz_broken.json").write_text("{not json", encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
+    alone = _problems(suite)
+    monkeypatch.setattr("diagbot.kinds.agent.parallel.MIN_CASES", 1)
+    if fault == "bad_file":
+        assert read_cases(suite.cases, suite.cases_label) is None
+    else:
+        assert evaluate_in_workers(dataclasses.replace(suite, workers=2), options(suite), read(suite), 2) is None
+    assert _problems(dataclasses.replace(suite, workers=2)) == alone
+    assert alone and all(isinstance(p, str) for p in alone)
+
+
+def _job(start: int, end: int) -> list[int]:
+    return [i * i for i in range(start, end)]
+
+
+@needs_fork
+def test_workers_give_every_range_in_order_from_other_processes() -> None:
+    pids: list[int] = []
+
+    def job(start: int, end: int) -> tuple[int, list[int]]:
+        return os.getpid(), _job(start, end)
+
+    pool = Workers(job, 103, 2, 10)
+    for pid, part in pool:
+        pids.append(pid)
+        assert part
+    assert [x for _, part in Workers(job, 103, 2, 10) for x in part] == [i * i for i in range(103)]
+    assert os.getpid() not in pids and pool.stopped is None
+
+
+@needs_fork
+def test_a_worker_that_dies_loses_no_range() -> None:
+    parent = os.getpid()
+
+    def job(start: int, end: int) -> list[int]:
+        if start == 30 and os.getpid() != parent:
+            os._exit(9)  # as a worker the kernel killed for memory
+        return _job(start, end)
+
+    pool = Workers(job, 100, 2, 10)
+    assert [x for part in pool for x in part] == [i * i for i in range(100)]
+    assert pool.stopped == "a worker process stopped (killed, perhaps for memory)"
+
+
+def test_without_fork_the_ranges_are_judged_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers_module, "can_fork", lambda: False)
+
+    def job(start: int, end: int) -> int:
+        return os.getpid()
+
+    assert set(Workers(job, 50, 4, 5)) == {os.getpid()}
+
+
+@needs_fork
+def test_an_error_in_a_worker_is_raised_in_the_parent_and_the_workers_stop() -> None:
+    def job(start: int, end: int) -> list[int]:
+        if start == 20:
+            raise ValueError("range 20")
+        return _job(start, end)
+
+    with pytest.raises(ValueError, match="range 20"):
+        list(Workers(job, 100, 2, 10))
+    assert workers_module._JOB is None
+
+
+@needs_fork
+def test_diagbot_run_jobs_gives_the_same_report_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundled_suite(tmp_path)
+    config = tmp_path / "diagbot.yml"
+    source = (ROOT / "diagbot.yml").read_text(encoding="utf-8")
+    agent = source[source.index("  - name: agent") : source.index("thresholds:")]
+    agent = agent.replace("cases: cases/agent", "cases: cases").replace("fixtures: fixtures/agent", "fixtures: runs")
+    config.write_text("suites:\n" + agent, encoding="utf-8")
+    monkeypatch.setattr("diagbot.kinds.agent.parallel.MIN_CASES", 10)
+    monkeypatch.setenv("GITHUB_SHA", "0" * 40)
+    reports, used = [], []
+
+    class Counted(Workers[Any]):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            used.append(self.workers)
+
+    monkeypatch.setattr("diagbot.kinds.agent.parallel.Workers", Counted)
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        assert main(["run", "--config", str(config), "--out", str(out), "--no-fail", "--jobs", jobs]) == 0
+        report = json.loads((out / "reports" / "agent.json").read_text(encoding="utf-8"))
+        report.pop("run")
+        reports.append((report, (out / "comment.md").read_text(encoding="utf-8")))
+    assert reports[0] == reports[1] and reports[0][0]["totalCases"] == 3 * len(agent_config_cases())
+    assert used == [2]  # --jobs 1 judges in this process, without workers
+
+
+def agent_config_cases() -> list[str]:
+    written = "".join(source.read_text(encoding="utf-8") for source in (ROOT / "cases" / "agent").iterdir())
+    return re.findall(r"case_id[\"']?\s*:", written)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "9", "two", "1.5"])
+def test_jobs_outside_1_to_8_is_refused(jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--jobs", jobs])
+    assert exited.value.code == 2
+    assert f"argument --jobs/-j: expected a whole number from 1 to 8, got '{jobs}'" in capsys.readouterr().err
