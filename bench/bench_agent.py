@@ -7,9 +7,13 @@ case file and then reads and json.loads every run file: what any evaluator of th
 sides alternate (A B, B A, ...), each pair gives one ratio, and min / median / max are printed with the absolute
 wall and CPU times and each side's peak RSS (the child's own VmHWM, see measure.py).
 
+`diagbot run` judges a suite this size in worker processes, as many as the CPUs it may use (`--jobs`): its wall
+time is what a user waits, its CPU time (the workers' included) what it costs, and its peak RSS is printed with
+the largest worker's. [3] runs it with `--jobs 1`, in one process, for the single-process figure.
+
 A script, not a test: nothing asserts on a time. Generated data lives in a temporary folder that is removed.
 
-    .venv/bin/python bench/bench_agent.py [--cases 10000] [--pairs 9] [--yaml-pairs 3]
+    .venv/bin/python bench/bench_agent.py [--cases 10000] [--pairs 9] [--yaml-pairs 3] [--one-process-pairs 3]
 """
 
 from __future__ import annotations
@@ -133,6 +137,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--pairs", type=int, default=9, help="plain / run (JSON cases) pairs")
     parser.add_argument("--yaml-pairs", type=int, default=3, help="plain / run (YAML case files) pairs")
+    parser.add_argument("--one-process-pairs", type=int, default=3, help="plain / run --jobs 1 pairs")
     args = parser.parse_args()
     precompile()
     print(f"{machine()}, load average {load()}")
@@ -148,6 +153,7 @@ def main() -> None:
                                 str(folder / f"out-{kind}"), "--no-fail")
             for kind in ("json", "yaml")
         }  # fmt: skip
+        one = [*runs["json"], "--jobs", "1"]
         run_child(plain)  # warm the page cache so that neither side pays for the first read from disk
         run_child(runs["json"])
         report = json.loads((folder / "out-json" / "reports" / "bench.json").read_text(encoding="utf-8"))
@@ -156,6 +162,8 @@ def main() -> None:
         paired("plain", plain, "run-json", runs["json"], args.pairs)
         print(f"\n[2] diagbot run (10,000 YAML case files) vs plain read + json.loads, {args.yaml_pairs} pairs")
         paired("plain", plain, "run-yaml", runs["yaml"], args.yaml_pairs)
+        print(f"\n[3] diagbot run --jobs 1 (JSON cases, one process) vs plain, {args.one_process_pairs} pairs")
+        paired("plain", plain, "run-one", one, args.one_process_pairs)
 
 
 if __name__ == "__main__":

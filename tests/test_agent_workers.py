@@ -4,10 +4,16 @@ with problems says them as one process does; a worker that dies loses no case.""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +228,83 @@ def test_jobs_outside_1_to_8_is_refused(jobs: str, capsys: pytest.CaptureFixture
         main(["run", "--jobs", jobs])
     assert exited.value.code == 2
     assert f"argument --jobs/-j: expected a whole number from 1 to 8, got '{jobs}'" in capsys.readouterr().err
+
+
+@needs_fork
+def test_a_worker_ignores_ctrl_c_and_dies_with_its_parent() -> None:
+    def job(start: int, end: int) -> tuple[bool, int]:
+        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN, os.getppid()
+
+    assert set(Workers(job, 4, 2, 1)) == {(True, os.getpid())}
+    script = (
+        "import os, sys, time\n"
+        "from diagbot.kinds.workers import Workers\n"
+        "for pid in Workers(lambda s, e: os.getpid(), 40, 2, 1):\n"
+        "    print(pid, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT) as parent:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        parent.kill()  # as `timeout` or a cancelled CI job does: no chance to stop the pool
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for init to reap it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@needs_fork
+def test_a_fork_that_fails_part_way_leaves_no_worker_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    forked = os.fork
+    calls: list[int] = []
+
+    def fork() -> int:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return forked()
+
+    monkeypatch.setattr(os, "fork", fork)
+    pool = Workers(_job, 100, 2, 10)
+    assert [x for part in pool for x in part] == [i * i for i in range(100)]
+    assert pool.stopped == "no worker processes could be started (Resource temporarily unavailable)"
+    monkeypatch.undo()
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []  # the one that did start was stopped, not left to wait
+
+
+def _nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_how_deep_a_run_may_nest_does_not_depend_on_the_caller_s_stack(tmp_path: Path) -> None:
+    """Reading a run and checking it recurse; a worker process starts its stack under the pool's frames, so
+    without a limit counted from `evaluate_case` the same run passed in one process and failed in a worker."""
+    from tests.test_agent_checks import assistant_calls, chat_call, evaluate, make_case, tool_result
+
+    case = make_case(side_effect_policy={"tool": "order_lookup", "idempotency_key": "order_id"})
+    verdicts: dict[int, list[list[str]]] = {}
+    for levels in range(150, 1000, 50):
+        arguments = '{"order_id": ' + _nested(levels) + "}"
+        doc = [assistant_calls(chat_call("c1", "order_lookup", arguments)), tool_result("c1", "ok"),
+               assistant_calls(chat_call("c2", "order_lookup", arguments)), tool_result("c2", "ok")]  # fmt: skip
+        (tmp_path / f"{case.case_id}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+        def deeper(frames: int) -> list[str]:
+            return evaluate(case, tmp_path).failed_checks if frames == 0 else deeper(frames - 1)
+
+        verdicts[levels] = [deeper(0), deeper(60)]
+    assert all(shallow == deep for shallow, deep in verdicts.values()), verdicts
+    outcomes = {tuple(found[0]) for found in verdicts.values()}
+    assert len(outcomes) == 2  # both a duplicate found and, deeper, a value too deeply nested to compare

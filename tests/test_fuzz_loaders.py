@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diagbot.core import values as value_readers
 from diagbot.core.errors import DiagbotError
 from diagbot.core.values import loads_written, may_repeat
 from diagbot.io.config import parse_config
@@ -122,3 +123,21 @@ def test_the_cheap_repeat_test_never_misses_a_repeated_key(piece: Any, escape_co
         loads_written(source)
     except json.JSONDecodeError:
         assert may_repeat(source, json.loads(source)) and may_repeat(source.encode(), json.loads(source))
+
+
+@FUZZ
+@given(st.recursive(
+    st.one_of(st.integers(min_value=-(10**50) + 1, max_value=10**50 - 1), st.floats(allow_nan=False,
+              allow_infinity=False), st.text(alphabet="0123456789e+:.", max_size=30)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+))  # fmt: skip
+def test_every_reader_of_json_gives_each_number_exactly(value: Any) -> None:
+    """orjson reads an integer past 64 bits as a float; the readers built on it give the exact integer, as
+    `json` does, whatever else the document holds (texts of digits, exponents and colons included)."""
+    for source in (json.dumps(value), json.dumps(value, indent=1)):
+        expected = json.loads(source)
+        for read in (value_readers.loads, value_readers.loads_unique):
+            for given_as in (source, source.encode()):
+                found = read(given_as)
+                assert found == expected and json.dumps(found) == json.dumps(expected)

@@ -1136,3 +1136,37 @@ def test_a_key_repeated_in_json_text_inside_a_run_refuses_it() -> None:
     assert embedded_json('{"role": "assistant", "parts": []}', "$.a", Quota()) == {"role": "assistant", "parts": []}
     with pytest.raises(TraceInvalid, match=r"^\$\.a: not valid JSON at line 1 column 1 \(duplicate key 'parts'"):
         embedded_json('{"parts": [{"type": "text", "content": "4111111111111111"}], "parts": []}', "$.a", Quota())
+
+
+_BIG = 10**20 + 1  # past 64 bits: orjson reads such an integer as the float 1e+20
+
+
+@pytest.mark.parametrize("where", ["chat-arguments", "native-args", "final-state", "json-lines"])
+def test_an_integer_past_64_bits_is_read_whole_wherever_a_run_holds_it(where: str) -> None:
+    """orjson reads an integer past 64 bits as a float without a word: a forbidden `amount` of 10**20 + 1 was
+    compared with 1e+20 and never matched, and two amounts that differ in their last digit were one."""
+    from tests.test_agent_checks import assistant_calls, chat_call, failures, make_case, tool_result
+
+    args = {"amount": _BIG, "ids": [_BIG - 1, -_BIG], "ok": 18446744073709551615}
+    if where == "chat-arguments":
+        doc: Any = [{"role": "user", "content": "refund"}, assistant_calls(chat_call("c1", "refund_submit", args)),
+                    tool_result("c1", "done")]  # fmt: skip
+        call = parse_run(json.dumps(doc).encode(), "auto").calls[0]
+        assert call.args == args and type(call.args["amount"]) is int
+        forbidden = make_case(negative_behavior=[{"tool_called": {"tool": "refund_submit", "args": {"amount": _BIG}}}])
+        assert [f.split(":")[0] for f in failures(forbidden, doc)] == ["rule_failed"]
+    elif where == "native-args":
+        doc = {"format": "diagbot-agent-trace", "version": 1,
+               "steps": [{"kind": "tool_call", "tool": "refund_submit", "args": args}]}  # fmt: skip
+        assert parse_run(json.dumps(doc).encode(), "auto").calls[0].args == args
+    elif where == "final-state":
+        doc = {"messages": [{"role": "user", "content": "x"}], "final_state": {"balance": _BIG}}
+        assert parse_run(json.dumps(doc).encode(), "auto").final_state == {"balance": _BIG}
+    else:
+        line = json.dumps({"resourceSpans": [], "n": _BIG})
+        with pytest.raises(TraceInvalid) as refused:  # read whole, then refused for its key, not its number
+            parse_run((line + "\n" + line).encode(), "otlp")
+        assert "1e+20" not in str(refused.value)
+    digits = "9" * 51  # past what any reader of diagbot takes
+    with pytest.raises(TraceInvalid, match="a number with 51 digits"):
+        parse_run(f'{{"messages": [], "final_state": {{"n": {digits}}}}}'.encode(), "auto")

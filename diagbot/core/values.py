@@ -47,13 +47,17 @@ def loads(text: str | bytes) -> Any:
     A number too large for a float (`1e400`) reads as infinity, as in `json`; callers that need finite numbers
     check them.
 
-    orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, no
-    integer past 64 bits, valid UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses is
-    read again by `json`, which either accepts it under the rules above or raises the error users are shown."""
+    orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, valid
+    UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses, or may have read inexactly (an
+    integer past 64 bits, which it reads as a float: `_may_hold_big_int`), is read again by `json`, which either
+    accepts it under the rules above or raises the error users are shown."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         pass
+    else:
+        if not _may_hold_big_int(text, _dumped(value)):
+            return value
     if isinstance(text, bytes):
         text = text.decode("utf-8")  # a UnicodeDecodeError for the caller to report
     return json.loads(text, parse_int=_int, parse_constant=_constant)
@@ -70,13 +74,23 @@ def loads_written(text: str) -> Any:
 
 
 def loads_unique(text: str | bytes) -> Any:
-    """`loads_written` (a repeated key is refused), at about `loads`' speed: orjson reads the text, and only a
-    text that may repeat a key (`may_repeat`) is read again the slow way."""
+    """`loads_written` (a repeated key is refused, every integer exact), at about `loads`' speed: orjson reads the
+    text, and only a text that orjson may have read otherwise (`exact`) is read again the slow way."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return loads_written(text if isinstance(text, str) else text.decode("utf-8"))
-    refuse_repeats(text, value)
+    return exact(text, value)
+
+
+def exact(source: str | bytes, value: Any) -> Any:
+    """`value`, orjson's reading of `source`, when it is the exact one; else `loads_written`'s reading, which
+    raises json.JSONDecodeError for a repeated key. orjson keeps one value of a repeated key without a word (so a
+    second `"messages"` or `"content"` would hide the first one's call or text), and reads an integer past 64 bits
+    as a float (so a forbidden `amount` of 10**20 + 1 would be compared as 1e20)."""
+    dumped = _dumped(value)
+    if may_repeat(source, value, dumped) or _may_hold_big_int(source, dumped):
+        return loads_written(source if isinstance(source, str) else source.decode("utf-8"))
     return value
 
 
@@ -88,18 +102,39 @@ def refuse_repeats(source: str | bytes, value: Any) -> None:
         loads_written(source if isinstance(source, str) else source.decode("utf-8"))
 
 
-def may_repeat(source: str | bytes, value: Any) -> bool:
-    """False when `source` cannot repeat a key: orjson keeps one value of a repeated key, so its own writing of
-    `value` holds fewer colons than the source, whose other colons (in strings) it writes again as they are. A colon
-    the source escapes (`\\u003a`) could stand in for a lost key, so such a source may repeat one. A value orjson
-    cannot write (a lone surrogate, more than 255 levels) has its keys counted by a walk instead."""
+def _dumped(value: Any) -> bytes | None:
+    """orjson's writing of a value it read; None for one it cannot write (a lone surrogate, more than 255 levels)."""
     try:
-        keys = orjson.dumps(value).count(b":")
+        return orjson.dumps(value)
     except orjson.JSONEncodeError:
-        keys = _keys(value)
+        return None
+
+
+def may_repeat(source: str | bytes, value: Any, dumped: bytes | None = None) -> bool:
+    """False when `source` cannot repeat a key: orjson keeps one value of a repeated key, so its own writing of
+    `value` (`dumped`, written here when not given) holds fewer colons than the source, whose other colons (in
+    strings) it writes again as they are. A colon the source escapes (`\\u003a`) could stand in for a lost key, so
+    such a source may repeat one. A value orjson cannot write has its keys counted by a walk instead."""
+    dumped = _dumped(value) if dumped is None else dumped
+    keys = _keys(value) if dumped is None else dumped.count(b":")
     if isinstance(source, str):
         return source.count(":") != keys or ("\\u003" in source and _COLON_ESCAPE.search(source) is not None)
     return source.count(b":") != keys or (b"\\u003" in source and _COLON_ESCAPE_BYTES.search(source) is not None)
+
+
+_BIG_INT_DIGITS = 19  # digits of the shortest integer orjson reads as a float (-9223372036854775809)
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x2E for byte in range(256))  # each digit 0, all else .
+
+
+def _may_hold_big_int(source: str | bytes, dumped: bytes | None) -> bool:
+    """Whether orjson may have read an integer of the source as a float: then its writing (`dumped`; None when it
+    could not write the value) holds a float in exponent form (`1.8446744073709552e+19`: every float that large is
+    written so), and the source a run of at least 19 digits. The first is looked for by a byte search, the second
+    only when the first is found."""
+    if dumped is not None and (b"+" not in dumped or b"e+" not in dumped):
+        return False
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    return b"0" * _BIG_INT_DIGITS in data.translate(_DIGITS_ONLY)
 
 
 def _keys(value: Any) -> int:

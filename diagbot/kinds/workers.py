@@ -9,9 +9,12 @@ operating system refuses to make the pool, the ranges are judged in this process
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -41,7 +44,23 @@ def available_cpus() -> int:
 
 
 def default_workers() -> int:
-    return max(1, min(MAX_WORKERS, available_cpus()))
+    """What `diagbot run` and the action use: the CPUs this process may use, at most MAX_WORKERS; 1 where there is
+    no fork, so that a suite is streamed through one process there instead of read whole for workers first."""
+    return max(1, min(MAX_WORKERS, available_cpus())) if can_fork() else 1
+
+
+def _started_in(parent: int) -> None:
+    """A worker's first act: die with its parent, which alone holds what it judges for (a parent killed by
+    `timeout` or a CI runner must not leave workers waiting on a queue forever), and leave Ctrl-C to the parent,
+    which stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies (Linux)
 
 
 def can_fork() -> bool:
@@ -71,12 +90,14 @@ class Workers(Generic[T]):
         gc.freeze()  # what the parent holds stays out of the workers' collections, so their pages stay shared
         done = 0
         try:
-            with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(self.workers, context, _started_in, (os.getpid(),)) as pool:
                 try:
                     futures: list[Future[T]] = [pool.submit(_run, start, end) for start, end in self.ranges]
                 except OSError as exc:  # the process limit, or no memory left to fork
                     self.stopped = f"no worker processes could be started ({exc.strerror or exc})"
                     futures = []
+                    _stop(pool)  # those that did start would wait for work, and keep this process from ending
                 try:
                     for future in futures:
                         result = future.result()
@@ -93,3 +114,10 @@ class Workers(Generic[T]):
             _JOB = None
             gc.unfreeze()
         yield from (self.job(start, end) for start, end in self.ranges[done:])
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Kill the workers a pool did start (it keeps them in a private mapping: there is no public way)."""
+    started = getattr(pool, "_processes", None) or {}
+    for process in list(started.values()):
+        process.kill()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from diagbot.core import values
+from diagbot.core import stack, values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, look_alike
@@ -313,6 +313,15 @@ def evaluate_case(
     max_bytes: int,
     gate: Governance,
     today: dt.date,
+) -> AgentCaseResult:
+    """The case's result over its trials. How deep a run's values may be nested before reading or a check gives up
+    does not depend on where it is called from (one process, a worker, the action): `core.stack.headroom`."""
+    with stack.headroom():
+        return _evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
+
+
+def _evaluate_case(
+    loaded: LoadedCase, fixtures: Fixtures, options: AgentOptions, max_bytes: int, gate: Governance, today: dt.date
 ) -> AgentCaseResult:
     case = loaded.case
     checks = [check for check in CHECKS if check.applies(case)]

@@ -19,6 +19,7 @@ from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases, read_ca
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
+from diagbot.kinds.workers import can_fork
 from diagbot.render.markdown import MAX_NOTES, SuiteView, md, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
@@ -42,7 +43,7 @@ class AgentKind:
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
         read = None  # the case files, when read already
-        if suite.workers > 1 and suite.fixtures.is_dir():
+        if suite.workers > 1 and can_fork() and suite.fixtures.is_dir():
             read = read_cases(suite.cases, suite.cases_label)  # None: a file has a problem, said below in its place
             if read is not None and len(read) >= parallel.MIN_CASES:
                 report = parallel.evaluate_in_workers(suite, _options(suite), read)

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from diagbot.core import values
+from diagbot.core import stack, values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.models import error_message, field_names_at, literal_choices
@@ -137,9 +137,10 @@ def _decode(text: str, label: str) -> Any:
     if not text.strip():
         raise CaseFileError(f"{label}: the case file is empty; write one case, a list of cases, or {{defaults, cases}}")
     try:
-        if label.lower().endswith(".json"):
-            return values.loads_written(text)
-        return values.load_yaml(text)
+        with stack.headroom():  # as deep whether the suite is read for workers or in one process
+            if label.lower().endswith(".json"):
+                return values.loads_written(text)
+            return values.load_yaml(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
     except yaml.YAMLError as exc:

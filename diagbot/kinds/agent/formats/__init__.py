@@ -100,11 +100,11 @@ def _parse(data: bytes, fmt: str) -> Run:
     if len(data) > 2 * MAX_JSON_VALUES:  # a shorter file cannot hold more values
         count_json(data, "")
     try:
-        decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates, NaN and huge integers
+        decoded = orjson.loads(data)  # the common case; orjson refuses lone surrogates and NaN
     except orjson.JSONDecodeError:
         decoded = _decode_slowly(data, fmt)
     else:
-        _no_repeats(data, decoded, "")
+        decoded = _exact(data, decoded, "")
     if isinstance(decoded, dict):  # before any format reads it
         _one_run(decoded)
     guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
@@ -189,6 +189,15 @@ def _no_repeats(data: bytes, decoded: Any, where: str) -> None:
         raise json_problem(exc, where, "nested too deeply to be a run") from None
 
 
+def _exact(data: bytes, decoded: Any, where: str) -> Any:
+    """orjson's reading of a run file (or of one of its JSON Lines) when it is exact, else the exact one: a repeated
+    key refused as `_no_repeats` says, an integer past 64 bits read whole (orjson reads it as a float)."""
+    try:
+        return values.exact(data, decoded)
+    except DECODE_ERRORS as exc:
+        raise json_problem(exc, where, "nested too deeply to be a run") from None
+
+
 def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
     """Each non-blank line one JSON document (at most MAX_STEPS of them), for the OTLP adapter. Under `auto`, a
     file whose first line is no OTLP request is not JSON Lines but broken JSON: `otherwise` says how."""
@@ -205,7 +214,7 @@ def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
                 raise otherwise from None
             document = _decode_slowly(line, fmt, f"line {number}")
         else:
-            _no_repeats(line, document, f"line {number}")
+            document = _exact(line, document, f"line {number}")
         documents.append((number, document))
         if fmt == AUTO and len(documents) == 1 and not otlp.detect(document):
             raise otherwise
