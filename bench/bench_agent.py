@@ -9,7 +9,9 @@ wall and CPU times and each side's peak RSS (the child's own VmHWM, see measure.
 
 `diagbot run` judges a suite this size in worker processes, as many as the CPUs it may use (`--jobs`): its wall
 time is what a user waits, its CPU time (the workers' included) what it costs, and its peak RSS is printed with
-the largest worker's. [3] runs it with `--jobs 1`, in one process, for the single-process figure.
+the largest worker's (which counts the pages it shares with the parent). [3] runs it with `--jobs 1`, in one
+process, for the single-process figure. [4] gives the most memory each command held at once with its workers, the
+sum of their proportional set sizes, in one untimed run each.
 
 A script, not a test: nothing asserts on a time. Generated data lives in a temporary folder that is removed.
 
@@ -27,7 +29,7 @@ from pathlib import Path
 
 import yaml
 from bench_eval import paired
-from measure import load, machine, precompile, python_code, python_module, run_child
+from measure import load, machine, mib, peak_pss, precompile, python_code, python_module, run_child
 
 PLAIN_LOOP = """
 import json, sys
@@ -164,6 +166,10 @@ def main() -> None:
         paired("plain", plain, "run-yaml", runs["yaml"], args.yaml_pairs)
         print(f"\n[3] diagbot run --jobs 1 (JSON cases, one process) vs plain, {args.one_process_pairs} pairs")
         paired("plain", plain, "run-one", one, args.one_process_pairs)
+        print("\n[4] the most memory each held at once, its worker processes included (sum of proportional set sizes,")
+        print("    sampled every 20 ms in one untimed run each)")
+        for name, cmd in (("plain", plain), ("run-json", runs["json"]), ("run-yaml", runs["yaml"]), ("run-one", one)):
+            print(f"  {name:<9} {mib(peak_pss(cmd))}")
 
 
 if __name__ == "__main__":

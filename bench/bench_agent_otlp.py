@@ -28,7 +28,7 @@ from typing import Any
 
 from bench_agent import CONFIG, PLAIN_LOOP, make_case, make_run
 from bench_eval import paired
-from measure import load, machine, precompile, python_code, python_module, run_child
+from measure import load, machine, mib, peak_pss, precompile, python_code, python_module, run_child
 
 START_NS = 1_796_000_000_000_000_000
 STEP_NS = 40_000_000  # 40 ms per span
@@ -138,6 +138,10 @@ def main() -> None:
             raise SystemExit(f"the OTLP runs should pass as their chat originals do: {failing['failedChecks']}")
         print(f"\ndiagbot run (OTLP/JSON runs) vs plain read + json.loads of the same files, {args.pairs} pairs")
         paired("plain", plain, "run-otlp", run, args.pairs)
+        print("\nthe most memory each held at once, worker processes included (sum of proportional set sizes, one")
+        print("untimed run each)")
+        for name, cmd in (("plain", plain), ("run-otlp", run), ("run-otlp --jobs 1", [*run, "--jobs", "1"])):
+            print(f"  {name:<17} {mib(peak_pss(cmd))}")
 
 
 if __name__ == "__main__":

@@ -123,9 +123,11 @@ def paired(name_a: str, cmd_a: Sequence[str], name_b: str, cmd_b: Sequence[str],
         print(f"  {name:<{width}}  wall {spread([r.wall for r in runs], '{:.3f} s')}")
         print(f"  {'':<{width}}  cpu  {spread([r.cpu for r in runs], '{:.3f} s')}")
         print(f"  {'':<{width}}  peak RSS {max(r.peak_rss for r in runs) / 2**20:.1f} MiB (largest of {pairs} runs)")
-        if any(r.worker_peak_rss for r in runs):  # with its workers' (`diagbot run --jobs`): see measure.py
+        if any(r.worker_peak_rss for r in runs):  # its workers' (`diagbot run --jobs`), or git's
             worker = max(r.worker_peak_rss for r in runs)
-            print(f"  {'':<{width}}  largest worker's peak RSS {worker / 2**20:.1f} MiB")
+            print(
+                f"  {'':<{width}}  largest child's peak RSS {worker / 2**20:.1f} MiB (a worker, or git: see measure.py)"
+            )
     wall = [b.wall / a.wall for a, b in zip(a_runs, b_runs, strict=True)]
     cpu = [b.cpu / a.cpu for a, b in zip(a_runs, b_runs, strict=True)]
     print(f"  ratio {name_b} / {name_a} over {pairs} pairs:")

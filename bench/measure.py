@@ -3,7 +3,9 @@
 Peak RSS is the child's VmHWM, read from /proc/self/status by an exit hook the child runs. A child that judges in
 forked worker processes (`diagbot run --jobs`) also reports the largest of its workers' peaks: the workers'
 ru_maxrss, which holds (a fork copies no address space that exec replaced) the pages each shares with the child
-too, so the child's peak plus each worker's is an upper bound of what the run held at once. Not ru_maxrss: on
+too, so the child's peak plus each worker's is an upper bound of what the run held at once. (The `git` that
+`diagbot run` asks for the commit is a child too, and its ru_maxrss keeps the size it was forked at, so a run
+without workers shows that.) `peak_pss` measures what the processes held at once instead. Not ru_maxrss: on
 Linux a child's ru_maxrss (from wait4 or RUSAGE_CHILDREN) keeps the high-water mark of the address space it was
 forked with, that is the parent's resident size at the fork, across exec, so a 300 MB parent makes
 `python -c pass` "peak" at 300 MB. VmHWM belongs to the address space exec made, so it is the child's own.
@@ -107,3 +109,41 @@ def spread(values: Sequence[float], fmt: str) -> str:
 
 def mib(size: float) -> str:
     return f"{size / 2**20:.1f} MiB"
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants, from each thread's list of children (Linux)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    todo += [int(child) for child in children.read().split()]
+        except OSError:
+            continue  # it ended meanwhile
+    return found
+
+
+def _pss(pid: int) -> int:
+    """The process's proportional set size in bytes: a page shared by n processes counts 1/n in each."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            return next(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def peak_pss(cmd: Sequence[str], every: float = 0.02) -> int:
+    """The most memory a fresh child and the processes it forks held at once, in bytes: the sum of their
+    proportional set sizes (shared pages counted once in all), sampled every `every` seconds while it runs. An
+    untimed run: the sampling costs the machine time."""
+    with tempfile.TemporaryDirectory(prefix="diagbot-bench-pss-") as folder:
+        env = {**os.environ, "BENCH_PEAK_FILE": os.path.join(folder, "peak")}
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, sum(_pss(pid) for pid in _tree(proc.pid)))
+            time.sleep(every)
+    return peak

@@ -24,7 +24,7 @@ from diagbot.core.errors import CaseFileError
 from diagbot.core.report import dump_model_bytes
 from diagbot.kinds import workers as workers_module
 from diagbot.kinds.agent.kind import AgentKind
-from diagbot.kinds.agent.load import RawCase, read_cases
+from diagbot.kinds.agent.load import CaseFile, RawCase, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.parallel import evaluate_in_workers
 from diagbot.kinds.base import SuiteInput
@@ -71,20 +71,25 @@ def options(suite: SuiteInput) -> AgentOptions:
 
 
 @needs_fork
-@pytest.mark.parametrize("chunk", [1, 4, 1000])
-def test_a_suite_judged_in_workers_gives_the_one_process_report_to_the_byte(tmp_path: Path, chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "files"), [(1, False), (4, False), (1000, False), (1, True), (5, True)])
+def test_a_suite_judged_in_workers_gives_the_one_process_report_to_the_byte(
+    tmp_path: Path, chunk: int, files: bool
+) -> None:
+    """Workers judge ranges of cases the parent read, or (`files`: a suite of many files) read their own files."""
     suite = bundled_suite(tmp_path)
     alone = AgentKind().evaluate(suite)
+    units = read_cases(suite.cases, suite.cases_label, files_at=1 if files else None)
+    assert units is not None and all(isinstance(u, CaseFile if files else RawCase) for u in units)
     seen: list[tuple[int, int | None]] = []
     forked = evaluate_in_workers(
         dataclasses.replace(suite, workers=2, progress=lambda done, total: seen.append((done, total))),
-        options(suite), read(suite), chunk=chunk,
+        options(suite), units, chunk=chunk,
     )  # fmt: skip
     assert forked is not None
     assert dump_model_bytes(forked) == dump_model_bytes(alone)
     assert alone.total_cases > 40 and alone.passed_cases and alone.total_cases - alone.passed_cases > 3
     assert any("notes.txt" in w and "old/" in w for w in alone.warnings)  # left-out files, found in two workers
-    assert seen[-1] == (alone.total_cases, alone.total_cases)
+    assert seen[-1] == (alone.total_cases, None if files else alone.total_cases)
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 
 
@@ -131,7 +136,11 @@ def test_a_suite_with_problems_says_them_as_one_process_does(
         assert read_cases(suite.cases, suite.cases_label) is None
     else:
         assert evaluate_in_workers(dataclasses.replace(suite, workers=2), options(suite), read(suite), 2) is None
-    assert _problems(dataclasses.replace(suite, workers=2)) == alone
+    files = read_cases(suite.cases, suite.cases_label, files_at=1)  # each worker reads its own files
+    assert (
+        files is not None and evaluate_in_workers(dataclasses.replace(suite, workers=2), options(suite), files) is None
+    )
+    assert _problems(dataclasses.replace(suite, workers=2)) == alone  # MIN_CASES 1: the worker path tried first
     assert alone and all(isinstance(p, str) for p in alone)
 
 
@@ -197,7 +206,7 @@ def test_diagbot_run_jobs_gives_the_same_report_folder(tmp_path: Path, monkeypat
     agent = source[source.index("  - name: agent") : source.index("thresholds:")]
     agent = agent.replace("cases: cases/agent", "cases: cases").replace("fixtures: fixtures/agent", "fixtures: runs")
     config.write_text("suites:\n" + agent, encoding="utf-8")
-    monkeypatch.setattr("diagbot.kinds.agent.parallel.MIN_CASES", 10)
+    monkeypatch.setattr("diagbot.kinds.agent.parallel.MIN_CASES", 20)  # 18 files, 51 cases: the parent reads them
     monkeypatch.setenv("GITHUB_SHA", "0" * 40)
     reports, used = [], []
 

@@ -15,7 +15,7 @@ from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
-from diagbot.kinds.agent.load import LoadedCase, iter_cases, load_cases, read_cases
+from diagbot.kinds.agent.load import LoadedCase, RawCase, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
@@ -42,13 +42,16 @@ class AgentKind:
         return load_cases(suite.cases, suite.cases_label, _options(suite).rules, with_lines)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
-        read = None  # the case files, when read already
+        read: list[RawCase] | None = None  # the case files, when read already
         if suite.workers > 1 and can_fork() and suite.fixtures.is_dir():
-            read = read_cases(suite.cases, suite.cases_label)  # None: a file has a problem, said below in its place
-            if read is not None and len(read) >= parallel.MIN_CASES:
-                report = parallel.evaluate_in_workers(suite, _options(suite), read)
+            # None: a file has a problem, said below in its place; a suite of many files: its files, unread
+            units = read_cases(suite.cases, suite.cases_label, files_at=parallel.MIN_CASES)
+            if units is not None and len(units) >= parallel.MIN_CASES:
+                report = parallel.evaluate_in_workers(suite, _options(suite), units)
                 if report is not None:
                     return report  # else a case has a problem: judged below, where every problem is said
+            elif units is not None:
+                read = [unit for unit in units if isinstance(unit, RawCase)]  # a small suite: all of it read
         problems: list[str] = []
         cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read=read)
         if not suite.fixtures.is_dir():

@@ -279,59 +279,94 @@ def raw_cases(
 ) -> Iterator[RawCase]:
     """Each case of the suite's files as written (merged with its file's defaults), in file order; the problems of
     the files themselves (unreadable, not a case, a default that is wrong) appended to `problems` meanwhile."""
-    resolved_root = root.resolve()
+    folder = root.resolve() if root.is_dir() else None
     for path, shown in case_files(root, label):
-        if not values.plain_name(path.name):
-            problems.append(f"{shown}: a case file name with a control character or undecodable byte; rename it")
-            continue
-        try:  # the walk follows no folder links, so only a file that is a link itself can lead elsewhere
-            if root.is_dir() and path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
-                problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
-                continue
-            text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
-            data = _decode(text, shown)
-        except FileProblem as problem:
-            problems.append(f"{shown}: the case file {problem.message}")
-            continue
-        except (OSError, RuntimeError):
-            problems.append(f"{shown}: cannot be resolved (a symbolic link loop?)")
-            continue
-        except CaseFileError as exc:
-            problems += exc.problems
-            continue
-        defaults, raw_list = _split(data, shown, problems, suggestions)
-        surrogates = values.may_hold_surrogates(text)
-        bad_defaults = values.surrogate_paths(defaults) if surrogates else []
-        if bad_defaults:
-            problems.append(
-                f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
-            )
-            defaults = {}
-        lines = _lines(text) if with_lines else {}
-        said_of_defaults: set[str] = set()
-        del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
-        for index, raw in enumerate(raw_list):
-            raw_list[index] = None  # its memory goes to the models built next, instead of adding to the peak
-            where = f"{shown}: case #{index + 1}"
-            if not isinstance(raw, dict):
-                problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
-                continue
-            case_id = raw.get("case_id")
-            if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
-                where = f"{shown}: case {case_id}"
-            bad = values.surrogate_paths(raw) if surrogates else []
-            if bad:
-                problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
-                continue
-            line = lines.get(case_id, 1) if isinstance(case_id, str) else 1
-            yield RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
+        yield from file_cases(path, shown, folder, problems, suggestions, with_lines)
 
 
-def read_cases(root: Path, label: str) -> list[RawCase] | None:
+def file_cases(
+    path: Path,
+    shown: str,
+    folder: Path | None,
+    problems: list[str],
+    suggestions: Suggestions,
+    with_lines: bool = False,
+) -> Iterator[RawCase]:
+    """`raw_cases` of one case file of the suite (`folder`: the resolved cases folder, None for a suite of one
+    file)."""
+    if not values.plain_name(path.name):
+        problems.append(f"{shown}: a case file name with a control character or undecodable byte; rename it")
+        return
+    try:  # the walk follows no folder links, so only a file that is a link itself can lead elsewhere
+        if folder is not None and path.is_symlink() and not path.resolve().is_relative_to(folder):
+            problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
+            return
+        text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
+        data = _decode(text, shown)
+    except FileProblem as problem:
+        problems.append(f"{shown}: the case file {problem.message}")
+        return
+    except (OSError, RuntimeError):
+        problems.append(f"{shown}: cannot be resolved (a symbolic link loop?)")
+        return
+    except CaseFileError as exc:
+        problems += exc.problems
+        return
+    defaults, raw_list = _split(data, shown, problems, suggestions)
+    surrogates = values.may_hold_surrogates(text)
+    bad_defaults = values.surrogate_paths(defaults) if surrogates else []
+    if bad_defaults:
+        problems.append(
+            f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
+        )
+        defaults = {}
+    lines = _lines(text) if with_lines else {}
+    said_of_defaults: set[str] = set()
+    del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
+    for index, raw in enumerate(raw_list):
+        raw_list[index] = None  # its memory goes to the models built next, instead of adding to the peak
+        where = f"{shown}: case #{index + 1}"
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
+            continue
+        case_id = raw.get("case_id")
+        if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
+            where = f"{shown}: case {case_id}"
+        bad = values.surrogate_paths(raw) if surrogates else []
+        if bad:
+            problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
+            continue
+        line = lines.get(case_id, 1) if isinstance(case_id, str) else 1
+        yield RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    """A case file of the suite, not read yet."""
+
+    path: Path
+    shown: str
+    folder: Path | None  # the resolved cases folder; None for a suite of one file
+
+
+def read_cases(root: Path, label: str, files_at: int | None = None) -> list[RawCase] | list[CaseFile] | None:
     """Every case of the suite's files as written, or None when a file has a problem (`iter_cases` then reads them
-    again, saying each problem in its place)."""
+    again, saying each problem in its place). A suite of `files_at` files or more is left unread: its files, for
+    workers to read."""
     problems: list[str] = []
+    if files_at is not None:
+        listed = case_files(root, label)
+        if len(listed) >= files_at:
+            folder = root.resolve() if root.is_dir() else None
+            return [CaseFile(path, shown, folder) for path, shown in listed]
     read = list(raw_cases(root, label, problems, Suggestions(FIELD_SUGGESTIONS)))
+    return None if problems else read
+
+
+def read_file(file: CaseFile) -> list[RawCase] | None:
+    """The cases of one case file as `read_cases` gives them: None when the file has a problem."""
+    problems: list[str] = []
+    read = list(file_cases(file.path, file.shown, file.folder, problems, Suggestions(FIELD_SUGGESTIONS)))
     return None if problems else read
 
 

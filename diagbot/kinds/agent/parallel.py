@@ -1,6 +1,8 @@
 """An agent suite judged in several processes (`kinds.workers`): the parent reads the case files, forked workers
 validate the cases and judge their runs in ranges, and the parent puts the report together in case order. The
-report is the one the single-process path (`evaluate.evaluate_cases`) writes, to the byte.
+report is the one the single-process path (`evaluate.evaluate_cases`) writes, to the byte. A suite of many case
+files (`MIN_CASES` or more) is not read by the parent: each worker reads the files it judges, so that they are read
+in parallel and never all held at once.
 
 Problems of the suite's cases are not said here: as soon as one is met, this path stops and returns None, and
 `AgentKind.evaluate` takes the single-process path, which says every problem in file order with its bounded
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 
 from diagbot.kinds.agent.evaluate import Assembly, Fixtures, judge_case, today_of
-from diagbot.kinds.agent.load import CaseIds, RawCase, RuleNames, usable_case
+from diagbot.kinds.agent.load import CaseFile, CaseIds, RawCase, RuleNames, read_file, usable_case
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentCaseResult, AgentReport
 from diagbot.kinds.base import SuiteInput
@@ -23,44 +25,53 @@ MIN_CASES = 200
 CHUNK = 50
 """Cases a worker judges before its results go back to the parent."""
 
-Judged = tuple[list[tuple[AgentCaseResult, list[str]] | None], int, list[str]]
-"""A range's results (None for a case with a problem), and what its trial folders left out (count, first names)."""
+Judged = tuple[list[list[tuple[str, AgentCaseResult, list[str]] | None] | None], int, list[str]]
+"""A range's units, each its cases' (file as messages name it, result, warnings), None for a case with a problem,
+or None for a case file with a problem; and what its trial folders left out (count, first names)."""
 
 
 def evaluate_in_workers(
-    suite: SuiteInput, options: AgentOptions, items: list[RawCase], chunk: int = CHUNK
+    suite: SuiteInput, options: AgentOptions, units: list[RawCase] | list[CaseFile], chunk: int = CHUNK
 ) -> AgentReport | None:
-    """The report of the suite whose case files `items` holds (`load.read_cases`), judged in `suite.workers`
-    processes; None when a case has a problem (the caller then judges the suite in one process, which says it)."""
+    """The report of the suite whose cases `units` holds (`load.read_cases`: its cases, or for a suite of many
+    files its files, each read by the worker that judges it), judged in `suite.workers` processes; None when a case
+    or a file has a problem (the caller then judges the suite in one process, which says it)."""
     fixtures = Fixtures(suite.fixtures)
     today = today_of(suite.run)
     names = RuleNames(options.rules)
 
     def judge(start: int, end: int) -> Judged:
-        judged: list[tuple[AgentCaseResult, list[str]] | None] = []
-        for item in items[start:end]:
-            loaded = usable_case(item, options.rules, names)
-            judged.append(
-                None
-                if loaded is None
-                else judge_case(loaded, fixtures, options, suite.max_fixture_bytes, suite.governance, today)
-            )
+        judged: list[list[tuple[str, AgentCaseResult, list[str]] | None] | None] = []
+        for unit in units[start:end]:
+            items = [unit] if isinstance(unit, RawCase) else read_file(unit)
+            if items is None:
+                judged.append(None)
+                continue
+            found: list[tuple[str, AgentCaseResult, list[str]] | None] = []
+            for item in items:
+                loaded = usable_case(item, options.rules, names)
+                if loaded is None:
+                    found.append(None)
+                    continue
+                result, warnings = judge_case(
+                    loaded, fixtures, options, suite.max_fixture_bytes, suite.governance, today
+                )
+                found.append((item.shown, result, warnings))
+            judged.append(found)
         return (judged, *fixtures.take_left_out())
 
-    workers = Workers(judge, len(items), suite.workers, chunk)
+    workers = Workers(judge, len(units), suite.workers, chunk)
     assembly, ids = Assembly(), CaseIds()
+    total = len(units) if units and isinstance(units[0], RawCase) else None  # files: how many cases is not known
     with contextlib.closing(iter(workers)) as results:  # leaving early stops the workers
-        for (start, end), (judged, left_out, left_out_names) in zip(workers.ranges, results, strict=False):
-            for item, one in zip(items[start:end], judged, strict=True):
-                if one is None or _clashes(ids, item, one[0]):
-                    return None
-                assembly.add(*one)
+        for judged, left_out, left_out_names in results:
+            for cases in judged:
+                for one in cases if cases is not None else [None]:
+                    if one is None or ids.clash(one[1].case_id, one[0]) is not None:
+                        return None
+                    assembly.add(one[1], one[2])
             fixtures.add_left_out(left_out, left_out_names)
             if suite.progress is not None:
-                suite.progress(end, len(items))
+                suite.progress(len(assembly.results), total)
     notes = [f"{workers.stopped}; the rest of the suite was judged in one process"] if workers.stopped else []
     return assembly.report(fixtures, suite.name, suite.run, notes)
-
-
-def _clashes(ids: CaseIds, item: RawCase, judged: AgentCaseResult) -> bool:
-    return ids.clash(judged.case_id, item.shown) is not None
