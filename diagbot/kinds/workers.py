@@ -1,10 +1,11 @@
 """Judging a suite's cases in several processes: the suite is cut into consecutive ranges of cases, and forked
 worker processes judge them while the parent collects the results in order.
 
-The workers are forked after the parent has read the suite, so they inherit everything a range needs (the case
-files' contents, the options, the compiled patterns): nothing is sent to them but two numbers, and only results
-come back. Where there is no fork (macOS and Windows start processes afresh), or one worker is asked for, or the
-operating system refuses to make the pool, the ranges are judged in this process instead, with the same results.
+The workers are forked after the parent has read the suite, so they inherit everything a range needs (the cases
+the parent read, or the names of the files they are to read, the options, the compiled patterns): nothing is sent
+to them but two numbers, and only results come back. Where there is no fork (macOS and Windows start processes
+afresh), or one worker is asked for, or the operating system refuses to make the pool, the ranges are judged in
+this process instead, with the same results.
 """
 
 from __future__ import annotations
@@ -90,26 +91,30 @@ class Workers(Generic[T]):
         gc.freeze()  # what the parent holds stays out of the workers' collections, so their pages stay shared
         done = 0
         try:
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(self.workers, context, _started_in, (os.getpid(),)) as pool:
-                try:
-                    futures: list[Future[T]] = [pool.submit(_run, start, end) for start, end in self.ranges]
-                except OSError as exc:  # the process limit, or no memory left to fork
-                    self.stopped = f"no worker processes could be started ({exc.strerror or exc})"
-                    futures = []
-                    _stop(pool)  # those that did start would wait for work, and keep this process from ending
-                try:
-                    for future in futures:
-                        result = future.result()
-                        done += 1
-                        yield result
-                except BrokenProcessPool:
-                    self.stopped = "a worker process stopped (killed, perhaps for memory)"
-                finally:
-                    for future in futures:
-                        future.cancel()
-        except (OSError, ImportError) as exc:  # no /dev/shm for the pool's locks
-            self.stopped = f"no worker processes could be started ({exc})"
+            try:
+                pool = ProcessPoolExecutor(
+                    self.workers, multiprocessing.get_context("fork"), _started_in, (os.getpid(),)
+                )
+            except (OSError, ImportError) as exc:  # no /dev/shm for the pool's locks
+                self.stopped = f"no worker processes could be started ({exc})"
+            else:
+                with pool:
+                    try:
+                        futures: list[Future[T]] = [pool.submit(_run, start, end) for start, end in self.ranges]
+                    except OSError as exc:  # the process limit, or no memory left to fork
+                        self.stopped = f"no worker processes could be started ({exc.strerror or exc})"
+                        futures = []
+                        _stop(pool)  # those that did start would wait for work, and keep this process from ending
+                    try:
+                        for future in futures:
+                            result = future.result()
+                            done += 1
+                            yield result
+                    except BrokenProcessPool:
+                        self.stopped = "a worker process stopped (killed, perhaps for memory)"
+                    finally:
+                        for future in futures:
+                            future.cancel()
         finally:
             _JOB = None
             gc.unfreeze()
