@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from diagbot.cli import main
+from diagbot.core import stack
 from diagbot.core.errors import CaseFileError
 from diagbot.core.report import dump_model_bytes
 from diagbot.kinds import workers as workers_module
@@ -317,3 +318,59 @@ def test_how_deep_a_run_may_nest_does_not_depend_on_the_caller_s_stack(tmp_path:
     assert all(shallow == deep for shallow, deep in verdicts.values()), verdicts
     outcomes = {tuple(found[0]) for found in verdicts.values()}
     assert len(outcomes) == 2  # both a duplicate found and, deeper, a value too deeply nested to compare
+
+
+def _levels() -> int:
+    """How many more Python calls fit before the recursion limit stops them."""
+    try:
+        return 1 + _levels()
+    except RecursionError:
+        return 0
+
+
+def _at_depth(calls: int, through_c: bool, work: Any) -> Any:
+    """`work()` called `calls` calls further down the stack, each through a C function when `through_c` (which
+    Python 3.11 counts against its limit too: a worker's stack has more of them than the command line's)."""
+    if calls == 0:
+        return work()
+    if through_c:
+        return next(map(lambda _: _at_depth(calls - 1, through_c, work), [0]))
+    return _at_depth(calls - 1, through_c, work)
+
+
+@pytest.mark.parametrize("through_c", [False, True])
+def test_the_stack_a_block_may_use_is_the_same_wherever_it_starts(through_c: bool) -> None:
+    def measured() -> int:
+        with stack.headroom(300):
+            return _levels()
+
+    room = {calls: _at_depth(calls, through_c, measured) for calls in range(0, 130, 3)}
+    assert len(set(room.values())) == 1, room
+    assert abs(room[0] - 300) <= 10  # the block's own frames (`with`, the context manager) aside
+
+
+@needs_fork
+def test_runs_nested_to_the_limit_get_the_same_verdicts_in_workers(tmp_path: Path) -> None:
+    """Python 3.11 counts some C calls against its recursion limit, and a worker's stack has more of them: with
+    the limit counted in frames, a run nested 967 levels deep passed in one process and failed in a worker."""
+    from tests.test_agent_checks import case_data
+
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "runs").mkdir()
+    cases = []
+    for levels in range(900, 1020, 2):
+        case_id = f"deep_{levels}"
+        cases.append(case_data(case_id=case_id, success_criteria=[{"answer_contains": ["done"]}]))
+        nested = "[" * levels + "]" * levels
+        run = ('[{"role": "user", "content": "go"}, {"role": "assistant", "content": null, "tool_calls": [{"id": '
+               '"c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]}, {"role": "tool", '
+               '"tool_call_id": "c1", "content": "order 1234567890123456789", "extra": ' + nested + '}, {"role": '
+               '"assistant", "content": "done"}]')  # fmt: skip  # a run of 19 digits: read again by `json`, recursively
+        (tmp_path / "runs" / f"{case_id}.json").write_text(run, encoding="utf-8")
+    (tmp_path / "cases" / "all.json").write_text(json.dumps(cases), encoding="utf-8")
+    suite = SuiteInput("deep", tmp_path / "cases", tmp_path / "runs", "cases", "runs", 1 << 24, RUN, AgentOptions())
+    alone = AgentKind().evaluate(suite)
+    forked = evaluate_in_workers(dataclasses.replace(suite, workers=2), AgentOptions(), read(suite), chunk=7)
+    assert forked is not None and dump_model_bytes(forked) == dump_model_bytes(alone)
+    verdicts = {r.status for r in alone.results}
+    assert verdicts == {"passed", "failed"}  # the limit falls inside the sweep, so both sides of it are compared

@@ -10,6 +10,7 @@ to the caller, so they all give the same one.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from types import FrameType
@@ -19,13 +20,27 @@ HEADROOM = 980
 
 
 def depth() -> int:
-    """Frames on the stack below the caller's caller."""
+    """The recursion depth as the interpreter counts it against its limit: Python 3.11 counts some C calls between
+    the frames as well (more of them on a worker's stack), so the frames alone are not it. Python says the depth
+    when asked for a limit below it; where it does not, the frames are counted."""
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(1)
+    except RecursionError as exc:
+        said = _SAID_DEPTH.search(str(exc))
+        if said is not None:
+            return int(said.group(1))
+    else:
+        sys.setrecursionlimit(before)
     frame: FrameType | None = sys._getframe(1)
     count = 0
     while frame is not None:
         count += 1
         frame = frame.f_back
     return count
+
+
+_SAID_DEPTH = re.compile(r"at the recursion depth (\d+)")
 
 
 @contextlib.contextmanager
