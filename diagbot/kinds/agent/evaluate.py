@@ -110,7 +110,14 @@ class Fixtures:
     def left_out_warning(self) -> list[str]:
         """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
         another name must not vanish unseen."""
-        return left_out_warning(self.left_out, self.left_out_names)
+        if not self.left_out:
+            return []
+        more = f" and {self.left_out - _LEFT_OUT_NAMED:,} more" if self.left_out > _LEFT_OUT_NAMED else ""
+        named = ", ".join(self.left_out_names)
+        return [
+            f"fixtures: {named}{more} left out: a case's folder holds its trials, files ending in "
+            f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
+        ]
 
     def take_left_out(self) -> tuple[int, list[str]]:
         """What was left out since the last call (a worker's share, for the parent to add up)."""
@@ -121,16 +128,6 @@ class Fixtures:
     def add_left_out(self, count: int, names: list[str]) -> None:
         self.left_out += count
         self.left_out_names = sorted(self.left_out_names + names)[:_LEFT_OUT_NAMED]
-
-
-def left_out_warning(count: int, names: list[str]) -> list[str]:
-    if not count:
-        return []
-    more = f" and {count - _LEFT_OUT_NAMED:,} more" if count > _LEFT_OUT_NAMED else ""
-    return [
-        f"fixtures: {', '.join(names)}{more} left out: a case's folder holds its trials, files ending in "
-        f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
-    ]
 
 
 def _outside(path: str, root: Path) -> str | None:

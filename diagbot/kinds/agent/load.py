@@ -353,13 +353,13 @@ def read_cases(root: Path, label: str, files_at: int | None = None) -> list[RawC
     """Every case of the suite's files as written, or None when a file has a problem (`iter_cases` then reads them
     again, saying each problem in its place). A suite of `files_at` files or more is left unread: its files, for
     workers to read."""
+    listed = case_files(root, label)  # listed once: the folder may be large
+    folder = root.resolve() if root.is_dir() else None
+    if files_at is not None and len(listed) >= files_at:
+        return [CaseFile(path, shown, folder) for path, shown in listed]
     problems: list[str] = []
-    if files_at is not None:
-        listed = case_files(root, label)
-        if len(listed) >= files_at:
-            folder = root.resolve() if root.is_dir() else None
-            return [CaseFile(path, shown, folder) for path, shown in listed]
-    read = list(raw_cases(root, label, problems, Suggestions(FIELD_SUGGESTIONS)))
+    suggestions = Suggestions(FIELD_SUGGESTIONS)
+    read = [item for path, shown in listed for item in file_cases(path, shown, folder, problems, suggestions)]
     return None if problems else read
 
 

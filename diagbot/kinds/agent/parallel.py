@@ -66,7 +66,7 @@ def evaluate_in_workers(
     with contextlib.closing(iter(workers)) as results:  # leaving early stops the workers
         for judged, left_out, left_out_names in results:
             for cases in judged:
-                for one in cases if cases is not None else [None]:
+                for one in cases or [None]:  # a file with a problem (None) stops this path as a case with one does
                     if one is None or ids.clash(one[1].case_id, one[0]) is not None:
                         return None
                     assembly.add(one[1], one[2])

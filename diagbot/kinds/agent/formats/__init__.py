@@ -175,23 +175,15 @@ def _decode_slowly(data: bytes, fmt: str, where: str = "") -> Any:
         if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data" and not where and fmt in (AUTO, otlp.NAME):
             return _json_lines(data, fmt, problem)
         raise problem from None
-    _no_repeats(data, decoded, where)
+    decoded = _exact(data, decoded, where)  # a repeated key refused
     return values.replace_surrogates(decoded) if values.escapes_surrogates(data) else decoded
 
 
-def _no_repeats(data: bytes, decoded: Any, where: str) -> None:
-    """A run file (or one of its JSON Lines) that repeats a key in an object is refused: JSON readers keep the
-    last value, so a second `"messages"` (or `"content"`, or a call's `"name"`) would hide the first one's
-    conversation, call or text from every check."""
-    try:
-        values.refuse_repeats(data, decoded)
-    except DECODE_ERRORS as exc:
-        raise json_problem(exc, where, "nested too deeply to be a run") from None
-
-
 def _exact(data: bytes, decoded: Any, where: str) -> Any:
-    """orjson's reading of a run file (or of one of its JSON Lines) when it is exact, else the exact one: a repeated
-    key refused as `_no_repeats` says, an integer past 64 bits read whole (orjson reads it as a float)."""
+    """orjson's reading of a run file (or of one of its JSON Lines) when it is exact, else the exact one. A file that
+    repeats a key in an object is refused: JSON readers keep the last value, so a second `"messages"` (or
+    `"content"`, or a call's `"name"`) would hide the first one's conversation, call or text from every check. An
+    integer past 64 bits is read whole (orjson reads it as a float)."""
     try:
         return values.exact(data, decoded)
     except DECODE_ERRORS as exc:
