@@ -25,7 +25,7 @@ from diagbot.core.errors import CaseFileError
 from diagbot.core.report import dump_model_bytes
 from diagbot.kinds import workers as workers_module
 from diagbot.kinds.agent.kind import AgentKind
-from diagbot.kinds.agent.load import CaseFile, RawCase, read_cases
+from diagbot.kinds.agent.load import CaseFile, CaseText, RawCase, Unit, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.parallel import evaluate_in_workers
 from diagbot.kinds.base import SuiteInput
@@ -60,10 +60,10 @@ def bundled_suite(tmp_path: Path, copies: int = 3) -> SuiteInput:
     return dataclasses.replace(suite, cases=cases, fixtures=runs, cases_label="cases", fixtures_label="runs")
 
 
-def read(suite: SuiteInput) -> list[RawCase]:
+def read(suite: SuiteInput) -> list[Unit]:
     found = read_cases(suite.cases, suite.cases_label)
-    assert found is not None
-    return found
+    assert found is not None and not any(isinstance(unit, CaseFile) for unit in found)
+    return found  # type: ignore[return-value]  # no CaseFile without files_at
 
 
 def options(suite: SuiteInput) -> AgentOptions:
@@ -80,7 +80,8 @@ def test_a_suite_judged_in_workers_gives_the_one_process_report_to_the_byte(
     suite = bundled_suite(tmp_path)
     alone = AgentKind().evaluate(suite)
     units = read_cases(suite.cases, suite.cases_label, files_at=1 if files else None)
-    assert units is not None and all(isinstance(u, CaseFile if files else RawCase) for u in units)
+    assert units is not None and all(isinstance(u, CaseFile if files else (RawCase, CaseText)) for u in units)
+    assert files or any(isinstance(u, CaseText) for u in units)  # the JSON file's cases, decoded by the workers
     seen: list[tuple[int, int | None]] = []
     forked = evaluate_in_workers(
         dataclasses.replace(suite, workers=2, progress=lambda done, total: seen.append((done, total))),
@@ -111,7 +112,7 @@ def _problems(suite: SuiteInput) -> list[str]:
 @needs_fork
 @pytest.mark.parametrize(
     "fault",
-    ["unknown_field", "duplicate_id", "id_differs_in_case", "unknown_rule", "bad_file"],
+    ["unknown_field", "duplicate_id", "id_differs_in_case", "unknown_rule", "bad_file", "repeated_key_in_a_case"],
 )
 def test_a_suite_with_problems_says_them_as_one_process_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
@@ -128,6 +129,9 @@ def test_a_suite_with_problems_says_them_as_one_process_does(
         text = text.replace("refund_eligibility_001_c1", "REFUND_eligibility_001_c0")
     elif fault == "unknown_rule":
         text = text.replace("no_privacy_leak", "no_privacy_leek")
+    elif fault == "repeated_key_in_a_case":  # found only when the worker decodes that case of the JSON file
+        listed = folder / "refund_account_cases.json"
+        listed.write_text(listed.read_text(encoding="utf-8").replace('"title":', '"title": "x", "title":', 1), "utf-8")
     else:
         (folder / "zz_broken.json").write_text("{not json", encoding="utf-8")
     target.write_text(text, encoding="utf-8")

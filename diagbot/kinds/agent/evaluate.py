@@ -22,7 +22,6 @@ from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import MAX_TRIALS, AgentCaseResult, AgentReport, Status, TrialResult, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
-from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Governance
 
 TRIAL_SUFFIXES = (".json", ".jsonl")  # the files of a case's folder that are its trials (JSON Lines: OTLP)
@@ -235,6 +234,8 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
                     "for people and is not checked; write the check object itself here (a rule is named only in "
                     "evaluator_config.rule_checks, where it must hold)"
                 )
+    if case.tool_schema:
+        from diagbot.kinds.agent.schema_check import unknown_keywords  # jsonschema, imported only when a case needs it
     for tool, schema in (case.tool_schema or {}).items():
         found += [
             f"tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it checks nothing"

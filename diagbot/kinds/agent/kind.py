@@ -15,7 +15,7 @@ from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
-from diagbot.kinds.agent.load import LoadedCase, RawCase, iter_cases, load_cases, read_cases
+from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
@@ -50,8 +50,10 @@ class AgentKind:
                 report = parallel.evaluate_in_workers(suite, _options(suite), units)
                 if report is not None:
                     return report  # else a case has a problem: judged below, where every problem is said
-            elif units is not None:
-                read = [unit for unit in units if isinstance(unit, RawCase)]  # a small suite: all of it read
+            elif units is not None:  # a small suite: all of it read, and decoded here unless a case has a problem
+                faults: list[str] = []
+                decoded = [decode(unit, faults) for unit in units if not isinstance(unit, CaseFile)]
+                read = None if faults else [item for item in decoded if item is not None]
         problems: list[str] = []
         cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read=read)
         if not suite.fixtures.is_dir():

@@ -325,19 +325,37 @@ def file_cases(
     del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
     for index, raw in enumerate(raw_list):
         raw_list[index] = None  # its memory goes to the models built next, instead of adding to the peak
-        where = f"{shown}: case #{index + 1}"
-        if not isinstance(raw, dict):
-            problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
-            continue
-        case_id = raw.get("case_id")
-        if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
-            where = f"{shown}: case {case_id}"
-        bad = values.surrogate_paths(raw) if surrogates else []
-        if bad:
-            problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
-            continue
-        line = lines.get(case_id, 1) if isinstance(case_id, str) else 1
-        yield RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
+        item = _raw_case(raw, index, defaults, path, shown, surrogates, problems, said_of_defaults, lines)
+        if item is not None:
+            yield item
+
+
+def _raw_case(
+    raw: Any,
+    index: int,
+    defaults: dict[str, Any],
+    path: Path,
+    shown: str,
+    surrogates: bool,
+    problems: list[str],
+    said_of_defaults: set[str],
+    lines: dict[str, int] | None = None,
+) -> RawCase | None:
+    """The file's case number `index` (decoded: `raw`) merged with the file's defaults, or None with its problem
+    said (not a mapping, a lone surrogate). `surrogates`: whether its text may hold one."""
+    where = f"{shown}: case #{index + 1}"
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
+        return None
+    case_id = raw.get("case_id")
+    if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
+        where = f"{shown}: case {case_id}"
+    bad = values.surrogate_paths(raw) if surrogates else []
+    if bad:
+        problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
+        return None
+    line = lines.get(case_id, 1) if lines and isinstance(case_id, str) else 1
+    return RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
 
 
 @dataclass(frozen=True)
@@ -349,18 +367,154 @@ class CaseFile:
     folder: Path | None  # the resolved cases folder; None for a suite of one file
 
 
-def read_cases(root: Path, label: str, files_at: int | None = None) -> list[RawCase] | list[CaseFile] | None:
+@dataclass(frozen=True)
+class CaseText:
+    """A case of a JSON case file, not decoded yet: where its text is in the file's. Workers decode the cases they
+    judge, so that a suite of 10,000 cases in one file is never held decoded (and their pages of it never copied)."""
+
+    text: str  # the whole file's text, shared by its cases
+    start: int
+    end: int
+    index: int  # the case's number in its file, from 0
+    levels: int  # the file's levels above the case: 1 in a list of cases, 2 in the `cases` of `{defaults, cases}`
+    defaults: dict[str, Any]  # the file's defaults, checked
+    path: Path
+    shown: str
+    said_of_defaults: set[str]
+
+
+Unit = RawCase | CaseText
+
+
+def read_cases(root: Path, label: str, files_at: int | None = None) -> list[Unit] | list[CaseFile] | None:
     """Every case of the suite's files as written, or None when a file has a problem (`iter_cases` then reads them
-    again, saying each problem in its place). A suite of `files_at` files or more is left unread: its files, for
-    workers to read."""
+    again, saying each problem in its place). The cases of a JSON file are given undecoded (`CaseText`: `decode`
+    reads one). A suite of `files_at` files or more is left unread: its files, for workers to read."""
     listed = case_files(root, label)  # listed once: the folder may be large
     folder = root.resolve() if root.is_dir() else None
     if files_at is not None and len(listed) >= files_at:
         return [CaseFile(path, shown, folder) for path, shown in listed]
     problems: list[str] = []
     suggestions = Suggestions(FIELD_SUGGESTIONS)
-    read = [item for path, shown in listed for item in file_cases(path, shown, folder, problems, suggestions)]
+    read: list[Unit] = []
+    for path, shown in listed:
+        placed = _case_texts(path, shown, folder, suggestions) if shown.lower().endswith(".json") else None
+        if placed is None:
+            read += file_cases(path, shown, folder, problems, suggestions)
+        else:
+            read += placed
     return None if problems else read
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as the json module skips it
+_DECODER = json.JSONDecoder()
+
+
+def _case_texts(path: Path, shown: str, folder: Path | None, suggestions: Suggestions) -> list[CaseText] | None:
+    """Where each case of a JSON case file is in its text, found by the json module's scanner one case at a time
+    (each decoded case let go at once); None when the file is not plainly a list of cases or `{defaults?, cases}`
+    or has any problem: `file_cases` then reads it whole, and says the problem. A case's text decodes to the value
+    the whole file's decoding gives it (`decode` says why not)."""
+    if not values.plain_name(path.name):
+        return None
+    try:
+        if folder is not None and path.is_symlink() and not path.resolve().is_relative_to(folder):
+            return None
+        text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
+        with stack.headroom():  # the scan goes as deep as `_decode`: a case it refuses is refused there too
+            found = _scan(text)
+    except (FileProblem, OSError, RuntimeError, ValueError):  # RecursionError is a RuntimeError
+        return None
+    if found is None:
+        return None
+    defaults_at, places, levels = found
+    defaults: dict[str, Any] = {}
+    if defaults_at is not None:
+        problems: list[str] = []
+        try:
+            with stack.headroom(stack.HEADROOM - 1):
+                written = values.loads_written(text[defaults_at[0] : defaults_at[1]])
+        except (ValueError, RecursionError):  # a JSONDecodeError or BadNumber: said by `file_cases`
+            return None
+        defaults, _ = _split({"defaults": written, "cases": []}, shown, problems, suggestions)
+        if problems or (values.may_hold_surrogates(text) and values.surrogate_paths(defaults)):
+            return None
+    said: set[str] = set()
+    return [CaseText(text, start, end, i, levels, defaults, path, shown, said) for i, (start, end) in enumerate(places)]
+
+
+def _scan(text: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]], int] | None:
+    """(the defaults' place, each case's place, the levels above the cases) in a JSON case file's text, or None
+    when it is not plainly `[case, ...]` or `{"defaults": ..., "cases": [case, ...]}` (keys in any order, once)."""
+    pos = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]  # matches the empty string at worst
+    if text.startswith("[", pos):
+        listed = _list(text, pos)
+        return None if listed is None or not _at_end(text, listed[1]) else (None, listed[0], 1)
+    if not text.startswith("{", pos):
+        return None
+    seen: dict[str, tuple[int, int]] = {}
+    places: list[tuple[int, int]] | None = None
+    pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    while text.startswith('"', pos):
+        key, pos = _DECODER.raw_decode(text, pos)  # a string, as it starts with a quote
+        pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if key in seen or key not in ("defaults", "cases") or not text.startswith(":", pos):
+            return None
+        start = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        if key == "cases":
+            listed = _list(text, start) if text.startswith("[", start) else None
+            if listed is None:
+                return None
+            places, end = listed
+        else:
+            end = _DECODER.raw_decode(text, start)[1]
+        seen[key] = (start, end)
+        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+        if text.startswith(",", pos):
+            pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        elif not text.startswith("}", pos) or not _at_end(text, pos + 1):
+            return None
+        else:
+            return None if places is None else (seen.get("defaults"), places, 2)
+    return None
+
+
+def _list(text: str, pos: int) -> tuple[list[tuple[int, int]], int] | None:
+    """The places of the values of the JSON list at `pos` (its `[`), and where the list ends; None for an empty
+    list or one that is not JSON."""
+    places = []
+    pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", pos):
+        return None
+    while True:
+        end = _DECODER.raw_decode(text, pos)[1]  # the decoded case is let go at once
+        places.append((pos, end))
+        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+        if text.startswith("]", pos):
+            return places, pos + 1
+        if not text.startswith(",", pos):
+            return None
+        pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+
+
+def _at_end(text: str, pos: int) -> bool:
+    return _JSON_SPACE.match(text, pos).end() == len(text)  # type: ignore[union-attr]
+
+
+def decode(unit: Unit, problems: list[str]) -> RawCase | None:
+    """The case of a unit `read_cases` gave, decoded; None, with a problem, when its text is not what the whole
+    file's decoding accepts (a repeated key, a number too long, nested too deeply)."""
+    if isinstance(unit, RawCase):
+        return unit
+    part = unit.text[unit.start : unit.end]
+    try:
+        with stack.headroom(stack.HEADROOM):  # as deep as the case sits in the whole file's decoding
+            raw = values.loads_written(part)
+    except (ValueError, RecursionError):
+        problems.append(f"{unit.shown}: case #{unit.index + 1} is not what the file's decoding accepts")
+        return None
+    surrogates = values.may_hold_surrogates(part)
+    return _raw_case(raw, unit.index, unit.defaults, unit.path, unit.shown, surrogates, problems, unit.said_of_defaults)
 
 
 def read_file(file: CaseFile) -> list[RawCase] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 
 from diagbot.kinds.agent.evaluate import Assembly, Fixtures, judge_case, today_of
-from diagbot.kinds.agent.load import CaseFile, CaseIds, RawCase, RuleNames, read_file, usable_case
+from diagbot.kinds.agent.load import CaseFile, CaseIds, RuleNames, Unit, decode, read_file, usable_case
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentCaseResult, AgentReport
 from diagbot.kinds.base import SuiteInput
@@ -31,11 +31,12 @@ or None for a case file with a problem; and what its trial folders left out (cou
 
 
 def evaluate_in_workers(
-    suite: SuiteInput, options: AgentOptions, units: list[RawCase] | list[CaseFile], chunk: int = CHUNK
+    suite: SuiteInput, options: AgentOptions, units: list[Unit] | list[CaseFile], chunk: int = CHUNK
 ) -> AgentReport | None:
-    """The report of the suite whose cases `units` holds (`load.read_cases`: its cases, or for a suite of many
-    files its files, each read by the worker that judges it), judged in `suite.workers` processes; None when a case
-    or a file has a problem (the caller then judges the suite in one process, which says it)."""
+    """The report of the suite whose cases `units` holds (`load.read_cases`: its cases, decoded by the worker that
+    judges them, or for a suite of many files its files, each read by that worker), judged in `suite.workers`
+    processes; None when a case or a file has a problem (the caller then judges the suite in one process, which
+    says it)."""
     fixtures = Fixtures(suite.fixtures)
     today = today_of(suite.run)
     names = RuleNames(options.rules)
@@ -43,7 +44,11 @@ def evaluate_in_workers(
     def judge(start: int, end: int) -> Judged:
         judged: list[list[tuple[str, AgentCaseResult, list[str]] | None] | None] = []
         for unit in units[start:end]:
-            items = [unit] if isinstance(unit, RawCase) else read_file(unit)
+            if isinstance(unit, CaseFile):
+                items = read_file(unit)
+            else:
+                item = decode(unit, [])
+                items = None if item is None else [item]
             if items is None:
                 judged.append(None)
                 continue
@@ -62,7 +67,7 @@ def evaluate_in_workers(
 
     workers = Workers(judge, len(units), suite.workers, chunk)
     assembly, ids = Assembly(), CaseIds()
-    total = len(units) if units and isinstance(units[0], RawCase) else None  # files: how many cases is not known
+    total = None if units and isinstance(units[0], CaseFile) else len(units)  # files: how many cases is not known
     with contextlib.closing(iter(workers)) as results:  # leaving early stops the workers
         for judged, left_out, left_out_names in results:
             for cases in judged:
