@@ -8,11 +8,14 @@ apply to the case, exactly as `evaluate_case` judges one trial.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
 import re
+import signal
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -543,6 +546,66 @@ def test_values_and_names_in_a_schema_are_not_read_as_its_keywords() -> None:
 def test_an_openapi_example_and_an_extension_key_are_not_read_as_keywords() -> None:
     schema = {"type": "object", "example": {"pattern": "foo(?=bar)"}, "x-note": {"pattern": "(?=x)"}}
     assert failures(make_case(tool_schema={"grep": schema}), native(call("grep", {"pattern": "x"}))) == []
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Turn a hang into a failure: the block is interrupted after `seconds` (the code under test never catches
+    the alarm's exception)."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "default": {"patternProperties": {"^(a+)+$": {"type": "string"}}}, "$ref": "#/default"},
+        {"type": "object", "x-shape": {"additionalProperties": False, "patternProperties": {"^(a+)+$": {}}},
+         "$ref": "#/x-shape"},
+        {"type": "object", "examples": [{"unevaluatedProperties": False, "patternProperties": {"^(a+)+$": {}}}],
+         "$ref": "#/examples/0"},
+    ],
+)  # fmt: skip
+def test_a_pattern_reached_through_a_reference_into_data_runs_on_re2(schema: dict[str, Any]) -> None:
+    """Case loading refuses the patternProperties it sees, not those a `$ref` reaches in a schema's data: there
+    jsonschema ran them with Python's `re`, and `^(a+)+$` on 40 `a`s and a `!` would have taken hours."""
+    case = make_case(tool_schema={"t": schema})
+    with within(10):
+        said = failures(case, native(call("t", {"a" * 40 + "!": 1}), call("t", {"aaa": "x"})))
+    # the first key does not match (so it is refused where only matching keys are allowed); the second matches
+    key = f"'{'a' * 40}!'"
+    extra = {"x-shape": f"{key} does not match any of the regexes: '^(a+)+$'",
+             "examples": f"Unevaluated properties are not allowed ({key} was unexpected)"}  # fmt: skip
+    assert said == [f"tool_args_invalid: t (call 1): arguments: {extra[k]}" for k in extra if k in schema]
+    if "default" in schema:
+        [failed] = failures(case, native(call("t", {"aa": 5})))
+        assert failed == "tool_args_invalid: t (call 1): aa: 5 is not of type 'string'"
+
+
+def test_a_pattern_re2_cannot_run_reached_through_a_reference_fails_the_check_with_its_reason() -> None:
+    """It stopped `diagbot run` with "failed unexpectedly", and every other case of the suite with it."""
+    schema = {"type": "object", "default": {"properties": {"id": {"pattern": "(a)\\1"}}}, "$ref": "#/default"}
+    [failed] = failures(make_case(tool_schema={"t": schema}), native(call("t", {"id": "aa"})))
+    assert failed.startswith(
+        "tool_args_invalid: t (call 1): its tool_schema cannot be applied: its pattern '(a)\\\\1' cannot be run: "
+        "uses a backreference"
+    ), failed
+
+
+def test_draft_07_dependencies_are_read_as_schemas_when_the_case_loads() -> None:
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "dependencies": {"const": {"patternProperties": {"^(a+)+$": {}}}}}  # fmt: skip
+    with pytest.raises(ValidationError, match="the schema for 't' uses patternProperties"):
+        make_case(tool_schema={"t": schema})
 
 
 def test_schema_pattern_re2_cannot_run_is_refused_when_the_case_loads() -> None:

@@ -430,7 +430,7 @@ def _regexes_in(schema: Any, tool: str) -> None:
 
 
 _SCHEMA_DATA = frozenset(("default", "examples", "example", "const", "enum"))  # `example`: OpenAPI's
-_NAMED_SCHEMAS = frozenset(("properties", "$defs", "definitions", "dependentSchemas"))
+_NAMED_SCHEMAS = frozenset(("properties", "$defs", "definitions", "dependentSchemas", "dependencies"))
 
 
 def _valid_schemas(schemas: dict[str, Any]) -> dict[str, Any]:

@@ -39,15 +39,50 @@ MAX_VALUE_CHARS = 60  # characters of the value's repr kept in it, when the mess
 _charge: Callable[[int], None] = lambda count: None  # noqa: E731  # the running check's budget, set by first_error
 
 
+class UnrunnablePattern(ValueError):
+    """A regex of the schema that RE2 cannot run (a backreference, lookaround, too long): the schema cannot be
+    applied. Case loading refuses the patterns it sees; this one was reached another way (a `$ref` into a
+    schema's `default`, say)."""
+
+
+def _search(pattern: str, text: str) -> bool:
+    """A regex search of a schema's, on RE2 and charged to the running check's budget."""
+    try:
+        regex = compile_regex(pattern)
+    except ValueError as exc:
+        raise UnrunnablePattern(f"its pattern {one_line(pattern, 60)!r} cannot be run: {exc}") from None
+    _charge(1 + len(text) * regex.program // 50)  # RE2's slow path: 200 instruction-bytes a step, 4 bytes a char
+    return regex.search_text(text)
+
+
+class _RE2:
+    """What jsonschema's keywords use of the `re` module: `re.search(pattern, text)`, in `patternProperties`,
+    `additionalProperties` and `unevaluatedProperties`. It stands in for `re` in those modules (`_use_re2`), so
+    that no pattern a pull request wrote is ever run by Python's backtracking engine, however the validator
+    reaches it: case loading refuses the `patternProperties` it sees, but a `$ref` can lead into a schema's data."""
+
+    @staticmethod
+    def search(pattern: str, text: str) -> bool:
+        return _search(pattern, text) if isinstance(text, str) else False
+
+
+def _use_re2() -> None:
+    from jsonschema import _keywords, _legacy_keywords, _utils
+
+    for module in (_keywords, _legacy_keywords, _utils):
+        module.re = _RE2  # type: ignore[attr-defined]
+
+
+_use_re2()
+
+
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
     if not validator.is_type(instance, "string"):
         return
     if len(instance) > MAX_PATTERN_CHARS:
         yield jsonschema.ValidationError(f"a string of {len(instance):,} characters, too long for `pattern`")
         return
-    regex = compile_regex(pattern)
-    _charge(1 + len(instance) * regex.program // 50)  # RE2's slow path: 200 instruction-bytes a step, 4 bytes a char
-    if not regex.search_text(instance):
+    if not _search(pattern, instance):
         yield jsonschema.ValidationError(f"{show(instance)} does not match /{pattern}/")
 
 
@@ -196,6 +231,8 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
         return f"its tool_schema cannot be applied: the reference {str(exc.ref)[:80]!r} does not resolve"
     except RecursionError:
         return "its tool_schema cannot be applied: the schema's references nest too deeply for these arguments"
+    except UnrunnablePattern as exc:
+        return f"its tool_schema cannot be applied: {exc}"
     finally:
         _charge = _no_charge
     if error is None:
