@@ -370,7 +370,7 @@ def _fixtures_suite(tmp_path: Path, names: list[str]) -> Path:
 
 def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     names = ["fifo", "zero", "outside", "passwd", "folder", "empty", "both", "many", "fifo_trial", "link_trial",
-             "missing"]  # fmt: skip
+             "missing", "linked_folder"]  # fmt: skip
     root = _fixtures_suite(tmp_path, names)
     fx = root / "fx"
     secret = root / "secret.json"
@@ -391,6 +391,11 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     os.mkfifo(fx / "fifo_trial" / "t.json")
     (fx / "link_trial").mkdir()
     os.symlink(secret, fx / "link_trial" / "t.json")
+    elsewhere = root / "elsewhere"  # a linked case folder: what it holds was listed, and named as left out
+    elsewhere.mkdir()
+    (elsewhere / "SECRET-NAME.txt").write_text("x")
+    (elsewhere / "t.json").write_text(json.dumps(GOOD_RUN))
+    os.symlink(elsewhere, fx / "linked_folder")
     result = evaluated(diagbot(root))
     # the listing stops at the 101st trial, so the count is never exact
     failed_with(result, "trace_invalid: many/ holds more than 100 trials; diagbot reads at most 100", case_id="many")
@@ -408,9 +413,10 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
         "link_trial": [[f"trace_invalid: link_trial/t.json: {outside}"]],
         "missing": [["trace_missing: no run recorded: expected missing.json or a folder missing/ in the fixtures "
                      "folder"]],
+        "linked_folder": [[f"trace_invalid: linked_folder/: {outside}"]],
     }  # fmt: skip
     written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
-    assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written
+    assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written and "SECRET-NAME" not in written
 
 
 def test_a_trial_file_name_no_output_can_carry_fails_its_case_escaped(tmp_path: Path) -> None:

@@ -67,6 +67,9 @@ class Fixtures:
             return [(single, single, self._prefix + single, self._entries.get(single, (False, False))[1])]
         if single in self._entries:
             return f"both {single} and the folder {case_id}/ are recorded; keep one"
+        why = _outside(self._prefix + case_id, self.root) if folder[1] else None
+        if why:  # listed, it would put the names of what it leads to in the report and the comment
+            return f"{case_id}/: {why}"
         found = []
         with os.scandir(self._prefix + case_id) as entries:
             for count, entry in enumerate(entries):
