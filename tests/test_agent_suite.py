@@ -250,7 +250,8 @@ def test_a_case_that_loses_its_checks_under_the_same_version_regresses_and_moves
     """A gating case whose checks were removed under the same case_version is unchecked now. That would hide a
     failure (a pull request could green a failing P0 case so), so it is a gating regression of its own, asking
     for a new case_version; the aggregates are compared over the other common cases, so the pass rate it left
-    shows no improvement. The reverse, a case that gains failing checks, is a change and lowers nothing."""
+    shows no improvement. The reverse is a change, but for a case that fails now: a failure under the same
+    contract (checks added without a new case_version, or a run that broke) would pass the gate unseen."""
     base = bundled_report()
     baseline = _variant(base, "refund_tool_partial_amount_003", status=was, passed=was == "passed")
     current = _variant(base, "refund_tool_partial_amount_003", status="unchecked", passed=False)
@@ -265,9 +266,15 @@ def test_a_case_that_loses_its_checks_under_the_same_version_regresses_and_moves
     assert diff.common_cases == 16 and diff.has_regression and diff.gating_regressions == 1  # 17 less this one
     back = diff_agent(current, baseline)
     [item] = [i for i in back.items if i.case_id == "refund_tool_partial_amount_003"]
-    assert (item.type, item.message) == (ItemType.CHANGED, f"unchecked → {was}")
     assert not [i for i in back.items if i.case_id is None and i.type is not ItemType.CHANGED]
-    assert back.common_cases == 16 and not back.has_regression
+    assert back.common_cases == 16
+    if was == "passed":
+        assert (item.type, item.message, back.has_regression) == (ItemType.CHANGED, "unchecked → passed", False)
+    else:
+        assert (item.type, back.has_regression, back.gating_regressions) == (ItemType.REGRESSION, True, 1)
+        assert item.message.startswith("unchecked → failed (") and item.message.endswith(
+            "; a failure under the same case_version v1: give it a new case_version if its contract changed"
+        )
     bumped = _variant(base, "refund_tool_partial_amount_003", status="unchecked", passed=False, case_version="v2")
     assert not diff_agent(baseline, bumped).has_regression  # a new contract: one caseVersion change
 

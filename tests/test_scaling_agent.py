@@ -385,3 +385,13 @@ def test_a_subschema_path_is_cut_however_long_the_keys_above_it() -> None:
     found = unknown_keywords({"properties": {"k" * 1_000_000: {"properties": wide}}})
     assert len(found) == 3 and all(len(f) < 300 for f in found)
     assert found[0].startswith("properties." + "k" * 180)
+
+
+@pytest.mark.parametrize("case_id", ["c1\u200b", "c1/../c2", "", "-c1", "c" * 201])
+def test_a_stored_case_id_no_case_could_have_is_refused(case_id: str) -> None:
+    """A baseline entry `c1` + a zero-width space was read, compared with no case (so its case's regression went
+    unseen) and shown as a case that vanished."""
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(_edited(caseId=case_id), "baseline")
+    [message] = info.value.problems
+    assert message.startswith("baseline: not a readable agent report: results.0.caseId: string should match pattern")

@@ -49,11 +49,16 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     cid = new.case_id
     items: list[DiffItem] = []
     statuses = f"{old.status} → {new.status}"
-    if {old.status, new.status} == {"passed", "failed"}:
+    if {old.status, new.status} == {"passed", "failed"} or (old.status, new.status) == ("unchecked", "failed"):
         worse = new.status == "failed"
         count = len(new.failed_checks)  # said first: a long first check cuts the cell before a count at the end
         shown = "; ".join(new.failed_checks[:2])
         detail = "" if not worse or not count else f" ({count} failed checks: {shown})" if count > 2 else f" ({shown})"
+        if old.status == "unchecked":  # the same contract, now failing: its checks were added, or its run broke
+            detail += (
+                f"; a failure under the same case_version {new.case_version}: give it a new case_version if its "
+                "contract changed"
+            )
         kind = ItemType.REGRESSION if worse else ItemType.IMPROVEMENT
         items.append(item(kind, cid, "status", old.status, new.status, f"{statuses}{detail}"))
     elif new.status == "unchecked" and old.status != "unchecked":

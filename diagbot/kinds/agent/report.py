@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from diagbot.core.models import Output
 from diagbot.core.rates import mean, rate
 from diagbot.core.report import RunInfo
+from diagbot.kinds.agent.cases import CASE_ID_PATTERN
 
 AGENT_SCHEMA_VERSION = 1
 MAX_TRIALS = 100
@@ -27,7 +28,7 @@ class TrialResult(Output):
 
 
 class AgentCaseResult(Output):
-    case_id: str
+    case_id: str = Field(pattern=f"^{CASE_ID_PATTERN}$")  # as a case's: a stored one that is not was not written so
     case_version: str
     title: str
     scenario: str

@@ -9,6 +9,7 @@ so an exponential `anyOf` of references or a huge `enum` stops with a message in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -58,12 +59,17 @@ def _search(pattern: str, text: str) -> bool:
 class _RE2:
     """What jsonschema's keywords use of the `re` module: `re.search(pattern, text)`, in `patternProperties`,
     `additionalProperties` and `unevaluatedProperties`. It stands in for `re` in those modules (`_use_re2`), so
-    that no pattern a pull request wrote is ever run by Python's backtracking engine, however the validator
-    reaches it: case loading refuses the `patternProperties` it sees, but a `$ref` can lead into a schema's data."""
+    that while `first_error` validates a call, no pattern a pull request wrote is run by Python's backtracking
+    engine, however the validator reaches it: case loading refuses the `patternProperties` it sees, but a `$ref`
+    can lead into a schema's data. Any other use of jsonschema gets `re` itself."""
+
+    active = False
 
     @staticmethod
-    def search(pattern: str, text: str) -> bool:
-        return _search(pattern, text) if isinstance(text, str) else False
+    def search(pattern: str, text: str) -> Any:
+        if not _RE2.active:
+            return re.search(pattern, text)
+        return _search(pattern, text) if isinstance(text, str) else None
 
 
 def _use_re2() -> None:
@@ -223,7 +229,7 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
     global _charge
     if _size(args, MAX_VALIDATED_VALUES) > MAX_VALIDATED_VALUES:
         return f"the arguments hold more than {MAX_VALIDATED_VALUES:,} values, too many to validate"
-    _charge = charge
+    _charge, _RE2.active = charge, True
     try:
         validator = _metered_validator(draft_of(schema))(schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(args))
@@ -234,7 +240,7 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
     except UnrunnablePattern as exc:
         return f"its tool_schema cannot be applied: {exc}"
     finally:
-        _charge = _no_charge
+        _charge, _RE2.active = _no_charge, False
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
