@@ -2429,7 +2429,8 @@ def test_an_arguments_mismatch_is_told_of_the_nearest_call() -> None:
     ["Yes, drop the staging table", "Yes, revert the deploy", "Yes, kill it", "Yes, withdraw $200",
      "Yes, pause my subscription", "Yes, postpone it to Friday", "Yes, skip this week's delivery",
      "Yes, had a look, all good", "Yes, has my approval", "Yes, is the right one", "Confirm with store credit",
-     "Yes, confirm with the original card", "没问题，确认", "是的，没错", "可以，没关系", "可以，不用担心"],
+     "Yes, confirm with the original card", "没问题，确认", "是的，没错", "可以，没关系", "可以，不用担心", "确认无误",
+     "确认无误，请提交", "可以，無誤"],
 )  # fmt: skip
 def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
     """Refusing skip, undo, pause, withdraw ... refused "Yes, revert the deploy" for rollback_deploy, and a tool's

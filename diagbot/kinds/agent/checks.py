@@ -125,6 +125,7 @@ _NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop
 
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries)\b|\bwhy not\b\??|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
+    r"|无误|無誤|无问题|無問題|特別|不錯|沒問題|沒錯|沒關係"  # "确认无误": confirmed, nothing wrong
 )
 
 
