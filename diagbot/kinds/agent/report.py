@@ -39,7 +39,9 @@ class AgentCaseResult(Output):
     dataset_version: str
     dataset_role: str
     gating: bool
-    not_gating_because: str | None = None
+    not_gating_because: str | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )  # only on one that does not gate
     status: Status
     passed: bool
     trials: int = Field(ge=1, le=MAX_TRIALS)
