@@ -882,6 +882,26 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     ]
 
 
+def test_a_native_run_without_state_changes_changed_nothing() -> None:
+    """diagbot's format records every change of state as a step, so a run of it with none changed nothing: its
+    final state is the initial state, and no transition happened (both were "cannot be checked", failing the
+    case). A chat run, which cannot record one, still says that it cannot be checked (above)."""
+    case = TRANSITIONS.model_copy(update={"initial_state": {"status": "closed"}})
+    quiet = native(say("user", "refund it"), call("refund"), say("assistant", "I cannot refund a closed order."))
+    assert failures(case, quiet) == []
+    active = {"account_status": "active"}
+    kept = make_case(initial_state=active, final_state_check={"id": "still_active", "expr": "account_status",
+                                                               "equals": "active"})  # fmt: skip
+    assert failures(kept, quiet) == []
+    closed = make_case(initial_state=active, final_state_check={"id": "closed", "expr": "account_status",
+                                                                 "equals": "closed"})  # fmt: skip
+    assert failures(closed, quiet) == ['final_state_mismatch: closed: expected "closed", got "active"']
+    assert failures(kept, [{"role": "assistant", "content": "I cannot do that."}]) == [
+        "final_state_mismatch: still_active: the run records no final_state and no state changes, so its final "
+        "state is not known (record final_state, or state_change steps)"
+    ]
+
+
 def test_a_net_change_without_a_declared_initial_state_is_undecided_where_its_start_matters() -> None:
     """Its start is unknown: it read as null, so `closed -> refunded` was ruled out and the run passed."""
     start = "the case declares no initial_state, so where status started is unknown; add initial_state with status"
@@ -1884,7 +1904,8 @@ def test_what_must_not_happen_fails_when_it_cannot_be_decided() -> None:
         "rule_failed: submitted: starts_with(refund_status, 'sub'): the query failed (In function starts_with(), "
         f"invalid type for value: 5, expected one of: ['string'], received: \"number){never}"
     ]
-    assert failures(typed, native(say("assistant", "done"))) == [  # a run that records nothing of its state
+    chat = [{"role": "assistant", "content": "done"}]  # a format that records nothing of the run's state
+    assert failures(typed, chat) == [
         "rule_failed: submitted: starts_with(refund_status, 'sub'): the run records no final_state and no state "
         f"changes, so its final state is not known (record final_state, or state_change steps){never}"
     ]

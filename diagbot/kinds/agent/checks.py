@@ -405,7 +405,7 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
     """`forbidding`: the check is one that must not hold, so `equals` is matched with extra keys allowed whatever
     `args_match` says, and `{}` is any object: the reading that can fail the case wins, as in `same`."""
     label = check.id or check.expr
-    if t.run.final_state is None and not t.run.state_changes:  # the initial state alone says nothing of the end
+    if t.run.final_state is None and not t.run.state_changes and not t.run.records_state:  # nothing of the end
         return None, (
             f"{label}: the run records no final_state and no state changes, so its final state is not known "
             "(record final_state, or state_change steps)"
@@ -1020,12 +1020,12 @@ def _net_changes(t: Trial, declared: bool) -> list[StateChange] | None:
     """The state changes transitions are checked against: those the run records, and, when it records a final
     state, one change for each top-level key of it whose value differs from where the recorded changes (or the
     initial state) left it (formats other than diagbot's record no steps of state); None when the run says nothing
-    of its state."""
+    of its state (diagbot's format says it changed nothing by recording no change)."""
     final = t.run.final_state
     missing = ABSENT if declared else UNRECORDED  # a key the declared initial state lacks did not exist yet
     recorded = _started(t, missing)
     if final is None:
-        return recorded or None
+        return recorded or ([] if t.run.records_state else None)
     # each key from where the run last left it (its last recorded change, else the initial state) to the final
     # state, when they differ: a change the steps do not show (none -> pending recorded, refunded at the end)
     last = {change.key: change.after for change in recorded}

@@ -134,6 +134,9 @@ class Run:
     final_state: dict[str, Any] | None = None
     duration_ms: float | None = None
     citations: list[Citation] = field(default_factory=list)  # those the format records on the answer
+    records_state: bool = False
+    """The format records each change of state as a step (diagbot's own): a run of it with none changed nothing.
+    In other formats a run's state is known only from a recorded final_state."""
     unrecorded: str | None = None
     """Why the run holds no messages though the agent spoke (spans exported without their content): the checks of
     its text and turns are then undecided, never passed on an empty answer."""

@@ -71,6 +71,7 @@ def read(data: Any) -> Run:
     run = Run(
         final_state=state(top.get("final_state"), "$.final_state"),
         duration_ms=duration(top.get("duration_ms"), "$.duration_ms"),
+        records_state=True,
     )
     for index, raw in enumerate(items(top.get("steps"), "$.steps")):  # at most MAX_STEPS of them
         path = f"$.steps[{index}]"
