@@ -43,9 +43,13 @@ def valid_query(expr: str) -> str:
             f"JMESPath expression {shown} is {len(expr):,} characters long; the limit is {MAX_QUERY_CHARS:,}"
         )
     try:
-        depth = _depth(_compiled(expr).parsed)
-    except JMESPathError as exc:
-        raise ValueError(f"invalid JMESPath expression {expr!r}: {exc}") from None
+        tree = _compiled(expr).parsed
+        depth = _depth(tree)
+    except JMESPathError as exc:  # a parse error's text is three lines, the expression and a caret under it
+        said = str(exc).splitlines()[0].removeprefix("Invalid jmespath expression: ").rstrip(":")
+        where = getattr(exc, "lex_position", None)
+        at = f" at character {where + 1}" if isinstance(where, int) else ""
+        raise ValueError(f"invalid JMESPath expression {shown}: {said}{at}") from None
     except RecursionError:
         depth = MAX_QUERY_DEPTH + 1  # the parser itself ran out of stack: certainly over the limit
     if depth > MAX_QUERY_DEPTH:
@@ -53,7 +57,21 @@ def valid_query(expr: str) -> str:
             f"JMESPath expression {shown} nests more than {MAX_QUERY_DEPTH} levels deep (pipes and brackets count); "
             "flatten it"
         )
+    unknown = sorted(_functions(tree) - set(_BoundedFunctions.FUNCTION_TABLE))
+    if unknown:  # else the query fails only when a run is judged
+        raise ValueError(f"JMESPath expression {shown} calls {', '.join(map(repr, unknown[:5]))}, no JMESPath function")
     return expr
+
+
+def _functions(tree: Any) -> set[str]:
+    """The names of the functions a syntax tree calls."""
+    names, todo = set(), [tree]
+    while todo:
+        node = todo.pop()
+        if node.get("type") == "function_expression" and isinstance(node.get("value"), str):
+            names.add(node["value"])
+        todo.extend(child for child in node.get("children", ()) if isinstance(child, dict))
+    return names
 
 
 def _depth(tree: Any) -> int:

@@ -122,7 +122,8 @@ def describe(
         allowed, hint = literal_choices(error)
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
     message = error_message(error)
-    return f"'{where}': {message[0].lower() + message[1:]} (found {found})"
+    lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
+    return f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
 
 
 def _text(blob: bytes) -> str:
@@ -508,7 +509,7 @@ def decode(unit: Unit, problems: list[str]) -> RawCase | None:
         return unit
     part = unit.text[unit.start : unit.end]
     try:
-        with stack.headroom(stack.HEADROOM):  # as deep as the case sits in the whole file's decoding
+        with stack.headroom(stack.HEADROOM - unit.levels):  # as deep as the case sits in the whole file's decoding
             raw = values.loads_written(part)
     except (ValueError, RecursionError):
         problems.append(f"{unit.shown}: case #{unit.index + 1} is not what the file's decoding accepts")

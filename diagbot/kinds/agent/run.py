@@ -217,7 +217,9 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
         return None, f"arguments hold {count:,} JSON values; diagbot decodes at most {MAX_ARG_VALUES:,} per call"
     try:  # a repeated key is refused: which of its values the tool acted on is not known
         decoded = values.loads_unique(raw)
-    except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError) as exc:
+    except RecursionError:  # Python's own words name its internals ("while decoding a JSON array from ...")
+        return None, f"arguments are nested too deeply to read: {values.excerpt(raw)!r}"
+    except (json.JSONDecodeError, values.BadNumber, UnicodeError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return None, f"arguments are not valid JSON ({reason}): {values.excerpt(raw)!r}"
     if not isinstance(decoded, dict):  # `null`, `5`, a list, a JSON text inside the text: what the tool got is unknown
