@@ -163,10 +163,14 @@ def run_config(
         except DiagbotError as exc:
             outcome.problems = exc.problems
         if outcome.diff is not None and _nothing_in_common(outcome.diff):
+            compared = (  # a case whose id differs from a baseline case's only in case or separators: a rename
+                "only cases that look renamed from the baseline's were compared (their items say which)"
+                if outcome.diff.has_regression else "nothing was compared, so nothing could regress"
+            )  # fmt: skip
             outcome.warnings.append(
                 f"suite {suite.name} has no case in common with its baseline (none of its "
-                f"{outcome.diff.current_total_cases} cases is there with the same case_id and case_version): nothing "
-                "was compared, so nothing could regress; make the baseline again from these cases"
+                f"{outcome.diff.current_total_cases} cases is there with the same case_id and case_version): "
+                f"{compared}; make the baseline again from these cases"
             )
         if outcome.report is not None and outcome.report.total_cases == 0:
             outcome.warnings.append(

@@ -505,8 +505,8 @@ def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -
     trials = [(t["trial"], t["passed"]) for t in result["trialResults"]]
     assert trials == [("trial-1.json", True), ("trial-3.JSON", False)]
     assert report["warnings"] == [
-        "fixtures: c1/sub/, c1/trial-2.txt left out: a case's folder holds its trials, files ending in .json or "
-        ".jsonl; move anything else out of it"
+        "fixtures: c1/.draft.json, c1/sub/, c1/trial-2.txt left out: a case's folder holds its trials, files ending "
+        "in .json or .jsonl whose names do not start with a dot; move anything else out of it"
     ]
 
 

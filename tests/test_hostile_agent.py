@@ -370,7 +370,7 @@ def _fixtures_suite(tmp_path: Path, names: list[str]) -> Path:
 
 def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     names = ["fifo", "zero", "outside", "passwd", "folder", "empty", "both", "many", "fifo_trial", "link_trial",
-             "missing", "linked_folder"]  # fmt: skip
+             "missing", "linked_folder", "dangling"]  # fmt: skip
     root = _fixtures_suite(tmp_path, names)
     fx = root / "fx"
     secret = root / "secret.json"
@@ -396,6 +396,7 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     (elsewhere / "SECRET-NAME.txt").write_text("x")
     (elsewhere / "t.json").write_text(json.dumps(GOOD_RUN))
     os.symlink(elsewhere, fx / "linked_folder")
+    os.symlink("nowhere.json", fx / "dangling.json")
     result = evaluated(diagbot(root))
     # the listing stops at the 101st trial, so the count is never exact
     failed_with(result, "trace_invalid: many/ holds more than 100 trials; diagbot reads at most 100", case_id="many")
@@ -414,6 +415,8 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
         "missing": [["trace_missing: no run recorded: expected missing.json or a folder missing/ in the fixtures "
                      "folder"]],
         "linked_folder": [[f"trace_invalid: linked_folder/: {outside}"]],
+        "dangling": [["trace_missing: dangling.json is a symbolic link to nothing (its target does not exist); record "
+                      "the run there, or replace the link with the run file"]],
     }  # fmt: skip
     written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
     assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written and "SECRET-NAME" not in written

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -765,6 +766,25 @@ def test_a_baseline_with_no_case_in_common_is_named(tmp_path: Path) -> None:
         "**agent** (agent): 1/2 cases pass; no case in common with the baseline, so no pass rate is compared" in comment
     )
     assert "0.0% → 0.0%" not in comment
+
+
+def test_a_baseline_whose_cases_look_renamed_is_not_said_to_compare_nothing(tmp_path: Path) -> None:
+    """Every baseline id differed only in case: the warning said nothing could regress, and the next line named the
+    regression of a renamed case that fails now."""
+    _started(tmp_path)
+    assert diagbot(tmp_path, "run", "--out", "build/base", "--quiet").returncode == 0
+    stored = tmp_path / "build/base/reports/agent.json"
+    stored.write_text(re.sub(r'"caseId": "(\w)', lambda m: f'"caseId": "{m[1].upper()}', stored.read_text()), "utf-8")
+    for path in (tmp_path / "fixtures" / "agent").iterdir():  # every run now answers nothing: each case fails
+        path.write_text(json.dumps([{"role": "assistant", "content": "?"}]), encoding="utf-8")
+    done = diagbot(tmp_path, "run", "--baseline", "build/base", "--quiet")
+    assert done.returncode == 1, done.stderr
+    assert (
+        "warning: suite agent has no case in common with its baseline (none of its 2 cases is there with the same "
+        "case_id and case_version): only cases that look renamed from the baseline's were compared (their items say "
+        "which); make the baseline again from these cases"
+    ) in done.stderr.splitlines(), done.stderr
+    assert "nothing could regress" not in done.stderr
 
 
 def test_a_case_that_lost_its_checks_is_in_common_with_its_baseline() -> None:

@@ -77,9 +77,10 @@ class Fixtures:
                     return (
                         f"{case_id}/ holds more than {MAX_FIXTURE_ENTRIES:,} entries; diagbot lists at most that many"
                     )
-                if entry.name.startswith("."):
+                trial_like = entry.name.lower().endswith(TRIAL_SUFFIXES)  # `trial-2.JSON` is one
+                if entry.name.startswith(".") and not trial_like:  # `.DS_Store`; a hidden `.t2.json` is named
                     continue
-                if entry.is_dir() or not entry.name.lower().endswith(TRIAL_SUFFIXES):  # `trial-2.JSON` is one
+                if entry.is_dir() or not trial_like or entry.name.startswith("."):
                     self.left_out += 1  # the first few by name, as a listing in any order would make them vary
                     bisect.insort(
                         self.left_out_names, f"{case_id}/{values.one_line(entry.name, 200)}" + "/" * entry.is_dir()
@@ -118,7 +119,7 @@ class Fixtures:
         named = ", ".join(self.left_out_names)
         return [
             f"fixtures: {named}{more} left out: a case's folder holds its trials, files ending in "
-            f"{' or '.join(TRIAL_SUFFIXES)}; move anything else out of it"
+            f"{' or '.join(TRIAL_SUFFIXES)} whose names do not start with a dot; move anything else out of it"
         ]
 
     def take_left_out(self) -> tuple[int, list[str]]:
@@ -351,9 +352,12 @@ def _evaluate_case(
             near = fixtures.misnamed(case.case_id)
             hint = f" ({values.one_line(near, 200)} is there: names match exactly, so rename it)" if near else ""
             failed = [
+                f"{Code.TRACE_MISSING}: {shown} is a symbolic link to nothing (its target does not exist); record "
+                "the run there, or replace the link with the run file"
+                if linked else
                 f"{Code.TRACE_MISSING}: no run recorded: expected {shown} or a folder {case.case_id}/ in the fixtures "
                 f"folder{hint}"
-            ]
+            ]  # fmt: skip
         except TraceInvalid as exc:
             failed = [f"{Code.TRACE_INVALID}: {shown}{': ' + exc.path if exc.path else ''}: {exc.message}"]
         except RecursionError:
