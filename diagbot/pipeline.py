@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from diagbot.core.diff import DiffReport
+from diagbot.core.diff import DiffReport, ItemType
 from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
@@ -165,7 +165,8 @@ def run_config(
         if outcome.diff is not None and _nothing_in_common(outcome.diff):
             compared = (  # a case whose id differs from a baseline case's only in case or separators: a rename
                 "only cases that look renamed from the baseline's were compared (their items say which)"
-                if outcome.diff.has_regression else "nothing was compared, so nothing could regress"
+                if any(i.type is ItemType.REGRESSION for i in outcome.diff.items)
+                else "nothing was compared, so nothing could regress"
             )  # fmt: skip
             outcome.warnings.append(
                 f"suite {suite.name} has no case in common with its baseline (none of its "

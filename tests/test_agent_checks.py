@@ -601,6 +601,25 @@ def test_a_pattern_re2_cannot_run_reached_through_a_reference_fails_the_check_wi
     ), failed
 
 
+@pytest.mark.parametrize(
+    ("data", "args", "why"),
+    [
+        ({"pattern": 5}, {"q": "hi"}, "its pattern 5 is not a string"),
+        ({"pattern": ["x"]}, {"q": "hi"}, "its pattern ['x'] is not a string"),
+        ({"minLength": "a"}, {"q": "hi"}, "a keyword it reaches has a value of the wrong shape"),
+        ({"$ref": 5}, {"q": "hi"}, "a keyword it reaches has a value of the wrong shape"),
+        ({"properties": 5}, {"q": {}}, "a keyword it reaches has a value of the wrong shape"),
+    ],
+)
+def test_a_keyword_of_the_wrong_shape_reached_through_a_reference_fails_the_check(
+    data: dict[str, Any], args: dict[str, Any], why: str
+) -> None:
+    """`check_schema` does not look inside an `x-` key: jsonschema's TypeError stopped the whole run."""
+    schema = {"type": "object", "properties": {"q": {"$ref": "#/x-data"}}, "x-data": data}
+    [failed] = failures(make_case(tool_schema={"t": schema}), native(call("t", args)))
+    assert failed.startswith(f"tool_args_invalid: t (call 1): its tool_schema cannot be applied: {why}"), failed
+
+
 def test_draft_07_dependencies_are_read_as_schemas_when_the_case_loads() -> None:
     schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
               "dependencies": {"const": {"patternProperties": {"^(a+)+$": {}}}}}  # fmt: skip
@@ -887,8 +906,14 @@ def test_a_native_run_without_state_changes_changed_nothing() -> None:
     final state is the initial state, and no transition happened (both were "cannot be checked", failing the
     case). A chat run, which cannot record one, still says that it cannot be checked (above)."""
     case = TRANSITIONS.model_copy(update={"initial_state": {"status": "closed"}})
-    quiet = native(say("user", "refund it"), call("refund"), say("assistant", "I cannot refund a closed order."))
+    quiet = native(say("user", "refund it"), say("assistant", "I cannot refund a closed order."))
     assert failures(case, quiet) == []
+    # but a run that called the policy's tool, and succeeded, and recorded no state says nothing of what it did
+    assert failures(case, native(call("refund"), say("assistant", "Refunded."))) == [
+        "state_transition_forbidden: the refund policy's state transitions cannot be checked: the run records no "
+        "state changes and no final_state, though refund was called"
+    ]
+    assert failures(case, native(call("refund", error=True), say("assistant", "It failed."))) == []
     active = {"account_status": "active"}
     kept = make_case(initial_state=active, final_state_check={"id": "still_active", "expr": "account_status",
                                                                "equals": "active"})  # fmt: skip

@@ -499,7 +499,8 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
      "rx: 'evaluator_config.rule_checks[0].answer_matches': invalid regular expression '(a)\\\\1': uses a "
      "backreference"),
     ("query.yaml", yaml_case("q", final_state_check={"expr": "a[", "equals": 1}),
-     "q: 'final_state_check.expr': invalid JMESPath expression 'a[': Incomplete expression at character 3 (found"),
+     "q: 'final_state_check.expr': invalid JMESPath expression 'a[': the expression is incomplete at character 3 "
+     "(found"),
     ("function.yaml", yaml_case("fn", final_state_check={"expr": "nofn(a)", "equals": 1}),  # failed only in a run
      "fn: 'final_state_check.expr': JMESPath expression 'nofn(a)' calls 'nofn', no JMESPath function (found"),
     ("long_query.yaml", yaml_case("lq", final_state_check={"expr": "a" * 4001, "equals": 1}),

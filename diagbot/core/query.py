@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import jmespath
 from jmespath import functions as jmespath_functions
-from jmespath.exceptions import JMESPathError
+from jmespath.exceptions import IncompleteExpressionError, JMESPathError
 from jmespath.parser import ParsedResult
 from jmespath.visitor import Options, TreeInterpreter
 
@@ -45,11 +45,8 @@ def valid_query(expr: str) -> str:
     try:
         tree = _compiled(expr).parsed
         depth = _depth(tree)
-    except JMESPathError as exc:  # a parse error's text is three lines, the expression and a caret under it
-        said = str(exc).splitlines()[0].removeprefix("Invalid jmespath expression: ").rstrip(":")
-        where = getattr(exc, "lex_position", None)
-        at = f" at character {where + 1}" if isinstance(where, int) else ""
-        raise ValueError(f"invalid JMESPath expression {shown}: {said}{at}") from None
+    except JMESPathError as exc:  # its text is three lines: what is wrong, the expression, a caret under it
+        raise ValueError(f"invalid JMESPath expression {shown}: {_parse_error(exc)}") from None
     except RecursionError:
         depth = MAX_QUERY_DEPTH + 1  # the parser itself ran out of stack: certainly over the limit
     if depth > MAX_QUERY_DEPTH:
@@ -61,6 +58,16 @@ def valid_query(expr: str) -> str:
     if unknown:  # else the query fails only when a run is judged
         raise ValueError(f"JMESPath expression {shown} calls {', '.join(map(repr, unknown[:5]))}, no JMESPath function")
     return expr
+
+
+def _parse_error(exc: JMESPathError) -> str:
+    """What jmespath says is wrong, on one line, with where (counted from 1)."""
+    if isinstance(exc, IncompleteExpressionError):
+        said = "the expression is incomplete"
+    else:
+        said = getattr(exc, "message", None) or getattr(exc, "msg", None) or "it cannot be parsed"
+    where = getattr(exc, "lexer_position", getattr(exc, "lex_position", None))
+    return f"{said} at character {where + 1}" if isinstance(where, int) else str(said)
 
 
 def _functions(tree: Any) -> set[str]:

@@ -1118,14 +1118,18 @@ def _either(verdicts: Iterable[bool | None]) -> bool | None:
 def transitions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
     changes = _net_changes(t, case.initial_state is not None or case.state is not None)
+    silent = not t.run.state_changes and t.run.final_state is None  # a run that records nothing of its state
     for policy in case.policies:
         forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
         allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
-        if changes is None:
+        # diagbot's format says a run changed nothing by recording no change, but not once the policy's tool was
+        # called and succeeded: a recording of calls alone would pass any transition that call made
+        called = silent and any(c.tool == policy.tool and not c.failed for c in t.run.calls)
+        if changes is None or called:
             if (forbidden or allowed) and failures.wants():
                 failures.add(
                     f"the {policy.tool} policy's state transitions cannot be checked: the run records no state "
-                    "changes and no final_state"
+                    "changes and no final_state" + (f", though {policy.tool} was called" if called else "")
                 )
             continue
         nested = _nested(changes, forbidden + allowed, t.spend)

@@ -42,7 +42,8 @@ class Fixtures:
         self._prefix = os.path.join(root, "")  # trial paths joined as text: a Path per case costs more than its read
         self._entries: dict[str, tuple[bool, bool]] = {}  # name -> (is a folder, is a link)
         self.cut = False
-        self.left_out = 0  # entries of trial folders that are not trials (hidden ones aside), the first few named
+        self.left_out = 0  # entries of trial folders that are not trials (hidden ones only if named like one), the
+        # first few named
         self.left_out_names: list[str] = []
         self._folded: dict[str, str] | None = None  # casefolded name -> name, built when a run is missing
         with os.scandir(root) as entries:

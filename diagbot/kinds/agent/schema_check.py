@@ -48,6 +48,8 @@ class UnrunnablePattern(ValueError):
 
 def _search(pattern: str, text: str) -> bool:
     """A regex search of a schema's, on RE2 and charged to the running check's budget."""
+    if not isinstance(pattern, str):  # reached through a `$ref` into data that case loading did not check
+        raise UnrunnablePattern(f"its pattern {one_line(repr(pattern), 60)} is not a string")
     try:
         regex = compile_regex(pattern)
     except ValueError as exc:
@@ -239,6 +241,10 @@ def first_error(schema: Any, args: Any, charge: Callable[[int], None]) -> str | 
         return "its tool_schema cannot be applied: the schema's references nest too deeply for these arguments"
     except UnrunnablePattern as exc:
         return f"its tool_schema cannot be applied: {exc}"
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        # a keyword with a value of the wrong shape, reached through a `$ref` into a part of the schema that
+        # `check_schema` does not look at (`default`, `examples`, an `x-` key): jsonschema fails on it
+        return f"its tool_schema cannot be applied: a keyword it reaches has a value of the wrong shape ({exc})"
     finally:
         _charge, _RE2.active = _no_charge, False
     if error is None:
