@@ -536,6 +536,9 @@ def test_every_tool_span_claims_at_most_one_call_and_no_call_is_counted_twice(
     if fitting != spans:  # a span of another tool under a call's id: refused; the others still hold to the rules
         assert "answers call id" in problem(recorded_with(spans))
         spans = fitting
+    if not capture and not spans:  # the HTTP span alone: nothing of the agent is recorded, so nothing is judged
+        assert "none of which diagbot reads" in problem(recorded_with(spans))
+        return
     run = parse(recorded_with(spans))
     assert len(recorded) <= len(run.calls) <= len(recorded) + len(spans)
     from_messages = [c for c in run.calls if isinstance(c.args, dict)]  # only the messages record arguments here
@@ -1451,4 +1454,100 @@ def test_an_openinference_span_of_a_kind_not_read_that_records_a_call_is_refused
     ), said
     plain = Recorder()
     plain.span("step", {"openinference.span.kind": "CHAIN", "input.value": "hi", "output.value": "ok"})
-    assert parse(plain.otlp()).calls == []  # a chain that calls nothing is still skipped
+    assert "none of which diagbot reads" in problem(plain.otlp())  # alone, nothing of the agent is recorded
+    plain.span("lookup", {"openinference.span.kind": "TOOL", "tool.name": "lookup"})
+    assert [c.tool for c in parse(plain.otlp()).calls] == ["lookup"]  # a chain that calls nothing is still skipped
+
+
+# --- calls an earlier reading left unseen (a hostile review of the OTLP adapter) --------------------------------
+
+
+def _spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [span for r in doc["resourceSpans"] for s in r["scopeSpans"] for span in s["spans"]]
+
+
+def _harmless_then(refund: bool = True) -> Recorder:
+    rec = Recorder()
+    said = "I will refund immediately." if refund else "Your order is fine."
+    chat(rec, [say("user", text("refund?"))], [say("assistant", text(said))])
+    tool(rec, "order_lookup", "c1")
+    return rec
+
+
+def test_a_repeated_attribute_key_is_refused() -> None:
+    """A reader keeps the last of a repeated key: a first output that refunded went unseen behind a second."""
+    doc = _harmless_then().otlp()
+    span = _spans(doc)[0]
+    [output] = [a for a in span["attributes"] if a["key"] == "gen_ai.output.messages"]
+    harmless = json.dumps([say("assistant", text("Your order is fine."))])
+    span["attributes"].append({"key": "gen_ai.output.messages", "value": {"stringValue": harmless}})
+    assert "repeats the key 'gen_ai.output.messages': a reader keeps one of its values" in problem(doc)
+    listed = {"kvlistValue": {"values": [{"key": "a", "value": {"stringValue": "x"}}] * 2}}
+    output["value"] = listed
+    span["attributes"].pop()
+    assert "kvlistValue.values[1].key: repeats the key 'a'" in problem(doc)
+
+
+def test_a_value_with_two_members_is_refused() -> None:
+    doc = _harmless_then().otlp()
+    [name] = [a for a in _spans(doc)[1]["attributes"] if a["key"] == "gen_ai.tool.name"]
+    name["value"]["bytesValue"] = "cmVmdW5kX3N1Ym1pdA=="  # refund_submit, beside stringValue order_lookup
+    assert "holds stringValue and bytesValue; an OTLP value holds one of them" in problem(doc)
+
+
+def test_two_copies_of_a_span_that_differ_in_their_events_are_refused() -> None:
+    doc = _harmless_then(refund=False).otlp()
+    first = _spans(doc)[0]
+    first["events"] = [{"name": "gen_ai.choice", "timeUnixNano": first["startTimeUnixNano"], "attributes": []}]
+    second = copy.deepcopy(first)
+    second["events"][0]["attributes"] = [{"key": "message", "value": {"stringValue": "refund immediately"}}]
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append(second)
+    assert "but other contents; a span id names one span" in problem(doc)
+
+
+def test_every_line_of_json_lines_records_one_run_in_one_format() -> None:
+    """Keys of another format beside a later line's resourceSpans were skipped; in one document they are refused."""
+    calls = [{"type": "function_call", "call_id": "c9", "name": "refund_submit", "arguments": "{}"}]
+    lines = [_harmless_then(refund=False).otlp(), {"resourceSpans": [], "output": calls}]
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    assert problem(data).startswith("line 2: $: holds output (openai-responses) and resourceSpans (otlp)")
+
+
+@pytest.mark.parametrize(
+    ("attributes", "said"),
+    [
+        ({"openinference.span.kind": "CHAIN", "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": "refund_submit"}, "names a tool, but the span is read as nothing diagbot checks"),
+        ({"gen_ai.operation.name": "invoke_agent", "gen_ai.tool.name": "refund_submit"},
+         "names a tool, but the span is read as agent (OpenTelemetry GenAI)"),
+        ({"gen_ai.operation.name": "embeddings", "gen_ai.tool.name": "refund_submit"},
+         "'embeddings' is not an operation diagbot reads"),
+        ({"gen_ai.operation.name": "create_agent", "gen_ai.output.messages": json.dumps(
+            [say("assistant", call_part("c2", "refund_submit", {}))])}, "'create_agent' is not an operation"),
+        ({"openinference.span.kind": "TOOL", "tool.name": "order_lookup", "gen_ai.tool.name": "refund_submit"},
+         "names a tool, but the span is read as tool (OpenInference)"),
+        ({"openinference.span.kind": "LLM", "gen_ai.output.messages": json.dumps(
+            [say("assistant", call_part("c2", "refund_submit", {}))])},
+         "records output messages that call tools in OpenTelemetry GenAI's keys"),
+        ({"traceloop.span.kind": "tool", "traceloop.entity.name": "refund_submit"}, "an OpenLLMetry tool span"),
+    ],
+)  # fmt: skip
+def test_a_call_recorded_where_the_span_is_not_read_for_it_is_refused(attributes: dict[str, Any], said: str) -> None:
+    """Each passed a case forbidding refund_submit: the span was read under the other convention, or as an agent,
+    an embedding or nothing, and its call went unseen."""
+    rec = _harmless_then(refund=False)
+    rec.span("step", attributes)
+    assert said in problem(rec.otlp())
+
+
+def test_a_span_of_both_conventions_naming_one_tool_is_read() -> None:
+    rec = _harmless_then(refund=False)
+    rec.span("lookup", {"openinference.span.kind": "TOOL", "tool.name": "lookup", "gen_ai.tool.name": "lookup"})
+    assert [c.tool for c in parse(rec.otlp()).calls][-1] == "lookup"
+
+
+def test_a_file_of_spans_none_of_which_is_read_is_refused() -> None:
+    rec = Recorder()
+    rec.span("GET /refunds", {"http.request.method": "GET"}, kind=SpanKind.SERVER)
+    rec.span("step", {"x": "y"})
+    assert problem(rec.otlp()).startswith("$: holds 2 spans, none of which diagbot reads")

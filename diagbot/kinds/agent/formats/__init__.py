@@ -107,6 +107,10 @@ def _parse(data: bytes, fmt: str) -> Run:
         decoded = _exact(data, decoded, "")
     if isinstance(decoded, dict):  # before any format reads it
         _one_run(decoded)
+    elif isinstance(decoded, JsonLines):  # each line as a file of one document is held to it
+        for line, document in decoded.documents:
+            if isinstance(document, dict):
+                _one_run(document, f"line {line}: $")
     guessed = False  # under auto: no adapter detected the file; the one it resembles says what is wrong with it
     if fmt == AUTO:
         adapter = next((a for a in ADAPTERS.values() if a.detect(decoded)), None)
@@ -132,7 +136,7 @@ def _parse(data: bytes, fmt: str) -> Run:
     return run
 
 
-def _one_run(top: dict[str, Any]) -> None:
+def _one_run(top: dict[str, Any], root: str = "$") -> None:
     """A file records one run in one format: the keys of two formats, or a chat response's `choices` beside the
     messages, would leave one part unread (and a call in it unseen), whatever format reads it."""
     held = [f"{key} ({name})" for key, name in _RUN_KEYS if key in top]
@@ -140,11 +144,11 @@ def _one_run(top: dict[str, Any]) -> None:
         held.append("input (openai-responses)")
     if len(held) > 1:
         raise TraceInvalid(
-            "$", f"holds {' and '.join(held)}: which is the run is unknown; a file records one run in one format"
+            root, f"holds {' and '.join(held)}: which is the run is unknown; a file records one run in one format"
         )
     if "messages" in top and "choices" in top:
         raise TraceInvalid(
-            "$.choices",
+            f"{root}.choices",
             "a chat response's choices beside the messages would go unread; append the chosen "
             "message (choices[0].message) to messages",
         )

@@ -55,7 +55,6 @@ _ROLES = {
     "invoke_agent": AGENT,
     "invoke_workflow": AGENT,  # a workflow of agents: its messages, when recorded, are the run's as an agent's are
 }
-_NOT_READ = ("embeddings", "create_agent")  # operations of the conventions whose spans hold nothing a check reads
 _INPUT, _OUTPUT = ("gen_ai.input.messages", "gen_ai.prompt"), ("gen_ai.output.messages", "gen_ai.completion")
 _RESULT_KEYS = ("response", "result")  # the JSON schema says `response`; the spec's own example, `result`
 
@@ -81,7 +80,7 @@ def role(span: Span) -> str | None:
     operation = span.text("gen_ai.operation.name")
     if operation is not None:
         found = _ROLES.get(operation)
-        if found is None and operation not in _NOT_READ and _unread_call(span, operation):
+        if found is None and _unread_call(span, operation):  # `embeddings`, `create_agent` too: they hold no call
             raise TraceInvalid(  # skipped, its calls would go unseen
                 span.where("gen_ai.operation.name"),
                 f"{operation[:60]!r} is not an operation diagbot reads ({', '.join(_ROLES)}), but the span records "

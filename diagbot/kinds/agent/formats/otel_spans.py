@@ -118,10 +118,23 @@ def int64(value: Any, path: str) -> int:
     return number
 
 
+_MEMBERS = ("stringValue", "boolValue", "intValue", "doubleValue", "bytesValue", "arrayValue", "kvlistValue")
+
+
+def repeated_key(key: str) -> str:
+    return (
+        f"repeats the key {key[:60]!r}: a reader keeps one of its values, so which the agent recorded is not known; "
+        "write each key once"
+    )
+
+
 def any_value(raw: Any, path: str, depth: int = 0) -> Any:
     """An OTLP AnyValue as a plain value: arrays as lists, key-value lists as objects, bytes as their base64 text,
     an empty AnyValue as None."""
     value = obj(raw, path)
+    members = [key for key in _MEMBERS if key in value]
+    if len(members) > 1:  # a oneof: a reader takes one member, and the other's text or call goes unseen
+        raise TraceInvalid(path, f"holds {' and '.join(members)}; an OTLP value holds one of them")
     if "stringValue" in value:
         return text(value["stringValue"], f"{path}.stringValue")
     if "boolValue" in value:
@@ -145,9 +158,10 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
         pairs = {}
         for i, entry in enumerate(items(obj(value["kvlistValue"], f"{path}.kvlistValue").get("values", []), where)):
             entry = obj(entry, f"{where}[{i}]")
-            pairs[text(entry.get("key"), f"{where}[{i}].key")] = any_value(
-                entry.get("value", {}), f"{where}[{i}].value", depth + 1
-            )
+            key = text(entry.get("key"), f"{where}[{i}].key")
+            if key in pairs:
+                raise TraceInvalid(f"{where}[{i}].key", repeated_key(key))
+            pairs[key] = any_value(entry.get("value", {}), f"{where}[{i}].value", depth + 1)
         return pairs
     if value:  # `string_value` (a proto field name), a misspelling: read as empty, the value would go unseen
         key = str(next(iter(value)))[:40]

@@ -34,7 +34,17 @@ from typing import Any, NamedTuple
 from diagbot.core.values import excerpt, type_name
 from diagbot.kinds.agent.formats import openinference, otel_genai
 from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text
-from diagbot.kinds.agent.formats.otel_spans import AGENT, INFERENCE, RETRIEVAL, TOOL, Said, Span, ToolSpan, int64
+from diagbot.kinds.agent.formats.otel_spans import (
+    AGENT,
+    INFERENCE,
+    RETRIEVAL,
+    TOOL,
+    Said,
+    Span,
+    ToolSpan,
+    int64,
+    repeated_key,
+)
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid, decode_args
 
 NAME = "otlp"
@@ -78,8 +88,48 @@ def read(data: Any) -> Run:
     roles: Roles = []
     for span in _once(spans):
         convention = openinference if openinference.uses(span) else otel_genai
-        roles.append((span, convention, convention.role(span)))
+        role = convention.role(span)
+        _no_unread_call(span, convention, role)
+        roles.append((span, convention, role))
+    if not any(role for _, _, role in roles):
+        raise TraceInvalid(
+            "$", f"holds {len(roles):,} spans, none of which diagbot reads (a model call, a tool call, an agent or "
+            "a retrieval of the OpenTelemetry GenAI or OpenInference conventions): nothing of the run could be "
+            "checked"
+        )  # fmt: skip
     return _run(roles)
+
+
+_TOOL_NAME = {otel_genai: "gen_ai.tool.name", openinference: "tool.name"}  # where each reads a tool span's name
+_CONVENTION = {otel_genai: "OpenTelemetry GenAI", openinference: "OpenInference"}
+
+
+def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
+    """A call recorded where the span is not read for it is refused: a tool named by the other convention's key, or
+    on a span not read as a tool (an agent, a retrieval, an embedding), an OpenLLMetry tool span, output messages
+    that call tools in the other convention's keys. Skipped, the call would go unseen."""
+    read = _TOOL_NAME[convention] if role == TOOL else None
+    for key in _TOOL_NAME.values():
+        if key != read and span.has(key) and (read is None or span.text(key) != span.text(read)):
+            raise TraceInvalid(
+                span.where(key),
+                f"names a tool, but the span is read as {role or 'nothing diagbot checks'} "
+                f"({_CONVENTION[convention]}), so its call would go unseen; record each call on a tool span of one "
+                "convention",
+            )
+    if span.has("traceloop.span.kind") and span.text("traceloop.span.kind") == "tool":
+        raise TraceInvalid(
+            span.where("traceloop.span.kind"),
+            "an OpenLLMetry tool span, which diagbot does not read, so its call would go unseen; export the trace "
+            "with the OpenTelemetry GenAI conventions (execute_tool spans naming gen_ai.tool.name)",
+        )
+    other = otel_genai if convention is openinference else openinference
+    if other.records_messages(span) and other.output_calls(span):
+        raise TraceInvalid(
+            span.path,
+            f"records output messages that call tools in {_CONVENTION[other]}'s keys, but the span is read as "
+            f"{_CONVENTION[convention]}'s, so those calls would go unseen; record a span in one convention",
+        )
 
 
 def _once(spans: list[Span]) -> list[Span]:
@@ -91,14 +141,19 @@ def _once(spans: list[Span]) -> list[Span]:
         other = first.setdefault(span.span_id, span)
         if other is span:
             kept.append(span)
-        elif (other.name, other.start, other.end, other.error, other.attributes, other.parent_id) != (
-            span.name, span.start, span.end, span.error, span.attributes, span.parent_id
+        elif (other.name, other.start, other.end, other.error, other.attributes, other.parent_id, _events(other)) != (
+            span.name, span.start, span.end, span.error, span.attributes, span.parent_id, _events(span)
         ):  # fmt: skip
             raise TraceInvalid(
                 span.path,
                 f"has the spanId of {other.path} ({span.span_id}) but other contents; a span id names one span",
             )
     return kept
+
+
+def _events(span: Span) -> list[tuple[str, int, dict[str, Any]]]:
+    """What a span's events record (a choice's text and calls): two copies of a span must agree on them too."""
+    return [(event.name, event.start, event.attributes) for event in span.events]
 
 
 # --- the envelope ------------------------------------------------------------------------------------------------
@@ -191,7 +246,10 @@ def _attributes(message: dict[str, Any], path: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for i, raw in enumerate(items(message.get("attributes", []), f"{path}.attributes")):
         attribute = obj(raw, f"{path}.attributes[{i}]")
-        found[text(attribute.get("key"), f"{path}.attributes[{i}].key")] = attribute.get("value")
+        key = text(attribute.get("key"), f"{path}.attributes[{i}].key")
+        if key in found:  # a reader keeps one value: a second output or tool name would hide the first
+            raise TraceInvalid(f"{path}.attributes[{i}].key", repeated_key(key))
+        found[key] = attribute.get("value")
     return found
 
 
