@@ -1530,6 +1530,8 @@ def test_every_line_of_json_lines_records_one_run_in_one_format() -> None:
             [say("assistant", call_part("c2", "refund_submit", {}))])},
          "records output messages that call tools in OpenTelemetry GenAI's keys"),
         ({"traceloop.span.kind": "tool", "traceloop.entity.name": "refund_submit"}, "an OpenLLMetry tool span"),
+        ({"openinference.span.kind": "FUNCTION", "tool_call.function.name": "refund_submit"},
+         "names a tool, but the span is read as nothing diagbot checks (OpenInference)"),
     ],
 )  # fmt: skip
 def test_a_call_recorded_where_the_span_is_not_read_for_it_is_refused(attributes: dict[str, Any], said: str) -> None:

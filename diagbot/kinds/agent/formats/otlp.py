@@ -109,7 +109,7 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
     on a span not read as a tool (an agent, a retrieval, an embedding), an OpenLLMetry tool span, output messages
     that call tools in the other convention's keys. Skipped, the call would go unseen."""
     read = _TOOL_NAME[convention] if role == TOOL else None
-    for key in _TOOL_NAME.values():
+    for key in (*_TOOL_NAME.values(), "tool_call.function.name"):  # the last: OpenInference's call on its span
         if key != read and span.has(key) and (read is None or span.text(key) != span.text(read)):
             raise TraceInvalid(
                 span.where(key),
