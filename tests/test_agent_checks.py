@@ -8,14 +8,11 @@ apply to the case, exactly as `evaluate_case` judges one trial.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import itertools
 import json
 import re
-import signal
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +36,7 @@ from diagbot.kinds.agent.report import AgentCaseResult, aggregate, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
 from diagbot.kinds.agent.schema_check import unknown_keywords
 from diagbot.kinds.base import Governance
-from tests.conftest import write_json
+from tests.conftest import hang_guard, write_json
 
 TODAY = dt.date(2025, 6, 1)
 
@@ -548,23 +545,6 @@ def test_an_openapi_example_and_an_extension_key_are_not_read_as_keywords() -> N
     assert failures(make_case(tool_schema={"grep": schema}), native(call("grep", {"pattern": "x"}))) == []
 
 
-@contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Turn a hang into a failure: the block is interrupted after `seconds` (the code under test never catches
-    the alarm's exception)."""
-
-    def stop(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.mark.parametrize(
     "schema",
     [
@@ -579,7 +559,7 @@ def test_a_pattern_reached_through_a_reference_into_data_runs_on_re2(schema: dic
     """Case loading refuses the patternProperties it sees, not those a `$ref` reaches in a schema's data: there
     jsonschema ran them with Python's `re`, and `^(a+)+$` on 40 `a`s and a `!` would have taken hours."""
     case = make_case(tool_schema={"t": schema})
-    with within(10):
+    with hang_guard(10):
         said = failures(case, native(call("t", {"a" * 40 + "!": 1}), call("t", {"aaa": "x"})))
     # the first key does not match (so it is refused where only matching keys are allowed); the second matches
     key = f"'{'a' * 40}!'"
