@@ -1553,3 +1553,24 @@ def test_a_file_of_spans_none_of_which_is_read_is_refused() -> None:
     rec.span("GET /refunds", {"http.request.method": "GET"}, kind=SpanKind.SERVER)
     rec.span("step", {"x": "y"})
     assert problem(rec.otlp()).startswith("$: holds 2 spans, none of which diagbot reads")
+
+
+def test_an_openinference_part_of_a_type_not_read_that_holds_more_than_its_type_is_refused() -> None:
+    """A `tool_use` part (an Anthropic-shaped call) was skipped: its call to refund_submit went unseen."""
+    rec = Recorder()
+    out = "llm.output_messages.0.message"
+    rec.span("llm", {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                     "llm.input_messages.0.message.content": "refund?", f"{out}.role": "assistant",
+                     f"{out}.contents.0.message_content.type": "tool_use",
+                     f"{out}.contents.0.message_content.name": "refund_submit"})  # fmt: skip
+    said = problem(rec.otlp())
+    assert (
+        "'tool_use' is not a part type diagbot reads (text, input_text, output_text, image), but the part holds name"
+        in said
+    )
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM", f"{out}.role": "assistant",
+                     f"{out}.contents.0.message_content.type": "image",
+                     f"{out}.contents.0.message_content.image.image.url": "https://x/y.png",
+                     f"{out}.contents.1.message_content.text": "done"})  # fmt: skip
+    assert parse(rec.otlp()).answer == "done"  # an image part is still skipped

@@ -136,6 +136,14 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                     span.where(f"{k}.message_content.type"),
                     f"{kind[:40]!r} is not a text part's type ({', '.join(TEXT_TYPES)}), but the part holds text",
                 )
+            elif kind != "image" and part.keys() - {"type"}:  # a `tool_use` part's name and input: a call unseen
+                held = ", ".join(sorted(str(key)[:40] for key in part.keys() - {"type"})[:5])
+                raise TraceInvalid(
+                    span.where(f"{k}.message_content.type"),
+                    f"{kind[:40]!r} is not a part type diagbot reads ({', '.join(TEXT_TYPES)}, image), but the part "
+                    f"holds {held}: what it records (a call, say) would go unseen; record calls as the message's "
+                    "tool_calls",
+                )
         content = "\n".join(texts)
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
