@@ -20,6 +20,8 @@ from jmespath.exceptions import IncompleteExpressionError, JMESPathError
 from jmespath.parser import ParsedResult
 from jmespath.visitor import Options, TreeInterpreter
 
+from diagbot.core.values import one_line
+
 # Bounds on one expression, checked when it is validated.
 MAX_QUERY_CHARS = 1_000
 """Characters in one JMESPath expression."""
@@ -56,7 +58,8 @@ def valid_query(expr: str) -> str:
         )
     unknown = sorted(_functions(tree) - set(_BoundedFunctions.FUNCTION_TABLE))
     if unknown:  # else the query fails only when a run is judged
-        raise ValueError(f"JMESPath expression {shown} calls {', '.join(map(repr, unknown[:5]))}, no JMESPath function")
+        called = ", ".join(repr(name[:40]) for name in unknown[:5])
+        raise ValueError(f"JMESPath expression {shown} calls {called}, no JMESPath function")
     return expr
 
 
@@ -66,8 +69,9 @@ def _parse_error(exc: JMESPathError) -> str:
         said = "the expression is incomplete"
     else:
         said = getattr(exc, "message", None) or getattr(exc, "msg", None) or "it cannot be parsed"
+    said = one_line(str(said), 120).removesuffix(" at")  # it may quote a token of the expression: escaped, cut
     where = getattr(exc, "lexer_position", getattr(exc, "lex_position", None))
-    return f"{said} at character {where + 1}" if isinstance(where, int) else str(said)
+    return f"{said} at character {where + 1}" if isinstance(where, int) else said
 
 
 def _functions(tree: Any) -> set[str]:

@@ -42,8 +42,8 @@ class Fixtures:
         self._prefix = os.path.join(root, "")  # trial paths joined as text: a Path per case costs more than its read
         self._entries: dict[str, tuple[bool, bool]] = {}  # name -> (is a folder, is a link)
         self.cut = False
-        self.left_out = 0  # entries of trial folders that are not trials (hidden ones only if named like one), the
-        # first few named
+        self.left_out = 0  # entries of trial folders that are not trials (a hidden one if named as one), first few
+        # named below
         self.left_out_names: list[str] = []
         self._folded: dict[str, str] | None = None  # casefolded name -> name, built when a run is missing
         with os.scandir(root) as entries:
@@ -241,11 +241,12 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
                 )
     if case.tool_schema:
         from diagbot.kinds.agent.schema_check import unknown_keywords  # jsonschema, imported only when a case needs it
-    for tool, schema in (case.tool_schema or {}).items():
-        found += [
-            f"tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it checks nothing"
-            for unknown in unknown_keywords(schema)
-        ]
+
+        for tool, schema in case.tool_schema.items():
+            found += [
+                f"tool_schema.{values.one_line(tool, 100)}: {unknown}; JSON Schema ignores it, so it checks nothing"
+                for unknown in unknown_keywords(schema)
+            ]
     found += [
         f"expected_args.{values.one_line(tool, 100)}: an empty list of argument sets asks for nothing"
         for tool, given in (case.expected_args or {}).items()

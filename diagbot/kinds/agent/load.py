@@ -295,21 +295,37 @@ def file_cases(
 ) -> Iterator[RawCase]:
     """`raw_cases` of one case file of the suite (`folder`: the resolved cases folder, None for a suite of one
     file)."""
+    text = _file_text(path, shown, folder, problems)
+    if text is not None:
+        cases = _text_cases(text, path, shown, problems, suggestions, with_lines)
+        del text  # the cases' reading lets it go once decoded, so that it adds nothing to the peak
+        yield from cases
+
+
+def _file_text(path: Path, shown: str, folder: Path | None, problems: list[str]) -> str | None:
+    """A case file's text, or None with its problem said (a name no output can carry, a link out of the cases
+    folder, a file too large or not UTF-8)."""
     if not values.plain_name(path.name):
         problems.append(f"{shown}: a case file name with a control character or undecodable byte; rename it")
-        return
+        return None
     try:  # the walk follows no folder links, so only a file that is a link itself can lead elsewhere
         if folder is not None and path.is_symlink() and not path.resolve().is_relative_to(folder):
             problems.append(f"{shown}: a link that leads outside the cases folder; diagbot does not follow it")
-            return
-        text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
-        data = _decode(text, shown)
+            return None
+        return _text(read_bounded(path, MAX_CASE_FILE_BYTES))
     except FileProblem as problem:
         problems.append(f"{shown}: the case file {problem.message}")
-        return
     except (OSError, RuntimeError):
         problems.append(f"{shown}: cannot be resolved (a symbolic link loop?)")
-        return
+    return None
+
+
+def _text_cases(
+    text: str, path: Path, shown: str, problems: list[str], suggestions: Suggestions, with_lines: bool = False
+) -> Iterator[RawCase]:
+    """The cases of a case file's text, decoded whole."""
+    try:
+        data = _decode(text, shown)
     except CaseFileError as exc:
         problems += exc.problems
         return
@@ -399,11 +415,11 @@ def read_cases(root: Path, label: str, files_at: int | None = None) -> list[Unit
     suggestions = Suggestions(FIELD_SUGGESTIONS)
     read: list[Unit] = []
     for path, shown in listed:
-        placed = _case_texts(path, shown, folder, suggestions) if shown.lower().endswith(".json") else None
-        if placed is None:
-            read += file_cases(path, shown, folder, problems, suggestions)
-        else:
-            read += placed
+        text = _file_text(path, shown, folder, problems)  # read once, whichever way its cases are then taken
+        if text is None:
+            continue
+        placed = _case_texts(text, path, shown, suggestions) if shown.lower().endswith(".json") else None
+        read += _text_cases(text, path, shown, problems, suggestions) if placed is None else placed
     return None if problems else read
 
 
@@ -411,20 +427,20 @@ _JSON_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as the json module
 _DECODER = json.JSONDecoder()
 
 
-def _case_texts(path: Path, shown: str, folder: Path | None, suggestions: Suggestions) -> list[CaseText] | None:
+def _skip(text: str, pos: int) -> int:
+    """Where the JSON whitespace from `pos` ends."""
+    return _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]  # matches the empty string at worst
+
+
+def _case_texts(text: str, path: Path, shown: str, suggestions: Suggestions) -> list[CaseText] | None:
     """Where each case of a JSON case file is in its text, found by the json module's scanner one case at a time
     (each decoded case let go at once); None when the file is not plainly a list of cases or `{defaults?, cases}`
-    or has any problem: `file_cases` then reads it whole, and says the problem. A case's text decodes to the value
-    the whole file's decoding gives it (`decode` says why not)."""
-    if not values.plain_name(path.name):
-        return None
+    or has any problem: it is then read whole, which says the problem. A case's text decodes to the value the
+    whole file's decoding gives it (`decode` says why not)."""
     try:
-        if folder is not None and path.is_symlink() and not path.resolve().is_relative_to(folder):
-            return None
-        text = _text(read_bounded(path, MAX_CASE_FILE_BYTES))
         with stack.headroom():  # the scan goes as deep as `_decode`: a case it refuses is refused there too
             found = _scan(text)
-    except (FileProblem, OSError, RuntimeError, ValueError):  # RecursionError is a RuntimeError
+    except (RuntimeError, ValueError):  # RecursionError is a RuntimeError; JSONDecodeError a ValueError
         return None
     if found is None:
         return None
@@ -447,7 +463,7 @@ def _case_texts(path: Path, shown: str, folder: Path | None, suggestions: Sugges
 def _scan(text: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]], int] | None:
     """(the defaults' place, each case's place, the levels above the cases) in a JSON case file's text, or None
     when it is not plainly `[case, ...]` or `{"defaults": ..., "cases": [case, ...]}` (keys in any order, once)."""
-    pos = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]  # matches the empty string at worst
+    pos = _skip(text, 0)
     if text.startswith("[", pos):
         listed = _list(text, pos)
         return None if listed is None or not _at_end(text, listed[1]) else (None, listed[0], 1)
@@ -455,13 +471,13 @@ def _scan(text: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]], int
         return None
     seen: dict[str, tuple[int, int]] = {}
     places: list[tuple[int, int]] | None = None
-    pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    pos = _skip(text, pos + 1)
     while text.startswith('"', pos):
         key, pos = _DECODER.raw_decode(text, pos)  # a string, as it starts with a quote
-        pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        pos = _skip(text, pos)
         if key in seen or key not in ("defaults", "cases") or not text.startswith(":", pos):
             return None
-        start = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        start = _skip(text, pos + 1)
         if key == "cases":
             listed = _list(text, start) if text.startswith("[", start) else None
             if listed is None:
@@ -470,9 +486,9 @@ def _scan(text: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]], int
         else:
             end = _DECODER.raw_decode(text, start)[1]
         seen[key] = (start, end)
-        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+        pos = _skip(text, end)
         if text.startswith(",", pos):
-            pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+            pos = _skip(text, pos + 1)
         elif not text.startswith("}", pos) or not _at_end(text, pos + 1):
             return None
         else:
@@ -484,22 +500,22 @@ def _list(text: str, pos: int) -> tuple[list[tuple[int, int]], int] | None:
     """The places of the values of the JSON list at `pos` (its `[`), and where the list ends; None for an empty
     list or one that is not JSON."""
     places = []
-    pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    pos = _skip(text, pos + 1)
     if text.startswith("]", pos):
         return None
     while True:
         end = _DECODER.raw_decode(text, pos)[1]  # the decoded case is let go at once
         places.append((pos, end))
-        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+        pos = _skip(text, end)
         if text.startswith("]", pos):
             return places, pos + 1
         if not text.startswith(",", pos):
             return None
-        pos = _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        pos = _skip(text, pos + 1)
 
 
 def _at_end(text: str, pos: int) -> bool:
-    return _JSON_SPACE.match(text, pos).end() == len(text)  # type: ignore[union-attr]
+    return _skip(text, pos) == len(text)
 
 
 def decode(unit: Unit, problems: list[str]) -> RawCase | None:

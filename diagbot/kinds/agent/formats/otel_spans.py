@@ -132,9 +132,8 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
     """An OTLP AnyValue as a plain value: arrays as lists, key-value lists as objects, bytes as their base64 text,
     an empty AnyValue as None."""
     value = obj(raw, path)
-    members = [key for key in _MEMBERS if key in value]
-    if len(members) > 1:  # a oneof: a reader takes one member, and the other's text or call goes unseen
-        raise TraceInvalid(path, f"holds {' and '.join(members)}; an OTLP value holds one of them")
+    if len(value) > 1 and len(members := [key for key in _MEMBERS if key in value]) > 1:  # a oneof: a reader takes
+        raise TraceInvalid(path, f"holds {' and '.join(members)}; an OTLP value holds one of them")  # one, hides one
     if "stringValue" in value:
         return text(value["stringValue"], f"{path}.stringValue")
     if "boolValue" in value:

@@ -117,7 +117,7 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
                 f"({_CONVENTION[convention]}), so its call would go unseen; record each call on a tool span of one "
                 "convention",
             )
-    if span.has("traceloop.span.kind") and span.text("traceloop.span.kind") == "tool":
+    if span.text("traceloop.span.kind") == "tool":
         raise TraceInvalid(
             span.where("traceloop.span.kind"),
             "an OpenLLMetry tool span, which diagbot does not read, so its call would go unseen; export the trace "
