@@ -85,13 +85,19 @@ def loads_unique(text: str | bytes) -> Any:
 
 def exact(source: str | bytes, value: Any) -> Any:
     """`value`, orjson's reading of `source`, when it is the exact one; else `loads_written`'s reading, which
-    raises json.JSONDecodeError for a repeated key. orjson keeps one value of a repeated key without a word (so a
-    second `"messages"` or `"content"` would hide the first one's call or text), and reads an integer past 64 bits
-    as a float (so a forbidden `amount` of 10**20 + 1 would be compared as 1e20)."""
-    dumped = _dumped(value)
-    if may_repeat(source, value, dumped) or _may_hold_big_int(source, dumped):
+    raises json.JSONDecodeError for a repeated key."""
+    if inexact(source, value):
         return loads_written(source if isinstance(source, str) else source.decode("utf-8"))
     return value
+
+
+def inexact(source: str | bytes, value: Any) -> bool:
+    """Whether `value`, orjson's reading of `source`, may not be the exact one. orjson keeps one value of a
+    repeated key without a word (so a second `"messages"` or `"content"` would hide the first one's call or text),
+    and reads an integer past 64 bits as a float (so a forbidden `amount` of 10**20 + 1 would be compared as
+    1e20)."""
+    dumped = _dumped(value)
+    return may_repeat(source, value, dumped) or _may_hold_big_int(source, dumped)
 
 
 def refuse_repeats(source: str | bytes, value: Any) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from pydantic import ValidationError
 
@@ -518,20 +519,40 @@ def _at_end(text: str, pos: int) -> bool:
     return _skip(text, pos) == len(text)
 
 
+_SHALLOW = 400
+"""Opening brackets below which a case's text is decoded without measuring the stack: it cannot nest deep enough
+to reach any limit (json's, orjson's or the whole file's reading), so both readings accept it or refuse it alike."""
+
+
 def decode(unit: Unit, problems: list[str]) -> RawCase | None:
     """The case of a unit `read_cases` gave, decoded; None, with a problem, when its text is not what the whole
     file's decoding accepts (a repeated key, a number too long, nested too deeply)."""
     if isinstance(unit, RawCase):
         return unit
     part = unit.text[unit.start : unit.end]
-    try:
-        with stack.headroom(stack.HEADROOM - unit.levels):  # as deep as the case sits in the whole file's decoding
-            raw = values.loads_written(part)
-    except (ValueError, RecursionError):
-        problems.append(f"{unit.shown}: case #{unit.index + 1} is not what the file's decoding accepts")
-        return None
-    surrogates = values.may_hold_surrogates(part)
+    raw = _decoded_quickly(part)
+    surrogates = False  # orjson refuses a lone surrogate, and the file's text (decoded UTF-8) holds none
+    if raw is None:
+        try:
+            with stack.headroom(stack.HEADROOM - unit.levels):  # as deep as the case sits in the whole file's
+                raw = values.loads_written(part)
+        except (ValueError, RecursionError):
+            problems.append(f"{unit.shown}: case #{unit.index + 1} is not what the file's decoding accepts")
+            return None
+        surrogates = values.may_hold_surrogates(part)
     return _raw_case(raw, unit.index, unit.defaults, unit.path, unit.shown, surrogates, problems, unit.said_of_defaults)
+
+
+def _decoded_quickly(part: str) -> Any:
+    """A case's text as orjson reads it, when that is the exact reading and the text is too shallow to reach any
+    stack limit; else None, for the reading the whole file gets."""
+    if part.count("[") + part.count("{") >= _SHALLOW:
+        return None
+    try:
+        value = orjson.loads(part)
+    except orjson.JSONDecodeError:
+        return None
+    return None if values.inexact(part, value) else value
 
 
 def read_file(file: CaseFile) -> list[RawCase] | None:
