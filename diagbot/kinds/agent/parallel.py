@@ -16,7 +16,8 @@ import contextlib
 from diagbot.kinds.agent.evaluate import Assembly, Fixtures, judge_case, today_of
 from diagbot.kinds.agent.load import CaseFile, CaseIds, RuleNames, Unit, decode, read_file, usable_case
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.report import AgentCaseResult, AgentReport
+from diagbot.kinds.agent.cases import AgentCase
+from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, TrialResult
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.workers import Workers
 
@@ -65,6 +66,8 @@ def evaluate_in_workers(
             judged.append(found)
         return (judged, *fixtures.take_left_out())
 
+    for model in (AgentCase, TrialResult, AgentCaseResult):  # built once here (they defer it), not in each worker
+        model.model_rebuild()
     workers = Workers(judge, len(units), suite.workers, chunk)
     assembly, ids = Assembly(), CaseIds()
     total = None if units and isinstance(units[0], CaseFile) else len(units)  # files: how many cases is not known
