@@ -6,6 +6,7 @@ annotations (and to the job summary), never as a traceback.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -77,4 +78,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    gc.freeze()  # the process ends here: its last collection need not walk what it holds
+    sys.exit(code)

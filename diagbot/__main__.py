@@ -1,7 +1,5 @@
 """`python -m diagbot` runs the CLI."""
 
-import sys
+from diagbot.cli import entry
 
-from diagbot.cli import main
-
-sys.exit(main())
+entry()

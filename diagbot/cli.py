@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from diagbot import __version__
 from diagbot.core.errors import CaseFileError, DiagbotError, OutputError, ReportFormatError
@@ -519,6 +519,15 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("name", choices=sorted(SCHEMAS), help="which schema")
     sc.set_defaults(handler=cmd_schema)
     return parser
+
+
+def entry() -> NoReturn:
+    """The `diagbot` command and `python -m diagbot`: `main`, then exit. What the process still holds is frozen
+    first, so that the interpreter's last collection does not walk it (after a suite of 10,000 cases, tens of
+    milliseconds of a run's time)."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

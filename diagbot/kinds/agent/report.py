@@ -163,7 +163,9 @@ def build_report(
     versions: dict[str, set[str]] = {}
     for r in results:
         versions.setdefault(r.dataset_id, set()).add(r.dataset_version)
-    return AgentReport(
+    # `model_construct`: every part is a model checked already, and pydantic would run each result's after-validator
+    # again (10,000 of them, in the parent, after the workers are done)
+    return AgentReport.model_construct(
         suite=suite,
         run=run,
         total_cases=everything.total_cases,
