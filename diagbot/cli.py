@@ -332,7 +332,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _regressed(outcome: Outcome) -> str:
-    """The cases a failed gate's regressions are in, for a log that shows no comment (`--quiet`, CI)."""
+    """The cases a failed gate's gating regressions are in, for a log that shows no comment (`--quiet`, CI). The
+    failing P0 cases the reason counts are listed by the console output and the comment."""
     from diagbot.core.diff import ItemType
 
     if outcome.exit_code != 1:
@@ -349,7 +350,8 @@ def _regressed(outcome: Outcome) -> str:
     if not cases:
         return ""
     shown = ", ".join(one_line(case, 120) for case in cases[:_NAMED])
-    return f" (in {shown}{f' and {len(cases) - _NAMED} more cases' if len(cases) > _NAMED else ''})"
+    more = f" and {len(cases) - _NAMED} more cases" if len(cases) > _NAMED else ""
+    return f" (regressed: {shown}{more})"  # labelled: a failing P0 case that did not regress is not among them
 
 
 _NAMED = 5  # regressed cases the last line names

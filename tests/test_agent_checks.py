@@ -984,7 +984,19 @@ def test_transition_not_in_the_allowed_list() -> None:
     assert failures(keyless, native(change("status", "open", "closed"))) == [
         'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
     ]
-    assert failures(keyless, native(change("status", "new", "closed"))) == []  # from "new" is not governed
+    # a state of one key is what the keyless items speak of: every change of it is governed, from "new" too (the
+    # run used to pass, its `new → closed` held to nothing)
+    assert failures(keyless, native(change("status", "new", "closed"))) == [
+        'state_transition_forbidden: status: "new" → "closed" is not an allowed transition (refund policy)'
+    ]
+    declared = keyless.model_copy(update={"initial_state": {"status": "approved"}})
+    assert failures(declared, native(change("status", "approved", "refunded"))) == [
+        'state_transition_forbidden: status: "approved" → "refunded" is not an allowed transition (refund policy)'
+    ]
+    # beside other keys, a keyless item governs only the changes from its `from`: which key it means is not known
+    two_keys = keyless.model_copy(update={"initial_state": {"status": "new", "cart": "empty"}})
+    assert failures(two_keys, native(change("status", "new", "closed"))) == []
+    assert failures(two_keys, native(change("cart", "empty", "full"))) == []
 
 
 def test_transition_labels_are_not_machine_checked() -> None:

@@ -217,7 +217,7 @@ def test_quiet_still_says_why_a_failed_gate_failed(
         "report folder build/diagbot"
     )
     # and in which cases: "3 regressions" alone hid that two of them were the suite's aggregates of one case
-    assert " (in agent/order_status_001); report folder" in captured.err.splitlines()[-1], captured.err
+    assert " (regressed: agent/order_status_001); report folder" in captured.err.splitlines()[-1], captured.err
 
 
 # --- what the CLI says about its input --------------------------------------------------------------------------
