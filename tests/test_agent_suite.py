@@ -346,6 +346,25 @@ def test_unknown_fields_and_enum_values_name_file_case_field_and_the_closest_nam
     ]
 
 
+def test_a_version_with_invisible_or_edge_spaces_is_refused(tmp_path: Path) -> None:
+    """`case_version: "v1\u00a0"` is a new contract for the diff (so a failing case is not compared), and the
+    comment showed it as `v1 → v1`: a regression hidden behind a version nobody could see change."""
+    said = (
+        "a version is compared exactly and shown in the comment: no leading or trailing spaces, and no invisible "
+        "or control characters (a changed one would read as the same version there)"
+    )
+    for version in ("v1\u00a0", "v1 ", " v1", "v\u200b1", "v1\n"):
+        case = {**spec_case(), "case_version": version}
+        problems = load(tmp_path, {"a.json": case})
+        assert len(problems) == 1 and problems[0].startswith(
+            f"cases/a.json: case refund_eligibility_001: 'case_version': {said} (found "
+        ), problems
+    assert load(tmp_path, {"a.json": {**spec_case(), "case_version": "v1 beta", "dataset_version": "第二版"}}) == []
+    assert load(tmp_path, {"a.json": {**spec_case(), "dataset_version": "v8\t"}})[0].startswith(
+        f"cases/a.json: case refund_eligibility_001: 'dataset_version': {said}"
+    )
+
+
 def test_a_duplicate_case_id_across_files_is_an_error(tmp_path: Path) -> None:
     assert load(tmp_path, {"a.json": spec_case(), "b.json": [spec_case()]}) == [
         "cases/b.json: case refund_eligibility_001: duplicate case_id (first defined in cases/a.json)"

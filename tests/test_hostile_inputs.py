@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from diagbot.cli import main
-from diagbot.core.errors import OutputError
+from diagbot.core.errors import OutputError, ReportFormatError
 from diagbot.core.fs import FileProblem, read_bounded
+from diagbot.core.report import load_json_object
+from diagbot.core.values import count_containers
 from diagbot.io import files
 from tests.conftest import HANG_SECONDS, ROOT, case_dict, trace_dict, write_json
 from tests.github_server import GitHubTestServer
@@ -175,6 +177,18 @@ def test_a_hostile_baseline_report_is_named_and_the_run_goes_on(tmp_path: Path, 
     assert message in err and "unexpectedly" not in err
     assert_good_suite_ran(tmp_path / "out")
     assert message in (tmp_path / "out" / "comment.md").read_text()
+
+
+def test_brackets_inside_strings_do_not_count_towards_the_report_cap() -> None:
+    """A merged case titled with two million `[` and `{` made every later run refuse its report as a baseline
+    (the cap counted the brackets of every string): one pull request could leave a suite without a baseline."""
+    title = "[" * 1_100_000 + '\\"{' * 1_000_000  # escaped backslashes and quotes too: still inside the string
+    text = json.dumps({"kind": "agent", "results": [{"caseId": "c1", "title": title, "tags": [[], {}]}]})
+    assert text.count("[") + text.count("{") > 2_000_000
+    assert load_json_object(text, "r.json")["results"][0]["title"] == title
+    assert count_containers(text) == 6  # the object, results, the result, tags and the two inside it
+    with pytest.raises(ReportFormatError, match="2,000,001 arrays and objects, more than the 2,000,000"):
+        load_json_object('{"a": "' + "[" * 10 + '", "b": ' + "[" * 2_000_000 + "]" * 2_000_000 + "}", "r.json")
 
 
 def test_a_workspace_case_folder_whose_name_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -493,6 +493,20 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return scrubbed if len(scrubbed) <= limit else scrubbed[: limit - 1] + "…"
 
 
+def count_containers(text: str) -> int:
+    """The arrays and objects of the JSON text `text`, those written inside strings left out (a case's title of a
+    million `[` is one string), in O(len(text)) and little memory, as `count_values` counts."""
+    if "\\" in text:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
+        text = text.replace("\\\\", "").replace('\\"', "")
+    total, inside = 0, False  # whether the piece starts inside a string
+    for start in range(0, len(text), _COUNT_CHUNK):
+        pieces = text[start : start + _COUNT_CHUNK].split('"')
+        for piece in pieces[1::2] if inside else pieces[::2]:
+            total += piece.count("[") + piece.count("{")
+        inside ^= len(pieces) % 2 == 0
+    return total
+
+
 def count_values(data: bytes) -> int:
     """The number of values in the JSON document `data` (exact if it is valid JSON, an upper bound if not),
     without parsing it, in O(len(data)) and little memory: one, plus the commas and the non-empty arrays and

@@ -44,6 +44,16 @@ def _needle(value: str) -> str:
     return value
 
 
+def _visible(value: str) -> str:
+    if value != value.strip() or not value.isprintable():
+        raise ValueError(
+            "a version is compared exactly and shown in the comment: no leading or trailing spaces, and no "
+            "invisible or control characters (a changed one would read as the same version there)"
+        )
+    return value
+
+
+Version = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_visible)]
 Needle = Annotated[str, AfterValidator(_needle)]  # a text looked for, or a tool's name
 NeedleList = Annotated[list[Needle], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing never fails
 NeedleTexts = Annotated[list[Needle], Field(max_length=MAX_ITEMS)]
@@ -462,9 +472,9 @@ class AgentCase(Model):
     """One case. Required generic fields first (12.10), then the optional and extension fields (12.11)."""
 
     case_id: str = Field(pattern=f"^{CASE_ID_PATTERN}$")
-    case_version: str = Field(min_length=1)
+    case_version: Version
     dataset_id: str = Field(min_length=1)
-    dataset_version: str = Field(min_length=1)
+    dataset_version: Version
     title: str
     scenario: str
     user_task: str
