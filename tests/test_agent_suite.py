@@ -227,7 +227,7 @@ def test_an_informational_case_that_regresses_is_shown_and_never_gates() -> None
     diff = diff_agent(baseline, current)
     [item] = [i for i in diff.items if i.case_id == "incident_canary_rollback_003"]
     assert (item.type, item.gating) == (ItemType.REGRESSION, False)
-    assert item.message.endswith("(informational: this case does not gate)")
+    assert item.message.startswith("informational (this case does not gate): ")
     assert diff.regression_count >= 1 and diff.gating_regressions == 0 and not diff.has_regression
 
 
@@ -785,6 +785,23 @@ def test_diff_fails_on_a_gating_p0_failure_the_baseline_shared(
     assert main([*args, "--no-fail"]) == 0
 
 
+def test_a_removed_gating_case_is_named_above_the_tables_and_its_row_comes_first() -> None:
+    """A pull request deleted a gating P0 case and added 301 informational ones: the one row saying so came last
+    of 302 changes, past the 300 a table shows, and the check passed with nothing in the comment to see."""
+    baseline = bundled_report()
+    gone = "refund_submit_confirmed_011"
+    [template] = [r for r in baseline.results if r.case_id == "incident_canary_rollback_003"]  # informational
+    assert not template.gating
+    padding = [template.model_copy(update={"case_id": f"aa_extra_{n:03d}"}) for n in range(301)]
+    current = build_report([r for r in baseline.results if r.case_id != gone] + padding)
+    diff = diff_agent(baseline, current)
+    changes = [i for i in diff.items if i.type is ItemType.CHANGED and i.case_id]
+    assert (changes[0].case_id, changes[0].gating, changes[0].severity) == (gone, True, "P0")
+    assert changes[0].message == "case removed (only in the baseline): it was a gating P0 case that failed"
+    notes = AgentKind().view("agent", current, diff).notes
+    assert "Removed since the baseline, where they gated: refund\\_submit\\_confirmed\\_011 (P0)" in notes
+
+
 def test_p0_items_come_first_and_informational_regressions_are_counted_apart() -> None:
     """The comment lists P0 failures first (the regressions were in case order), and a summary line of "3
     regressions" under a passing headline says how many of them gate."""
@@ -794,10 +811,10 @@ def test_p0_items_come_first_and_informational_regressions_are_counted_apart() -
         baseline = _variant(baseline, case_id, status="passed")  # P2, P0, informational P1
     diff = diff_agent(baseline, current)
     regressions = [(i.case_id, i.severity, i.gating) for i in diff.items if i.type == ItemType.REGRESSION and i.case_id]
-    assert regressions == [
+    assert regressions == [  # what gates first: a comment cut to size keeps the rows that decide the check
         ("refund_submit_confirmed_011", "P0", True),
-        ("incident_canary_rollback_003", "P1", False),
         ("rag_refund_policy_015", "P2", True),
+        ("incident_canary_rollback_003", "P1", False),
     ]
     view = AgentKind().view("agent", current, diff)
     body = registry_render(view)

@@ -219,13 +219,22 @@ def _show(value: Any) -> str:
 
 
 def order(items: list[DiffItem], case_order: list[str]) -> list[DiffItem]:
-    """Regressions, then improvements, then changes; aggregate before case; then the cases' report order."""
+    """Regressions, then improvements, then changes; within each, what gates before what does not (a comment cut to
+    GitHub's size keeps the rows that decide the check), aggregate before case, the more severe case first (a
+    removed gating P0 case before a new informational one), then the cases' report order."""
     position: dict[str, int] = {}
     for i, case_id in enumerate(case_order):
         position.setdefault(case_id, i)  # the first listing wins: current order, then removed cases
     return sorted(
         items,
-        key=lambda it: (_TYPE_ORDER[it.type], _SCOPE_ORDER[it.scope], position.get(it.case_id or "", -1)),
+        key=lambda it: (
+            _TYPE_ORDER[it.type],
+            not it.gating,
+            _SCOPE_ORDER[it.scope],
+            it.severity is None,
+            it.severity or "",
+            position.get(it.case_id or "", -1),
+        ),
     )
 
 

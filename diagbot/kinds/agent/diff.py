@@ -24,11 +24,12 @@ from diagbot.core.diff import (
 from diagbot.core.rates import percent
 from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, aggregate, build_report
 
-INFORMATIONAL = " (informational: this case does not gate)"
+INFORMATIONAL = "informational (this case does not gate): "
+"""Put before an informational case's message, where cutting a long message to a table cell cannot drop it."""
 
 
 def _informational(items: list[DiffItem]) -> list[DiffItem]:
-    return [i.model_copy(update={"gating": False, "message": i.message + INFORMATIONAL}) for i in items]
+    return [i.model_copy(update={"gating": False, "message": INFORMATIONAL + i.message}) for i in items]
 
 
 def _code(check: str) -> str:
@@ -41,7 +42,7 @@ def _removed(old: AgentCaseResult) -> DiffItem:
     role = f"a gating {old.risk_level} case" if old.gating else f"an informational {old.risk_level} case"
     outcome = "nothing machine-checks" if old.status == "unchecked" else old.status
     removed = case_presence(old.case_id, in_baseline=True, was=f"{role} that {outcome}")
-    removed.severity = old.risk_level
+    removed.severity, removed.gating = old.risk_level, old.gating  # listed with the gating cases' items
     return removed
 
 

@@ -34,6 +34,9 @@ def _blocking(result: AgentCaseResult) -> bool:
     return result.gating and result.risk_level == "P0" and result.status == "failed"
 
 
+_REMOVED_NAMED = 10  # removed gating cases a suite's note names
+
+
 class AgentKind:
     name = "agent"
     options: type[BaseModel] | None = AgentOptions
@@ -170,6 +173,11 @@ class AgentKind:
         notes = [md(f"Blocking: {line}", 400) for line in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
+        removed = [i for i in diff.items if i.metric == "case" and i.current_value is None and i.gating] if diff else []
+        if removed:  # said up here too: a comment cut to GitHub's size may lose the row among other changes
+            names = ", ".join(f"{i.case_id} ({i.severity})" for i in removed[:_REMOVED_NAMED])
+            more = f" and {len(removed) - _REMOVED_NAMED} more" if len(removed) > _REMOVED_NAMED else ""
+            notes.append(md(f"Removed since the baseline, where they gated: {names}{more}", 400))
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
         gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
