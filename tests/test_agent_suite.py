@@ -20,7 +20,7 @@ from diagbot.core.report import RunInfo, dump_model
 from diagbot.io.baselines import Baselines, find_baselines
 from diagbot.io.config import load_config, parse_config
 from diagbot.kinds import registry
-from diagbot.kinds.agent.cases import Check
+from diagbot.kinds.agent.cases import AgentCase, Check, checks_digest
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.load import load_cases
@@ -207,6 +207,38 @@ def _variant(report: AgentReport, case_id: str, **changes: Any) -> AgentReport:
                     "trial_results": trials, "failed_checks": failed}  # fmt: skip
     results = [r.model_copy(update=changes) if r.case_id == case_id else r for r in report.results]
     return build_report(results, report.suite, report.run)
+
+
+def test_checks_changed_under_the_same_case_version_are_named() -> None:
+    """A pull request weakened a failing P0 case's checks (one trivially true check kept) without a new
+    case_version: the case passed, the gate passed, and nothing in the comment or the diff said why."""
+    current = bundled_report()
+    case_id = "refund_submit_confirmed_011"
+    baseline = _variant(current, case_id, checks_digest="0123456789abcdef")
+    [item] = [i for i in diff_agent(baseline, current).items if i.metric == "checks"]
+    assert (item.type, item.case_id, item.gating, item.severity) == (ItemType.CHANGED, case_id, True, "P0")
+    assert item.message.startswith("its machine checks changed under the same case_version v1, so its verdicts")
+    older = _variant(current, case_id, checks_digest=None)  # a baseline written before digests were recorded
+    assert not [i for i in diff_agent(older, current).items if i.metric == "checks"]
+    [unrecorded] = [r for r in older.results if r.case_id == case_id]
+    assert "checksDigest" not in unrecorded.model_dump(by_alias=True) and '"checksDigest"' in dump_model(current)
+
+
+def test_the_checks_digest_reads_what_the_checks_read() -> None:
+    def digest(**changes: Any) -> str:
+        return checks_digest(AgentCase.model_validate({**spec_case(), **changes}))
+
+    base = spec_case()
+    same = digest()
+    assert digest(title="another title", rubric="another rubric", case_version="v9") == same
+    assert digest(negative_behavior=[*base["negative_behavior"], "another sentence for people"]) == same
+    assert digest(metadata={**base["metadata"], "owner": "someone else"}) == same
+    with_args = digest(expected_args={"order_lookup": {"a": 1, "b": {"c": 2, "d": 3}}})
+    assert digest(expected_args={"order_lookup": {"b": {"d": 3, "c": 2}, "a": 1}}) == with_args  # keys' order
+    assert with_args != same
+    assert digest(expected_args={"order_lookup": {"a": 1, "b": {"c": 2, "d": 4}}}) != with_args
+    assert digest(negative_behavior=[*base["negative_behavior"], {"tool_called": "refund_submit"}]) != same
+    assert digest(evaluator_config={**base["evaluator_config"], "rule_checks": []}) != same
 
 
 def test_a_changed_case_version_is_one_changed_item_and_leaves_the_aggregates() -> None:

@@ -8,11 +8,13 @@ shape that was written, instead of once per alternative.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
+import orjson
 from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from diagbot.core import values
@@ -557,3 +559,26 @@ class AgentCase(Model):
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(AgentCase.model_fields)
+
+_NOT_CHECKED = frozenset({  # what describes, identifies or governs a case: no check reads it
+    "case_id", "case_version", "dataset_id", "dataset_version", "title", "scenario", "user_task", "ability_tags",
+    "risk_level", "difficulty", "source", "input", "context", "environment", "rubric", "metadata", "reviews",
+    "reference", "generation_config", "user_goal", "expected_result_usage", "goal", "interaction",
+    "business_scenario", "user_journey", "sop", "policy_constraints", "business_success", "audit_requirement",
+    "context_policy",
+})  # fmt: skip
+_MIXED = ("expected_behavior", "negative_behavior", "success_criteria", "failure_criteria", "safety_constraints")
+
+
+def checks_digest(case: AgentCase) -> str:
+    """A digest of what the case's checks read (its check objects and rule names, expected calls and arguments,
+    policies, states, schemas, constraints, metrics), keys sorted: prose, governance and identity leave it alone.
+    A baseline's differing from the current run's under one case_version says the contract changed without a new
+    version, which the diff names: weakening a failing case's checks would otherwise pass it in silence."""
+    given = case.model_dump(mode="json", exclude=_NOT_CHECKED | set(_MIXED), exclude_none=True)
+    for name in _MIXED:  # the check objects among the prose
+        checks = [item.model_dump(mode="json", exclude_none=True) for item in getattr(case, name) or () if
+                  isinstance(item, Check)]  # fmt: skip
+        if checks:
+            given[name] = checks
+    return hashlib.blake2b(orjson.dumps(given, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()

@@ -87,6 +87,13 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     items += changed(
         cid, "riskLevel", old.risk_level, new.risk_level, f"risk level {old.risk_level} → {new.risk_level}"
     )
+    if old.checks_digest and new.checks_digest:  # both recorded: a baseline from before they were is not compared
+        items += changed(
+            cid, "checks", old.checks_digest, new.checks_digest,
+            f"its machine checks changed under the same case_version {new.case_version}, so its verdicts compare "
+            "different contracts (a weaker check would pass what the baseline's failed); give the case a new "
+            "case_version when its contract changed",
+        )  # fmt: skip
     items += changed(cid, "gating", old.gating, new.gating,
                      f"gating {'yes' if old.gating else 'no'} → {'yes' if new.gating else 'no'}"
                      + (f" ({new.not_gating_because})" if new.not_gating_because else ""))  # fmt: skip

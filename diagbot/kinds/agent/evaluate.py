@@ -15,7 +15,7 @@ from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, look_alike
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, Check, SideEffectPolicy, Transition, arg_path
+from diagbot.kinds.agent.cases import AgentCase, Check, SideEffectPolicy, Transition, arg_path, checks_digest
 from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
@@ -417,6 +417,7 @@ def _evaluate_case(
         turn_count=first_run.turns if first_run and not first_run.unrecorded else None,  # unknown, not 0
         duration_ms=first_run.duration_ms if first_run else None,
         metrics=_mean_metrics(trials),
+        checks_digest=checks_digest(case),
     )
     for model in (result, *trials):
         _share_fields_set(model)

@@ -53,6 +53,8 @@ class AgentCaseResult(Output):
     tool_call_count: int | None = Field(default=None, ge=0)  # a stored report's metrics are never negative
     turn_count: int | None = Field(default=None, ge=0)
     duration_ms: float | None = Field(default=None, ge=0)
+    # what the case's checks read (`cases.checks_digest`); absent from reports written before it was recorded
+    checks_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$", exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _agrees_with_its_trials(self) -> AgentCaseResult:
