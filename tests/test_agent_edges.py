@@ -216,7 +216,7 @@ def test_a_case_that_stops_gating_in_the_pull_request_does_not_gate_its_failure(
     mine = [(i.type, i.metric, i.gating) for i in diff.items if i.case_id == was.case_id]
     assert (ItemType.REGRESSION, "status", False) in mine and (ItemType.CHANGED, "gating", False) in mine
     [gating] = [i.message for i in diff.items if i.metric == "gating"]
-    assert gating.startswith("gating yes → no (review_status is draft)")
+    assert gating == "informational (this case does not gate): gating yes → no (review_status is draft)"
     assert not diff.has_regression
 
 

@@ -575,7 +575,7 @@ def checks_digest(case: AgentCase) -> str:
     policies, states, schemas, constraints, metrics), keys sorted: prose, governance and identity leave it alone.
     A baseline's differing from the current run's under one case_version says the contract changed without a new
     version, which the diff names: weakening a failing case's checks would otherwise pass it in silence."""
-    given = case.model_dump(mode="json", exclude=_NOT_CHECKED | set(_MIXED), exclude_none=True)
+    given = case.model_dump(mode="json", exclude={*_NOT_CHECKED, *_MIXED}, exclude_none=True)
     for name in _MIXED:  # the check objects among the prose
         checks = [item.model_dump(mode="json", exclude_none=True) for item in getattr(case, name) or () if
                   isinstance(item, Check)]  # fmt: skip

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import contextlib
 
+from diagbot.kinds.agent.cases import AgentCase
 from diagbot.kinds.agent.evaluate import Assembly, Fixtures, judge_case, today_of
 from diagbot.kinds.agent.load import CaseFile, CaseIds, RuleNames, Unit, decode, read_file, usable_case
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.cases import AgentCase
 from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, TrialResult
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.workers import Workers
