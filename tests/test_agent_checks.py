@@ -984,16 +984,19 @@ def test_transition_not_in_the_allowed_list() -> None:
     assert failures(keyless, native(change("status", "open", "closed"))) == [
         'state_transition_forbidden: status: "open" → "closed" is not an allowed transition (refund policy)'
     ]
-    # a state of one key is what the keyless items speak of: every change of it is governed, from "new" too (the
-    # run used to pass, its `new → closed` held to nothing)
-    assert failures(keyless, native(change("status", "new", "closed"))) == [
-        'state_transition_forbidden: status: "new" → "closed" is not an allowed transition (refund policy)'
-    ]
+    assert failures(keyless, native(change("status", "new", "closed"))) == []  # from "new" is not governed
+    # a declared state of one key is what the keyless items speak of: every change of that key is governed (the
+    # run used to pass, its `approved → refunded` held to nothing), whatever other keys the run records
     declared = keyless.model_copy(update={"initial_state": {"status": "approved"}})
-    assert failures(declared, native(change("status", "approved", "refunded"))) == [
+    refunded = (
         'state_transition_forbidden: status: "approved" → "refunded" is not an allowed transition (refund policy)'
-    ]
-    # beside other keys, a keyless item governs only the changes from its `from`: which key it means is not known
+    )
+    assert failures(declared, native(change("status", "approved", "refunded"))) == [refunded]
+    noted = native(change("status", "approved", "refunded"), change("note", None, "x"), final_state={"note": "x"})
+    assert failures(declared, noted) == [refunded]
+    assert failures(declared, native(change("note", None, "x"))) == []  # another key: not the one declared
+    # beside other declared keys, a keyless item governs only the changes from its `from`: which key it means is
+    # not known
     two_keys = keyless.model_copy(update={"initial_state": {"status": "new", "cart": "empty"}})
     assert failures(two_keys, native(change("status", "new", "closed"))) == []
     assert failures(two_keys, native(change("cart", "empty", "full"))) == []

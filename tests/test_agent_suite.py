@@ -225,8 +225,10 @@ def test_checks_changed_under_the_same_case_version_are_named() -> None:
 
 
 def test_the_checks_digest_reads_what_the_checks_read() -> None:
-    def digest(**changes: Any) -> str:
-        return checks_digest(AgentCase.model_validate({**spec_case(), **changes}))
+    rules = {"no_privacy_leak": RULES["no_privacy_leak"]}
+
+    def digest(given: dict[str, Check] = rules, **changes: Any) -> str:
+        return checks_digest(AgentCase.model_validate({**spec_case(), **changes}), given)
 
     base = spec_case()
     same = digest()
@@ -239,6 +241,17 @@ def test_the_checks_digest_reads_what_the_checks_read() -> None:
     assert digest(expected_args={"order_lookup": {"a": 1, "b": {"c": 2, "d": 4}}}) != with_args
     assert digest(negative_behavior=[*base["negative_behavior"], {"tool_called": "refund_submit"}]) != same
     assert digest(evaluator_config={**base["evaluator_config"], "rule_checks": []}) != same
+    # what a named rule checks is part of the case's checks: redefined in diagbot.yml, the digest moves
+    assert digest({"no_privacy_leak": Check.model_validate({"answer_not_matches": r"\d{17}"})}) != same
+    # `equals: null` must hold as null; left out, the query must be true: two contracts
+    null, truthy = ({"expr": "refund_id", **given} for given in ({"equals": None}, {}))
+    assert digest(final_state_check=null) != digest(final_state_check=truthy)
+    # integers past 64 bits and infinities are written as they are, never a crash nor taken for null
+    amounts = [digest(expected_args={"refund": {"amount": a}}) for a in (10**20 + 1, 10**20, float("inf"), None)]
+    assert len(set(amounts)) == 4
+    tools = [{"name": "refund", "side_effect": True, "description": d} for d in ("Refunds.", "Pays back.")]
+    assert digest(available_tools=tools[:1]) == digest(available_tools=tools[1:])  # a description is for people
+    assert digest(available_tools=[{**tools[0], "side_effect": False}]) != digest(available_tools=tools[:1])
 
 
 def test_a_changed_case_version_is_one_changed_item_and_leaves_the_aggregates() -> None:
@@ -831,7 +844,33 @@ def test_a_removed_gating_case_is_named_above_the_tables_and_its_row_comes_first
     assert (changes[0].case_id, changes[0].gating, changes[0].severity) == (gone, True, "P0")
     assert changes[0].message == "case removed (only in the baseline): it was a gating P0 case that failed"
     notes = AgentKind().view("agent", current, diff).notes
-    assert "Removed since the baseline, where they gated: refund\\_submit\\_confirmed\\_011 (P0)" in notes
+    assert "1 gating case removed since the baseline: refund\\_submit\\_confirmed\\_011 (P0)" in notes
+    # removed cases come first among their severity's changes, and a note names five, the count first
+    [source] = [r for r in baseline.results if r.case_id == gone]  # a failing gating P0 case
+    many = [source.model_copy(update={"case_id": f"zz_removed_{n}_{'x' * 60}"}) for n in range(8)]
+    wider = build_report([*baseline.results, *many])
+    diff = diff_agent(wider, current)
+    p0_changes = [i.case_id for i in diff.items if i.type is ItemType.CHANGED and i.severity == "P0"]
+    assert p0_changes[:9] == [gone, *(r.case_id for r in many)]
+    [note] = [n for n in AgentKind().view("agent", current, diff).notes if "removed since" in n]
+    assert note.startswith("9 gating cases removed since the baseline: refund")
+    assert note.endswith("and 4 more in the report")
+
+
+def test_a_gating_case_made_informational_is_named_above_the_tables_and_its_row_comes_first() -> None:
+    """The row saying a failing gating P0 case stopped gating followed the case's other items, informational since
+    the pull request: after 305 gating changes it fell past the 300 a table shows."""
+    baseline = bundled_report()
+    demoted = "refund_submit_confirmed_011"
+    current = _variant(baseline, demoted, gating=False, not_gating_because="dataset_role hard_case does not gate")
+    noise = [r.model_copy(update={"case_id": f"aa_{n:03d}", "checks_digest": "0" * 16}) for n in range(305)
+             for r in baseline.results[:1]]  # fmt: skip
+    changed_checks = [r.model_copy(update={"checks_digest": "1" * 16}) for r in noise]
+    diff = diff_agent(build_report([*baseline.results, *noise]), build_report([*current.results, *changed_checks]))
+    changes = [i for i in diff.items if i.type is ItemType.CHANGED and i.case_id]
+    assert (changes[0].case_id, changes[0].metric, changes[0].gating) == (demoted, "gating", True)
+    notes = AgentKind().view("agent", current, diff).notes
+    assert "1 gating case no longer gating since the baseline: refund\\_submit\\_confirmed\\_011 (P0)" in notes
 
 
 def test_p0_items_come_first_and_informational_regressions_are_counted_apart() -> None:

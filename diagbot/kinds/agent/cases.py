@@ -9,7 +9,9 @@ shape that was written, instead of once per alternative.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import unicodedata
 from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -47,10 +49,13 @@ def _needle(value: str) -> str:
 
 
 def _visible(value: str) -> str:
-    if value != value.strip() or not value.isprintable():
+    """The comment collapses whitespace and shows invisible characters escaped (`\\u200b`), but for a soft hyphen:
+    two versions that differ in what it does not show would read as one."""
+    if " ".join(value.split()) != value or "\u00ad" in value or any(unicodedata.category(c) == "Cc" for c in value):
         raise ValueError(
-            "a version is compared exactly and shown in the comment: no leading or trailing spaces, and no "
-            "invisible or control characters (a changed one would read as the same version there)"
+            "a version is compared exactly and shown in the comment, which collapses spaces: no leading, trailing "
+            "or repeated spaces, no space but U+0020, and no control character or soft hyphen (a changed one "
+            "would read as the same version there)"
         )
     return value
 
@@ -560,24 +565,52 @@ class AgentCase(Model):
 
 FIELD_NAMES: tuple[str, ...] = tuple(AgentCase.model_fields)
 
-_NOT_CHECKED = {  # what describes, identifies or governs a case: no check reads it
+# what describes, identifies or governs a case: no check reads it (a set: pydantic excludes a frozenset slower)
+_PROSE = set((
     "case_id", "case_version", "dataset_id", "dataset_version", "title", "scenario", "user_task", "ability_tags",
     "risk_level", "difficulty", "source", "input", "context", "environment", "rubric", "metadata", "reviews",
-    "reference", "generation_config", "user_goal", "expected_result_usage", "goal", "interaction",
-    "business_scenario", "user_journey", "sop", "policy_constraints", "business_success", "audit_requirement",
-    "context_policy",
-}  # fmt: skip
+    "reference", "generation_config", "user_goal", "expected_result_usage", "goal", "interaction", "business_scenario",
+    "user_journey", "sop", "policy_constraints", "business_success", "audit_requirement", "context_policy",
+))  # fmt: skip
+_PROSE_INSIDE = {  # the words inside structured fields, for people too
+    "evaluator_config": ("judge",),
+    "service_level": ("description",),
+    "constraints": ("format", "tone", "length", "safety"),
+}
 _MIXED = ("expected_behavior", "negative_behavior", "success_criteria", "failure_criteria", "safety_constraints")
 
 
-def checks_digest(case: AgentCase) -> str:
-    """A digest of what the case's checks read (its check objects and rule names, expected calls and arguments,
-    policies, states, schemas, constraints, metrics), keys sorted: prose, governance and identity leave it alone.
-    A baseline's differing from the current run's under one case_version says the contract changed without a new
-    version, which the diff names: weakening a failing case's checks would otherwise pass it in silence."""
-    given = case.model_dump(mode="json", exclude=_NOT_CHECKED, exclude_none=True)  # one call: it costs the most
+def checks_digest(case: AgentCase, rules: dict[str, Check]) -> str:
+    """A digest of what the case's checks read: its check objects, the suite rules it names and their definitions,
+    expected calls and arguments, policies, states, schemas, constraints and metrics, as written (fields left to
+    their defaults are left out, so a diagbot that adds one changes no digest), keys sorted; not its prose,
+    governance or identity. A baseline's differing from the current run's under one case_version says the contract
+    changed without a new version, which the diff names: weakening a failing case's checks would otherwise pass it
+    in silence."""
+    given = case.model_dump(exclude=_PROSE, exclude_unset=True)  # `equals: null` given is not `equals` left out
     for name in _MIXED:  # the check objects among the prose
         checks = [item for item in given.pop(name, None) or () if not isinstance(item, str)]
         if checks:
             given[name] = checks
-    return hashlib.blake2b(orjson.dumps(given, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
+    for name, words in _PROSE_INSIDE.items():
+        for word in words if isinstance(given.get(name), dict) else ():
+            given[name].pop(word, None)
+    for tool in given.get("available_tools") or ():
+        if isinstance(tool, dict):
+            tool.pop("description", None)
+    named = [ref for ref in case.evaluator_config.rule_checks if isinstance(ref, str) and ref in rules]
+    if named:
+        given["suite rules"] = {ref: rules[ref].model_dump(exclude_unset=True) for ref in named}
+    return hashlib.blake2b(_canonical(given), digest_size=8).hexdigest()
+
+
+def _canonical(value: Any) -> bytes:
+    """JSON with sorted keys. orjson refuses an integer past 64 bits and writes an infinity as null, so a text it
+    cannot write, or one with a null in it, is written by json, which keeps both as they are."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except orjson.JSONEncodeError:
+        text = b"null"
+    if b"null" not in text:
+        return text
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")

@@ -1133,9 +1133,10 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                 )
             continue
         nested = _nested(changes, forbidden + allowed, t.spend)
-        # a state of one key is the one keyless items speak of: they govern every change of it, not only those
-        # from one of their `from` values (`approved → refunded` under `new → paid` alone is not allowed)
-        sole = len({*t.initial_state, *(c.key for c in changes), *(t.run.final_state or {})}) == 1
+        # a case whose declared state has one key says what keyless items speak of: they govern every change of
+        # it, not only those from one of their `from` values (`approved → refunded` under `new → paid` alone is
+        # not allowed), whatever other keys the run records
+        sole = next(iter(t.initial_state)) if len(t.initial_state) == 1 else None
         for n, change in enumerate(changes + nested):
             t.spend(1 + len(forbidden) + len(allowed))
             known = change.before is not UNRECORDED
@@ -1152,7 +1153,9 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
             keyless = [
                 i
                 for i in allowed
-                if i.key is None and not path and (sole or not known or same(i.from_, _start(change), t, True))
+                if i.key is None
+                and not path
+                and (change.key == sole or not known or same(i.from_, _start(change), t, True))
             ]
             fit = _either(_fits_transition(i, change, t, False) for i in governed + keyless)
             if fit is False and keyless and not known:

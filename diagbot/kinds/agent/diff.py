@@ -100,7 +100,10 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     for entry in items:
         entry.case_version = new.case_version
         entry.severity = new.risk_level
-    return items if new.gating else _informational(items)
+    if new.gating:
+        return items
+    # the case's items follow the current side, but its demotion is listed with what gates: the case gated before
+    return [i.model_copy(update={"gating": True}) if i.metric == "gating" else i for i in _informational(items)]
 
 
 def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gating_ids: set[str]) -> list[DiffItem]:

@@ -417,7 +417,7 @@ def _evaluate_case(
         turn_count=first_run.turns if first_run and not first_run.unrecorded else None,  # unknown, not 0
         duration_ms=first_run.duration_ms if first_run else None,
         metrics=_mean_metrics(trials),
-        checks_digest=checks_digest(case),
+        checks_digest=checks_digest(case, options.rules),
     )
     for model in (result, *trials):
         _share_fields_set(model)

@@ -20,7 +20,7 @@ from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, SuiteInput, tracked
 from diagbot.kinds.workers import can_fork
-from diagbot.render.markdown import MAX_NOTES, SuiteView, md, warning_notes
+from diagbot.render.markdown import MAX_NOTES, SuiteView, md, plural, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
 _SHOWN_CHECKS = 2
@@ -34,7 +34,23 @@ def _blocking(result: AgentCaseResult) -> bool:
     return result.gating and result.risk_level == "P0" and result.status == "failed"
 
 
-_REMOVED_NAMED = 10  # removed gating cases a suite's note names
+_GONE_NAMED = 5  # cases a note on removed or demoted gating cases names
+
+
+def _gone(diff: DiffReport | None) -> list[str]:
+    """Notes under the suite's headline on the gating cases a pull request removed or made informational, the
+    count first: a comment cut to GitHub's size may lose their rows among other changes."""
+    if diff is None:
+        return []
+    removed = [i for i in diff.items if i.metric == "case" and i.current_value is None and i.gating]
+    demoted = [i for i in diff.items if i.metric == "gating" and i.baseline_value is True]
+    notes = []
+    for items, what in ((removed, "removed"), (demoted, "no longer gating")):
+        if items:
+            names = ", ".join(f"{i.case_id} ({i.severity})" for i in items[:_GONE_NAMED])
+            more = f", and {len(items) - _GONE_NAMED} more in the report" if len(items) > _GONE_NAMED else ""
+            notes.append(md(f"{plural(len(items), 'gating case')} {what} since the baseline: {names}{more}", 1200))
+    return notes
 
 
 class AgentKind:
@@ -173,11 +189,7 @@ class AgentKind:
         notes = [md(f"Blocking: {line}", 400) for line in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
-        removed = [i for i in diff.items if i.metric == "case" and i.current_value is None and i.gating] if diff else []
-        if removed:  # said up here too: a comment cut to GitHub's size may lose the row among other changes
-            names = ", ".join(f"{i.case_id} ({i.severity})" for i in removed[:_REMOVED_NAMED])
-            more = f" and {len(removed) - _REMOVED_NAMED} more" if len(removed) > _REMOVED_NAMED else ""
-            notes.append(md(f"Removed since the baseline, where they gated: {names}{more}", 400))
+        notes += _gone(diff)
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
         gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
