@@ -222,7 +222,7 @@ def order(items: list[DiffItem], case_order: list[str]) -> list[DiffItem]:
     """Regressions, then improvements, then changes; within each, what gates before what does not (a comment cut to
     GitHub's size keeps the rows that decide the check), aggregate before case, the more severe case first (a
     removed gating P0 case before a new informational one), a case removed or added before the others of its
-    severity, then the cases' report order."""
+    severity where items have one (the agent kind's), then the cases' report order."""
     position: dict[str, int] = {}
     for i, case_id in enumerate(case_order):
         position.setdefault(case_id, i)  # the first listing wins: current order, then removed cases
@@ -234,7 +234,7 @@ def order(items: list[DiffItem], case_order: list[str]) -> list[DiffItem]:
             _SCOPE_ORDER[it.scope],
             it.severity is None,
             it.severity or "",
-            it.metric != "case",  # a case removed or added before the changes of cases still there
+            it.severity is not None and it.metric != "case",  # a case removed or added first (kinds with severity)
             position.get(it.case_id or "", -1),
         ),
     )
