@@ -186,7 +186,7 @@ def test_brackets_inside_strings_do_not_count_towards_the_report_cap() -> None:
     text = json.dumps({"kind": "agent", "results": [{"caseId": "c1", "title": title, "tags": [[], {}]}]})
     assert text.count("[") + text.count("{") > 2_000_000
     assert load_json_object(text, "r.json")["results"][0]["title"] == title
-    assert count_containers(text) == 6  # the object, results, the result, tags and the two inside it
+    assert count_containers(text.encode()) == 6  # the object, results, the result, tags and the two inside it
     with pytest.raises(ReportFormatError, match="2,000,001 arrays and objects, more than the 2,000,000"):
         load_json_object('{"a": "' + "[" * 10 + '", "b": ' + "[" * 2_000_000 + "]" * 2_000_000 + "}", "r.json")
 

@@ -84,7 +84,7 @@ def load_json_object(text: str, where: str) -> dict[str, Any]:
         raise ReportFormatError(f"{where}: the file is empty; give one diagbot wrote")
     containers = text.count("[") + text.count("{")
     if containers > MAX_CONTAINERS:  # what strings hold does not count: a title of brackets is one value
-        containers = values.count_containers(text)
+        containers = values.count_containers(text.encode("utf-8", "surrogatepass"))
     if containers > MAX_CONTAINERS:
         raise ReportFormatError(
             f"{where}: {containers:,} arrays and objects, more than the {MAX_CONTAINERS:,} a report may have"

@@ -493,34 +493,33 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return scrubbed if len(scrubbed) <= limit else scrubbed[: limit - 1] + "…"
 
 
-def count_containers(text: str) -> int:
-    """The arrays and objects of the JSON text `text`, those written inside strings left out (a case's title of a
-    million `[` is one string), in O(len(text)) and little memory, as `count_values` counts."""
-    if "\\" in text:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
-        text = text.replace("\\\\", "").replace('\\"', "")
-    total, inside = 0, False  # whether the piece starts inside a string
-    for start in range(0, len(text), _COUNT_CHUNK):
-        pieces = text[start : start + _COUNT_CHUNK].split('"')
-        for piece in pieces[1::2] if inside else pieces[::2]:
-            total += piece.count("[") + piece.count("{")
+def _outside_strings(data: bytes) -> Iterator[bytes]:
+    """The JSON document `data` outside its strings, in pieces of about 1 MiB (splitting it all at once would make
+    millions of objects), each string standing as `0`, a piece that starts inside one starting with `0`."""
+    if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    inside = False  # whether the piece starts inside a string
+    for start in range(0, len(data), _COUNT_CHUNK):
+        pieces = data[start : start + _COUNT_CHUNK].split(b'"')
+        yield b"0".join([b"", *pieces[1::2]] if inside else pieces[::2])
         inside ^= len(pieces) % 2 == 0
-    return total
+
+
+def count_containers(data: bytes) -> int:
+    """The arrays and objects of the JSON document `data`, those written inside strings left out (a case's title of
+    a million `[` is one string), in O(len(data)) and little memory."""
+    return sum(outside.count(b"[") + outside.count(b"{") for outside in _outside_strings(data))
 
 
 def count_values(data: bytes) -> int:
     """The number of values in the JSON document `data` (exact if it is valid JSON, an upper bound if not),
     without parsing it, in O(len(data)) and little memory: one, plus the commas and the non-empty arrays and
     objects outside strings (each value but the root either follows a comma or is a container's first)."""
-    if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every `"` left opens or closes a string
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     total = 1
-    inside = False  # whether the piece starts inside a string
     tail = b"0"  # the last byte outside strings so far, "0" standing for a string
-    for start in range(0, len(data), _COUNT_CHUNK):  # in pieces: splitting it all would make millions of objects
-        pieces = data[start : start + _COUNT_CHUNK].split(b'"')
-        outside = b"0".join(pieces[1::2] if inside else pieces[::2]).translate(None, b" \t\r\n")
+    for piece in _outside_strings(data):
+        outside = piece.translate(None, b" \t\r\n")
         total += outside.count(b",") + outside.count(b"[") + outside.count(b"{")
-        total -= outside.count(b"[]") + outside.count(b"{}") + (not inside and tail + outside[:1] in (b"[]", b"{}"))
-        inside ^= len(pieces) % 2 == 0
-        tail = b"0" if inside else outside[-1:] or tail
+        total -= outside.count(b"[]") + outside.count(b"{}") + (tail + outside[:1] in (b"[]", b"{}"))
+        tail = outside[-1:] or tail
     return total

@@ -565,19 +565,29 @@ class AgentCase(Model):
 
 FIELD_NAMES: tuple[str, ...] = tuple(AgentCase.model_fields)
 
-# what describes, identifies or governs a case: no check reads it (a set: pydantic excludes a frozenset slower)
-_PROSE = set((
+CRITERIA_FIELDS = (  # the fields that hold check objects beside prose, and whether what they say must hold
+    ("expected_behavior", True),
+    ("success_criteria", True),
+    ("safety_constraints", True),
+    ("failure_criteria", False),
+    ("negative_behavior", False),
+)
+PROSE_FIELDS = (
+    "goal", "user_goal", "rubric", "reference", "expected_result_usage", "sop", "policy_constraints",
+    "business_success", "user_journey", "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
+)  # fmt: skip  # what a case expects in words: `interaction` and `business_scenario` describe the setting instead
+# what no check reads: the case's identity, governance and setting, and its prose, but for what the RAG checks read
+# (a set: pydantic excludes a frozenset slower)
+_NOT_READ = {
     "case_id", "case_version", "dataset_id", "dataset_version", "title", "scenario", "user_task", "ability_tags",
-    "risk_level", "difficulty", "source", "input", "context", "environment", "rubric", "metadata", "reviews",
-    "reference", "generation_config", "user_goal", "expected_result_usage", "goal", "interaction", "business_scenario",
-    "user_journey", "sop", "policy_constraints", "business_success", "audit_requirement", "context_policy",
-))  # fmt: skip
+    "risk_level", "difficulty", "source", "input", "context", "environment", "metadata", "reviews",
+    "generation_config", "interaction", "business_scenario",
+} | set(PROSE_FIELDS) - {"citation_requirement", "gold_evidence"}  # fmt: skip
 _PROSE_INSIDE = {  # the words inside structured fields, for people too
     "evaluator_config": ("judge",),
     "service_level": ("description",),
     "constraints": ("format", "tone", "length", "safety"),
 }
-_MIXED = ("expected_behavior", "negative_behavior", "success_criteria", "failure_criteria", "safety_constraints")
 
 
 def checks_digest(case: AgentCase, rules: dict[str, Check]) -> str:
@@ -587,8 +597,8 @@ def checks_digest(case: AgentCase, rules: dict[str, Check]) -> str:
     governance or identity. A baseline's differing from the current run's under one case_version says the contract
     changed without a new version, which the diff names: weakening a failing case's checks would otherwise pass it
     in silence."""
-    given = case.model_dump(exclude=_PROSE, exclude_unset=True)  # `equals: null` given is not `equals` left out
-    for name in _MIXED:  # the check objects among the prose
+    given = case.model_dump(exclude=_NOT_READ, exclude_unset=True)  # `equals: null` given is not `equals` left out
+    for name, _ in CRITERIA_FIELDS:  # the check objects among the prose
         checks = [item for item in given.pop(name, None) or () if not isinstance(item, str)]
         if checks:
             given[name] = checks

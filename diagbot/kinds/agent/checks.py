@@ -26,7 +26,16 @@ from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_nam
 from diagbot.core.text import INVISIBLE, MAX_TEXT_CHARS, Folded, fold
 from diagbot.core.values import excerpt, one_line
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, AnyAll, Check, StateQuery, ToolArgs, Transition, arg_path
+from diagbot.kinds.agent.cases import (
+    CRITERIA_FIELDS,
+    AgentCase,
+    AnyAll,
+    Check,
+    StateQuery,
+    ToolArgs,
+    Transition,
+    arg_path,
+)
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching, ordered_matching, show
 from diagbot.kinds.agent.run import FROM_STATE, Citation, Message, Run, StateChange, ToolCall
 
@@ -1119,6 +1128,10 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
     changes = _net_changes(t, case.initial_state is not None or case.state is not None)
     silent = not t.run.state_changes and t.run.final_state is None  # a run that records nothing of its state
+    # a case whose declared state has one key says what keyless items speak of: they govern every change of it,
+    # not only those from one of their `from` values (`approved → refunded` under `new → paid` alone is not
+    # allowed), whatever other keys the run records
+    sole = next(iter(t.initial_state)) if len(t.initial_state) == 1 else None
     for policy in case.policies:
         forbidden = [i for i in policy.transitions(policy.forbidden_state_transition) if isinstance(i, Transition)]
         allowed = [i for i in policy.transitions(policy.allowed_state_transition) if isinstance(i, Transition)]
@@ -1133,10 +1146,6 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                 )
             continue
         nested = _nested(changes, forbidden + allowed, t.spend)
-        # a case whose declared state has one key says what keyless items speak of: they govern every change of
-        # it, not only those from one of their `from` values (`approved → refunded` under `new → paid` alone is
-        # not allowed), whatever other keys the run records
-        sole = next(iter(t.initial_state)) if len(t.initial_state) == 1 else None
         for n, change in enumerate(changes + nested):
             t.spend(1 + len(forbidden) + len(allowed))
             known = change.before is not UNRECORDED
@@ -1411,15 +1420,6 @@ def _asks_sequence(case: AgentCase) -> bool:
 
 def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
     return lambda case: case.side_effect_policy is not None and any(test(policy) for policy in case.policies)
-
-
-CRITERIA_FIELDS = (  # the fields that hold check objects beside prose, and whether what they say must hold
-    ("expected_behavior", True),
-    ("success_criteria", True),
-    ("safety_constraints", True),
-    ("failure_criteria", False),
-    ("negative_behavior", False),
-)
 
 
 def _has_criteria(case: AgentCase) -> bool:

@@ -29,7 +29,9 @@ INFORMATIONAL = "informational (this case does not gate): "
 
 
 def _informational(items: list[DiffItem]) -> list[DiffItem]:
-    return [i.model_copy(update={"gating": False, "message": INFORMATIONAL + i.message}) for i in items]
+    """A case's items that follow it to the informational side, but for its demotion itself, which is listed with
+    what gates (the case gated before), so that a comment cut to size keeps it."""
+    return [i.model_copy(update={"gating": i.metric == "gating", "message": INFORMATIONAL + i.message}) for i in items]
 
 
 def _code(check: str) -> str:
@@ -100,10 +102,7 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     for entry in items:
         entry.case_version = new.case_version
         entry.severity = new.risk_level
-    if new.gating:
-        return items
-    # the case's items follow the current side, but its demotion is listed with what gates: the case gated before
-    return [i.model_copy(update={"gating": True}) if i.metric == "gating" else i for i in _informational(items)]
+    return items if new.gating else _informational(items)
 
 
 def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gating_ids: set[str]) -> list[DiffItem]:

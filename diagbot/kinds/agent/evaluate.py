@@ -15,8 +15,17 @@ from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, look_alike
 from diagbot.kinds.agent import rag
-from diagbot.kinds.agent.cases import AgentCase, Check, SideEffectPolicy, Transition, arg_path, checks_digest
-from diagbot.kinds.agent.checks import CHECKS, CRITERIA_FIELDS, CaseWork, Code, criteria, judge, metrics, trial
+from diagbot.kinds.agent.cases import (
+    CRITERIA_FIELDS,
+    PROSE_FIELDS,
+    AgentCase,
+    Check,
+    SideEffectPolicy,
+    Transition,
+    arg_path,
+    checks_digest,
+)
+from diagbot.kinds.agent.checks import CHECKS, CaseWork, Code, criteria, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
@@ -164,18 +173,12 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     return "; ".join(reasons) or None
 
 
-_PROSE_FIELDS = (
-    "goal", "user_goal", "rubric", "reference", "expected_result_usage", "sop", "policy_constraints",
-    "business_success", "user_journey", "audit_requirement", "context_policy", "citation_requirement", "gold_evidence",
-)  # fmt: skip  # what a case expects in words: `interaction` and `business_scenario` describe the setting instead
-
-
 def unchecked_expectations(case: AgentCase) -> list[str]:
     """The prose of a case, for people: listed in the report as not machine-checked."""
     found = [f"expected_behavior: {t}" for t in case.expected_behavior if isinstance(t, str)]
     for name in ("negative_behavior", "success_criteria", "failure_criteria", "safety_constraints"):
         found += [f"{name}: {t}" for t in getattr(case, name) or [] if isinstance(t, str)]
-    for name in _PROSE_FIELDS:
+    for name in PROSE_FIELDS:
         value = getattr(case, name)
         if value is None or value == [] or value == {} or (name == "gold_evidence" and _uses_gold(case)):
             continue
