@@ -203,8 +203,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         f"diff written to {args.output}"
     )
     failing = blocking(current)  # a gating P0 failure fails the gate whatever the baseline says, as in `run`
-    for line in failing:
-        say(f"blocking: {line}")
+    for blocked in failing:
+        say(f"blocking: {blocked.line}")
     facts = SuiteFacts(
         name=current.suite or "suite", evaluated=True, cases=current.total_cases, compared=True,
         regressions=diff.gating_regressions, blocking=len(failing), baseline_cases=baseline.total_cases,
@@ -332,13 +332,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _regressed(outcome: Outcome) -> str:
-    """The cases a failed gate's gating regressions are in, for a log that shows no comment (`--quiet`, CI). The
-    failing P0 cases the reason counts are listed by the console output and the comment."""
+    """The cases that fail a failed gate, for a log that shows no comment (`--quiet`, CI): its failing gating P0
+    cases and the cases of its gating regressions, each list labelled, at most `_NAMED` names each."""
     from diagbot.core.diff import ItemType
+    from diagbot.kinds.registry import blocking
 
     if outcome.exit_code != 1:
         return ""
-    cases = list(
+    failing = [
+        f"{suite.name}/{blocked.case_id}"
+        for suite in outcome.suites
+        if suite.report is not None
+        for blocked in blocking(suite.report)
+    ]
+    regressed = list(
         dict.fromkeys(
             f"{suite.name}/{item.case_id}"
             for suite in outcome.suites
@@ -347,14 +354,17 @@ def _regressed(outcome: Outcome) -> str:
             if item.type is ItemType.REGRESSION and item.gating and item.case_id
         )
     )
-    if not cases:
-        return ""
+    lists = (("failing P0", failing), ("regressed", regressed))
+    said = [f"{label}: {_names(cases)}" for label, cases in lists if cases]
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def _names(cases: list[str]) -> str:
     shown = ", ".join(one_line(case, 120) for case in cases[:_NAMED])
-    more = f" and {len(cases) - _NAMED} more cases" if len(cases) > _NAMED else ""
-    return f" (regressed: {shown}{more})"  # labelled: a failing P0 case that did not regress is not among them
+    return shown + (f" and {len(cases) - _NAMED} more cases" if len(cases) > _NAMED else "")
 
 
-_NAMED = 5  # regressed cases the last line names
+_NAMED = 5  # cases the last line names, of each list
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

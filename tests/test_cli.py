@@ -91,7 +91,8 @@ def test_the_bundled_agent_suite_fails_the_gate_on_its_p0_case_alone(
     it without failing (what `make run` does)."""
     monkeypatch.chdir(ROOT)
     assert main(["run", "--out", str(tmp_path / "a")]) == 1
-    assert "diagbot: 1 gating P0 case failed;" in capsys.readouterr().err
+    last = capsys.readouterr().err.splitlines()[-1]  # the one line a --quiet CI log has names the case
+    assert last.startswith("diagbot: 1 gating P0 case failed (failing P0: agent/refund_submit_confirmed_011); "), last
     assert main(["run", "--out", str(tmp_path / "b"), "--no-fail"]) == 0
     assert "diagbot: 1 gating P0 case failed (not failing: --no-fail);" in capsys.readouterr().err
     assert "### ❌ diagbot: 1 gating P0 case failed" in (tmp_path / "b" / "comment.md").read_text()

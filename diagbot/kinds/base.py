@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -24,6 +24,13 @@ T = TypeVar("T")
 Progress = Callable[[int, int | None], None]
 """Told after each case of a suite is judged: how many are done, and how many there are (None when the kind
 streams its cases and cannot know yet). The command line's progress bar is the one user."""
+
+
+class Blocked(NamedTuple):
+    """A failure that fails the gate whatever the baseline says: the case it is in, and the line that says it."""
+
+    case_id: str
+    line: str
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,7 @@ class Kind(Protocol[R]):
         """Load the cases without running anything: their problems raise CaseFileError, the warnings return."""
         ...
 
-    def blocking(self, report: R) -> list[str]:
+    def blocking(self, report: R) -> list[Blocked]:
         """Failures that fail the gate whatever the baseline says (the agent kind's gating P0 cases)."""
         ...
 

@@ -9,7 +9,7 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, load_json_object
 from diagbot.kinds.agent import AgentKind
-from diagbot.kinds.base import Annotation, HasWarnings, Kind, SuiteInput
+from diagbot.kinds.base import Annotation, Blocked, HasWarnings, Kind, SuiteInput
 from diagbot.kinds.trace import TraceKind
 from diagbot.kinds.workspace import WorkspaceKind
 from diagbot.render.markdown import SuiteView
@@ -61,7 +61,7 @@ def console(report: SuiteReport) -> str:
     return str(kind_of(report).console(report))
 
 
-def blocking(report: SuiteReport) -> list[str]:
+def blocking(report: SuiteReport) -> list[Blocked]:
     return list(kind_of(report).blocking(report))
 
 

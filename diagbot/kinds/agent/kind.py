@@ -18,7 +18,7 @@ from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_chec
 from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
-from diagbot.kinds.base import Annotation, SuiteInput, tracked
+from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked
 from diagbot.kinds.workers import can_fork
 from diagbot.render.markdown import MAX_NOTES, SuiteView, md, plural, warning_notes
 
@@ -141,8 +141,8 @@ class AgentKind:
     def warnings(self, report: AgentReport) -> list[str]:
         return list(report.warnings)
 
-    def blocking(self, report: AgentReport) -> list[str]:
-        return [f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}"
+    def blocking(self, report: AgentReport) -> list[Blocked]:
+        return [Blocked(r.case_id, f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}")
                 for r in report.results if _blocking(r)]  # fmt: skip
 
     def gating(self, report: AgentReport) -> int:
@@ -186,7 +186,7 @@ class AgentKind:
             for r in ordered
         ]  # fmt: skip
         blocked = self.blocking(report)  # one note each, capped as warnings are: the table below lists them all
-        notes = [md(f"Blocking: {line}", 400) for line in blocked[:MAX_NOTES]]
+        notes = [md(f"Blocking: {b.line}", 400) for b in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
         notes += _gone(diff)

@@ -10,7 +10,7 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, DiagbotError
 from diagbot.core.report import headline
 from diagbot.core.values import one_line
-from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
+from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked_list
 from diagbot.kinds.trace.cases import load_case_file
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.evaluate import evaluate_suite
@@ -30,7 +30,7 @@ class TraceKind:
         cases = load_case_file(suite.cases, suite.cases_label)
         return [] if cases.cases else [no_cases_warning(suite.cases_label)]
 
-    def blocking(self, report: TraceReport) -> list[str]:
+    def blocking(self, report: TraceReport) -> list[Blocked]:
         return []
 
     def gating(self, report: TraceReport) -> int:

@@ -10,7 +10,7 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.report import check_version, counts_agree, headline, model_problems, unique_case_ids
 from diagbot.core.values import one_line
-from diagbot.kinds.base import Annotation, SuiteInput, tracked_list
+from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked_list
 from diagbot.kinds.workspace.diff import diff_workspace
 from diagbot.kinds.workspace.judge import (
     WORKSPACE_SCHEMA_VERSION,
@@ -51,7 +51,7 @@ class WorkspaceKind:
             raise CaseFileError(*problems)
         return [] if cases else [f"{suite.cases_label}: holds no <case-id>/case.yaml, so the suite evaluates nothing"]
 
-    def blocking(self, report: WorkspaceReport) -> list[str]:
+    def blocking(self, report: WorkspaceReport) -> list[Blocked]:
         return []
 
     def gating(self, report: WorkspaceReport) -> int:
