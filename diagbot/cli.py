@@ -319,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for suite in outcome.suites:  # what a kind says of its input as a whole (the comment lists it under the suite)
         for warning in registry.warnings(suite.report) if suite.report is not None else []:
             print(f"warning: {suite.name}: {one_line(warning, 4000)}", file=sys.stderr)
-    for warning in outcome.warnings:
+    for warning in outcome.warnings + _replaced_baseline(location, out):
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     print_errors(outcome.problems)
     if not args.quiet or outcome.exit_code == 1:  # a failed gate says why, quiet or not: its reason is no error line
@@ -329,6 +329,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         said = paint(f"diagbot: {outcome.reason}", colour)
         print(f"{said}{_regressed(outcome)}; report folder {out}", file=sys.stderr)
     return outcome.exit_code
+
+
+def _replaced_baseline(location: Path | None, out: Path) -> list[str]:
+    """Said when the run wrote its reports over the baseline it was compared with: the next run compared with
+    that folder then finds no regression that this one found."""
+    if location is None:
+        return []
+    folder = location.parent.parent if location.parent.name == "reports" else location
+    try:
+        same = folder.resolve() == out.resolve()
+    except (OSError, RuntimeError):  # a loop of links: not the folder written
+        return []
+    if not same:
+        return []
+    return [
+        f"the report folder {out} is also the baseline: this run's reports replaced the ones it was compared with, so "
+        "a later run compared with it will not show what regressed here; keep the baseline in a folder of its own "
+        "(unless accepting this run as the new baseline was the point)"
+    ]
 
 
 def _regressed(outcome: Outcome) -> str:

@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from diagbot.core import values
-from diagbot.core.text import MAX_TEXT_CHARS
+from diagbot.core.text import MAX_TEXT_CHARS, fold
 from diagbot.core.values import load_yaml
 from diagbot.kinds.agent import checks, formats, schema_check
 from diagbot.kinds.agent.cases import AgentCase, Check
+from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
 from diagbot.kinds.agent.load import LoadedCase
@@ -680,6 +681,25 @@ def refused(reply: str, hint: str = DEFAULT_HINT) -> list[str]:
     return [f"{MISSING}: the user's reply {shown} is not one{hint}"]
 
 
+def taken_back(reply: str, found: list[str]) -> None:
+    """`found` is the one failure for a refund after a reply whose confirming word another word took back, naming
+    that word, which is in the reply (NFKC case-folded), or the general hint for a reply with no confirming word."""
+    [failure] = found
+    shown = json.dumps(values.excerpt(values.one_line(reply, 200), 60), ensure_ascii=False)
+    if failure == refused(reply)[0]:
+        assert not Confirmation.of(None).pattern.search_text(fold(reply).text), failure
+        return
+    said = re.fullmatch(
+        re.escape(f"{MISSING}: the user's reply {shown} is not one (it has ") + '"(.+)"'
+        + re.escape(", which the default pattern reads as refusing or asking, so the confirming word beside it does "
+                    "not count; a suite's confirmation-pattern sets what counts)"),
+        failure,
+        re.DOTALL,
+    )  # fmt: skip
+    assert said is not None, failure
+    assert json.loads(f'"{said.group(1)}"') in fold(reply).text, failure
+
+
 def test_a_reply_that_is_no_confirmation_is_quoted_with_what_would_be_one() -> None:
     """A newcomer's "Sure, do it." failed with the words of a run where the user never replied."""
     run = native(say("assistant", "Shall I refund?"), say("user", "Sure, do it."), call("refund"))
@@ -691,6 +711,20 @@ def test_a_reply_that_is_no_confirmation_is_quoted_with_what_would_be_one() -> N
     options = AgentOptions.model_validate({"confirmation-pattern": "^approved$"})
     assert failures(CONFIRM, run, options=options) == refused(
         "Sure, do it.", " (it does not match the suite's confirmation-pattern)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "word"), [("Yes, the first one", '"first"'), ("yes?", '"?"'), ("是的，不要退", '"不"')]
+)
+def test_a_yes_taken_back_names_the_word_that_took_it_back(reply: str, word: str) -> None:
+    """A newcomer's "Yes, the first one" failed a P0 case with the general hint: nothing said that "first" (a word
+    of choosing, so of asking) was why the yes did not count."""
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == refused(
+        reply,
+        f" (it has {word}, which the default pattern reads as refusing or asking, so the confirming word beside it "
+        "does not count; a suite's confirmation-pattern sets what counts)",
     )
 
 
@@ -1759,11 +1793,16 @@ def test_aggregate_of_unchecked_cases_only() -> None:
 
 
 def test_gating_aggregates_cover_gating_cases_only() -> None:
+    """The aggregates that gate (pass rate, pass^k) are of the gating cases, the informational ones' beside them;
+    the counts are of every case. A failing informational case used to pull the report's pass rate down."""
     report = build_report([result(2, 2), result(2, 0, gating=False)])
-    assert (report.pass_rate, report.gating_cases) == (0.5, 1)
+    assert (report.total_cases, report.passed_cases, report.gating_cases) == (2, 1, 1)
+    assert (report.pass_rate, report.pass_hat_k) == (1.0, {"1": 1.0, "2": 1.0})
     assert (report.gating.pass_rate, report.gating.pass_hat_k) == (1.0, {"1": 1.0, "2": 1.0})
     assert (report.informational.pass_rate, report.informational.pass_hat_k) == (0.0, {"1": 0.0, "2": 0.0})
-    assert report.model_dump()["passHatK"] == {"1": 0.5, "2": 0.5}
+    assert report.model_dump()["passHatK"] == {"1": 1.0, "2": 1.0}
+    none_gate = build_report([result(2, 2, gating=False)])
+    assert (none_gate.pass_rate, none_gate.pass_hat_k, none_gate.informational.pass_rate) == (0.0, {}, 1.0)
 
 
 # --- governance: not_gating_because ----------------------------------------------------------------------------
@@ -1854,7 +1893,7 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
 def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str) -> None:
     """With the default pattern, "同意" inside "我不同意" and "proceed" inside "don't proceed" are no confirmation."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
-    assert failures(CONFIRM, run) == refused(reply)
+    taken_back(reply, failures(CONFIRM, run))
 
 
 @pytest.mark.parametrize(
@@ -1870,7 +1909,10 @@ def test_a_refusal_that_contains_a_confirmation_word_does_not_confirm(reply: str
 )  # fmt: skip
 def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed: bool) -> None:
     run = native(say("assistant", "Shall I refund?"), *(say("user", r) for r in replies), call("refund"))
-    assert failures(CONFIRM, run) == ([] if confirmed else refused(replies[-1]))
+    if confirmed:
+        assert failures(CONFIRM, run) == []
+    else:
+        taken_back(replies[-1], failures(CONFIRM, run))
 
 
 @pytest.mark.parametrize("reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "confirmed"])
@@ -2169,7 +2211,7 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
-    assert failures(CONFIRM, run) == refused(reply)
+    taken_back(reply, failures(CONFIRM, run))
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,8 @@ def test_bundled_example_gives_the_verdicts_it_was_built_for() -> None:
         failing = {t.trial: codes(t.failed_checks) for t in r.trial_results if not t.passed}
         seen[r.case_id] = (r.status, r.gating, failing)
     assert seen == EXPECTED
-    assert (report.total_cases, report.passed_cases, report.unchecked_cases, report.pass_rate) == (17, 10, 1, 0.625)
+    # the counts are of every case, the rates (which gate) of the gating ones
+    assert (report.total_cases, report.passed_cases, report.unchecked_cases, report.pass_rate) == (17, 10, 1, 0.714286)
     assert (report.gating_cases, report.gating.passed_cases, report.gating.pass_rate) == (15, 10, 0.714286)
     assert report.gating.pass_hat_k == {"1": 0.738095}  # the mean of c/n over the 14 checked gating cases
 
@@ -338,7 +339,7 @@ def test_a_stored_report_is_read_back_with_its_aggregates_remade() -> None:
     data = json.loads(dump_model(bundled_report()))
     data["passRate"], data["gating"]["passRate"] = 1.0, 1.0
     report = AgentKind().parse(data, "report.json")
-    assert (report.pass_rate, report.gating.pass_rate) == (0.625, 0.714286)
+    assert (report.pass_rate, report.gating.pass_rate) == (0.714286, 0.714286)
 
 
 # --- case files ----------------------------------------------------------------------------------------------------
@@ -555,6 +556,33 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
     ]
 
 
+def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both were met by a newcomer and validate said nothing: a limit written among what must not happen failed
+    every run within it, and a misspelt `called` was read as a state key that nothing sets."""
+    limits = spec_case() | {"case_id": "limits", "negative_behavior": [{"id": "no_loop", "max_tool_calls": 3}]}
+    typo = spec_case() | {
+        "case_id": "typo",
+        "initial_state": {"order_status": "signed"},
+        "side_effect_policy": [
+            {"tool": "refund_submit", "precondition": [{"caled": "order_lookup"}, {"order_status": "signed"}]},
+            {"tool": "order_lookup", "precondition": {"logged_in": True}},
+        ],
+    }
+    config = _suite_folder(tmp_path, [limits, typo])
+    assert main(["validate", "--config", str(config)]) == 0
+    where = f"{tmp_path}/cases/all.json:1: case"
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {where} limits: negative_behavior[0]: max_tool_calls 3 here says the run must not stay within it, "
+        "so every run of at most 3 fails the case; to cap the run, move it to success_criteria or safety_constraints",
+        f"warning: {where} typo: side_effect_policy[0].precondition: 'caled' is read as a state key (did you mean "
+        "called?), but the case's initial_state has no key 'caled'; it holds only when a state_change step of the "
+        "run sets it before the call",
+        f"warning: {where} typo: side_effect_policy[1].precondition: 'logged_in' is read as a state key, but the "
+        "case's initial_state has no key 'logged_in'; it holds only when a state_change step of the run sets it "
+        "before the call",
+    ]
+
+
 def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -> None:
     """A failing trial saved as trial-2.txt, or in a subfolder, vanished unseen; trial-3.JSON is a trial."""
     case = spec_case() | {"case_id": "c1", "success_criteria": [{"tool_called": "order_lookup"}]}
@@ -611,17 +639,18 @@ def test_run_reports_parts_of_cases_that_check_nothing_in_the_report_the_comment
         "'no_privacy_leak' is the name of a suite rule, but a text here is for people and is not checked; write the "
         "check object itself here (a rule is named only in evaluator_config.rule_checks, where it must hold)"
     )
-    assert report["warnings"][:3] == [
+    assert report["warnings"][0].startswith("runs: 122 of 122 cases could not be judged on every trial (122 with")
+    assert report["warnings"][1:4] == [
         f"case named: negative_behavior[0]: {rule}",
         "case misspelt: tool_schema.refund_submit: properties.amount: unknown keyword 'maximun' (did you mean "
         "maximum?); JSON Schema ignores it, so it checks nothing",
         f"case many_000: failure_criteria[0]: {rule}",
     ]
-    assert len(report["warnings"]) == 101  # 100 kept, then the count of the rest
+    assert len(report["warnings"]) == 102  # the missing runs, then 100 kept, then the count of the rest
     assert report["warnings"][-1] == "... and 22 more of these warnings (diagbot validate lists them all)"
     comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
     assert "Warning: case misspelt: tool\\_schema.refund\\_submit: properties.amount: unknown keyword" in comment
-    assert "... and 76 more warnings in the report" in comment  # 25 of the 101 shown
+    assert "... and 77 more warnings in the report" in comment  # 25 of the 102 shown
     err = capsys.readouterr().err
     assert f"warning: a: case named: negative_behavior[0]: {rule}\n" in err
     stored = AgentKind().parse(report, "baseline")
@@ -829,7 +858,10 @@ def test_diff_fails_on_a_gating_p0_failure_the_baseline_shared(
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "0 regressions" in out
-    assert "blocking: refund_submit_confirmed_011 (P0) failed: precondition_unmet: refund_submit (call 3)" in out
+    assert (
+        "blocking: refund_submit_confirmed_011 (P0) failed: 7 failed (precondition_unmet, confirmation_missing, "
+        "duplicate_side_effect, audit_missing); precondition_unmet: refund_submit (call 3)"
+    ) in out
     assert main([*args, "--no-fail"]) == 0
 
 
@@ -874,6 +906,25 @@ def test_a_gating_case_made_informational_is_named_above_the_tables_and_its_row_
     assert (changes[0].case_id, changes[0].metric, changes[0].gating) == (demoted, "gating", True)
     notes = AgentKind().view("agent", current, diff).notes
     assert "1 gating case no longer gating since the baseline: refund\\_submit\\_confirmed\\_011 (P0)" in notes
+
+
+def test_a_gating_case_made_informational_under_a_new_version_is_named_too() -> None:
+    """A new case_version gives one item and no other, so the demotion of a failing gating P0 case went unsaid
+    when the same pull request bumped its version: its one item says it, and the notes above the tables name it."""
+    baseline = bundled_report()
+    demoted = "refund_submit_confirmed_011"
+    current = _variant(baseline, demoted, gating=False, not_gating_because="review_status is draft", case_version="v9")
+    diff = diff_agent(baseline, current)
+    [only] = [i for i in diff.items if i.case_id == demoted]
+    assert (only.metric, only.type, only.gating, only.severity) == ("caseVersion", ItemType.CHANGED, True, "P0")
+    assert only.message.endswith("a new contract, not compared; it gated in the baseline and does not now "
+                                 "(review_status is draft)")  # fmt: skip
+    notes = AgentKind().view("agent", current, diff).notes
+    assert "1 gating case no longer gating since the baseline: refund\\_submit\\_confirmed\\_011 (P0)" in notes
+    kept = _variant(baseline, demoted, case_version="v9")  # still gating: only the new version is said
+    [same] = [i for i in diff_agent(baseline, kept).items if i.case_id == demoted]
+    assert same.message.endswith("a new contract, not compared")
+    assert not [n for n in AgentKind().view("agent", kept, diff_agent(baseline, kept)).notes if "no longer" in n]
 
 
 def test_p0_items_come_first_and_informational_regressions_are_counted_apart() -> None:

@@ -220,6 +220,24 @@ def test_quiet_still_says_why_a_failed_gate_failed(
     assert " (regressed: agent/order_status_001); report folder" in captured.err.splitlines()[-1], captured.err
 
 
+def test_a_run_writing_over_its_own_baseline_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--baseline base --out base` replaced the baseline with a regressed run without a word: the next run
+    compared with it showed nothing."""
+    _started(tmp_path, monkeypatch)
+    assert main(["run", "--quiet", "--out", "base"]) == 0
+    assert main(["run", "--quiet", "--baseline", "base", "--out", "other"]) == 0
+    assert "is also the baseline" not in capsys.readouterr().err
+    for given in ("base", "./base/", "base/reports/agent.json"):
+        assert main(["run", "--quiet", "--baseline", given, "--out", "base"]) == 0
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "warning: the report folder base is also the baseline: this run's reports replaced the ones it was "
+            "compared with, so a later run compared with it will not show what regressed here; keep the baseline "
+            "in a folder of its own (unless accepting this run as the new baseline was the point)"
+        )
+
+
 # --- what the CLI says about its input --------------------------------------------------------------------------
 
 

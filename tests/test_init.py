@@ -166,7 +166,8 @@ def test_each_starter_validates_and_runs_with_one_failing_case_and_exit_0(
     assert captured.err.endswith("diagbot: no regression; report folder build/baseline\n")
     comment = (tmp_path / "build/baseline/comment.md").read_text()
     assert comment == captured.out.removesuffix("\n")
-    assert f"**{SUITE[kind]}** ({kind}): 1/2 cases pass (50.0%); no baseline to compare against" in comment
+    rate = "gating pass rate 50.0%" if kind == "agent" else "50.0%"  # an agent suite's rate is its gating cases'
+    assert f"**{SUITE[kind]}** ({kind}): 1/2 cases pass ({rate}); no baseline to compare against" in comment
     report = json.loads((tmp_path / f"build/baseline/reports/{SUITE[kind]}.json").read_text())
     passed = [r["verdict"] == "pass" if kind == "workspace" else r["passed"] for r in report["results"]]
     assert [r["caseId"] for r, ok in zip(report["results"], passed, strict=True) if not ok] == [FAILING[kind]]
@@ -184,7 +185,9 @@ def test_the_agent_starters_failing_case_would_fail_the_gate_as_a_p0(
     case = tmp_path / "cases/agent/refund_timeline_002.yaml"
     case.write_text(case.read_text().replace("risk_level: P2", "risk_level: P0"))
     assert main(["run"]) == 1
-    assert "diagbot: 1 gating P0 case failed; report folder build/diagbot" in capsys.readouterr().err
+    assert (
+        "diagbot: 1 gating P0 case failed (failing P0: agent/refund_timeline_002); report folder build/diagbot"
+    ) in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", sorted(FILES))
@@ -200,7 +203,9 @@ def test_init_then_run_from_an_installed_wheel(kind: str, tmp_path_factory: pyte
     assert run.stderr == "diagbot: no regression; report folder build/diagbot\n"
     comment = (folder / "build/diagbot/comment.md").read_text()
     assert comment.startswith(f"<!-- diagbot:{SUITE[kind]} -->\n") and comment == run.stdout.removesuffix("\n")
-    assert "1/2 cases pass (50.0%)" in comment
+    assert (
+        "1/2 cases pass (gating pass rate 50.0%)" in comment if kind == "agent" else "1/2 cases pass (50.0%)" in comment
+    )
 
 
 def test_the_installed_wheel_is_the_package_that_runs(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -66,6 +66,7 @@ class SuiteView:
     notes: tuple[str, ...] = ()  # escaped lines shown under the headline (the agent kind's blocking cases, ...)
     blocking: int = 0  # failures that fail the gate whatever the baseline says (gating P0 agent cases)
     common_rates: bool = False  # the pass rates are over the cases both sides have (agent), not the whole suites
+    rate_label: str = "pass rate"  # what the rate is of, where it is not the share of `total` that passed
 
 
 @dataclass(frozen=True)

@@ -208,14 +208,38 @@ class Confirmation:
     def refuses(self, text: str, folded: str | None = None, named: tuple[str, ...] = ()) -> bool:
         """(default pattern only) The message refuses: it cancels a confirmation given before it. A message too
         long to read whole refuses. `folded`: the text already NFKC case-folded."""
+        return self.refusal(text, folded, named) is not None
+
+    def refusal(self, text: str, folded: str | None = None, named: tuple[str, ...] = ()) -> str | None:
+        """What in the message refuses (`refuses`): the first word of refusing or question found, as folded, or
+        why the message as a whole does; None when nothing does."""
         if not self.refusals:
-            return False
+            return None
         if len(text) > MAX_MATCHED_CHARS:
-            return True
+            return f"more than {MAX_MATCHED_CHARS:,} characters, too long to read whole"
         folded = _AGREEING.sub(" ", fold(text).text if folded is None else folded)  # fold drops invisible characters
         for word in named:
             folded = _NAMED_ACTIONS[word].sub(" ", folded)
-        return any(refusal.search_text(folded) for refusal in self.refusals)
+        data = folded.encode("utf-8", "replace")
+        for refusal in self.refusals:
+            found = refusal.search(data)
+            if found is not None:
+                return json.dumps(data[found[0] : found[1]].decode("utf-8", "replace").strip()[:40], ensure_ascii=False)
+        return None
+
+    def why_not(self, text: str, named: tuple[str, ...] = ()) -> str:
+        """Why a user's message is no confirmation, for the failure that quotes it."""
+        refused = None
+        if self.refusals and len(text) <= MAX_MATCHED_CHARS:
+            folded = fold(text).text
+            if self.pattern.search_text(text) or self.pattern.search_text(folded):
+                refused = self.refusal(text, folded, named)
+        if refused is None:
+            return self.hint
+        return (
+            f" (it has {refused}, which the default pattern reads as refusing or asking, so the confirming word beside "
+            "it does not count; a suite's confirmation-pattern sets what counts)"
+        )
 
 
 def named_actions(tool: str) -> tuple[str, ...]:
@@ -919,9 +943,10 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             and not confirmed[named_by[step.tool]]
             and failures.wants()
         ):
+            why = "" if replied is None else t.confirmation.why_not(replied, named_by[step.tool])
             failures.add(
                 f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
-                + ("" if replied is None else f": the user's {_reply(replied)} is not one{t.confirmation.hint}")
+                + ("" if replied is None else f": the user's {_reply(replied)} is not one{why}")
             )
     return failures.messages()
 

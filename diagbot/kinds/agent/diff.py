@@ -152,6 +152,8 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     gating_ids = {r.case_id for r in compared if r.gating}
     items = _aggregate_items(old, compared, gating_ids)
     before_common, after_common = build_report(old), build_report(compared)
+    # the headline's rates are those that gate: of the cases that gate now, on both sides
+    rate_was, rate_now = (aggregate([r for r in side if r.case_id in gating_ids]).pass_rate for side in (old, compared))
     items += _slice_items(before_common, after_common)
     for dataset, versions in current.dataset_versions.items():
         old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
@@ -163,8 +165,11 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
             items.append(case_presence(result.case_id, in_baseline=False))
         elif result.case_id not in ids:
             said = f"case_version {was.case_version} → {result.case_version}: a new contract, not compared"
+            if was.gating and not result.gating:  # its one item says it too: a new version must not hide it
+                said += f"; it gated in the baseline and does not now ({result.not_gating_because})"
             note = item(ItemType.CHANGED, result.case_id, "caseVersion", was.case_version, result.case_version, said)
-            note.case_version = result.case_version
+            note.case_version, note.gating = result.case_version, was.gating  # gating: listed with what gated
+            note.severity = result.risk_level
             items.append(note)
         else:
             items += _case_diff(was, result)
@@ -182,6 +187,6 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     return summarize(
         order(items, [r.case_id for r in by_risk] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (before_common.pass_rate, after_common.pass_rate),
+        (rate_was, rate_now),
         len(compared),
     )

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from diagbot.core import stack, values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
-from diagbot.core.text import Suggestions, look_alike
+from diagbot.core.text import Suggestions, closest, look_alike
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
     CRITERIA_FIELDS,
@@ -280,6 +280,41 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
     return found
 
 
+_LIMITS = ("max_tool_calls", "max_turns", "max_duration_ms")
+
+
+def authoring_slips(case: AgentCase) -> list[str]:
+    """What in a case checks something other than its author most likely meant (`validate` warns): a limit among
+    what must not happen, which fails every run that stays within it, and a precondition's state key that the
+    case's declared state does not hold (`{caled: search}` for `{called: search}`), which only a state change of
+    the run can make true."""
+    found = []
+    for field, must in CRITERIA_FIELDS:
+        for i, item in enumerate(getattr(case, field) or () if not must else ()):
+            if isinstance(item, Check) and item.key in _LIMITS:
+                found.append(
+                    f"{field}[{i}]: {item.key} {item.value:g} here says the run must not stay within it, so every "
+                    f"run of at most {item.value:g} fails the case; to cap the run, move it to success_criteria or "
+                    "safety_constraints"
+                )
+    declared = case.initial_state if case.initial_state is not None else case.state
+    holds = "initial_state" if case.initial_state is not None else "state" if case.state is not None else None
+    for n, policy in enumerate(case.policies):
+        for item in policy.preconditions:
+            for key in item:
+                if key == "called" or (declared is not None and key in declared):
+                    continue
+                near = " (did you mean called?)" if closest(key, ["called"]) else ""
+                where = f"the case's {holds} has no key {values.one_line(key, 100)!r}" if holds else (
+                    "the case declares no initial_state or state"
+                )  # fmt: skip
+                found.append(
+                    f"side_effect_policy[{n}].precondition: {values.one_line(key, 100)!r} is read as a state key"
+                    f"{near}, but {where}; it holds only when a state_change step of the run sets it before the call"
+                )
+    return found
+
+
 def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
     """Every tool name the case's checks refer to, with where."""
     for i, policy in enumerate(case.policies):
@@ -464,6 +499,33 @@ def judge_case(
     return result, [f"case {loaded.case.case_id}: {w}" for w in ignored_checks(loaded.case, options.rules)]
 
 
+_UNJUDGED_NAMED = 5
+
+
+def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
+    """The cases with a trial whose run is missing or unreadable, said once for the suite: each fails without its
+    run being judged, and a baseline where it fails can never show it regress, so a recording step that broke must
+    not pass unseen in a long table."""
+    missing = invalid = 0
+    named: list[str] = []
+    for result in results:
+        said = [c for t in result.trial_results for c in t.failed_checks] + result.failed_checks
+        lost = any(c.startswith(Code.TRACE_MISSING) for c in said)
+        unread = any(c.startswith(Code.TRACE_INVALID) for c in said)
+        missing, invalid = missing + lost, invalid + unread
+        if lost or unread:
+            named.append(values.one_line(result.case_id, 100))
+    if not named:
+        return []
+    shown = ", ".join(named[:_UNJUDGED_NAMED])
+    more = f" and {len(named) - _UNJUDGED_NAMED:,} more" if len(named) > _UNJUDGED_NAMED else ""
+    return [
+        f"runs: {len(named):,} of {len(results):,} cases could not be judged on every trial ({missing:,} with a run "
+        f"missing, {invalid:,} with a run that could not be read): {shown}{more}; each fails unjudged, and a "
+        "baseline where it fails cannot show it regress: record its runs"
+    ]
+
+
 class Assembly:
     """The report of a suite, put together as its cases' results arrive in order."""
 
@@ -479,7 +541,7 @@ class Assembly:
         self.unlisted += len(found) - len(kept)
 
     def report(self, fixtures: Fixtures, suite: str | None, run: RunInfo | None, notes: list[str]) -> AgentReport:
-        warnings = fixtures.left_out_warning() + notes + self.warnings
+        warnings = fixtures.left_out_warning() + unjudged_warning(self.results) + notes + self.warnings
         if self.unlisted:
             warnings.append(f"... and {self.unlisted:,} more of these warnings (diagbot validate lists them all)")
         return build_report(self.results, suite, run, warnings)

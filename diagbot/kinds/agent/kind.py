@@ -9,12 +9,12 @@ from pydantic import BaseModel, ValidationError
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
-from diagbot.core.report import check_version, headline, model_problems, unique_case_ids
+from diagbot.core.report import check_version, model_problems, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import evaluate_cases, ignored_checks, is_checked, today_of
+from diagbot.kinds.agent.evaluate import authoring_slips, evaluate_cases, ignored_checks, is_checked, today_of
 from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
@@ -37,13 +37,20 @@ def _blocking(result: AgentCaseResult) -> bool:
 _GONE_NAMED = 5  # cases a note on removed or demoted gating cases names
 
 
-def _gone(diff: DiffReport | None) -> list[str]:
-    """Notes under the suite's headline on the gating cases a pull request removed or made informational, the
-    count first: a comment cut to GitHub's size may lose their rows among other changes."""
+def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
+    """Notes under the suite's headline on the gating cases a pull request removed or made informational (under
+    the same case_version or a new one), the count first: a comment cut to GitHub's size may lose their rows
+    among other changes."""
     if diff is None:
         return []
     removed = [i for i in diff.items if i.metric == "case" and i.current_value is None and i.gating]
-    demoted = [i for i in diff.items if i.metric == "gating" and i.baseline_value is True]
+    informational = {r.case_id for r in report.results if not r.gating}
+    demoted = [
+        i
+        for i in diff.items
+        if (i.metric == "gating" and i.baseline_value is True)
+        or (i.metric == "caseVersion" and i.gating and i.case_id in informational)
+    ]
     notes = []
     for items, what in ((removed, "removed"), (demoted, "no longer gating")):
         if items:
@@ -51,6 +58,17 @@ def _gone(diff: DiffReport | None) -> list[str]:
             more = f", and {len(items) - _GONE_NAMED} more in the report" if len(items) > _GONE_NAMED else ""
             notes.append(md(f"{plural(len(items), 'gating case')} {what} since the baseline: {names}{more}", 1200))
     return notes
+
+
+def _failures(failed: list[str], shown: int) -> str:
+    """A case's failed checks as a cell or a note shows them: the first `shown` in full, and, when there are more,
+    the codes of all of them first, so a cut cell still names every kind of failure (a P0 case's
+    `confirmation_missing` behind a long `tool_sequence_mismatch`)."""
+    said = "; ".join(failed[:shown])
+    if len(failed) <= shown:
+        return said
+    codes = ", ".join(dict.fromkeys(check.partition(":")[0] for check in failed))
+    return f"{len(failed)} failed ({codes}); {said} (+{len(failed) - shown} more)"
 
 
 class AgentKind:
@@ -127,7 +145,7 @@ class AgentKind:
                 warnings.append(
                     f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
                 )
-            warnings += [f"{where}: {warning}" for warning in ignored_checks(case, rules)]
+            warnings += [f"{where}: {warning}" for warning in ignored_checks(case, rules) + authoring_slips(case)]
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):
@@ -142,7 +160,7 @@ class AgentKind:
         return list(report.warnings)
 
     def blocking(self, report: AgentReport) -> list[Blocked]:
-        return [Blocked(r.case_id, f"{r.case_id} (P0) failed: {'; '.join(r.failed_checks[:1]) or 'trials failed'}")
+        return [Blocked(r.case_id, f"{r.case_id} (P0) failed: {_failures(r.failed_checks, 1) or 'trials failed'}")
                 for r in report.results if _blocking(r)]  # fmt: skip
 
     def gating(self, report: AgentReport) -> int:
@@ -180,8 +198,7 @@ class AgentKind:
                 r.risk_level,
                 f"{r.trials_passed}/{r.trials}",
                 "yes" if r.gating else md(f"no: {r.not_gating_because}", 120),
-                md("; ".join(r.failed_checks[:_SHOWN_CHECKS]) + (f" (+{len(r.failed_checks) - _SHOWN_CHECKS} more)"
-                   if len(r.failed_checks) > _SHOWN_CHECKS else "")) if r.status == "failed" else "",
+                md(_failures(r.failed_checks, _SHOWN_CHECKS)) if r.status == "failed" else "",
             ]
             for r in ordered
         ]  # fmt: skip
@@ -189,7 +206,7 @@ class AgentKind:
         notes = [md(f"Blocking: {b.line}", 400) for b in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
-        notes += _gone(diff)
+        notes += _gone(diff, report)
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
         gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
@@ -202,8 +219,9 @@ class AgentKind:
         notes += warning_notes(report.warnings)
         return SuiteView(
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
-            # with a baseline, both rates are over the comparable cases (same id and case_version), as the diff's
-            pass_rate=diff.current_pass_rate if diff else report.pass_rate,
+            # the rate that gates, of the gating cases (with a baseline, of the comparable ones: same id and
+            # case_version, as the diff's); the notes give the informational cases' beside it
+            pass_rate=diff.current_pass_rate if diff else report.pass_rate, rate_label="gating pass rate",
             baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
             failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),
@@ -226,7 +244,12 @@ class AgentKind:
         return found
 
     def console(self, report: AgentReport, limit: int = 20) -> str:
-        lines = [headline(report) + (f", {report.unchecked_cases} unchecked" if report.unchecked_cases else "")]
+        g = report.gating
+        lines = [
+            f"{report.suite or 'suite'}: {report.passed_cases}/{report.total_cases} cases passed"
+            + (f", {report.unchecked_cases} unchecked" if report.unchecked_cases else "")
+            + f"; gating {g.passed_cases}/{g.total_cases - g.unchecked_cases} ({percent(report.pass_rate)})"
+        ]
         failing = [r for r in report.results if r.status == "failed"]
         failing.sort(key=lambda r: not _blocking(r))
         for r in failing[:limit]:

@@ -160,7 +160,7 @@ def build_report(
     run: RunInfo | None = None,
     warnings: list[str] | None = None,
 ) -> AgentReport:
-    everything = aggregate(results)
+    everything = aggregate(results)  # the counts are of every case; the rates, which gate, of the gating ones
     gating = aggregate([r for r in results if r.gating])
     versions: dict[str, set[str]] = {}
     for r in results:
@@ -173,8 +173,8 @@ def build_report(
         total_cases=everything.total_cases,
         passed_cases=everything.passed_cases,
         unchecked_cases=everything.unchecked_cases,
-        pass_rate=everything.pass_rate,
-        pass_hat_k=everything.pass_hat_k,
+        pass_rate=gating.pass_rate,
+        pass_hat_k=gating.pass_hat_k,
         gating_cases=gating.total_cases,
         gating=gating,
         informational=aggregate([r for r in results if not r.gating]),
