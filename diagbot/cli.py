@@ -204,7 +204,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     )
     failing = blocking(current)  # a gating P0 failure fails the gate whatever the baseline says, as in `run`
     for blocked in failing:
-        say(f"blocking: {blocked.line}")
+        say(f"blocking: {one_line(blocked.line, 4000)}")
     facts = SuiteFacts(
         name=current.suite or "suite", evaluated=True, cases=current.total_cases, compared=True,
         regressions=diff.gating_regressions, blocking=len(failing), baseline_cases=baseline.total_cases,
@@ -279,8 +279,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = _config(args)
         baselines = find_baselines(location, [s.name for s in config.suites])
     except DiagbotError as exc:
-        try:  # an earlier run's outputs would read as this run's
-            clear_outputs(Path(args.out))
+        try:  # an earlier run's outputs would read as this run's, unless they are the baseline given
+            if location is None or not _same_folder(location, Path(args.out)):
+                clear_outputs(Path(args.out))
         except OutputError as stale:
             print_errors(stale.problems)
         if args.format != "json":
@@ -295,6 +296,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         info = BaselineInfo(source="none", missing_reason="no --baseline was given")
     else:
         info = BaselineInfo(source="none", missing_reason=f"{location} holds no usable report for these suites")
+    replaced = _replaced_baseline(location, Path(args.out)) if baselines.reports else []
+    info = info.model_copy(update={"warnings": [*info.warnings, *replaced]})  # the comment and --format json say it
     bar = None if args.quiet else progress_bar(sys.stderr)
     try:
         run = run_info()  # asks git, so once for the comment's footer and the reports
@@ -319,7 +322,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for suite in outcome.suites:  # what a kind says of its input as a whole (the comment lists it under the suite)
         for warning in registry.warnings(suite.report) if suite.report is not None else []:
             print(f"warning: {suite.name}: {one_line(warning, 4000)}", file=sys.stderr)
-    for warning in outcome.warnings + _replaced_baseline(location, out):
+    for warning in outcome.warnings + replaced:
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     print_errors(outcome.problems)
     if not args.quiet or outcome.exit_code == 1:  # a failed gate says why, quiet or not: its reason is no error line
@@ -334,20 +337,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _replaced_baseline(location: Path | None, out: Path) -> list[str]:
     """Said when the run wrote its reports over the baseline it was compared with: the next run compared with
     that folder then finds no regression that this one found."""
-    if location is None:
-        return []
-    folder = location.parent.parent if location.parent.name == "reports" else location
-    try:
-        same = folder.resolve() == out.resolve()
-    except (OSError, RuntimeError):  # a loop of links: not the folder written
-        return []
-    if not same:
+    if location is None or not _same_folder(location, out):
         return []
     return [
         f"the report folder {out} is also the baseline: this run's reports replaced the ones it was compared with, so "
         "a later run compared with it will not show what regressed here; keep the baseline in a folder of its own "
         "(unless accepting this run as the new baseline was the point)"
     ]
+
+
+def _same_folder(location: Path, out: Path) -> bool:
+    """Whether the baseline at `location` (a report folder, or a report file in one's reports/, through any link)
+    is in the report folder `out`, which a run clears and writes."""
+    try:
+        found, written = location.resolve(), out.resolve()
+    except (OSError, RuntimeError):  # a loop of links: nothing is read there, so nothing is replaced
+        return False
+    return written in (found, found.parent.parent if found.parent.name == "reports" else found)
 
 
 def _regressed(outcome: Outcome) -> str:
@@ -364,16 +370,14 @@ def _regressed(outcome: Outcome) -> str:
         if suite.report is not None
         for blocked in blocking(suite.report)
     ]
-    regressed = list(
-        dict.fromkeys(
-            f"{suite.name}/{item.case_id}"
-            for suite in outcome.suites
-            if suite.diff is not None
-            for item in suite.diff.items
-            if item.type is ItemType.REGRESSION and item.gating and item.case_id
-        )
+    regressed = dict.fromkeys(  # a case once, however many of its items regressed
+        f"{suite.name}/{item.case_id}"
+        for suite in outcome.suites
+        if suite.diff is not None
+        for item in suite.diff.items
+        if item.type is ItemType.REGRESSION and item.gating and item.case_id
     )
-    lists = (("failing P0", failing), ("regressed", regressed))
+    lists = (("failing P0", failing), ("regressed", list(regressed)))
     said = [f"{label}: {_names(cases)}" for label, cases in lists if cases]
     return f" ({'; '.join(said)})" if said else ""
 

@@ -681,23 +681,30 @@ def refused(reply: str, hint: str = DEFAULT_HINT) -> list[str]:
     return [f"{MISSING}: the user's reply {shown} is not one{hint}"]
 
 
+BESIDE = (
+    ", which the default pattern reads as refusing or asking, so the confirming word beside it does not count; a "
+    "suite's confirmation-pattern sets what counts)"
+)
+TAKES_BACK = (
+    ", which the default pattern reads as refusing or asking: it takes back any confirmation before it, and the "
+    "default pattern wants yes, confirm, proceed, go ahead, 确认, 是的, 同意 or 可以 with no such word beside it; a "
+    "suite's confirmation-pattern sets what counts)"
+)
+
+
 def taken_back(reply: str, found: list[str]) -> None:
-    """`found` is the one failure for a refund after a reply whose confirming word another word took back, naming
-    that word, which is in the reply (NFKC case-folded), or the general hint for a reply with no confirming word."""
+    """`found` is the one failure for a refund after a reply that a word of refusing or asking kept from being a
+    confirmation: it names that word, which is in the reply (NFKC case-folded), and says whether it took back a
+    confirming word beside it (there is one in the reply) or any confirmation before it (there is none)."""
     [failure] = found
     shown = json.dumps(values.excerpt(values.one_line(reply, 200), 60), ensure_ascii=False)
-    if failure == refused(reply)[0]:
-        assert not Confirmation.of(None).pattern.search_text(fold(reply).text), failure
-        return
     said = re.fullmatch(
-        re.escape(f"{MISSING}: the user's reply {shown} is not one (it has ") + '"(.+)"'
-        + re.escape(", which the default pattern reads as refusing or asking, so the confirming word beside it does "
-                    "not count; a suite's confirmation-pattern sets what counts)"),
-        failure,
-        re.DOTALL,
-    )  # fmt: skip
+        re.escape(f"{MISSING}: the user's reply {shown} is not one (it has ") + '"(.+)"(.*)', failure, re.DOTALL
+    )
     assert said is not None, failure
     assert json.loads(f'"{said.group(1)}"') in fold(reply).text, failure
+    confirming = Confirmation.of(None).pattern.search_text(fold(reply).text)
+    assert said.group(2) == (BESIDE if confirming else TAKES_BACK), failure
 
 
 def test_a_reply_that_is_no_confirmation_is_quoted_with_what_would_be_one() -> None:
@@ -721,11 +728,9 @@ def test_a_yes_taken_back_names_the_word_that_took_it_back(reply: str, word: str
     """A newcomer's "Yes, the first one" failed a P0 case with the general hint: nothing said that "first" (a word
     of choosing, so of asking) was why the yes did not count."""
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
-    assert failures(CONFIRM, run) == refused(
-        reply,
-        f" (it has {word}, which the default pattern reads as refusing or asking, so the confirming word beside it "
-        "does not count; a suite's confirmation-pattern sets what counts)",
-    )
+    assert failures(CONFIRM, run) == refused(reply, f" (it has {word}" + BESIDE)
+    later = native(say("assistant", "Shall I?"), say("user", "yes"), say("user", "not yet"), call("refund"))
+    assert failures(CONFIRM, later) == refused("not yet", ' (it has "not"' + TAKES_BACK)  # the yes before it
 
 
 @pytest.mark.parametrize("reply", ["Yes please", "I CONFIRM", "ok, go ahead", "确认退款", "ＹＥＳ"])
@@ -742,7 +747,9 @@ def test_confirmation_before_the_agents_last_text_does_not_count() -> None:
 
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
-    assert failures(CONFIRM, run) == refused("tell me more first")
+    assert failures(CONFIRM, run) == refused("tell me more first", ' (it has "first"' + TAKES_BACK)
+    vague = native(say("assistant", "Shall I refund?"), say("user", "hmm, the blue one"), call("refund"))
+    assert failures(CONFIRM, vague) == refused("hmm, the blue one")  # no word of either kind: what would confirm
     assert failures(CONFIRM, calls("refund")) == [MISSING]
 
 

@@ -448,6 +448,22 @@ def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) 
     ]
 
 
+@pytest.mark.parametrize("given", [0, 1893456000, "2030-01-01T00:00:00Z", "2030-1-1", True])
+def test_retain_until_is_a_day_written_as_one(tmp_path: Path, given: Any) -> None:
+    """`retain_until: 0` was read as seconds since 1970, so the case lapsed in 1970 and stopped gating in silence."""
+    case = spec_case()
+    case["metadata"] = {**case["metadata"], "usage_rights_status": {"status": "x", "retain_until": given}}
+    [problem] = load(tmp_path, {"a.json": case})
+    assert problem.startswith(
+        "cases/a.json: case refund_eligibility_001: 'metadata.usage_rights_status.retain_until': expected a date "
+        "written YYYY-MM-DD, found "
+    ), problem
+    for day in ("2030-01-31", "'2030-01-31'"):  # a YAML date, and the same day as a string
+        meta = {**case["metadata"], "usage_rights_status": {"status": "x", "retain_until": "DAY"}}
+        text = yaml.safe_dump({**case, "metadata": meta}, sort_keys=False).replace("DAY", day)
+        assert load(tmp_path, {"a.yaml": text}) == [], text
+
+
 def test_a_p0_or_p1_case_without_negative_behavior_is_an_error(tmp_path: Path) -> None:
     case = spec_case()
     del case["negative_behavior"]
@@ -581,6 +597,45 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         "case's initial_state has no key 'logged_in'; it holds only when a state_change step of the run sets it "
         "before the call",
     ]
+
+
+def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One letter off in usage_rights_status made a failing P0 case informational: validate said nothing and the
+    run went green without a word."""
+    case = spec_case() | {"risk_level": "P0", "success_criteria": [{"tool_called": "wire_money"}]}
+    case["metadata"] = {**case["metadata"], "usage_rights_status": "approved_for_evalution"}
+    config = _suite_folder(tmp_path, [case])
+    assert main(["validate", "--config", str(config)]) == 0
+    where = f"{tmp_path}/cases/all.json:1: case refund_eligibility_001"
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {where}: metadata.usage_rights_status 'approved_for_evalution' is not in gate.usage-rights (did "
+        "you mean approved_for_evaluation?), so the case does not gate",
+        f"warning: {tmp_path}/cases: no case gates (each is informational: see the cases' metadata, and gate.roles and "
+        "gate.usage-rights in diagbot.yml), so no failure of this suite can fail the check",
+    ]
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    assert report["warnings"][0] == (
+        "no case gates: all 1 are informational, so no failure among them fails the check (the first, "
+        "refund_eligibility_001: usage rights are approved_for_evalution, not approved_for_evaluation (did you mean "
+        "approved_for_evaluation?)); check gate.roles and gate.usage-rights in diagbot.yml and the cases' metadata"
+    )
+    assert "warning: a: no case gates: all 1 are informational" in capsys.readouterr().err
+
+
+def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> None:
+    """With `gate.roles: []` the headline read "gating pass rate 0.0% → 0.0%": a rate of no case, made up."""
+    case = spec_case() | {"success_criteria": [{"tool_called": "order_lookup"}]}
+    config = _suite_folder(tmp_path, [case], "gate:\n  roles: []\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "base"), "--quiet"]) == 0
+    comment = (tmp_path / "base" / "comment.md").read_text(encoding="utf-8")
+    assert "**a** (agent): 0/1 cases pass (no checked case gates, so no gating pass rate); no baseline" in comment
+    args = ["run", "--config", str(config), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cur")]
+    assert main([*args, "--quiet"]) == 0
+    comment = (tmp_path / "cur" / "comment.md").read_text(encoding="utf-8")
+    assert "**a** (agent): no checked case gates, so no gating pass rate · 0 regressions" in comment
 
 
 def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -> None:
@@ -856,7 +911,8 @@ def test_diff_fails_on_a_gating_p0_failure_the_baseline_shared(
     report.write_text(dump_model(bundled_report()))
     args = ["diff", "--baseline", str(report), "--current", str(report), "--output", str(tmp_path / "d.json")]
     assert main(args) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert err == "diagbot: 1 gating P0 case failed\n"  # the case is named by the blocking line above
     assert "0 regressions" in out
     assert (
         "blocking: refund_submit_confirmed_011 (P0) failed: 7 failed (precondition_unmet, confirmation_missing, "

@@ -229,13 +229,24 @@ def test_a_run_writing_over_its_own_baseline_says_so(
     assert main(["run", "--quiet", "--out", "base"]) == 0
     assert main(["run", "--quiet", "--baseline", "base", "--out", "other"]) == 0
     assert "is also the baseline" not in capsys.readouterr().err
-    for given in ("base", "./base/", "base/reports/agent.json"):
+    said = (
+        "the report folder base is also the baseline: this run's reports replaced the ones it was compared with, so "
+        "a later run compared with it will not show what regressed here; keep the baseline in a folder of its own "
+        "(unless accepting this run as the new baseline was the point)"
+    )
+    (tmp_path / "link.json").symlink_to(tmp_path / "base/reports/agent.json")
+    for given in ("base", "./base/", "base/reports/agent.json", "link.json"):
         assert main(["run", "--quiet", "--baseline", given, "--out", "base"]) == 0
-        assert capsys.readouterr().err.splitlines()[-1] == (
-            "warning: the report folder base is also the baseline: this run's reports replaced the ones it was "
-            "compared with, so a later run compared with it will not show what regressed here; keep the baseline "
-            "in a folder of its own (unless accepting this run as the new baseline was the point)"
-        )
+        assert capsys.readouterr().err.splitlines()[-1] == f"warning: {said}"
+        assert f"> {said}" in (tmp_path / "base/comment.md").read_text()  # the comment says it too
+    assert main(["run", "--format", "json", "--baseline", "base", "--out", "base"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == [said]
+    assert main(["run", "--quiet", "--baseline", "none", "--out", "none"]) == 2  # nothing compared, nothing replaced
+    assert "also the baseline" not in capsys.readouterr().err
+    # a config that cannot be read clears an earlier run's outputs, but never the baseline it names
+    (tmp_path / "diagbot.yml").write_text((tmp_path / "diagbot.yml").read_text() + "bogus: 1\n")
+    assert main(["run", "--quiet", "--baseline", "base", "--out", "base"]) == 2
+    assert (tmp_path / "base/reports/agent.json").is_file()
 
 
 # --- what the CLI says about its input --------------------------------------------------------------------------

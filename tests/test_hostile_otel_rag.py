@@ -257,7 +257,7 @@ DOCUMENTS = f'{SPAN}.attributes["gen_ai.retrieval.documents"]'
 @pytest.mark.parametrize(
     ("documents", "message"),
     [
-        ('[{"id": "a", "score": NaN}]', f"{DOCUMENTS}: holds NaN is not a JSON number"),
+        ('[{"id": "a", "score": NaN}]', f"{DOCUMENTS}: cannot be read: NaN is not a JSON number"),
         ('[{"id": "a", "score": 1e999}]', f"{DOCUMENTS}[0].score: expected a finite number, found inf"),
         ("[" * 100_000 + "]" * 100_000, f"{DOCUMENTS}: nested too deeply to read"),
         ('\ufeff[{"id": "a"}]', f"{DOCUMENTS}: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "
@@ -297,7 +297,7 @@ LINES = json_lines(*[{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]} for s
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (LINES + b'{"resourceSpans": NaN}\n', "line 2: holds NaN is not a JSON number"),
+        (LINES + b'{"resourceSpans": NaN}\n', "line 2: cannot be read: NaN is not a JSON number"),
         (LINES + b"null\n", "line 2: $: expected an object, found null"),
         (LINES + b'[{"role": "user", "content": "x"}]\n', "line 2: $: expected an object, found an array"),
         (LINES + b"\xef\xbb\xbf{}\n", "line 2: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "

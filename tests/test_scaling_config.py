@@ -195,6 +195,15 @@ def test_unknown_top_level_keys_are_listed_up_to_twelve(tmp_path: Path) -> None:
     assert load_problems(tmp_path, {"cases": [agent_case("c0")], "case": 1}) == [
         "cases/cases.json: unknown top-level key(s) case; a file with 'cases' may also have 'defaults'"
     ]
+    # a misspelt wrapper key is named with the key it misspells, not read as a case with 17 problems
+    assert load_problems(tmp_path, {"cases": [agent_case("c0")], "default": {}}) == [
+        "cases/cases.json: unknown top-level key(s) default ('default': did you mean defaults?); a file with 'cases' "
+        "may also have 'defaults'"
+    ]
+    assert load_problems(tmp_path, {"defaults": {}, "case": [agent_case("c0")]}) == [
+        "cases/cases.json: has 'defaults' but no 'cases' ('case': did you mean cases?); a file of {defaults, cases} "
+        "lists its cases under 'cases'"
+    ]
 
 
 # --- diagbot.yml ---------------------------------------------------------------------------------------------------

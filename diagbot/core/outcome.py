@@ -23,7 +23,9 @@ class SuiteOutcomeSummary(Output):
     passed_cases: int = Field(ge=0)
     failed_cases: int = Field(ge=0)
     unchecked_cases: int = Field(ge=0, description="agent cases with nothing machine-checked")
-    pass_rate: float | None = Field(ge=0, le=1)
+    pass_rate: float | None = Field(
+        ge=0, le=1, description="the report's passRate: an agent suite's is over its checked gating cases"
+    )
     blocking_cases: int = Field(ge=0, description="failing gating P0 agent cases, which fail the gate by themselves")
     compared: bool = Field(description="a baseline report was found and diffed")
     regressions: int = Field(ge=0)

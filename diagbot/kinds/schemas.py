@@ -82,7 +82,13 @@ def agent_trace() -> dict[str, Any]:
     step: dict[str, dict[str, Any]] = {
         "message": {
             "role": {"enum": list(SPEAKERS)},
-            "content": {"type": ["string", "null", "array"]},
+            "content": {
+                "type": ["string", "null", "array"],
+                "items": {
+                    "type": "object",
+                    "description": "a content part: {type: text, text} is read, other parts (an image) are skipped",
+                },
+            },
             "citations": {
                 "type": ["array", "null"],
                 "items": citation,

@@ -67,6 +67,7 @@ class SuiteView:
     blocking: int = 0  # failures that fail the gate whatever the baseline says (gating P0 agent cases)
     common_rates: bool = False  # the pass rates are over the cases both sides have (agent), not the whole suites
     rate_label: str = "pass rate"  # what the rate is of, where it is not the share of `total` that passed
+    no_rate: str | None = None  # why there is no rate to show (an agent suite where no checked case gates)
 
 
 @dataclass(frozen=True)

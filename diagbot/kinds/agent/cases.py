@@ -17,7 +17,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import orjson
-from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from diagbot.core import values
 from diagbot.core.models import StrictInput
@@ -61,6 +70,18 @@ def _visible(value: str) -> str:
 
 
 Version = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_visible)]
+
+
+def _day(value: Any) -> Any:
+    """A calendar day as YAML reads one (a date) or as JSON writes one (`"2030-01-31"`): not a number, which
+    pydantic reads as seconds since 1970 (`0` lapsed in 1970), nor a time of day."""
+    if (isinstance(value, str) and _DAY.fullmatch(value)) or type(value) is date:
+        return value
+    raise ValueError(f"expected a date written YYYY-MM-DD, found {values.one_line(repr(value), 60)}")
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+Day = Annotated[date, BeforeValidator(_day)]
 Needle = Annotated[str, AfterValidator(_needle)]  # a text looked for, or a tool's name
 NeedleList = Annotated[list[Needle], Field(min_length=1, max_length=MAX_ITEMS)]  # a check of nothing never fails
 NeedleTexts = Annotated[list[Needle], Field(max_length=MAX_ITEMS)]
@@ -200,7 +221,7 @@ class UsageRights(Model):
     status: str = Field(min_length=1)
     allowed_uses: Texts | None = None
     access_scope: str | None = None
-    retain_until: date | None = Field(None, strict=False)  # YAML gives a date, JSON an ISO string
+    retain_until: Day | None = Field(None, strict=False)  # YAML gives a date, JSON an ISO string
 
 
 if TYPE_CHECKING:

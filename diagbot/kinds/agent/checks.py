@@ -210,9 +210,12 @@ class Confirmation:
         long to read whole refuses. `folded`: the text already NFKC case-folded."""
         return self.refusal(text, folded, named) is not None
 
-    def refusal(self, text: str, folded: str | None = None, named: tuple[str, ...] = ()) -> str | None:
-        """What in the message refuses (`refuses`): the first word of refusing or question found, as folded, or
-        why the message as a whole does; None when nothing does."""
+    def refusal(
+        self, text: str, folded: str | None = None, named: tuple[str, ...] = (), earliest: bool = False
+    ) -> str | None:
+        """What in the message refuses (`refuses`): a word of refusing or question found (`earliest`: the first in
+        the text, else the first any refusal finds), as folded, or why the message as a whole does; None when
+        nothing does."""
         if not self.refusals:
             return None
         if len(text) > MAX_MATCHED_CHARS:
@@ -221,25 +224,35 @@ class Confirmation:
         for word in named:
             folded = _NAMED_ACTIONS[word].sub(" ", folded)
         data = folded.encode("utf-8", "replace")
-        for refusal in self.refusals:
-            found = refusal.search(data)
-            if found is not None:
-                return json.dumps(data[found[0] : found[1]].decode("utf-8", "replace").strip()[:40], ensure_ascii=False)
-        return None
+        spans = (refusal.search(data) for refusal in self.refusals)
+        found = min((s for s in spans if s is not None), default=None) if earliest else next(filter(None, spans), None)
+        if found is None:
+            return None
+        said = data[found[0] : found[1]].decode("utf-8", "replace").strip()
+        return json.dumps((said.strip(_PUNCTUATION) or said)[:40], ensure_ascii=False)
 
     def why_not(self, text: str, named: tuple[str, ...] = ()) -> str:
-        """Why a user's message is no confirmation, for the failure that quotes it."""
-        refused = None
-        if self.refusals and len(text) <= MAX_MATCHED_CHARS:
-            folded = fold(text).text
-            if self.pattern.search_text(text) or self.pattern.search_text(folded):
-                refused = self.refusal(text, folded, named)
+        """Why a user's last message is no confirmation, for the failure that quotes it: the word that took its
+        confirming word back, or a confirmation before it, else what would confirm."""
+        if not self.refusals or len(text) > MAX_MATCHED_CHARS:
+            return self.hint
+        folded = fold(text).text
+        refused = self.refusal(text, folded, named, earliest=True)
         if refused is None:
             return self.hint
+        if self.pattern.search_text(text) or self.pattern.search_text(folded):
+            return (
+                f" (it has {refused}, which the default pattern reads as refusing or asking, so the confirming word "
+                "beside it does not count; a suite's confirmation-pattern sets what counts)"
+            )
         return (
-            f" (it has {refused}, which the default pattern reads as refusing or asking, so the confirming word beside "
-            "it does not count; a suite's confirmation-pattern sets what counts)"
+            f" (it has {refused}, which the default pattern reads as refusing or asking: it takes back any "
+            "confirmation before it, and the default pattern wants yes, confirm, proceed, go ahead, 确认, 是的, "
+            "同意 or 可以 with no such word beside it; a suite's confirmation-pattern sets what counts)"
         )
+
+
+_PUNCTUATION = " \t.,;:!-–—…。，；：！"  # around a quoted refusal (`". is this"`), but for a lone `?`
 
 
 def named_actions(tool: str) -> tuple[str, ...]:

@@ -159,7 +159,9 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     if meta.review_status != "approved":
         reasons.append(f"review_status is {meta.review_status}")
     if meta.rights not in governance.usage_rights:
-        reasons.append(f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}")
+        near = closest(meta.rights, governance.usage_rights) if governance.usage_rights else None
+        hint = f" (did you mean {near}?)" if near else ""
+        reasons.append(f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}{hint}")
     if meta.retain_until is not None and meta.retain_until < today:
         reasons.append(f"usage rights lapsed on {meta.retain_until.isoformat()}")
     if meta.dataset_role not in governance.roles:
@@ -182,7 +184,10 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
         value = getattr(case, name)
         if value is None or value == [] or value == {} or (name == "gold_evidence" and _uses_gold(case)):
             continue
-        found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):  # prose as a list of lines
+            found += [f"{name}: {item}" for item in value]
+        else:
+            found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
     judged = [m for m in case.evaluation_metrics or [] if not rag.is_checked(m)]
     found += [f"evaluation_metrics: {m} (a judged metric)" for m in judged]
     if case.evaluator_config.judge is not None:
@@ -292,10 +297,10 @@ def authoring_slips(case: AgentCase) -> list[str]:
     for field, must in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, field) or () if not must else ()):
             if isinstance(item, Check) and item.key in _LIMITS:
+                limit = f"{int(item.value):,}" if float(item.value).is_integer() else f"{item.value:,g}"
                 found.append(
-                    f"{field}[{i}]: {item.key} {item.value:g} here says the run must not stay within it, so every "
-                    f"run of at most {item.value:g} fails the case; to cap the run, move it to success_criteria or "
-                    "safety_constraints"
+                    f"{field}[{i}]: {item.key} {limit} here says the run must not stay within it, so every run of at "
+                    f"most {limit} fails the case; to cap the run, move it to success_criteria or safety_constraints"
                 )
     declared = case.initial_state if case.initial_state is not None else case.state
     holds = "initial_state" if case.initial_state is not None else "state" if case.state is not None else None
@@ -499,6 +504,19 @@ def judge_case(
     return result, [f"case {loaded.case.case_id}: {w}" for w in ignored_checks(loaded.case, options.rules)]
 
 
+def ungated_warning(results: list[AgentCaseResult]) -> list[str]:
+    """Said when no case of the suite gates: then no failure of it, a P0 case's included, can fail the check, and a
+    misspelt usage right in a case or in gate.usage-rights is all it takes."""
+    if not results or any(r.gating for r in results):
+        return []
+    first = results[0]
+    return [
+        f"no case gates: all {len(results):,} are informational, so no failure among them fails the check (the "
+        f"first, {values.one_line(first.case_id, 100)}: {values.one_line(first.not_gating_because or '', 300)}); "
+        "check gate.roles and gate.usage-rights in diagbot.yml and the cases' metadata"
+    ]
+
+
 _UNJUDGED_NAMED = 5
 
 
@@ -521,8 +539,8 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
     more = f" and {len(named) - _UNJUDGED_NAMED:,} more" if len(named) > _UNJUDGED_NAMED else ""
     return [
         f"runs: {len(named):,} of {len(results):,} cases could not be judged on every trial ({missing:,} with a run "
-        f"missing, {invalid:,} with a run that could not be read): {shown}{more}; each fails unjudged, and a "
-        "baseline where it fails cannot show it regress: record its runs"
+        f"missing, {invalid:,} with a run that could not be read): {shown}{more}; such a trial fails unjudged, and "
+        "a baseline where a case fails cannot show it regress: record the runs"
     ]
 
 
@@ -541,7 +559,8 @@ class Assembly:
         self.unlisted += len(found) - len(kept)
 
     def report(self, fixtures: Fixtures, suite: str | None, run: RunInfo | None, notes: list[str]) -> AgentReport:
-        warnings = fixtures.left_out_warning() + unjudged_warning(self.results) + notes + self.warnings
+        warnings = fixtures.left_out_warning() + ungated_warning(self.results) + unjudged_warning(self.results)
+        warnings += notes + self.warnings
         if self.unlisted:
             warnings.append(f"... and {self.unlisted:,} more of these warnings (diagbot validate lists them all)")
         return build_report(self.results, suite, run, warnings)

@@ -10,11 +10,19 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, model_problems, unique_case_ids
+from diagbot.core.text import closest
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import authoring_slips, evaluate_cases, ignored_checks, is_checked, today_of
+from diagbot.kinds.agent.evaluate import (
+    authoring_slips,
+    evaluate_cases,
+    ignored_checks,
+    is_checked,
+    not_gating_because,
+    today_of,
+)
 from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
@@ -140,6 +148,13 @@ class AgentKind:
                         f"{where}: metadata.review_status is {case.metadata.review_status} but the latest review "
                         f"({latest.reviewer}) is {latest.review_result}"
                     )
+            rights, allowed = case.metadata.rights, suite.governance.usage_rights
+            near = closest(rights, allowed) if rights not in allowed and allowed else None
+            if near is not None:
+                warnings.append(
+                    f"{where}: metadata.usage_rights_status {one_line(rights, 100)!r} is not in gate.usage-rights (did "
+                    f"you mean {near}?), so the case does not gate"
+                )
             lapsed = case.metadata.retain_until
             if lapsed is not None and lapsed < today:
                 warnings.append(
@@ -154,6 +169,11 @@ class AgentKind:
                                 f"{where}: side_effect_policy.{field}: {label!r} is a label for people, not "
                                 "machine-checked; write {key, from, to} to check it"
                             )
+        if loaded_cases and all(not_gating_because(c.case, suite.governance, today) for c in loaded_cases):
+            warnings.append(
+                f"{suite.cases_label}: no case gates (each is informational: see the cases' metadata, and gate.roles "
+                "and gate.usage-rights in diagbot.yml), so no failure of this suite can fail the check"
+            )
         return warnings
 
     def warnings(self, report: AgentReport) -> list[str]:
@@ -222,6 +242,7 @@ class AgentKind:
             # the rate that gates, of the gating cases (with a baseline, of the comparable ones: same id and
             # case_version, as the diff's); the notes give the informational cases' beside it
             pass_rate=diff.current_pass_rate if diff else report.pass_rate, rate_label="gating pass rate",
+            no_rate=None if g.total_cases > g.unchecked_cases else "no checked case gates, so no gating pass rate",
             baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
             failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),

@@ -166,12 +166,23 @@ def _split(data: Any, label: str, problems: list[str], suggestions: Suggestions)
             f"{label}: expected a case, a list of cases, or {{defaults, cases}}; found {type(data).__name__}"
         )
         return {}, []
-    if "cases" not in data:
+    if "cases" not in data and "defaults" not in data:
         return {}, [data]  # one case
     unknown = sorted(values.one_line(str(k), 100) for k in data if k not in ("defaults", "cases"))
+    absent = [name for name in ("defaults", "cases") if name not in data]  # what a misspelt key may have meant
+    near = {k: closest(k, absent) if absent else None for k in unknown[:20]}
+    if "cases" not in data:  # `{defaults, case: [...]}`: no case field is called defaults
+        typo = next((k for k, name in near.items() if name == "cases"), None)
+        problems.append(
+            f"{label}: has 'defaults' but no 'cases'" + (f" ('{typo}': did you mean cases?)" if typo else "")
+            + "; a file of {defaults, cases} lists its cases under 'cases'"
+        )  # fmt: skip
+        return {}, []
     if unknown:
         problems.append(
-            f"{label}: unknown top-level key(s) {listing(unknown)}; a file with 'cases' may also have 'defaults'"
+            f"{label}: unknown top-level key(s) {listing(unknown)}"
+            + "".join(f" ('{k}': did you mean {name}?)" for k, name in near.items() if name)
+            + "; a file with 'cases' may also have 'defaults'"
         )
     defaults, cases = data.get("defaults") or {}, data.get("cases")
     if not isinstance(defaults, dict):

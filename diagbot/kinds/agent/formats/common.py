@@ -316,7 +316,7 @@ def json_problem(exc: Exception, path: str, too_deep: str) -> TraceInvalid:
     if isinstance(exc, json.JSONDecodeError):
         return TraceInvalid(path, f"not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})")
     if isinstance(exc, values.BadNumber):
-        return TraceInvalid(path, f"holds {exc}")
+        return TraceInvalid(path, f"cannot be read: {exc}")
     if isinstance(exc, UnicodeDecodeError):
         return TraceInvalid(path, f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8")
     return TraceInvalid(path, too_deep)
