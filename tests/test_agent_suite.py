@@ -464,6 +464,19 @@ def test_retain_until_is_a_day_written_as_one(tmp_path: Path, given: Any) -> Non
         assert load(tmp_path, {"a.yaml": text}) == [], text
 
 
+def test_a_value_of_the_wrong_shape_is_told_what_shapes_the_field_takes(tmp_path: Path) -> None:
+    """`input: 5` was told "should be a valid dictionary" (it takes a string too), `evaluator_config: []` was told
+    of "instance of EvaluatorConfig", a class name of diagbot's."""
+    case = spec_case() | {"input": 5, "rubric": True, "evaluator_config": [], "initial_state": "x"}
+    where = "cases/a.json: case refund_eligibility_001"
+    assert load(tmp_path, {"a.json": case}) == [
+        f"{where}: 'input': expected a string or an object (found 5)",
+        f"{where}: 'rubric': expected a string, a list or an object (found true)",
+        f"{where}: 'evaluator_config': expected an object (a mapping) (found [])",
+        f"{where}: 'initial_state': expected an object (a mapping) (found \"x\")",
+    ]
+
+
 def test_a_p0_or_p1_case_without_negative_behavior_is_an_error(tmp_path: Path) -> None:
     case = spec_case()
     del case["negative_behavior"]

@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from diagbot.core import values
 from diagbot.core.models import StrictInput
@@ -39,7 +40,9 @@ RiskLevel = Literal["P0", "P1", "P2", "P3"]
 Difficulty = Literal["Easy", "Medium", "Hard", "Hard Negative", "Adversarial"]
 ReviewStatus = Literal["draft", "needs_revision", "approved", "rejected"]
 TraceField = Literal["action", "tool_call", "observation", "state_change", "final_state"]
-SHAPE_TAGS = frozenset({"text", "list", "object"})  # the tags `_by_shape` adds to error locations; not field names
+SHAPE_TAGS = frozenset(
+    {"text", "list", "object", "other"}
+)  # the tags `_by_shape` adds to error locations; not field names
 CASE_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"  # also a file or folder name under the fixtures
 MAX_ITEMS = 1_000  # items in any one list of a case (expected calls, criteria, policies...)
 MAX_COUNT = 10**9  # the largest count a case may give (calls, turns, characters)
@@ -88,21 +91,33 @@ NeedleTexts = Annotated[list[Needle], Field(max_length=MAX_ITEMS)]
 
 
 def _shape(value: Any) -> str:
-    return "text" if isinstance(value, str) else "list" if isinstance(value, list) else "object"
+    if isinstance(value, str):
+        return "text"
+    return "list" if isinstance(value, list) else "object" if isinstance(value, dict) else OTHER_SHAPE
+
+
+OTHER_SHAPE = "other"  # the tag of a value whose shape the union has no branch for
+_SHAPE_NAMES = {"text": "a string", "list": "a list", "object": "an object"}
 
 
 def _by_shape(**branches: Any) -> Any:
-    """A union read by the value's shape (a string, a list, anything else): only that branch reports errors.
-    A shape with no branch is read by the last one, which then says what it expected."""
-    fallback = list(branches)[-1]
-    tag_of = {shape: shape if shape in branches else fallback for shape in ("text", "list", "object")}
+    """A union read by the value's shape (a string, a list, an object): only that branch reports errors. A value
+    of a shape it has no branch for (a number where a string or an object goes) is refused with the shapes it
+    takes, in no published schema."""
+    tag_of = {shape: shape if shape in branches else OTHER_SHAPE for shape in (*_SHAPE_NAMES, OTHER_SHAPE)}
     by_type: dict[type, str] = {str: tag_of["text"], list: tag_of["list"], dict: tag_of["object"]}  # YAML, JSON
+    names = [_SHAPE_NAMES[shape] for shape in branches]
+    takes = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
     def pick(value: Any) -> str:
         return by_type.get(type(value)) or tag_of[_shape(value)]
 
+    def refuse(value: Any) -> Any:
+        raise ValueError(f"expected {takes}")
+
     tagged = tuple(Annotated[kind, Tag(tag)] for tag, kind in branches.items())
-    return Annotated[Union[tagged], Discriminator(pick)]  # noqa: UP007  # built at run time, so not spelt with |
+    other = Annotated[SkipJsonSchema[Any], BeforeValidator(refuse), Tag(OTHER_SHAPE)]
+    return Annotated[Union[(*tagged, other)], Discriminator(pick)]  # built at run time
 
 
 class Model(StrictInput):

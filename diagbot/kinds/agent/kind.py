@@ -225,7 +225,7 @@ class AgentKind:
         blocked = self.blocking(report)  # one note each, capped as warnings are: the table below lists them all
         notes = [md(f"Blocking: {b.line}", 400) for b in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
-            notes.append(f"... and {len(blocked) - MAX_NOTES} more failing gating P0 cases in the report")
+            notes.append(f"... and {len(blocked) - MAX_NOTES:,} more failing gating P0 cases in the report")
         notes += _gone(diff, report)
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())

@@ -122,6 +122,8 @@ def describe(
     if kind == "literal_error":
         allowed, hint = literal_choices(error)
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):  # not "or instance of EvaluatorConfig"
+        return f"'{where}': expected an object (a mapping) (found {found})"
     message = error_message(error)
     lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
     return f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
