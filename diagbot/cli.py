@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import gc
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -267,7 +268,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from diagbot.core.outcome import unusable
     from diagbot.io.baselines import find_baselines
     from diagbot.kinds import registry
-    from diagbot.pipeline import clear_outputs, run_config, run_outcome, write_outputs
+    from diagbot.pipeline import MAX_CLEARED, clear_outputs, run_config, run_outcome, write_outputs
     from diagbot.render.markdown import BaselineInfo
 
     default_suite = _default_suite_used(args)
@@ -279,9 +280,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = _config(args)
         baselines = find_baselines(location, [s.name for s in config.suites])
     except DiagbotError as exc:
-        try:  # an earlier run's outputs would read as this run's, unless they are the baseline given
-            if location is None or not _same_folder(location, Path(args.out)):
-                clear_outputs(Path(args.out))
+        try:  # an earlier run's outputs would read as this run's; but not the reports of the baseline given
+            baseline = location is not None and _same_folder(location, Path(args.out))
+            listed = (Path(args.out) / "reports").glob("*.json") if baseline else iter(())
+            kept = frozenset(itertools.islice(listed, MAX_CLEARED))  # no more are ever cleared
+            clear_outputs(Path(args.out), keep=kept)
         except OutputError as stale:
             print_errors(stale.problems)
         if args.format != "json":
@@ -353,7 +356,7 @@ def _same_folder(location: Path, out: Path) -> bool:
         found, written = location.resolve(), out.resolve()
     except (OSError, RuntimeError):  # a loop of links: nothing is read there, so nothing is replaced
         return False
-    return written in (found, found.parent.parent if found.parent.name == "reports" else found)
+    return written == (found.parent.parent if found.is_file() and found.parent.name == "reports" else found)
 
 
 def _regressed(outcome: Outcome) -> str:

@@ -22,6 +22,7 @@ from diagbot.io.config import load_config, parse_config
 from diagbot.kinds import registry
 from diagbot.kinds.agent.cases import AgentCase, Check, checks_digest
 from diagbot.kinds.agent.diff import diff_agent
+from diagbot.kinds.agent.evaluate import slip_of
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.load import load_cases
 from diagbot.kinds.agent.report import AgentReport, TrialResult, build_report
@@ -448,17 +449,21 @@ def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) 
     ]
 
 
-@pytest.mark.parametrize("given", [0, 1893456000, "2030-01-01T00:00:00Z", "2030-1-1", True])
-def test_retain_until_is_a_day_written_as_one(tmp_path: Path, given: Any) -> None:
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [(0, "0"), (1893456000, "1893456000"), ("2030-01-01T00:00:00Z", '"2030-01-01T00:00:00Z"'),
+     ("2030-1-1", '"2030-1-1"'), (True, "true")],
+)  # fmt: skip
+def test_retain_until_is_a_day_written_as_one(tmp_path: Path, given: Any, shown: str) -> None:
     """`retain_until: 0` was read as seconds since 1970, so the case lapsed in 1970 and stopped gating in silence."""
     case = spec_case()
     case["metadata"] = {**case["metadata"], "usage_rights_status": {"status": "x", "retain_until": given}}
     [problem] = load(tmp_path, {"a.json": case})
-    assert problem.startswith(
+    assert problem == (
         "cases/a.json: case refund_eligibility_001: 'metadata.usage_rights_status.retain_until': expected a date "
-        "written YYYY-MM-DD, found "
-    ), problem
-    for day in ("2030-01-31", "'2030-01-31'"):  # a YAML date, and the same day as a string
+        f"written YYYY-MM-DD (found {shown})"
+    )
+    for day in ("2030-01-31", "'2030-01-31'"):  # unquoted and quoted: diagbot's YAML loader gives both as text
         meta = {**case["metadata"], "usage_rights_status": {"status": "x", "retain_until": "DAY"}}
         text = yaml.safe_dump({**case, "metadata": meta}, sort_keys=False).replace("DAY", day)
         assert load(tmp_path, {"a.yaml": text}) == [], text
@@ -638,6 +643,30 @@ def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
     assert "warning: a: no case gates: all 1 are informational" in capsys.readouterr().err
 
 
+def test_prose_lists_are_listed_line_by_line_up_to_twenty(tmp_path: Path) -> None:
+    """A `sop` list was listed as "(structured, not machine-checked)", its words lost; then, listed whole, 20,000
+    lines in defaults made every case's report entry 20,000 lines long."""
+    long = spec_case() | {"case_id": "long", "sop": [f"step {i}" for i in range(25)], "rubric": ["clear", "short"]}
+    config = _suite_folder(tmp_path, [long])
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet", "--no-fail"]) == 0
+    [result] = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))["results"]
+    listed = result["uncheckedExpectations"]
+    assert [x for x in listed if x.startswith("sop: ")] == [
+        *(f"sop: step {i}" for i in range(20)),
+        "sop: … and 5 more items",
+    ]
+    assert [x for x in listed if x.startswith("rubric: ")] == ["rubric: clear", "rubric: short"]
+
+
+def test_a_usage_right_is_suggested_only_when_a_letter_or_two_off() -> None:
+    """`revoked_for_evaluation` was told "did you mean approved_for_evaluation?": advice to grant what was withheld."""
+    allowed = ("approved_for_evaluation",)
+    assert slip_of("approved_for_evalution", allowed) == "approved_for_evaluation"
+    assert slip_of("Approved_for_evaluaton", allowed) == "approved_for_evaluation"
+    for deliberate in ("revoked_for_evaluation", "not_approved_for_evaluation", "approved_for_training", "app"):
+        assert slip_of(deliberate, allowed) is None, deliberate
+
+
 def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> None:
     """With `gate.roles: []` the headline read "gating pass rate 0.0% → 0.0%": a rate of no case, made up."""
     case = spec_case() | {"success_criteria": [{"tool_called": "order_lookup"}]}
@@ -649,6 +678,7 @@ def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> Non
     assert main([*args, "--quiet"]) == 0
     comment = (tmp_path / "cur" / "comment.md").read_text(encoding="utf-8")
     assert "**a** (agent): no checked case gates, so no gating pass rate · 0 regressions" in comment
+    assert "- Gating cases: none checked; informational: 0/1 pass; unchecked: 0" in comment
 
 
 def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -> None:

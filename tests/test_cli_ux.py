@@ -243,10 +243,14 @@ def test_a_run_writing_over_its_own_baseline_says_so(
     assert json.loads(capsys.readouterr().out)["warnings"] == [said]
     assert main(["run", "--quiet", "--baseline", "none", "--out", "none"]) == 2  # nothing compared, nothing replaced
     assert "also the baseline" not in capsys.readouterr().err
-    # a config that cannot be read clears an earlier run's outputs, but never the baseline it names
+    # a baseline folder that merely sits in a folder named reports/ is not the report folder above it
+    assert main(["run", "--quiet", "--out", "reports/main"]) == 0
+    assert main(["run", "--quiet", "--baseline", "reports/main", "--out", "."]) == 0
+    assert "also the baseline" not in capsys.readouterr().err
+    # a config that cannot be read clears an earlier run's outputs, but never the reports of the baseline it names
     (tmp_path / "diagbot.yml").write_text((tmp_path / "diagbot.yml").read_text() + "bogus: 1\n")
     assert main(["run", "--quiet", "--baseline", "base", "--out", "base"]) == 2
-    assert (tmp_path / "base/reports/agent.json").is_file()
+    assert (tmp_path / "base/reports/agent.json").is_file() and not (tmp_path / "base/comment.md").exists()
 
 
 # --- what the CLI says about its input --------------------------------------------------------------------------

@@ -109,14 +109,14 @@ def _value_problem(where: str, loc: str, error: Any) -> str:
 
 def _keys(loc: tuple[int | str, ...], given: Any) -> list[str]:
     """A validation error's location as keys of the suite as given (`given`): the parts pydantic adds of its own
-    (union tags such as `list[str]`, the shape tags text/list/object, `[key]` for a dict key) are left out, unless
-    the input holds a key of that name there."""
+    (union tags such as `list[str]`, the shape tags `<text>`, `<list>`, ..., `[key]` for a dict key) are left out,
+    unless the input holds a key of that name there."""
     kept, node = [], given
     for part in loc:
         inside = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         if inside or (isinstance(node, dict) and part in node):
             node = node[part]
-        elif isinstance(part, str) and (part in ("text", "list", "object") or "[" in part):
+        elif isinstance(part, str) and ((part[:1], part[-1:]) == ("<", ">") or "[" in part):
             continue  # a tag: the input at this place is still `node`
         else:
             node = None  # a key the input lacks (a missing field): nothing below it to follow

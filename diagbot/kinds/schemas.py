@@ -86,7 +86,8 @@ def agent_trace() -> dict[str, Any]:
                 "type": ["string", "null", "array"],
                 "items": {
                     "type": "object",
-                    "description": "a content part: {type: text, text} is read, other parts (an image) are skipped",
+                    "description": "a content part: {type: text, text} is read, a part without text (an image) is "
+                    "skipped, and a part holding a tool call is refused",
                 },
             },
             "citations": {

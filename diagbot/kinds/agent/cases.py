@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import orjson
 from pydantic import (
     AfterValidator,
+    BaseModel,
     BeforeValidator,
     ConfigDict,
     Discriminator,
@@ -40,9 +41,8 @@ RiskLevel = Literal["P0", "P1", "P2", "P3"]
 Difficulty = Literal["Easy", "Medium", "Hard", "Hard Negative", "Adversarial"]
 ReviewStatus = Literal["draft", "needs_revision", "approved", "rejected"]
 TraceField = Literal["action", "tool_call", "observation", "state_change", "final_state"]
-SHAPE_TAGS = frozenset(
-    {"text", "list", "object", "other"}
-)  # the tags `_by_shape` adds to error locations; not field names
+_SHAPES = ("text", "list", "object", "other")
+SHAPE_TAGS = frozenset(f"<{shape}>" for shape in _SHAPES)  # what `_by_shape` adds to error locations: no key of a case
 CASE_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"  # also a file or folder name under the fixtures
 MAX_ITEMS = 1_000  # items in any one list of a case (expected calls, criteria, policies...)
 MAX_COUNT = 10**9  # the largest count a case may give (calls, turns, characters)
@@ -76,11 +76,12 @@ Version = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_vi
 
 
 def _day(value: Any) -> Any:
-    """A calendar day as YAML reads one (a date) or as JSON writes one (`"2030-01-31"`): not a number, which
-    pydantic reads as seconds since 1970 (`0` lapsed in 1970), nor a time of day."""
+    """A calendar day written `YYYY-MM-DD` (diagbot's YAML loader gives dates as text, as JSON does), or a date
+    built in Python: not a number, which pydantic reads as seconds since 1970 (`0` lapsed in 1970), nor a time of
+    day. The message leaves the value to the caller, which quotes it cut short."""
     if (isinstance(value, str) and _DAY.fullmatch(value)) or type(value) is date:
         return value
-    raise ValueError(f"expected a date written YYYY-MM-DD, found {values.one_line(repr(value), 60)}")
+    raise ValueError("expected a date written YYYY-MM-DD")
 
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -93,18 +94,20 @@ NeedleTexts = Annotated[list[Needle], Field(max_length=MAX_ITEMS)]
 def _shape(value: Any) -> str:
     if isinstance(value, str):
         return "text"
-    return "list" if isinstance(value, list) else "object" if isinstance(value, dict) else OTHER_SHAPE
+    if isinstance(value, list):
+        return "list"
+    return "object" if isinstance(value, dict | BaseModel) else "other"  # a model: a case built in Python
 
 
-OTHER_SHAPE = "other"  # the tag of a value whose shape the union has no branch for
 _SHAPE_NAMES = {"text": "a string", "list": "a list", "object": "an object"}
 
 
 def _by_shape(**branches: Any) -> Any:
     """A union read by the value's shape (a string, a list, an object): only that branch reports errors. A value
     of a shape it has no branch for (a number where a string or an object goes) is refused with the shapes it
-    takes, in no published schema."""
-    tag_of = {shape: shape if shape in branches else OTHER_SHAPE for shape in (*_SHAPE_NAMES, OTHER_SHAPE)}
+    takes, in no published schema. The tags, which pydantic puts in an error's location, are `<text>` and so on,
+    so that no key a case may have (`other`) is taken for one."""
+    tag_of = {shape: f"<{shape if shape in branches else 'other'}>" for shape in _SHAPES}
     by_type: dict[type, str] = {str: tag_of["text"], list: tag_of["list"], dict: tag_of["object"]}  # YAML, JSON
     names = [_SHAPE_NAMES[shape] for shape in branches]
     takes = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
@@ -115,8 +118,8 @@ def _by_shape(**branches: Any) -> Any:
     def refuse(value: Any) -> Any:
         raise ValueError(f"expected {takes}")
 
-    tagged = tuple(Annotated[kind, Tag(tag)] for tag, kind in branches.items())
-    other = Annotated[SkipJsonSchema[Any], BeforeValidator(refuse), Tag(OTHER_SHAPE)]
+    tagged = tuple(Annotated[kind, Tag(f"<{shape}>")] for shape, kind in branches.items())
+    other = Annotated[SkipJsonSchema[Any], BeforeValidator(refuse), Tag("<other>")]
     return Annotated[Union[(*tagged, other)], Discriminator(pick)]  # built at run time
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -152,6 +153,36 @@ def _outside(path: str, root: Path) -> str | None:
     return None if inside else "a link that leads outside the fixtures folder; diagbot does not follow it"
 
 
+_SLIPS = {"left": 200}  # distinct usage rights looked up, per process: a suggestion is advice, never worth seconds
+
+
+@functools.lru_cache(maxsize=1024)
+def slip_of(given: str, allowed: tuple[str, ...]) -> str | None:
+    """The allowed value `given` misspells by a letter or two (`approved_for_evalution`), or None: a usage right
+    that differs by more (`revoked_for_evaluation`) is deliberate, and never suggested. Once per distinct value,
+    against the first 10 allowed ones, for the first 200 distinct values (a suite has a handful)."""
+    if _SLIPS["left"] <= 0:
+        return None
+    _SLIPS["left"] -= 1
+    return next((name for name in allowed[:10] if _within_two_edits(given, name)), None)
+
+
+def _within_two_edits(a: str, b: str) -> bool:
+    """Whether two texts of at most 100 characters differ by at most two insertions, deletions or substitutions:
+    an edit distance in a band of two, given up as soon as a row of it is over two."""
+    if a == b or abs(len(a) - len(b)) > 2 or len(a) > 100 or len(b) > 100:
+        return False
+    before = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        now = [i] + [3] * len(b)
+        for j in range(max(1, i - 2), min(len(b), i + 2) + 1):
+            now[j] = min(before[j] + 1, now[j - 1] + 1, before[j - 1] + (char != b[j - 1]))
+        if min(now) > 2:
+            return False
+        before = now
+    return before[len(b)] <= 2
+
+
 def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) -> str | None:
     """Every reason the case does not gate, so that fixing one does not reveal the next only in the next run."""
     meta = case.metadata
@@ -159,7 +190,7 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     if meta.review_status != "approved":
         reasons.append(f"review_status is {meta.review_status}")
     if meta.rights not in governance.usage_rights:
-        near = closest(meta.rights, governance.usage_rights) if governance.usage_rights else None
+        near = slip_of(meta.rights, governance.usage_rights)
         hint = f" (did you mean {near}?)" if near else ""
         reasons.append(f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}{hint}")
     if meta.retain_until is not None and meta.retain_until < today:
@@ -175,6 +206,9 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     return "; ".join(reasons) or None
 
 
+_PROSE_LINES = 20  # items of a prose list (`sop: [...]`) listed; a case's defaults may give every case thousands
+
+
 def unchecked_expectations(case: AgentCase) -> list[str]:
     """The prose of a case, for people: listed in the report as not machine-checked."""
     found = [f"expected_behavior: {t}" for t in case.expected_behavior if isinstance(t, str)]
@@ -184,8 +218,11 @@ def unchecked_expectations(case: AgentCase) -> list[str]:
         value = getattr(case, name)
         if value is None or value == [] or value == {} or (name == "gold_evidence" and _uses_gold(case)):
             continue
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):  # prose as a list of lines
-            found += [f"{name}: {item}" for item in value]
+        lines = [item for item in value[:_PROSE_LINES] if isinstance(item, str)] if isinstance(value, list) else []
+        if lines and len(lines) == min(len(value), _PROSE_LINES):  # prose as a list of lines: the first ones
+            found += [f"{name}: {line}" for line in lines]
+            if len(value) > _PROSE_LINES:
+                found.append(f"{name}: … and {len(value) - _PROSE_LINES:,} more items")
         else:
             found.append(f"{name}: {value if isinstance(value, str) else '(structured, not machine-checked)'}")
     judged = [m for m in case.evaluation_metrics or [] if not rag.is_checked(m)]

@@ -10,7 +10,6 @@ from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, model_problems, unique_case_ids
-from diagbot.core.text import closest
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
@@ -21,6 +20,7 @@ from diagbot.kinds.agent.evaluate import (
     ignored_checks,
     is_checked,
     not_gating_because,
+    slip_of,
     today_of,
 )
 from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
@@ -149,7 +149,7 @@ class AgentKind:
                         f"({latest.reviewer}) is {latest.review_result}"
                     )
             rights, allowed = case.metadata.rights, suite.governance.usage_rights
-            near = closest(rights, allowed) if rights not in allowed and allowed else None
+            near = slip_of(rights, allowed) if rights not in allowed else None
             if near is not None:
                 warnings.append(
                     f"{where}: metadata.usage_rights_status {one_line(rights, 100)!r} is not in gate.usage-rights (did "
@@ -229,7 +229,8 @@ class AgentKind:
         notes += _gone(diff, report)
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
-        gating = f"{g.passed_cases}/{g.total_cases - g.unchecked_cases} pass ({percent(g.pass_rate)}){hat}"
+        checked = g.total_cases - g.unchecked_cases
+        gating = f"{g.passed_cases}/{checked} pass ({percent(g.pass_rate)}){hat}" if checked else "none checked"
         informational = f"{i.passed_cases}/{i.total_cases - i.unchecked_cases} pass"
         notes.append(md(f"Gating cases: {gating}; informational: {informational}; unchecked: {report.unchecked_cases}"))
         if diff is not None and diff.common_cases is not None:
