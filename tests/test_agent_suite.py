@@ -677,8 +677,22 @@ def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> Non
     args = ["run", "--config", str(config), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cur")]
     assert main([*args, "--quiet"]) == 0
     comment = (tmp_path / "cur" / "comment.md").read_text(encoding="utf-8")
-    assert "**a** (agent): no checked case gates, so no gating pass rate · 0 regressions" in comment
+    no_rate = "no gating pass rate to compare (no checked gating case is in the baseline as it is now)"
+    assert f"**a** (agent): {no_rate} · 0 regressions" in comment
     assert "- Gating cases: none checked; informational: 0/1 pass; unchecked: 0" in comment
+    # a new gating case beside the informational one: it gates now, but nothing it could be compared with did
+    added = spec_case() | {"case_id": "added", "success_criteria": [{"tool_called": "order_lookup"}]}
+    (tmp_path / "two").mkdir()
+    config = _suite_folder(tmp_path / "two", [case, added])
+    (tmp_path / "two" / "diagbot.yml").write_text(
+        (tmp_path / "two" / "diagbot.yml").read_text().replace("gate:\n  roles: []\n", ""), encoding="utf-8"
+    )
+    drafted = {**case, "metadata": {**case["metadata"], "review_status": "draft"}}
+    (tmp_path / "two" / "cases" / "all.json").write_text(json.dumps([drafted, added], default=str), encoding="utf-8")
+    args = ["run", "--config", str(config), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cur2")]
+    assert main([*args, "--quiet", "--no-fail"]) == 0
+    comment = (tmp_path / "cur2" / "comment.md").read_text(encoding="utf-8")
+    assert f"**a** (agent): {no_rate} · " in comment and "gating pass rate 0.0%" not in comment
 
 
 def test_run_warns_of_trial_folder_entries_that_are_not_trials(tmp_path: Path) -> None:

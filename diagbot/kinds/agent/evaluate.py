@@ -196,7 +196,9 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     if meta.retain_until is not None and meta.retain_until < today:
         reasons.append(f"usage rights lapsed on {meta.retain_until.isoformat()}")
     if meta.dataset_role not in governance.roles:
-        reasons.append(f"dataset_role {meta.dataset_role} does not gate (gate.roles: {', '.join(governance.roles)})")
+        reasons.append(
+            f"dataset_role {meta.dataset_role} does not gate (gate.roles: {', '.join(governance.roles) or 'none'})"
+        )
     if case.reviews:
         latest = case.reviews[-1]
         if latest.review_result != "approved":

@@ -68,6 +68,22 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
     return notes
 
 
+def _no_rate(report: AgentReport, diff: DiffReport | None) -> str | None:
+    """Why the headline has no gating pass rate to show, or None: no checked case gates, or (with a baseline) none
+    of those is compared, being new, of a new case_version or checked on one side only. A rate of no case would
+    read 0.0%."""
+    if diff is None:
+        checked = report.gating.total_cases > report.gating.unchecked_cases
+        return None if checked else "no checked case gates, so no gating pass rate"
+    apart = {i.case_id for i in diff.items if i.metric in ("case", "caseVersion")} | {
+        i.case_id for i in diff.items if i.metric == "status" and "unchecked" in (i.baseline_value, i.current_value)
+    }
+    compared = any(r.gating and r.status != "unchecked" and r.case_id not in apart for r in report.results)
+    if compared:
+        return None
+    return "no gating pass rate to compare (no checked gating case is in the baseline as it is now)"
+
+
 def _failures(failed: list[str], shown: int) -> str:
     """A case's failed checks as a cell or a note shows them: the first `shown` in full, and, when there are more,
     the codes of all of them first, so a cut cell still names every kind of failure (a P0 case's
@@ -243,7 +259,7 @@ class AgentKind:
             # the rate that gates, of the gating cases (with a baseline, of the comparable ones: same id and
             # case_version, as the diff's); the notes give the informational cases' beside it
             pass_rate=diff.current_pass_rate if diff else report.pass_rate, rate_label="gating pass rate",
-            no_rate=None if g.total_cases > g.unchecked_cases else "no checked case gates, so no gating pass rate",
+            no_rate=_no_rate(report, diff),
             baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
             failing=sum(1 for r in report.results if r.status == "failed"), notes=tuple(notes),
