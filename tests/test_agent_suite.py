@@ -22,7 +22,7 @@ from diagbot.io.config import load_config, parse_config
 from diagbot.kinds import registry
 from diagbot.kinds.agent.cases import AgentCase, Check, checks_digest
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import slip_of
+from diagbot.kinds.agent.evaluate import near_miss
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.load import load_cases
 from diagbot.kinds.agent.report import AgentReport, TrialResult, build_report
@@ -661,10 +661,10 @@ def test_prose_lists_are_listed_line_by_line_up_to_twenty(tmp_path: Path) -> Non
 def test_a_usage_right_is_suggested_only_when_a_letter_or_two_off() -> None:
     """`revoked_for_evaluation` was told "did you mean approved_for_evaluation?": advice to grant what was withheld."""
     allowed = ("approved_for_evaluation",)
-    assert slip_of("approved_for_evalution", allowed) == "approved_for_evaluation"
-    assert slip_of("Approved_for_evaluaton", allowed) == "approved_for_evaluation"
+    assert near_miss("approved_for_evalution", allowed) == "approved_for_evaluation"
+    assert near_miss("Approved_for_evaluaton", allowed) == "approved_for_evaluation"
     for deliberate in ("revoked_for_evaluation", "not_approved_for_evaluation", "approved_for_training", "app"):
-        assert slip_of(deliberate, allowed) is None, deliberate
+        assert near_miss(deliberate, allowed) is None, deliberate
 
 
 def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> None:

@@ -239,7 +239,7 @@ class UsageRights(Model):
     status: str = Field(min_length=1)
     allowed_uses: Texts | None = None
     access_scope: str | None = None
-    retain_until: Day | None = Field(None, strict=False)  # YAML gives a date, JSON an ISO string
+    retain_until: Day | None = Field(None, strict=False)  # a day, YYYY-MM-DD
 
 
 if TYPE_CHECKING:

@@ -158,12 +158,16 @@ _SLIPS = {"left": 200}  # distinct usage rights looked up, per process: a sugges
 
 @functools.lru_cache(maxsize=1024)
 def slip_of(given: str, allowed: tuple[str, ...]) -> str | None:
-    """The allowed value `given` misspells by a letter or two (`approved_for_evalution`), or None: a usage right
-    that differs by more (`revoked_for_evaluation`) is deliberate, and never suggested. Once per distinct value,
-    against the first 10 allowed ones, for the first 200 distinct values (a suite has a handful)."""
+    """`near_miss`, once per distinct value, for the first 200 distinct values (a suite has a handful)."""
     if _SLIPS["left"] <= 0:
         return None
     _SLIPS["left"] -= 1
+    return near_miss(given, allowed)
+
+
+def near_miss(given: str, allowed: tuple[str, ...]) -> str | None:
+    """The one of the first 10 allowed values that `given` misspells by a letter or two (`approved_for_evalution`),
+    or None: a usage right that differs by more (`revoked_for_evaluation`) is deliberate, and never suggested."""
     return next((name for name in allowed[:10] if _within_two_edits(given, name)), None)
 
 
