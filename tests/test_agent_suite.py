@@ -517,6 +517,12 @@ def _suite_folder(tmp_path: Path, cases: list[dict[str, Any]], extra_config: str
     return tmp_path / "diagbot.yml"
 
 
+def _validate_warnings(tmp_path: Path, cases: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The stderr lines of `diagbot validate` (exit 0) on a suite of these cases, written by `_suite_folder`."""
+    assert main(["validate", "--config", str(_suite_folder(tmp_path, cases))]) == 0
+    return capsys.readouterr().err.splitlines()
+
+
 def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prose = {**spec_case(), "case_id": "prose_only", "risk_level": "P3", "evaluator_config": {}}
     del prose["negative_behavior"]
@@ -571,10 +577,8 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "side_effect_policy": {"tool": "refund_submit", "idempotency_key": "order_id"},
         "tool_schema": {"refund_submit": {"properties": {"amount": {}}, "allOf": [{"properties": {"order_id": {}}}]}},
     }
-    config = _suite_folder(tmp_path, [named, empty, scoped, keyed, composed])
-    assert main(["validate", "--config", str(config)]) == 0
     where = f"{tmp_path}/cases/all.json:1: case"
-    assert capsys.readouterr().err.splitlines() == [
+    assert _validate_warnings(tmp_path, [named, empty, scoped, keyed, composed], capsys) == [
         f"warning: {where} named: side_effect_policy[0].tool: 'Refund_Submit' is not in available_tools (did you "
         "mean refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: expected_tool_sequence[0]: 'order_lookp' is not in available_tools (did you mean "
@@ -602,10 +606,8 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
             {"tool": "order_lookup", "precondition": {"logged_in": True}},
         ],
     }
-    config = _suite_folder(tmp_path, [limits, typo])
-    assert main(["validate", "--config", str(config)]) == 0
     where = f"{tmp_path}/cases/all.json:1: case"
-    assert capsys.readouterr().err.splitlines() == [
+    assert _validate_warnings(tmp_path, [limits, typo], capsys) == [
         f"warning: {where} limits: negative_behavior[0]: max_tool_calls 3 here says the run must not stay within it, "
         "so every run of at most 3 fails the case; to cap the run, move it to success_criteria or safety_constraints",
         f"warning: {where} typo: side_effect_policy[0].precondition: 'caled' is read as a state key (did you mean "
@@ -624,16 +626,14 @@ def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
     run went green without a word."""
     case = spec_case() | {"risk_level": "P0", "success_criteria": [{"tool_called": "wire_money"}]}
     case["metadata"] = {**case["metadata"], "usage_rights_status": "approved_for_evalution"}
-    config = _suite_folder(tmp_path, [case])
-    assert main(["validate", "--config", str(config)]) == 0
     where = f"{tmp_path}/cases/all.json:1: case refund_eligibility_001"
-    assert capsys.readouterr().err.splitlines() == [
+    assert _validate_warnings(tmp_path, [case], capsys) == [
         f"warning: {where}: metadata.usage_rights_status 'approved_for_evalution' is not in gate.usage-rights (did "
         "you mean approved_for_evaluation?), so the case does not gate",
         f"warning: {tmp_path}/cases: no case gates (each is informational: see the cases' metadata, and gate.roles and "
         "gate.usage-rights in diagbot.yml), so no failure of this suite can fail the check",
     ]
-    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
     assert report["warnings"][0] == (
         "no case gates: all 1 are informational, so no failure among them fails the check (the first, "

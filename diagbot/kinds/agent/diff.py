@@ -22,7 +22,7 @@ from diagbot.core.diff import (
     summarize,
 )
 from diagbot.core.rates import percent
-from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, aggregate, build_report
+from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, Aggregate, SliceStat, aggregate, slices
 
 INFORMATIONAL = "informational (this case does not gate): "
 """Put before an informational case's message, where cutting a long message to a table cell cannot drop it."""
@@ -105,11 +105,10 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult) -> list[DiffItem]:
     return items if new.gating else _informational(items)
 
 
-def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gating_ids: set[str]) -> list[DiffItem]:
+def _aggregate_items(sides: dict[str, tuple[Aggregate, Aggregate]]) -> list[DiffItem]:
+    """The items of each scope's aggregates (baseline, current), over the comparable cases of that scope."""
     items: list[DiffItem] = []
-    for scope, ids_in in (("gating", True), ("informational", False)):
-        before = aggregate([r for r in old if (r.case_id in gating_ids) == ids_in])
-        after = aggregate([r for r in new if (r.case_id in gating_ids) == ids_in])
+    for scope, (before, after) in sides.items():
         found = better_or_worse(
             None, f"{scope}.passRate", before.pass_rate, after.pass_rate, True, f"{scope} pass rate", percent
         )
@@ -122,15 +121,15 @@ def _aggregate_items(old: list[AgentCaseResult], new: list[AgentCaseResult], gat
                 why = f"the smallest trial count of these cases is {smallest}" if smallest else "none is checked now"
                 said = f"{scope} pass^{k} {'is no longer computed' if now is None else 'is computed now'}: {why}"
                 found.append(item(ItemType.CHANGED, None, f"{scope}.passHatK.{k}", was, now, said))
-        items += found if ids_in else [i.model_copy(update={"gating": False}) for i in found]
+        items += found if scope == "gating" else [i.model_copy(update={"gating": False}) for i in found]
     return items
 
 
-def _slice_items(old: AgentReport, new: AgentReport) -> list[DiffItem]:
+def _slice_items(old: dict[str, dict[str, SliceStat]], new: dict[str, dict[str, SliceStat]]) -> list[DiffItem]:
     items: list[DiffItem] = []
-    for name, values in new.slices.items():
+    for name, values in new.items():
         for value, stat in values.items():
-            was = old.slices.get(name, {}).get(value)
+            was = old.get(name, {}).get(value)
             if was is None or was.pass_rate == stat.pass_rate or stat.total_cases == stat.unchecked_cases:
                 continue
             said = f"{name} = {value}: pass rate {percent(was.pass_rate)} → {percent(stat.pass_rate)}"
@@ -150,11 +149,15 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     compared = [r for r in comparable if (r.status == "unchecked") == (before[r.case_id].status == "unchecked")]
     old = [before[r.case_id] for r in compared]
     gating_ids = {r.case_id for r in compared if r.gating}
-    items = _aggregate_items(old, compared, gating_ids)
-    before_common, after_common = build_report(old), build_report(compared)
-    # the headline's rates are those that gate: of the cases that gate now, on both sides
-    rate_was, rate_now = (aggregate([r for r in side if r.case_id in gating_ids]).pass_rate for side in (old, compared))
-    items += _slice_items(before_common, after_common)
+    sides = {  # each scope's aggregates over the cases of that scope now, baseline and current
+        scope: (
+            aggregate([r for r in old if (r.case_id in gating_ids) == gates]),
+            aggregate([r for r in compared if (r.case_id in gating_ids) == gates]),
+        )
+        for scope, gates in (("gating", True), ("informational", False))
+    }
+    items = _aggregate_items(sides)
+    items += _slice_items(slices(old), slices(compared))
     for dataset, versions in current.dataset_versions.items():
         old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
         said = f"dataset {dataset}: version {old_version or 'new'} → {new_version}"
@@ -187,6 +190,6 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     return summarize(
         order(items, [r.case_id for r in by_risk] + [r.case_id for r in baseline.results]),
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
-        (rate_was, rate_now),
+        (sides["gating"][0].pass_rate, sides["gating"][1].pass_rate),  # the headline's: the rates that gate
         len(compared),
     )

@@ -196,7 +196,8 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
     if meta.rights not in governance.usage_rights:
         near = slip_of(meta.rights, governance.usage_rights)
         hint = f" (did you mean {near}?)" if near else ""
-        reasons.append(f"usage rights are {meta.rights}, not {' or '.join(governance.usage_rights)}{hint}")
+        rights = values.one_line(meta.rights, 100)  # a case's text, repeated for every case its defaults give it to
+        reasons.append(f"usage rights are {rights}, not {' or '.join(governance.usage_rights)}{hint}")
     if meta.retain_until is not None and meta.retain_until < today:
         reasons.append(f"usage rights lapsed on {meta.retain_until.isoformat()}")
     if meta.dataset_role not in governance.roles:
@@ -205,10 +206,11 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
         )
     if case.reviews:
         latest = case.reviews[-1]
+        reviewer = values.one_line(latest.reviewer, 100)
         if latest.review_result != "approved":
-            reasons.append(f"the latest review ({latest.reviewer}) is {latest.review_result}")
+            reasons.append(f"the latest review ({reviewer}) is {latest.review_result}")
         elif latest.approved_for is not None and meta.dataset_role not in latest.approved_for:
-            reasons.append(f"the latest review ({latest.reviewer}) does not approve it for {meta.dataset_role}")
+            reasons.append(f"the latest review ({reviewer}) does not approve it for {meta.dataset_role}")
     return "; ".join(reasons) or None
 
 

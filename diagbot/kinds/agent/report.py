@@ -129,7 +129,7 @@ def aggregate(results: list[AgentCaseResult]) -> Aggregate:
     )
 
 
-def _slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
+def slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
     """Totals, passes and the pass rate per value of each slice field, counted in one walk (pass^k is not sliced)."""
     counts: dict[str, dict[str, list[int]]] = {name: {} for name in SLICE_FIELDS}  # [total, passed, unchecked]
     for result in results:
@@ -160,8 +160,8 @@ def build_report(
     run: RunInfo | None = None,
     warnings: list[str] | None = None,
 ) -> AgentReport:
-    everything = aggregate(results)  # the counts are of every case; the rates, which gate, of the gating ones
     gating = aggregate([r for r in results if r.gating])
+    informational = aggregate([r for r in results if not r.gating])
     versions: dict[str, set[str]] = {}
     for r in results:
         versions.setdefault(r.dataset_id, set()).add(r.dataset_version)
@@ -170,16 +170,17 @@ def build_report(
     return AgentReport.model_construct(
         suite=suite,
         run=run,
-        total_cases=everything.total_cases,
-        passed_cases=everything.passed_cases,
-        unchecked_cases=everything.unchecked_cases,
+        # the counts are of every case; the rates, which gate, of the gating ones
+        total_cases=gating.total_cases + informational.total_cases,
+        passed_cases=gating.passed_cases + informational.passed_cases,
+        unchecked_cases=gating.unchecked_cases + informational.unchecked_cases,
         pass_rate=gating.pass_rate,
         pass_hat_k=gating.pass_hat_k,
         gating_cases=gating.total_cases,
         gating=gating,
-        informational=aggregate([r for r in results if not r.gating]),
+        informational=informational,
         dataset_versions={k: sorted(v) for k, v in sorted(versions.items())},
-        slices=_slices(results),
+        slices=slices(results),
         results=results,
         warnings=warnings or [],
     )
