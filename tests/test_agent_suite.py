@@ -371,7 +371,7 @@ def test_the_001_section_12_3_example_loads_with_its_rule_defined(tmp_path: Path
     text = (ROOT / "tests/data/agent/spec_12_3.yaml").read_text(encoding="utf-8")
     assert load(tmp_path, {"refund.yaml": text}) == []
     assert load(tmp_path, {"refund.yaml": text}, rules={"no_privacy_leaks": RULES["no_privacy_leak"]}) == [
-        "cases/refund.yaml: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
+        "cases/refund.yaml:1: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
         "'no_privacy_leak' (did you mean no_privacy_leaks?); define it under the suite's rules in diagbot.yml"
     ]
 
@@ -383,13 +383,15 @@ def test_unknown_fields_and_enum_values_name_file_case_field_and_the_closest_nam
     case["evaluator_config"]["tool_sequence"] = {"mach": "strict"}
     case["expected_tool_sequence"] = [{"tool": "order_lookup", "arg": {}}]
     assert load(tmp_path, {"a.json": case}) == [
-        "cases/a.json: case refund_eligibility_001: 'risk_level': \"p1\" is not one of P0, P1, P2, P3 "
+        "cases/a.json:1: case refund_eligibility_001: 'risk_level': \"p1\" is not one of P0, P1, P2, P3 "
         "(did you mean P1?)",
-        "cases/a.json: case refund_eligibility_001: unknown field 'evaluator_config.tool_sequence.mach' "
+        "cases/a.json:1: case refund_eligibility_001: unknown field 'evaluator_config.tool_sequence.mach' "
         "(did you mean match?)",
-        "cases/a.json: case refund_eligibility_001: missing required field 'metadata.dataset_role'",
-        "cases/a.json: case refund_eligibility_001: unknown field 'metadata.dataset_rol' (did you mean dataset_role?)",
-        "cases/a.json: case refund_eligibility_001: unknown field 'expected_tool_sequence[0].arg' (did you mean args?)",
+        "cases/a.json:1: case refund_eligibility_001: missing required field 'metadata.dataset_role'",
+        "cases/a.json:1: case refund_eligibility_001: unknown field 'metadata.dataset_rol' "
+        "(did you mean dataset_role?)",
+        "cases/a.json:1: case refund_eligibility_001: unknown field 'expected_tool_sequence[0].arg' "
+        "(did you mean args?)",
     ]
 
 
@@ -406,18 +408,18 @@ def test_a_version_the_comment_would_show_as_another_is_refused(tmp_path: Path) 
         case = {**spec_case(), "case_version": version}
         problems = load(tmp_path, {"a.json": case})
         assert len(problems) == 1 and problems[0].startswith(
-            f"cases/a.json: case refund_eligibility_001: 'case_version': {said} (found "
+            f"cases/a.json:1: case refund_eligibility_001: 'case_version': {said} (found "
         ), (version, problems)
     for version in ("v1 beta", "第二版", "نسخه\u200c۲", "v\u200b1", "v1-\U0001f468\u200d\U0001f4bb"):
         assert load(tmp_path, {"a.json": {**spec_case(), "case_version": version}}) == [], version
     assert load(tmp_path, {"a.json": {**spec_case(), "dataset_version": "v8\t"}})[0].startswith(
-        f"cases/a.json: case refund_eligibility_001: 'dataset_version': {said}"
+        f"cases/a.json:1: case refund_eligibility_001: 'dataset_version': {said}"
     )
 
 
 def test_a_duplicate_case_id_across_files_is_an_error(tmp_path: Path) -> None:
     assert load(tmp_path, {"a.json": spec_case(), "b.json": [spec_case()]}) == [
-        "cases/b.json: case refund_eligibility_001: duplicate case_id (first defined in cases/a.json)"
+        "cases/b.json:1: case refund_eligibility_001: duplicate case_id (first defined in cases/a.json)"
     ]
 
 
@@ -426,8 +428,8 @@ def test_case_ids_that_differ_only_in_case_are_an_error(tmp_path: Path) -> None:
     would be judged on the other's run there: refused, as suite names that differ only in case are."""
     upper = {**spec_case(), "case_id": "REFUND_ELIGIBILITY_001"}
     assert load(tmp_path, {"a.json": spec_case(), "b.json": [upper]}) == [
-        "cases/b.json: case REFUND_ELIGIBILITY_001: case_id differs from 'refund_eligibility_001' (cases/a.json) only "
-        "in case; the two would share one run file where names ignore case (macOS, Windows): rename one"
+        "cases/b.json:1: case REFUND_ELIGIBILITY_001: case_id differs from 'refund_eligibility_001' (cases/a.json) "
+        "only in case; the two would share one run file where names ignore case (macOS, Windows): rename one"
     ]
 
 
@@ -460,7 +462,7 @@ def test_retain_until_is_a_day_written_as_one(tmp_path: Path, given: Any, shown:
     case["metadata"] = {**case["metadata"], "usage_rights_status": {"status": "x", "retain_until": given}}
     [problem] = load(tmp_path, {"a.json": case})
     assert problem == (
-        "cases/a.json: case refund_eligibility_001: 'metadata.usage_rights_status.retain_until': expected a date "
+        "cases/a.json:1: case refund_eligibility_001: 'metadata.usage_rights_status.retain_until': expected a date "
         f"written YYYY-MM-DD (found {shown})"
     )
     for day in ("2030-01-31", "'2030-01-31'"):  # unquoted and quoted: diagbot's YAML loader gives both as text
@@ -473,7 +475,7 @@ def test_a_value_of_the_wrong_shape_is_told_what_shapes_the_field_takes(tmp_path
     """`input: 5` was told "should be a valid dictionary" (it takes a string too), `evaluator_config: []` was told
     of "instance of EvaluatorConfig", a class name of diagbot's."""
     case = spec_case() | {"input": 5, "rubric": True, "evaluator_config": [], "initial_state": "x"}
-    where = "cases/a.json: case refund_eligibility_001"
+    where = "cases/a.json:1: case refund_eligibility_001"
     assert load(tmp_path, {"a.json": case}) == [
         f"{where}: 'input': expected a string or an object (found 5)",
         f"{where}: 'rubric': expected a string, a list or an object (found true)",
@@ -486,7 +488,7 @@ def test_a_p0_or_p1_case_without_negative_behavior_is_an_error(tmp_path: Path) -
     case = spec_case()
     del case["negative_behavior"]
     assert load(tmp_path, {"a.json": case}) == [
-        "cases/a.json: case refund_eligibility_001: negative_behavior is required for P1 cases: say what must not "
+        "cases/a.json:1: case refund_eligibility_001: negative_behavior is required for P1 cases: say what must not "
         "happen (001 12.9.3)"
     ]
     assert load(tmp_path, {"a.json": {**case, "risk_level": "P2"}}) == []
@@ -775,8 +777,8 @@ def test_validate_exits_2_on_an_error_and_names_it(tmp_path: Path, capsys: pytes
     assert main(["validate", "--config", str(config)]) == 2
     out, err = capsys.readouterr()
     assert err == (
-        f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
-        "'no_privacy_lek' (did you mean no_privacy_leak?); define it under the suite's rules in diagbot.yml\n"
+        f"error: {tmp_path}/cases/all.json:1: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown "
+        "rule 'no_privacy_lek' (did you mean no_privacy_leak?); define it under the suite's rules in diagbot.yml\n"
     )
     assert out == "diagbot validate: 1 suite, 1 error, 0 warnings\n"
 
@@ -790,9 +792,34 @@ def test_validate_lists_the_warnings_of_the_usable_cases_beside_the_errors(
     config = _suite_folder(tmp_path, [broken, loose])
     assert main(["validate", "--config", str(config)]) == 2
     out, err = capsys.readouterr()
-    assert err.startswith(f"error: {tmp_path}/cases/all.json: case refund_eligibility_001: evaluator_config.")
+    assert err.startswith(f"error: {tmp_path}/cases/all.json:1: case refund_eligibility_001: evaluator_config.")
     assert "warning: " in err and "case loose_002: no negative_behavior; say what must not happen (001 12.9.3)\n" in err
     assert out == "diagbot validate: 1 suite, 1 error, 1 warning\n"
+
+
+def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) -> None:
+    """An error names the line of the field at fault, in YAML and in pretty-printed JSON; a problem of the whole case
+    (here a repeated case_id, which has its own line) names the line of its case_id."""
+    case = {k: v for k, v in spec_case().items() if k not in ("case_id", "evaluator_config")}
+    listed = [
+        {"case_id": "a1", **case, "evaluator_config": {}},
+        {"case_id": "a1", **case, "evaluator_config": {}},
+        {"case_id": "a2", **case, "evaluator_config": {"tool_sequence": {"match": "strct"}}},
+    ]
+    text = yaml.safe_dump(json.loads(json.dumps({"cases": listed}, default=str)), sort_keys=False)  # no aliases
+    lines = text.splitlines()
+    strct = next(n for n, line in enumerate(lines, 1) if "strct" in line)
+    second = [n for n, line in enumerate(lines, 1) if "case_id: a1" in line][1]
+    pretty = json.dumps([{"case_id": "j1", **case, "evaluator_config": {}, "titel": "x"}], indent=2, default=str)
+    titel = next(n for n, line in enumerate(pretty.splitlines(), 1) if '"titel"' in line)
+    problems = load(tmp_path, {"a.yaml": text, "b.json": pretty})
+    assert problems == [
+        f"cases/a.yaml:{second}: case a1: duplicate case_id (first defined in cases/a.yaml)",
+        f"cases/a.yaml:{strct}: case a2: 'evaluator_config.tool_sequence.match': \"strct\" is not one of subsequence, "
+        "strict, unordered, superset, subset (did you mean strict?)",
+        f"cases/b.json:{titel}: case j1: unknown field 'titel' (did you mean title?)",
+    ]
+    assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
 def test_a_fault_of_the_defaults_is_named_once_for_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -811,7 +838,7 @@ def test_a_fault_of_the_defaults_is_named_once_for_the_file(tmp_path: Path, caps
     assert errors == [
         f"{where} defaults: 'risk_level': \"P9\" is not one of P0, P1, P2, P3 (did you mean P3?)",
         f"{where} defaults: unknown field 'metadata.review_staus' (did you mean review_status?)",
-        f"{where} case own: 'risk_level': \"PX\" is not one of P0, P1, P2, P3 (did you mean P3?)",
+        f"{where}1: case own: 'risk_level': \"PX\" is not one of P0, P1, P2, P3 (did you mean P3?)",
     ]
 
 

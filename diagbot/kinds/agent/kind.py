@@ -99,8 +99,8 @@ class AgentKind:
     name = "agent"
     options: type[BaseModel] | None = AgentOptions
 
-    def _load(self, suite: SuiteInput, with_lines: bool = False) -> list[LoadedCase]:
-        return load_cases(suite.cases, suite.cases_label, _options(suite).rules, with_lines)
+    def _load(self, suite: SuiteInput) -> list[LoadedCase]:
+        return load_cases(suite.cases, suite.cases_label, _options(suite).rules)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
         read: list[RawCase] | None = None  # the case files, when read already
@@ -134,7 +134,7 @@ class AgentKind:
     def validate(self, suite: SuiteInput) -> list[str]:
         """The warnings of the suite's cases; with problems, CaseFileError carries the usable cases' warnings."""
         problems: list[str] = []
-        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, True))
+        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems))
         warnings = self._warnings(suite, loaded_cases)
         if problems:
             raise CaseFileError(*problems, warnings=warnings)
@@ -268,7 +268,7 @@ class AgentKind:
 
     def annotations(self, suite: SuiteInput, report: AgentReport) -> list[Annotation]:
         try:
-            where = {c.case.case_id: c for c in self._load(suite, with_lines=True)}
+            where = {c.case.case_id: c for c in self._load(suite)}
         except CaseFileError:
             return []
         found = []

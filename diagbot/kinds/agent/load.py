@@ -225,22 +225,22 @@ def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _lines(text: str) -> dict[str, int]:
-    """The line of each `case_id: ...` in one pass, for annotations."""
-    lines: dict[str, int] = {}
+def _lines(text: str) -> dict[str, list[int]]:
+    """The lines of each `case_id: ...` in one pass, in file order (a repeated id has its own), for messages and
+    annotations."""
+    lines: dict[str, list[int]] = {}
     line, pos = 1, 0
     for match in _ID_LINE.finditer(text):
         line += text.count("\n", pos, match.start())
         pos = match.start()
-        lines.setdefault(match.group(1), line)
+        lines.setdefault(match.group(1), []).append(line)
     return lines
 
 
-def load_cases(root: Path, label: str, rules: dict[str, Check], with_lines: bool = False) -> list[LoadedCase]:
-    """Every case of the suite, in file order; raises CaseFileError listing every problem found. The line of each
-    case (for annotations and validate's messages) is looked up only `with_lines`: evaluating needs none."""
+def load_cases(root: Path, label: str, rules: dict[str, Check]) -> list[LoadedCase]:
+    """Every case of the suite, in file order; raises CaseFileError listing every problem found."""
     problems: list[str] = []
-    loaded = list(iter_cases(root, label, rules, problems, with_lines))
+    loaded = list(iter_cases(root, label, rules, problems))
     if problems:
         raise CaseFileError(*problems)
     return loaded
@@ -255,9 +255,15 @@ class RawCase:
     defaults: dict[str, Any]
     path: Path
     shown: str  # the file as messages name it
-    where: str  # the case as messages name it: `FILE: case ID`, or by number when its id is unusable
-    line: int
+    where: str  # the case as messages name it: `FILE:LINE: case ID`, or by number when its id is unusable
+    line: int  # the line of its case_id; 1 when not found
     said_of_defaults: set[str]  # the file's faults of its defaults said so far (shared by its cases)
+    index: int = 0  # its number in the file, from 0
+    named: str = ""  # `case ID` or `case #N`: `where` without the file
+
+    def at(self, line: int | None) -> str:
+        """`where`, at the given line of the file when it is known."""
+        return f"{self.shown}:{line}: {self.named}" if line else self.where
 
 
 def iter_cases(
@@ -265,7 +271,6 @@ def iter_cases(
     label: str,
     rules: dict[str, Check],
     problems: list[str],
-    with_lines: bool = False,
     read: list[RawCase] | None = None,
 ) -> Iterator[LoadedCase]:
     """The suite's valid cases one at a time, in file order, each problem found appended to `problems` meanwhile.
@@ -275,8 +280,9 @@ def iter_cases(
     suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
     rule_names = RuleNames(rules)
     ids = CaseIds()
-    for item in raw_cases(root, label, problems, suggestions, with_lines) if read is None else read:
-        case = _validated(item, problems, suggestions)
+    lines = FieldLines()
+    for item in raw_cases(root, label, problems, suggestions) if read is None else read:
+        case = _validated(item, problems, suggestions, lines)
         if case is None:
             continue
         clash = ids.clash(case.case_id, item.shown)
@@ -289,14 +295,12 @@ def iter_cases(
             yield LoadedCase(case, item.path, item.shown, item.line)
 
 
-def raw_cases(
-    root: Path, label: str, problems: list[str], suggestions: Suggestions, with_lines: bool = False
-) -> Iterator[RawCase]:
+def raw_cases(root: Path, label: str, problems: list[str], suggestions: Suggestions) -> Iterator[RawCase]:
     """Each case of the suite's files as written (merged with its file's defaults), in file order; the problems of
     the files themselves (unreadable, not a case, a default that is wrong) appended to `problems` meanwhile."""
     folder = root.resolve() if root.is_dir() else None
     for path, shown in case_files(root, label):
-        yield from file_cases(path, shown, folder, problems, suggestions, with_lines)
+        yield from file_cases(path, shown, folder, problems, suggestions)
 
 
 def file_cases(
@@ -305,13 +309,12 @@ def file_cases(
     folder: Path | None,
     problems: list[str],
     suggestions: Suggestions,
-    with_lines: bool = False,
 ) -> Iterator[RawCase]:
     """`raw_cases` of one case file of the suite (`folder`: the resolved cases folder, None for a suite of one
     file)."""
     text = _file_text(path, shown, folder, problems)
     if text is not None:
-        cases = _text_cases(text, path, shown, problems, suggestions, with_lines)
+        cases = _text_cases(text, path, shown, problems, suggestions)
         del text  # the cases' reading lets it go once decoded, so that it adds nothing to the peak
         yield from cases
 
@@ -334,10 +337,8 @@ def _file_text(path: Path, shown: str, folder: Path | None, problems: list[str])
     return None
 
 
-def _text_cases(
-    text: str, path: Path, shown: str, problems: list[str], suggestions: Suggestions, with_lines: bool = False
-) -> Iterator[RawCase]:
-    """The cases of a case file's text, decoded whole."""
+def _text_cases(text: str, path: Path, shown: str, problems: list[str], suggestions: Suggestions) -> Iterator[RawCase]:
+    """The cases of a case file's text, decoded whole, each with the line its `case_id` is on."""
     try:
         data = _decode(text, shown)
     except CaseFileError as exc:
@@ -351,7 +352,7 @@ def _text_cases(
             f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
         )
         defaults = {}
-    lines = _lines(text) if with_lines else {}
+    lines = _lines(text)
     said_of_defaults: set[str] = set()
     del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
     for index, raw in enumerate(raw_list):
@@ -370,23 +371,26 @@ def _raw_case(
     surrogates: bool,
     problems: list[str],
     said_of_defaults: set[str],
-    lines: dict[str, int] | None = None,
+    lines: dict[str, list[int]] | None = None,
 ) -> RawCase | None:
     """The file's case number `index` (decoded: `raw`) merged with the file's defaults, or None with its problem
     said (not a mapping, a lone surrogate). `surrogates`: whether its text may hold one."""
-    where = f"{shown}: case #{index + 1}"
+    named = f"case #{index + 1}"
+    where = f"{shown}: {named}"
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
         return None
     case_id = raw.get("case_id")
+    found = lines.get(case_id) if lines and isinstance(case_id, str) else None
+    line = (found.pop(0) if len(found) > 1 else found[0]) if found else 1  # a repeated id: its next line
     if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
-        where = f"{shown}: case {case_id}"
+        named = f"case {case_id}"
+        where = f"{shown}:{line}: {named}" if found else f"{shown}: {named}"
     bad = values.surrogate_paths(raw) if surrogates else []
     if bad:
         problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
         return None
-    line = lines.get(case_id, 1) if lines and isinstance(case_id, str) else 1
-    return RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults)
+    return RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults, index, named)
 
 
 @dataclass(frozen=True)
@@ -396,6 +400,68 @@ class CaseFile:
     path: Path
     shown: str
     folder: Path | None  # the resolved cases folder; None for a suite of one file
+
+
+MAX_LOCATED_BYTES = 2 * 1024 * 1024
+"""Case files up to this size have each fault of a case's field said at the field's line; in a larger one, at the
+line of the case's case_id."""
+
+
+class FieldLines:
+    """The line of a case's field, for the message of its fault. The file is read again and composed into YAML
+    nodes (a JSON file reads as YAML too), once per file and only for a file with a fault: a suite without one
+    costs nothing. Where the field cannot be found (it came from the defaults, or the file will not compose),
+    there is no line, and the message gives the case's."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._root: yaml.Node | None = None
+
+    def line(self, item: RawCase, loc: tuple[Any, ...]) -> int | None:
+        if item.path != self._path:
+            self._path, self._root = item.path, _composed(item.path)
+        node = _case_node(self._root, item.index)
+        line = None
+        for part in loc:
+            if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and 0 <= part < len(node.value):
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+                pair = next((pair for pair in node.value if getattr(pair[0], "value", None) == part), None)
+                if pair is None:
+                    if part in SHAPE_TAGS:  # pydantic's name of a union's branch: no key of the file
+                        continue
+                    break
+                line, node = pair[0].start_mark.line + 1, pair[1]
+            elif part not in SHAPE_TAGS:
+                break
+        return line
+
+
+def _composed(path: Path) -> yaml.Node | None:
+    try:
+        node: yaml.Node | None = yaml.compose(_text(read_bounded(path, MAX_LOCATED_BYTES)), Loader=_Loader)
+        return node
+    except (FileProblem, OSError, yaml.YAMLError, ValueError, RecursionError):
+        return None
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _case_node(root: yaml.Node | None, index: int) -> yaml.Node | None:
+    """The node of the file's case number `index`: in a list of cases, in the `cases` of `{defaults, cases}`, or
+    the file's one case."""
+    if isinstance(root, yaml.MappingNode):
+        cases = next((v for k, v in root.value if getattr(k, "value", None) == "cases"), None)
+        if isinstance(cases, yaml.SequenceNode):
+            root = cases
+        elif index == 0:
+            return root
+    if isinstance(root, yaml.SequenceNode) and 0 <= index < len(root.value):
+        case: yaml.Node = root.value[index]
+        return case
+    return None
 
 
 @dataclass(frozen=True)
@@ -575,14 +641,17 @@ def read_file(file: CaseFile) -> list[RawCase] | None:
     return None if problems else read
 
 
-def _validated(item: RawCase, problems: list[str], suggestions: Suggestions) -> AgentCase | None:
+def _validated(
+    item: RawCase, problems: list[str], suggestions: Suggestions, lines: FieldLines | None = None
+) -> AgentCase | None:
     try:
         return AgentCase.model_validate(item.data)
     except ValidationError as exc:
         for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
             said = describe(error, suggestions=suggestions)
             if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):
-                problems.append(f"{item.where}: {said}")
+                line = lines.line(item, tuple(error["loc"])) if lines else None
+                problems.append(f"{item.at(line)}: {said}")
             elif said not in item.said_of_defaults:
                 item.said_of_defaults.add(said)
                 problems.append(f"{item.shown}: defaults: {said}")
