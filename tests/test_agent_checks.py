@@ -149,10 +149,12 @@ def judge_run(
     return checks.judge(case, trial, [c for c in checks.CHECKS if c.applies(case)])
 
 
-def evaluate(case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None) -> AgentCaseResult:
+def evaluate(
+    case: AgentCase, fixtures: Path, options: dict[str, Any] | None = None, max_bytes: int = 1 << 20
+) -> AgentCaseResult:
     loaded = LoadedCase(case, fixtures / "cases.yaml", "cases.yaml", 1)
     opts = AgentOptions.model_validate(options or {})
-    return evaluate_case(loaded, Fixtures(fixtures), opts, 1 << 20, Governance(), TODAY)
+    return evaluate_case(loaded, Fixtures(fixtures), opts, max_bytes, Governance(), TODAY)
 
 
 def applied_codes(case: AgentCase) -> list[str]:
@@ -1646,6 +1648,23 @@ def test_tool_error_pattern_marks_calls_failed(tmp_path: Path) -> None:
     case = sequence_case(["refund"], "strict", ignore_failed=True)
     assert evaluate(case, tmp_path).status == "failed"
     assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).status == "passed"
+
+
+def test_tool_error_pattern_reads_the_whole_result(tmp_path: Path) -> None:
+    """An error said after a megabyte of padding still fails the call: a cut would leave it successful, and the
+    check that needed it to fail (here an ignore_failed sequence) would pass."""
+    write_json(
+        tmp_path / "c1.json",
+        [
+            assistant_calls(chat_call("a", "refund", {"n": 1})),
+            tool_result("a", " " * (1 << 21) + "Exception: timeout"),
+            assistant_calls(chat_call("b", "refund", {"n": 1})),
+            tool_result("b", "ok"),
+        ],
+    )
+    case = sequence_case(["refund"], "strict", ignore_failed=True)
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "Exception"}, 1 << 23).status == "passed"
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "Exceptional"}, 1 << 23).status == "failed"
 
 
 @pytest.mark.parametrize("policy", ["all", "any", 1, 3])

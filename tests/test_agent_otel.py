@@ -439,6 +439,28 @@ def test_an_attribute_value_under_a_field_otlp_json_does_not_write_is_refused() 
     ), said
 
 
+def test_an_attribute_sent_as_bytes_is_read_as_the_text_it_holds() -> None:
+    """A tool's name or result sent as bytes (protobuf's bytes_value, base64 in OTLP/JSON) is what it says: a call
+    of refund_submit, never of `cmVmdW5kX3N1Ym1pdA==`, which would hide it from every check. Bytes that are no UTF-8
+    text stay as their base64; letters that are no base64 are refused."""
+    rec = Recorder()
+    chat(rec, [say("user", text("A?"))], [say("assistant", text("ok"))])
+    tool(rec, "placeholder", "call_1", result="placeholder")
+    request = rec.request()
+    span = request.resource_spans[0].scope_spans[0].spans[-1]
+    values = {a.key: a.value for a in span.attributes}
+    values["gen_ai.tool.name"].bytes_value = b"refund_submit"
+    values["gen_ai.tool.call.result"].bytes_value = "Error: 不可退款".encode()
+    [call] = parse(otel_recorder.otlp_json(request)).calls
+    assert (call.tool, call.result) == ("refund_submit", "Error: 不可退款")
+    values["gen_ai.tool.call.result"].bytes_value = b"\xff\xfe"
+    assert parse(otel_recorder.otlp_json(request)).calls[0].result == "//4="
+    doc = otel_recorder.otlp_json(request)
+    [name] = [a for a in doc["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]["attributes"] if a["key"] == "gen_ai.tool.name"]
+    name["value"]["bytesValue"] = "refund_submit!"
+    assert problem(doc).endswith('.bytesValue: not base64, as OTLP/JSON writes bytes: \'refund_submit!\''), problem(doc)
+
+
 def test_a_message_with_parts_and_tool_calls_beside_them_is_refused() -> None:
     rec = Recorder()
     both = {

@@ -657,8 +657,10 @@ def test_a_failing_metric_is_never_shown_as_reaching_its_threshold() -> None:
         (r"(?P<doc_id>(a{100}){100})", "invalid regular expression '(?P<doc_id>(a{100}){100})': invalid repetition "
                                        "size: {100} (regex checks use RE2 syntax)"),
         ("(?P<doc_id>" + "a" * 2_000 + ")", "is 2,012 characters long; the limit is 1,000"),
+        (r"\[(?P<doc_id>\w+)\]|\{(?P<doc_id>\w+)\}", "names more than one group doc_id, and only the first of them "
+                                                   "would be read"),
     ],
-    ids=["matches-empty", "no-doc-id", "nested-repetition", "too-long"],
+    ids=["matches-empty", "no-doc-id", "nested-repetition", "too-long", "repeated-name"],
 )  # fmt: skip
 def test_a_pathological_citation_pattern_is_refused_in_the_config(tmp_path: Path, pattern: str, message: str) -> None:
     result = diagbot(make_suite(tmp_path, options=f"    citation-pattern: '{pattern}'\n"))

@@ -176,6 +176,22 @@ def named_groups(pattern: str) -> set[str]:
     return set(_with_groups(pattern).groupindex)
 
 
+_GROUP_NAME = re.compile(r"\\.|\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>")  # an escape (skipped), or a named group
+
+
+def repeated_groups(pattern: str) -> list[str]:
+    """The group names the pattern gives to more than one group. RE2 accepts them, but a match reports only the
+    first group of a name, so what the others matched would go unseen (Python's re refuses them)."""
+    seen: set[str] = set()
+    repeated = []
+    for match in _GROUP_NAME.finditer(pattern):
+        name = match.group(1)
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name or "")
+    return [name for name in repeated if name]
+
+
 def matches_empty(pattern: str) -> bool:
     """Whether the (valid) pattern matches the empty text, and so matches at every position of any text."""
     return _with_groups(pattern).search("") is not None

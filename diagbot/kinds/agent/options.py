@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from diagbot.core.models import StrictInput
-from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, valid_regex
+from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, repeated_groups, valid_regex
 from diagbot.core.text import closest
 from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.checks import Confirmation
@@ -51,6 +51,13 @@ class AgentOptions(StrictInput):
             )
         if value is not None and matches_empty(value):
             raise ValueError("the citation pattern matches empty text, so it would find a citation everywhere")
+        repeated = repeated_groups(value) if value is not None else []
+        if repeated:
+            raise ValueError(
+                f"the citation pattern names more than one group {' and '.join(repeated)}, and only the first of "
+                "them would be read; name each once, and put the alternatives inside it: "
+                "[\\[{](?P<doc_id>\\w+)[\\]}]"
+            )
         return value
 
     @field_validator("confirmation_pattern", "tool_error_pattern")

@@ -32,7 +32,6 @@ ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, op
 RESEMBLED = (openai_responses, openai_chat, otlp, native)
 AUTO = "auto"
 FORMAT_NAMES = (AUTO, *ADAPTERS)
-MAX_MATCHED_CHARS = 1024 * 1024  # characters of a tool result that `tool-error-pattern` reads
 MAX_PROBLEM_CHARS = 2_000
 """Characters of a problem's JSON path, and of its message, kept: both quote the run (a key, an id), and a trial's
 failure lands in the report, the comment and the next run's baseline."""
@@ -218,7 +217,9 @@ def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
 
 
 def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:
-    """Read one trial's file; a call whose result text matches `error_pattern` is marked failed."""
+    """Read one trial's file; a call whose result text matches `error_pattern` is marked failed. The whole result is
+    searched, however long (the pattern is RE2, linear in the text, and the file is bounded): an error said after a
+    cut would leave the call successful."""
     try:
         data = read_bounded(path, max_bytes)
     except FileProblem as problem:
@@ -229,10 +230,6 @@ def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | 
     run = parse_run(data, fmt)
     if error_pattern is not None:  # a result nested too deeply to write as text is caught by the caller
         for call in run.calls:
-            if (
-                not call.failed
-                and call.has_result
-                and error_pattern.search_text(call.result_text[: MAX_MATCHED_CHARS + 1])
-            ):
+            if not call.failed and call.has_result and error_pattern.search_text(call.result_text):
                 call.failed = True
     return run

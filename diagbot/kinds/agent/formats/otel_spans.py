@@ -9,6 +9,8 @@ decoded, so a run's many repeated histories cost one string each until one of th
 
 from __future__ import annotations
 
+import base64
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -128,9 +130,23 @@ def repeated_key(key: str) -> str:
     )
 
 
+def _bytes(written: str, path: str) -> str:
+    """A bytesValue (base64 in OTLP/JSON) as the UTF-8 text it holds: a tool's name or result sent as bytes is read
+    as what it says, never as its base64 letters (a call of `cmVmdW5kX3N1Ym1pdA==` would hide `refund_submit` from
+    every check). Bytes that are no UTF-8 text (an image) stay as their base64 text."""
+    try:
+        held = base64.b64decode(written, validate=True)
+    except ValueError:  # binascii.Error
+        raise TraceInvalid(path, f"not base64, as OTLP/JSON writes bytes: {written[:40]!r}") from None
+    try:
+        return held.decode("utf-8")
+    except UnicodeDecodeError:
+        return written
+
+
 def any_value(raw: Any, path: str, depth: int = 0) -> Any:
-    """An OTLP AnyValue as a plain value: arrays as lists, key-value lists as objects, bytes as their base64 text,
-    an empty AnyValue as None."""
+    """An OTLP AnyValue as a plain value: arrays as lists, key-value lists as objects, bytes as the text they hold
+    (`_bytes`), an empty AnyValue as None."""
     value = obj(raw, path)
     if len(value) > 1 and len(members := [key for key in _MEMBERS if key in value]) > 1:  # a oneof: a reader takes
         raise TraceInvalid(path, f"holds {' and '.join(members)}; an OTLP value holds one of them")  # one, hides one
@@ -145,7 +161,7 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
     if "doubleValue" in value:
         return _double(value["doubleValue"], f"{path}.doubleValue")
     if "bytesValue" in value:
-        return text(value["bytesValue"], f"{path}.bytesValue")
+        return _bytes(text(value["bytesValue"], f"{path}.bytesValue"), f"{path}.bytesValue")
     if depth == MAX_DEPTH and ("arrayValue" in value or "kvlistValue" in value):
         raise TraceInvalid(path, f"nested more than {MAX_DEPTH} levels deep")
     if "arrayValue" in value:
