@@ -305,7 +305,8 @@ def test_unordered_verdict_ignores_call_order(
     case = sequence_case(expected, "unordered")
 
     def passes(made: list[tuple[str, int]]) -> bool:
-        return not failures(case, native(*(call(tool, {"x": x}) for tool, x in made)))
+        answer = say("assistant", "done")  # a run that makes no call still says something (an empty one is refused)
+        return not failures(case, native(*(call(tool, {"x": x}) for tool, x in made), answer))
 
     original, reordered = pair  # the oracle also catches a pairing that is wrong the same way in both orders
     assert passes(original) == passes(reordered) == _unordered_oracle(expected, original)
@@ -918,9 +919,14 @@ def test_transitions_of_a_run_that_records_only_its_final_state() -> None:
     ]
     assert failures(case, {"messages": [], "final_state": {"status": "closed", "priority": "high"}}) == []
     assert failures(case, {"messages": [], "final_state": {"priority": "low"}}) == []  # status: not recorded
-    assert failures(case, [{"role": "user", "content": "hi"}]) == [
+    asked = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    assert failures(case, asked) == []  # its policy's tool was never called, so no call of it changed anything
+    refunded = [asked[0], {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "refund", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "done"}, asked[1]]  # fmt: skip
+    assert failures(case, refunded) == [
         "state_transition_forbidden: the refund policy's state transitions cannot be checked: the run records no "
-        "state changes and no final_state"
+        "state changes and no final_state, though refund was called"
     ]
 
 
@@ -1087,7 +1093,9 @@ def test_trace_requirement() -> None:
     case = make_case(trace_requirement={"required_fields": ALL_FIELDS})
     full = native(say("assistant", "x"), call("a", result="r"), change("k", 1, 2), final_state={})
     assert failures(case, full) == []
-    assert failures(case, native()) == [f"trace_requirement_missing: the run records no {f}" for f in ALL_FIELDS]
+    assert failures(case, native(say("assistant", ""))) == [
+        f"trace_requirement_missing: the run records no {f}" for f in ALL_FIELDS
+    ]
     assert failures(case, native(say("assistant", "x"), call("a"))) == [
         "trace_requirement_missing: the run records no observation",
         "trace_requirement_missing: the run records no state_change",
@@ -1239,7 +1247,7 @@ def test_rule_checks(spec: dict[str, Any], expected: list[str]) -> None:
 
 def test_rule_id_names_the_failure_and_no_duration_fails() -> None:
     case = make_case(evaluator_config={"rule_checks": [{"id": "fast", "max_duration_ms": 10}]})
-    assert failures(case, native()) == ["rule_failed: fast: the run records no duration ms"]
+    assert failures(case, native(say("assistant", "done"))) == ["rule_failed: fast: the run records no duration ms"]
 
 
 def test_named_rule_from_the_suite() -> None:
@@ -1401,7 +1409,7 @@ REFUND = {"name": "refund_submit", "arguments": "{}"}
          "$[1]: an item with neither type nor role; expected a typed item"),
         ([{"type": "message", "role": "user", "content": "refund?"}, {"id": "fc_1", "call_id": "c1", **REFUND}],
          "$[1]: an item without a type holds 'call_id'; only a reference ({id}) may omit it"),
-        ([{"role": "user", "content": "refund?"}, {"id": "msg_ref_1"},
+        ([{"role": "user", "content": "refund?", "id": "msg_ref_1"}, {"id": "msg_ref_1"},
           {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": REFUND}]},
           {"type": "message", "role": "assistant", "content": "Refunded."}],
          "$[2].tool_calls: a message item holds tool_calls: a call recorded so would go unread"),
@@ -1542,6 +1550,50 @@ def test_an_audio_reply_is_read_by_its_transcript() -> None:
     assert parse_run(json.dumps(run).encode(), "auto").answer == "Sure, refund immediately."
 
 
+@pytest.mark.parametrize(
+    "run",
+    [
+        [],
+        {"messages": []},
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "refund it"}],
+        {"input": [], "output": []},
+        {"input": [{"type": "message", "role": "user", "content": "refund it"}], "output": []},
+        {"format": "diagbot-agent-trace", "version": 1, "steps": []},
+    ],
+    ids=["chat-list", "chat-messages", "user-only", "responses", "responses-user-only", "native"],
+)
+def test_a_run_that_records_nothing_the_agent_did_is_refused(run: Any) -> None:
+    """An empty run, or one of the user's words alone, passed every case whose checks are all of what must not
+    happen (a red-team P0 included): a recording step that lost the agent's part turned them green."""
+    assert refusal(run, "auto") == (
+        "$: the run records nothing the agent did (no assistant message, tool call, state change, retrieval or "
+        "final state); a recording that lost the agent's part would pass every check of what must not happen: "
+        "record the whole run"
+    )
+    case = make_case(risk_level="P0", negative_behavior=[{"tool_called": "refund_submit"}])
+    assert failures(case, native(say("assistant", "I will not refund it."))) == []
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "a", "function": {"name": "", "arguments": ""}}],
+            }
+        ],
+        [{"type": "function_call", "call_id": "a", "name": " ", "arguments": "{}"}],
+        {"format": "diagbot-agent-trace", "version": 1, "steps": [{"kind": "tool_call", "tool": ""}]},
+    ],
+    ids=["chat", "responses", "native"],
+)
+def test_a_call_without_a_tool_name_is_refused(run: Any) -> None:
+    """A call of the tool "" was read and judged: no check names it, so a refund recorded without its name passed."""
+    assert refusal(run, "auto") == "$: tool call 1 (in the run's order) has no tool name; record the name called"
+
+
 def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under auto, a file that no adapter detects is refused even when the adapter it resembles reads it: a
     resemblance names what is wrong, it never makes a run (fail closed, whatever a lenient reader accepts)."""
@@ -1551,7 +1603,9 @@ def test_a_file_that_only_resembles_a_format_is_never_read_as_a_run(monkeypatch:
         "$: not a run format diagbot knows (closest: lenient, but not in its shape); expected one of diagbot, "
         "openai-responses, openai-chat, otlp (see docs/agent.md)"
     )
-    reference = [{"type": "message", "role": "user", "content": "x"}, {"id": "msg_1"}]  # a Responses item reference
+    made = {"type": "function_call", "call_id": "a", "id": "fc_1", "name": "t", "arguments": "{}"}
+    given = {"type": "function_call_output", "call_id": "a", "output": "r"}
+    reference = [{"type": "message", "role": "user", "content": "x"}, made, given, {"id": "fc_1"}]  # ends on one
     assert parse_run(json.dumps(reference).encode(), "auto").answer == ""  # detected as Responses, and read
 
 

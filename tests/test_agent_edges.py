@@ -140,7 +140,7 @@ def test_a_case_that_declares_only_state_starts_absent_keys_as_null() -> None:
 def test_tool_calls_alone_are_actions() -> None:
     case = make_case(trace_requirement={"required_fields": ["action"]})
     assert failures(case, calls("lookup")) == []
-    assert failures(case, native()) == ["trace_requirement_missing: the run records no action"]
+    assert failures(case, native(say("assistant", " "))) == ["trace_requirement_missing: the run records no action"]
 
 
 # --- judging a case (evaluate.py) -----------------------------------------------------------------------------------
@@ -157,12 +157,15 @@ def test_the_latest_review_gates_only_when_it_approves(reviews: list[dict[str, A
     assert not_gating_because(make_case(reviews=reviews), Governance(), TODAY) == reason
 
 
-def test_a_case_with_nothing_checked_and_no_run_fails_as_missing(tmp_path: Path) -> None:
-    found = evaluate(make_case(), tmp_path)
-    assert (found.status, found.failed_checks) == (
-        "failed",
-        ["trace_missing: no run recorded: expected c1.json or a folder c1/ in the fixtures folder"],
-    )
+def test_a_case_with_nothing_checked_and_no_run_stays_unchecked(tmp_path: Path) -> None:
+    """A case that checks nothing is neither passed nor failed (issue 12), its run missing or not: it failed, and
+    a gating P0 one failed the gate for a run it could not have judged. The trial still says the run is missing
+    (and the suite's runs warning names the case)."""
+    found = evaluate(make_case(risk_level="P0", negative_behavior=["promise a refund"]), tmp_path)
+    assert (found.status, found.passed, found.failed_checks) == ("unchecked", False, [])
+    assert found.trial_results[0].failed_checks == [
+        "trace_missing: no run recorded: expected c1.json or a folder c1/ in the fixtures folder"
+    ]
 
 
 def test_too_few_trials_of_a_checked_case_fail_saying_so(tmp_path: Path) -> None:

@@ -456,9 +456,11 @@ def test_an_attribute_sent_as_bytes_is_read_as_the_text_it_holds() -> None:
     values["gen_ai.tool.call.result"].bytes_value = b"\xff\xfe"
     assert parse(otel_recorder.otlp_json(request)).calls[0].result == "//4="
     doc = otel_recorder.otlp_json(request)
-    [name] = [a for a in doc["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]["attributes"] if a["key"] == "gen_ai.tool.name"]
+    [name] = [
+        a for a in doc["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]["attributes"] if a["key"] == "gen_ai.tool.name"
+    ]
     name["value"]["bytesValue"] = "refund_submit!"
-    assert problem(doc).endswith('.bytesValue: not base64, as OTLP/JSON writes bytes: \'refund_submit!\''), problem(doc)
+    assert problem(doc).endswith(".bytesValue: not base64, as OTLP/JSON writes bytes: 'refund_submit!'"), problem(doc)
 
 
 def test_a_message_with_parts_and_tool_calls_beside_them_is_refused() -> None:

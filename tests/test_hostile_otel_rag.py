@@ -708,7 +708,7 @@ def test_hostile_thresholds_and_gold_evidence_are_all_listed(tmp_path: Path) -> 
     result = refused(diagbot(make_suite(tmp_path, cases)))
     where = f"{tmp_path}/cases"
     threshold = "evaluator_config.thresholds.citation_accuracy"
-    assert sorted(result.errors) == sorted(
+    assert sorted(re.sub(r"\.yaml:\d+: ", ".yaml: ", e) for e in result.errors) == sorted(  # the line: elsewhere
         [
             f"{where}/nan.yaml: holds nan at {threshold}, which is not a JSON number",
             f"{where}/inf.yaml: holds -inf at {threshold}, which is not a JSON number",
@@ -753,15 +753,16 @@ def test_an_invisible_character_in_a_metric_name_is_shown() -> None:
 
 
 def test_a_responses_item_reference_is_skipped_not_refused() -> None:
-    """`{"id": ...}` (its type optional, or null) points at an item of an earlier response: nothing to read here,
-    so it is skipped like the item types this format does not read; an item with nothing to tell what it is is
+    """`{"id": ...}` (its type optional, or null) repeats an item the file holds: nothing more to read, so it is
+    skipped like the item types this format does not read (one the file does not hold is refused: see
+    test_a_reference_to_an_item_the_file_does_not_hold_is_refused); an item with nothing to tell what it is is
     still refused."""
     from diagbot.kinds.agent.formats import parse_run
     from diagbot.kinds.agent.run import TraceInvalid
 
     answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
-    for reference in ({"id": "msg_abc"}, {"type": None, "id": "msg_abc"}, {"type": "item_reference", "id": "m"}):
-        data = {"input": [{"role": "user", "content": "hi"}, reference], "output": [answer]}
+    for reference in ({"id": "msg_abc"}, {"type": None, "id": "msg_abc"}, {"type": "item_reference", "id": "msg_abc"}):
+        data = {"input": [{"role": "user", "content": "hi", "id": "msg_abc"}, reference], "output": [answer]}
         run = parse_run(json.dumps(data).encode(), "openai-responses")
         assert [(s.role, s.text) for s in run.steps] == [("user", "hi"), ("assistant", "done")]  # type: ignore[union-attr]
     with pytest.raises(TraceInvalid, match=r"^\$\.input\[1\]: an item with neither type nor role"):
@@ -1625,6 +1626,21 @@ def test_a_responses_object_s_other_keys_are_looked_through_for_calls() -> None:
     assert parse(kept).answer == "ok"
 
 
+def test_a_reference_to_an_item_the_file_does_not_hold_is_refused() -> None:
+    """`{id}` pointing at an earlier response's item was skipped, though `previous_response_id` is refused: what the
+    item said (a card number) or called went unseen. A reference to an item the file holds repeats it, and is
+    skipped."""
+    user = {"type": "message", "role": "user", "content": "my card?", "id": "msg_1"}
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Anything else?"}]}
+    for reference in ({"id": "msg_earlier"}, {"type": "item_reference", "id": "msg_earlier"}):
+        assert problem({"input": [user, reference], "output": [answer]}) == (
+            "$.input[1].id: a reference to the item 'msg_earlier', which this file does not hold, so what it said or "
+            "called would go unseen; record the whole conversation: every request's input items and output items, "
+            "in order, in one file"
+        )
+    assert parse({"input": [user, {"id": "msg_1"}], "output": [answer]}).answer == "Anything else?"
+
+
 @pytest.mark.parametrize("kind", ["tool_use", "function", "tool", "functioncall", "output_text", "text"])
 def test_a_responses_item_of_an_unknown_type_that_holds_a_call_or_text_is_refused(kind: str) -> None:
     """Unknown item types were skipped whatever they held: a refund as `{type: tool_use, name, arguments}` and a
@@ -1638,7 +1654,9 @@ def test_a_responses_item_of_an_unknown_type_that_holds_a_call_or_text_is_refuse
         f"$[1].type: {kind!r} is not an item type diagbot reads, but the item holds a call or text; record calls as "
         "function_call (or a hosted *_call) items and text in message items"
     )
-    skipped = [hello, {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]},
+    spoke = {"type": "message", "role": "assistant", "content": "hi"}
+    thought = {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]}
+    skipped = [hello, spoke, thought,
                {"type": "mcp_approval_request", "id": "a", "name": "refund_submit", "arguments": "{}",
                 "server_label": "shop"}]  # fmt: skip
     assert parse(skipped).calls == []

@@ -1176,6 +1176,8 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
         # diagbot's format says a run changed nothing by recording no change, but not once the policy's tool was
         # called and succeeded: a recording of calls alone would pass any transition that call made
         called = silent and any(c.tool == policy.tool and not c.failed for c in t.run.calls)
+        if changes is None and not called:  # a policy is checked on the calls of its tool: none, nothing to check
+            continue
         if changes is None or called:
             if (forbidden or allowed) and failures.wants():
                 failures.add(

@@ -474,11 +474,10 @@ def _evaluate_case(
         f"{Code.TRACE_MISSING}: the suite's trials: {required} needs {required} passing trials; "
         f"{len(trials)} {'is' if len(trials) == 1 else 'are'} recorded"
     ]  # fmt: skip
-    broken = bool(short) or any(
-        c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID)) for t in trials for c in t.failed_checks
-    )
     passed = passed_trials >= required
-    status: Status = "unchecked" if not checks and not broken else "passed" if passed else "failed"
+    # nothing machine-checked: neither passed nor failed, whatever its runs (a missing one is in the trial results
+    # and in the suite's runs warning, but a case that checks nothing cannot fail the gate)
+    status: Status = "unchecked" if not checks else "passed" if passed else "failed"
     reason = not_gating_because(case, gate, today)
     first_failing = next((t for t in trials if not t.passed), None)
     result = AgentCaseResult(
@@ -499,7 +498,7 @@ def _evaluate_case(
         trials=len(trials),
         trials_passed=passed_trials,
         trial_results=trials,
-        failed_checks=short + (first_failing.failed_checks if first_failing else []),
+        failed_checks=short + (first_failing.failed_checks if first_failing and checks else []),
         unchecked_expectations=unchecked_expectations(case),
         tool_call_count=len(first_run.calls) if first_run else None,
         turn_count=first_run.turns if first_run and not first_run.unrecorded else None,  # unknown, not 0

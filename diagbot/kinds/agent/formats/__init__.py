@@ -23,7 +23,7 @@ from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
 from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
-from diagbot.kinds.agent.run import MAX_STEPS, Run, TraceInvalid
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
 ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat, otlp)}
@@ -132,7 +132,23 @@ def _parse(data: bytes, fmt: str) -> Run:
         raise TraceInvalid(
             "$", f"not a run format diagbot knows (closest: {adapter.NAME}, but not in its shape); {EXPECTED}"
         )
+    if run.final_state is None and not run.unrecorded and not any(_by_the_agent(step) for step in run.steps):
+        raise TraceInvalid("$", NOTHING_DONE)
+    nameless = next((n for n, call in enumerate(run.calls, 1) if not call.tool.strip()), None)
+    if nameless is not None:  # a call of "" fits no check that names a tool: not even tool_not_called
+        raise TraceInvalid("$", f"tool call {nameless} (in the run's order) has no tool name; record the name called")
     return run
+
+
+NOTHING_DONE = (
+    "the run records nothing the agent did (no assistant message, tool call, state change, retrieval or final "
+    "state); a recording that lost the agent's part would pass every check of what must not happen: record the "
+    "whole run"
+)
+
+
+def _by_the_agent(step: Any) -> bool:
+    return not isinstance(step, Message) or step.role == "assistant"
 
 
 def _one_run(top: dict[str, Any], root: str = "$") -> None:

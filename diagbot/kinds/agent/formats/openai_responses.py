@@ -126,6 +126,7 @@ def read(data: Any) -> Run:
             run.steps.append(spoke)
         return 2 * turn
 
+    held = {i.get("id") for _, entries in parts for i in entries if isinstance(i, dict) and not _refers(i)}
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
         spoke = stand_in = None
@@ -133,6 +134,13 @@ def read(data: Any) -> Run:
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
             kind = _kind(item, where)
+            if kind == "item_reference" and item.get("id") not in held:
+                raise TraceInvalid(  # what it points at (a message, a call) is in an earlier response only
+                    f"{where}.id",
+                    f"a reference to the item {str(item.get('id'))[:80]!r}, which this file does not hold, so what "
+                    "it said or called would go unseen; record the whole conversation: every request's input items "
+                    "and output items, in order, in one file",
+                )
             if kind == "message":
                 role = speaker(item.get("role"), f"{where}.role", "a function_call_output item")
                 said = content_text(item.get("content"), f"{where}.content")
@@ -229,6 +237,11 @@ def _hosted_args(item: dict[str, Any]) -> dict[str, Any]:
     if isinstance(action, dict):
         args.update(action)
     return args
+
+
+def _refers(item: dict[str, Any]) -> bool:
+    """Whether the item is a reference to another (`{id}`, or typed item_reference), not an item itself."""
+    return item.get("type") == "item_reference" or (item.get("type") is None and set(item) <= {"id", "type"})
 
 
 def _kind(item: dict[str, Any], where: str) -> str:

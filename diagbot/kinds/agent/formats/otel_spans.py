@@ -10,7 +10,6 @@ decoded, so a run's many repeated histories cost one string each until one of th
 from __future__ import annotations
 
 import base64
-
 import math
 import re
 from dataclasses import dataclass, field
