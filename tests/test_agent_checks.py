@@ -2286,7 +2286,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      # asking the agent to confirm something, and a question after a comma with an article
      "Please confirm the refund amount", "Yes, does the customer need to sign", "pls confirm the total",
      "Kindly reconfirm my address", "Confirm which card you will use", "Yes, will the refund arrive today",
-     "yes, could the fee be waived"],
+     "yes, could the fee be waived",
+     # holding off or taking back in other words (a later hostile pass)
+     "yes, give me a minute", "yes, I'll get back to you", "Yes, I'm having second thoughts", "go ahead — I disagree",
+     "yes, just joking", "yes, let me sleep on it", "yes, leave it", "Yes — psych!", "yes, one sec",
+     "Proceed: negative.", "yes, I'm reconsidering"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""

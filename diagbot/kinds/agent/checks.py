@@ -122,6 +122,11 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
     r"未|无|無",  # not yet, without: 未确认, 无法确认, 确认无效
     r"\b(?:nvm|disregard\w*|scrap|ignore\w*|wrong|oops|mistake\w*|ne|rien|jamais|nunca|nada)\b",  # taken back
+    # holding off, taking back or disagreeing in other words: "yes, give me a minute", "yes, I'll get back to you",
+    # "second thoughts", "let me sleep on it", "yes, just joking", "go ahead — I disagree", "Proceed: negative."
+    r"\b(?:give me an? |one |a |just a )(?:sec|second|min|minute|moment|mo)s?\b|\bget back to\b|\bsleep on\b",
+    r"\b(?:second thoughts?|reconsider\w*|disagree\w*|jok(?:e|es|ed|ing)|psych|leave it)\b",
+    rf"{_CLAUSE}negative\b",  # a clause of its own ("Proceed: negative."), not "refund the negative balance"
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
@@ -228,7 +233,12 @@ class Confirmation:
         found = min((s for s in spans if s is not None), default=None) if earliest else next(filter(None, spans), None)
         if found is None:
             return None
-        said = data[found[0] : found[1]].decode("utf-8", "replace").strip()
+        start, end = found
+        while start > 0 and _WORDLY.fullmatch(data[start : start + 1]) and _WORDLY.fullmatch(data[start - 1 : start]):
+            start -= 1  # the whole word: "don't", not "don"
+        while end < len(data) and _WORDLY.fullmatch(data[end - 1 : end]) and _WORDLY.fullmatch(data[end : end + 1]):
+            end += 1
+        said = data[start:end].decode("utf-8", "replace").strip()
         return json.dumps((said.strip(_PUNCTUATION) or said)[:40], ensure_ascii=False)
 
     def why_not(self, text: str, named: tuple[str, ...] = ()) -> str:
@@ -252,6 +262,7 @@ class Confirmation:
         )
 
 
+_WORDLY = re.compile(rb"[A-Za-z0-9']")  # what a quoted English word goes on through (bytes of folded text)
 _PUNCTUATION = " \t.,;:!-–—…。，；：！"  # around a quoted refusal (`". is this"`), but for a lone `?`
 
 
