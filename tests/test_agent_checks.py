@@ -950,7 +950,15 @@ def test_a_native_run_without_state_changes_changed_nothing() -> None:
     closed = make_case(initial_state=active, final_state_check={"id": "closed", "expr": "account_status",
                                                                  "equals": "closed"})  # fmt: skip
     assert failures(closed, quiet) == ['final_state_mismatch: closed: expected "closed", got "active"']
-    assert failures(kept, [{"role": "assistant", "content": "I cannot do that."}]) == [
+    # a chat run records no state: with no call made, its final state is the initial state (issue 12's words)
+    assert failures(kept, [{"role": "assistant", "content": "I cannot do that."}]) == []
+    assert failures(closed, [{"role": "assistant", "content": "I cannot do that."}]) == [
+        'final_state_mismatch: closed: expected "closed", got "active"'
+    ]
+    # once a call succeeded, it may have changed the state unseen: undecided (see the test below)
+    called = [{"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "lock",
+              "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "a", "content": "ok"}]  # fmt: skip
+    assert failures(kept, called) == [
         "final_state_mismatch: still_active: the run records no final_state and no state changes, so its final "
         "state is not known (record final_state, or state_change steps)"
     ]
