@@ -157,6 +157,17 @@ def test_the_latest_review_gates_only_when_it_approves(reviews: list[dict[str, A
     assert not_gating_because(make_case(reviews=reviews), Governance(), TODAY) == reason
 
 
+def test_usage_rights_that_gate_nothing_are_said_plainly() -> None:
+    """`gate: {usage-rights: []}` read "not )", and a blank right vanished from the message."""
+    case = make_case()
+    assert not_gating_because(case, Governance(usage_rights=()), TODAY) == (
+        "usage rights are approved_for_evaluation, and gate.usage-rights allows none"
+    )
+    assert not_gating_because(case, Governance(usage_rights=(" ",)), TODAY) == (
+        "usage rights are approved_for_evaluation, not ' '"
+    )
+
+
 def test_a_case_with_nothing_checked_and_no_run_stays_unchecked(tmp_path: Path) -> None:
     """A case that checks nothing is neither passed nor failed (issue 12), its run missing or not: it failed, and
     a gating P0 one failed the gate for a run it could not have judged. The trial still says the run is missing

@@ -230,8 +230,8 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         (NESTED, "nested too deeply to be a run"),
         (OVER_VALUES, "holds 1,500,000 JSON values; diagbot reads at most 1,000,000 per run"),
         ([{"role": "user", "content": "x"}] * 10_001, "$: has 10,001 items; diagbot reads at most 10,000 per run"),
-        ('[{"role":"assistant","content":"done","x":NaN}]', "cannot be read: NaN is not a JSON number"),
-        ('[{"role":"assistant","content":"done","x":-Infinity}]', "cannot be read: -Infinity is not a JSON number"),
+        ('[{"role":"assistant","content":"done","x":NaN}]', "cannot be read: NaN, which is not a JSON number"),
+        ('[{"role":"assistant","content":"done","x":-Infinity}]', "cannot be read: -Infinity, which is not a JSON number"),
         ('[{"role":"assistant","content":"done","x":' + "9" * 5000 + "}]",
          "cannot be read: a number with 5000 digits (at most 50)"),
         (b'[{"role":"assistant","content":"done \xff"}]', "not UTF-8 (bad byte at offset 37); re-save it as UTF-8"),
@@ -318,7 +318,7 @@ def test_a_huge_answer_is_bounded(tmp_path: Path) -> None:
         (json.dumps([json.loads("[" * 150 + "]" * 150)]), None),
         ("[" * 100_000 + "]" * 100_000, "arguments are nested too deeply to read: "),
         ('{"n": ' + "9" * 5000 + "}", "arguments are not valid JSON (a number with 5000 digits (at most 50))"),
-        ('{"n": NaN}', "arguments are not valid JSON (NaN is not a JSON number)"),
+        ('{"n": NaN}', "arguments are not valid JSON (NaN, which is not a JSON number)"),
         ('{"n": ', "arguments are not valid JSON (Expecting value)"),
     ],
     ids=["deep-but-parseable", "nested-100k", "5000-digit-int", "NaN", "truncated"],
@@ -470,7 +470,7 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("int.json", '{"case_id": "i", "n": ' + "9" * 5000 + "}", "int.json: holds a number with 5000 digits (at most 50)"),
     ("int.yaml", "case_id: i2\ncase_version: " + "9" * 5000 + "\n",
      "int.yaml: holds a number of about 5,000 digits at case_version (at most 50)"),
-    ("nan.json", '{"case_id": "n", "x": NaN}', "nan.json: holds NaN is not a JSON number"),
+    ("nan.json", '{"case_id": "n", "x": NaN}', "nan.json: holds NaN, which is not a JSON number"),
     ("surrogate.json", case("sj", title="\ud800"), "surrogate.json: case sj: title holds a lone surrogate, which is "
                                                    "not Unicode text"),
     ("surrogate.yaml", 'case_id: sy\ntitle: "\\ud800"\n', "surrogate.yaml: case sy: title holds a lone surrogate"),
@@ -532,6 +532,15 @@ def test_a_bad_case_file_is_named(tmp_path: Path, name: str, content: Any, messa
     cases = tmp_path / "cases"
     errors = [_without_line(error) for error in result.errors]  # which line: test_agent_suite's field-line tests
     assert any(error.startswith(f"{cases}/") and name in error and message in error for error in errors), errors
+
+
+def test_a_suite_whose_cases_path_is_a_fifo_says_so(tmp_path: Path) -> None:
+    """`cases:` naming a FIFO read "no such case file or folder", though a FIFO inside a cases folder is named."""
+    root = make_suite(tmp_path)
+    os.mkfifo(root / "one.yaml")
+    (root / "diagbot.yml").write_text("suites:\n  - name: ag\n    kind: agent\n    cases: one.yaml\n    fixtures: fx\n")
+    result = refused(diagbot(root))
+    assert result.errors == [f"{root}/one.yaml: the case file is not a regular file (it is a FIFO)"]
 
 
 def test_every_case_file_problem_is_listed_at_once(tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_read_bounded_never_reads_past_its_cap(tmp_path: Path) -> None:
         ('[{"id": "a", "traceFixture": "a\\u0000b.json"}]', "holds a control character or a lone surrogate"),
         ('[{"id": "a", "traceFixture": "x.json", "minKeywordMatches": ' + "9" * 5000 + "}]",
          "a number with 5000 digits (at most 50)"),
-        ('[{"id": "a", "traceFixture": "x.json", "minKeywordMatches": NaN}]', "NaN is not a JSON number"),
+        ('[{"id": "a", "traceFixture": "x.json", "minKeywordMatches": NaN}]', "NaN, which is not a JSON number"),
         ("[" * 100_000, "nested too deeply"),
     ],
     ids=["surrogate-title", "surrogate-id", "nul-in-path", "5000-digit-int", "nan", "deep"],

@@ -257,7 +257,7 @@ DOCUMENTS = f'{SPAN}.attributes["gen_ai.retrieval.documents"]'
 @pytest.mark.parametrize(
     ("documents", "message"),
     [
-        ('[{"id": "a", "score": NaN}]', f"{DOCUMENTS}: cannot be read: NaN is not a JSON number"),
+        ('[{"id": "a", "score": NaN}]', f"{DOCUMENTS}: cannot be read: NaN, which is not a JSON number"),
         ('[{"id": "a", "score": 1e999}]', f"{DOCUMENTS}[0].score: expected a finite number, found inf"),
         ("[" * 100_000 + "]" * 100_000, f"{DOCUMENTS}: nested too deeply to read"),
         ('\ufeff[{"id": "a"}]', f"{DOCUMENTS}: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "
@@ -297,7 +297,7 @@ LINES = json_lines(*[{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]} for s
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (LINES + b'{"resourceSpans": NaN}\n', "line 2: cannot be read: NaN is not a JSON number"),
+        (LINES + b'{"resourceSpans": NaN}\n', "line 2: cannot be read: NaN, which is not a JSON number"),
         (LINES + b"null\n", "line 2: $: expected an object, found null"),
         (LINES + b'[{"role": "user", "content": "x"}]\n', "line 2: $: expected an object, found an array"),
         (LINES + b"\xef\xbb\xbf{}\n", "line 2: not valid JSON at line 1 column 1 (Unexpected UTF-8 BOM (decode using "
@@ -976,6 +976,11 @@ def test_the_sdks_console_span_json_is_named_as_such(fmt: str) -> None:
         "OTLP/JSON; export with an OTLP/JSON file exporter instead: see docs/agent.md, 'Getting such a file')"
     )
     assert "SDK's own span JSON" not in problem(b'{"context": 1}\n{"x": 2}', fmt)  # other broken JSON: no hint
+    # a script's JSON array of span.to_json() got only "not a run format diagbot knows"
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    collected = "[" + ",".join(span.to_json() for span in rec.exporter.get_finished_spans()) + "]"
+    assert problem(collected.encode(), fmt).endswith("see docs/agent.md, 'Getting such a file')"), fmt
 
 
 def test_a_tool_span_without_an_id_takes_the_call_with_its_arguments() -> None:

@@ -94,7 +94,7 @@ def load_json_object(text: str, where: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{where}:{exc.lineno}:{exc.colno}: not a JSON report ({exc.msg})") from None
     except values.BadNumber as exc:
-        raise ReportFormatError(f"{where}: holds {exc}, which no diagbot report has") from None
+        raise ReportFormatError(f"{where}: holds {exc}; no diagbot report holds one") from None
     except (RecursionError, ValueError):
         raise ReportFormatError(f"{where}: nested too deeply or too large to be a diagbot report") from None
     if not isinstance(data, dict):

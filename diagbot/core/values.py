@@ -38,7 +38,7 @@ def _int(text: str) -> int:
 
 
 def _constant(name: str) -> Any:
-    raise BadNumber(f"{name} is not a JSON number")
+    raise BadNumber(f"{name}, which is not a JSON number")
 
 
 def loads(text: str | bytes) -> Any:

@@ -59,7 +59,10 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
         try:
             mode = location.stat().st_mode
         except (OSError, ValueError):
-            found.problems.append(f"{location}: baseline not found (expected a report file or a report folder)")
+            found.problems.append(
+                f"{location}: baseline not found (expected a report file or a report folder; a run with "
+                f"--out {location} writes one)"
+            )
         else:  # a device, a FIFO, a socket: never a report, and reading one could block or never end
             found.problems.append(
                 f"{location}: the baseline is not a regular file or a folder (it is {file_kind(mode)}); give a report "

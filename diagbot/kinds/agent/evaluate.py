@@ -197,7 +197,12 @@ def not_gating_because(case: AgentCase, governance: Governance, today: dt.date) 
         near = slip_of(meta.rights, governance.usage_rights)
         hint = f" (did you mean {near}?)" if near else ""
         rights = values.one_line(meta.rights, 100)  # a case's text, repeated for every case its defaults give it to
-        reasons.append(f"usage rights are {rights}, not {' or '.join(governance.usage_rights)}{hint}")
+        allowed = " or ".join(repr(r) if not r.strip() else r for r in governance.usage_rights)
+        reasons.append(
+            f"usage rights are {rights}, not {allowed}{hint}"
+            if allowed
+            else f"usage rights are {rights}, and gate.usage-rights allows none"
+        )
     if meta.retain_until is not None and meta.retain_until < today:
         reasons.append(f"usage rights lapsed on {meta.retain_until.isoformat()}")
     if meta.dataset_role not in governance.roles:

@@ -75,7 +75,7 @@ class LoadedCase:
 def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
     """The case files of a suite, sorted: `root` itself, or the *.yaml/*.yml/*.json under it, in any case (links to
     folders are not followed, hidden entries are skipped)."""
-    if root.is_file():
+    if root.is_file() or (root.exists() and not root.is_dir()):  # a FIFO or a device: reading it says what it is
         return [(root, label)]
     if not root.is_dir():
         raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")

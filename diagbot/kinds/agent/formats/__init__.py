@@ -90,9 +90,13 @@ def _exporter_hint(data: bytes, exc: TraceInvalid) -> str:
 
 def _sdk_span_json(data: bytes) -> bool:
     """Whether the file starts with a span as the Python SDK writes it to the console: `{"name": ..., "context":
-    {"trace_id": "0x...", "span_id": "0x..."}, ...}`, one after another (so not one JSON document)."""
+    {"trace_id": "0x...", "span_id": "0x..."}, ...}`, one after another (so not one JSON document), or a JSON array
+    of such spans (`[span.to_json() ...]` collected by a script)."""
     head = data[:_SDK_PREFIX]
-    return head.lstrip()[:1] == b"{" and _SDK_SPAN.search(head) is not None
+    start = head.lstrip()
+    if start[:1] == b"[":
+        start = start[1:].lstrip()
+    return start[:1] == b"{" and _SDK_SPAN.search(head) is not None
 
 
 def _parse(data: bytes, fmt: str) -> Run:
