@@ -981,7 +981,7 @@ def test_annotations_point_at_the_failing_cases_file_and_line() -> None:
     lines = (ROOT / "cases/agent/refund_tool_cases.yaml").read_text(encoding="utf-8").splitlines()
     assert p0.path == ROOT / "cases/agent/refund_tool_cases.yaml"
     assert "refund_submit_confirmed_011" in lines[p0.line - 1]
-    assert p0.message.startswith("1/3 trials passed\nprecondition_unmet: ")
+    assert p0.message.startswith("1/3 trials passed; trial-2.json failed\nprecondition_unmet: ")
     assert "agent: incident_canary_rollback_003 (P1, informational)" in found
     assert len(found) == 6
 

@@ -86,11 +86,11 @@ def test_unknown_rule_names_against_many_rules_are_compared_within_the_bound(
     assert 1 <= sum(calls.values()) <= load.MAX_RULE_COMPARISONS // 5_000
     listed = ", ".join(f"rule_{i:05d}" for i in range(12)) + ", … 4988 more"
     assert problems[0] == (
-        f"cases/cases.json: case c0: evaluator_config.rule_checks[0]: unknown rule 'rulx_00000' "
+        f"cases/cases.json:1: case c0: evaluator_config.rule_checks[0]: unknown rule 'rulx_00000' "
         f"(did you mean rule_00000?){DEFINE}"
     )
     assert problems[-1] == (
-        "cases/cases.json: case c2: evaluator_config.rule_checks[999]: unknown rule 'rulx_01999' (not compared "
+        "cases/cases.json:1: case c2: evaluator_config.rule_checks[999]: unknown rule 'rulx_01999' (not compared "
         "with the suite's rules: its case files name too many unknown ones); the suite defines "
         f"{listed}{DEFINE}"
     )
@@ -117,11 +117,11 @@ def test_a_small_rule_set_still_suggests_for_every_distinct_name_once(
     assert calls["no_privacy_lek"] == 1
     assert len(calls) == 1_001 and max(calls.values()) == 1
     assert problems[0] == (
-        "cases/cases.json: case c0: evaluator_config.rule_checks[0]: unknown rule 'no_privacy_lek' "
+        "cases/cases.json:1: case c0: evaluator_config.rule_checks[0]: unknown rule 'no_privacy_lek' "
         f"(did you mean no_privacy_leak?){DEFINE}"
     )
     assert problems[-1] == (
-        "cases/cases.json: case c999: evaluator_config.rule_checks[1]: unknown rule 'zz999'; the suite defines "
+        "cases/cases.json:1: case c999: evaluator_config.rule_checks[1]: unknown rule 'zz999'; the suite defines "
         f"max_turns_ok, no_privacy_leak, polite{DEFINE}"
     )
 
@@ -133,7 +133,7 @@ def test_the_rules_a_suite_defines_are_listed_up_to_twelve(tmp_path: Path) -> No
         defined = rules(f"r{i:05d}" for i in range(count))
         case = agent_case("c0", evaluator_config={"rule_checks": ["QQQQQQQQQQ"]})
         assert load_problems(tmp_path, [case], defined) == [
-            "cases/cases.json: case c0: evaluator_config.rule_checks[0]: unknown rule 'QQQQQQQQQQ'; the suite "
+            "cases/cases.json:1: case c0: evaluator_config.rule_checks[0]: unknown rule 'QQQQQQQQQQ'; the suite "
             f"defines {listed}{DEFINE}"
         ]
 
@@ -171,7 +171,7 @@ def test_misspelt_fields_are_given_suggestions_within_the_bound(
     assert len(problems) == 10_000
     assert sum(calls.values()) == load.FIELD_SUGGESTIONS
     assert problems[0] == "cases/cases.json: defaults: unknown field 'rubrik0' (did you mean rubric?)"
-    assert problems[-1] == "cases/cases.json: case c0: unknown field 'titel4999'"
+    assert problems[-1] == "cases/cases.json:1: case c0: unknown field 'titel4999'"
 
 
 def test_the_same_misspelt_field_in_many_cases_is_looked_up_once(
@@ -181,7 +181,7 @@ def test_the_same_misspelt_field_in_many_cases_is_looked_up_once(
     problems = load_problems(tmp_path, [agent_case(f"c{i}", titel="x") for i in range(2_000)])
     assert calls == {"titel": 1}
     assert problems == [
-        f"cases/cases.json: case c{i}: unknown field 'titel' (did you mean title?)" for i in range(2_000)
+        f"cases/cases.json:1: case c{i}: unknown field 'titel' (did you mean title?)" for i in range(2_000)
     ]
 
 
