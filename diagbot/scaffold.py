@@ -160,6 +160,12 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
             f"folder of your repository, move the workflow there and give its diagbot step `config: {folder}/"
             "diagbot.yml`."
         )
+    branch = current_branch(target)
+    if branch is not None and branch != "main":
+        lines.append(
+            f"The workflow makes baselines from pushes to main, and this repository is on {one_line(branch, 100)}: "
+            f"if your default branch is not main, set it in `branches: [main]` of {one_line(str(target / WORKFLOW))}."
+        )
     lines += [
         "diagbot run writes its report folders under build/: add build/ to your .gitignore.",
         "",
@@ -172,3 +178,18 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
         f"  diagbot run --baseline {BASELINE}   # after changing a case or a run: compare with that baseline",
     ]
     return "\n".join(lines)
+
+
+def current_branch(target: Path) -> str | None:
+    """The branch checked out in the git repository `target` is in (its `.git/HEAD`), or None: not a repository, a
+    detached head, a worktree's `.git` file."""
+    try:
+        for folder in (target.resolve(), *target.resolve().parents):
+            head = folder / ".git" / "HEAD"
+            if head.is_file():
+                with head.open("rb") as file:
+                    said = file.read(512).decode("utf-8", "replace").strip()
+                return said.removeprefix("ref: refs/heads/") if said.startswith("ref: refs/heads/") else None
+    except OSError:
+        return None
+    return None

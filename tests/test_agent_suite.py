@@ -822,6 +822,33 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
+def test_a_duplicate_id_is_said_beside_the_other_faults_of_its_first_case(tmp_path: Path) -> None:
+    """A case that fails validation never took its id, so a second case with it was said only after the first was
+    fixed: one more round of validate for no reason."""
+    typo = {**spec_case(), "titel": "x"}
+    assert load(tmp_path, {"a.json": [typo], "b.json": [spec_case()]}) == [
+        "cases/a.json:1: case refund_eligibility_001: unknown field 'titel' (did you mean title?)",
+        "cases/b.json:1: case refund_eligibility_001: duplicate case_id (first defined in cases/a.json)",
+    ]
+
+
+def test_run_warns_of_a_gating_p0_case_that_checks_nothing(tmp_path: Path) -> None:
+    """It is unchecked whatever its run, so it can never fail the gate: `validate` said so, `run` did not."""
+    prose = {**spec_case(), "risk_level": "P0", "negative_behavior": ["leak the card number"]}
+    prose["evaluator_config"] = {}
+    prose.pop("expected_tool_sequence", None)
+    prose.pop("success_criteria", None)
+    config = _suite_folder(tmp_path, [prose])
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    assert report["results"][0]["status"] == "unchecked"  # its run is missing too: still unchecked, not failed
+    assert (
+        "case refund_eligibility_001: a gating P0 case with nothing machine-checked (its expectations are text for "
+        "people), so it can never fail the gate; add a check object (negative_behavior, success_criteria, "
+        "expected_tool_sequence, ...)"
+    ) in report["warnings"]
+
+
 def test_a_fault_of_the_defaults_is_named_once_for_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A typo in `defaults` (here a metadata field, and one inside a default policy) is said once, under
     `defaults:`, not once for each case it reaches; a case that gives the field itself is named on its own."""

@@ -81,6 +81,25 @@ def test_init_writes_an_agent_suite_by_default_and_says_what_next(
     )
 
 
+def test_init_in_a_repository_on_another_branch_says_where_baselines_come_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git init` still makes `master` in many setups, and the workflow makes baselines from pushes to main: without a
+    word, no baseline would ever be made. On main, or outside a repository, nothing is said."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/master\n")
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(tmp_path / "app")
+    assert main(["init"]) == 0
+    assert (
+        "The workflow makes baselines from pushes to main, and this repository is on master: if your default branch "
+        "is not main, set it in `branches: [main]` of .github/workflows/diagbot.yml.\n"
+    ) in capsys.readouterr().out
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert main(["init", "again"]) == 0
+    assert "this repository is on" not in capsys.readouterr().out
+
+
 def test_init_into_a_folder_makes_it_and_starts_the_next_steps_with_cd(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

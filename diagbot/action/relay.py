@@ -204,7 +204,8 @@ def _problems(exc: ValidationError, path: Path) -> list[str]:
         field = ".".join(str(p) for p in error["loc"]) or "top level"
         shown.append(f"{path}: field '{field}': {error['msg'].lower()}; {FIX}")
     more = exc.error_count() - len(shown)
-    return shown + ([f"{path}: ... and {more} more problems"] if more > 0 else [])
+    said = f"{path}: ... and {more} more {'problem' if more == 1 else 'problems'}"
+    return shown + ([said] if more > 0 else [])
 
 
 def load_suites(report_dir: Path, order: list[str] | None, root: Path) -> list[SuiteOutcome]:

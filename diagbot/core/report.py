@@ -130,7 +130,8 @@ def model_problems(exc: ValidationError, where: str, what: str) -> ReportFormatE
         message = error_message(error)
         shown.append(f"{where}: not a readable {what}: {loc}: {message[:1].lower() + message[1:]}")
     more = exc.error_count() - len(shown)
-    return ReportFormatError(*shown, *([f"{where}: ... and {more} more problems"] if more > 0 else []))
+    said = f"{where}: ... and {more} more {'problem' if more == 1 else 'problems'}"
+    return ReportFormatError(*shown, *([said] if more > 0 else []))
 
 
 def counts_agree(total: int, passed: int, results: int, results_passed: int, where: str) -> None:

@@ -550,7 +550,13 @@ def judge_case(
 ) -> tuple[AgentCaseResult, list[str]]:
     """A case's result, and the parts of it that check nothing (the report's warnings)."""
     result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
-    return result, [f"case {loaded.case.case_id}: {w}" for w in ignored_checks(loaded.case, options.rules)]
+    found = ignored_checks(loaded.case, options.rules)
+    if result.status == "unchecked" and result.gating and result.risk_level == "P0":
+        found.append(
+            "a gating P0 case with nothing machine-checked (its expectations are text for people), so it can never "
+            "fail the gate; add a check object (negative_behavior, success_criteria, expected_tool_sequence, ...)"
+        )
+    return result, [f"case {loaded.case.case_id}: {w}" for w in found]
 
 
 def ungated_warning(results: list[AgentCaseResult]) -> list[str]:

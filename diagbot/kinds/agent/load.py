@@ -283,7 +283,12 @@ def iter_cases(
     lines = FieldLines()
     for item in raw_cases(root, label, problems, suggestions) if read is None else read:
         case = _validated(item, problems, suggestions, lines)
-        if case is None:
+        if case is None:  # its id still counts: a duplicate is said now, not once the other faults are fixed
+            case_id = item.raw.get("case_id")
+            plain = isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id) is not None
+            clash = ids.clash(str(case_id), item.shown) if plain else None
+            if clash:
+                problems.append(f"{item.where}: {clash}")
             continue
         clash = ids.clash(case.case_id, item.shown)
         if clash:
