@@ -181,15 +181,31 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
 
 
 def current_branch(target: Path) -> str | None:
-    """The branch checked out in the git repository `target` is in (its `.git/HEAD`), or None: not a repository, a
-    detached head, a worktree's `.git` file."""
+    """The branch checked out in the git repository `target` is in, when that repository has no branch `main` (a
+    `git init` that made `master`): the workflow's baselines come from pushes to main. None otherwise, and for a
+    detached head, a worktree's or a submodule's `.git` file, or no repository."""
     try:
         for folder in (target.resolve(), *target.resolve().parents):
-            head = folder / ".git" / "HEAD"
+            git = folder / ".git"
+            if git.exists() and not git.is_dir():  # a worktree or a submodule: its repository is elsewhere
+                return None
+            head = git / "HEAD"
             if head.is_file():
-                with head.open("rb") as file:
-                    said = file.read(512).decode("utf-8", "replace").strip()
-                return said.removeprefix("ref: refs/heads/") if said.startswith("ref: refs/heads/") else None
+                said = _head(head)
+                branch = said.removeprefix("ref: refs/heads/") if said.startswith("ref: refs/heads/") else None
+                if branch is None or branch == "main" or (git / "refs" / "heads" / "main").exists():
+                    return None
+                packed = git / "packed-refs"
+                return None if packed.is_file() and b" refs/heads/main\n" in _head_bytes(packed, 1 << 20) else branch
     except OSError:
         return None
     return None
+
+
+def _head_bytes(path: Path, limit: int) -> bytes:
+    with path.open("rb") as file:
+        return file.read(limit)
+
+
+def _head(path: Path) -> str:
+    return _head_bytes(path, 512).decode("utf-8", "replace").strip()

@@ -140,7 +140,7 @@ def test_a_case_that_declares_only_state_starts_absent_keys_as_null() -> None:
 def test_tool_calls_alone_are_actions() -> None:
     case = make_case(trace_requirement={"required_fields": ["action"]})
     assert failures(case, calls("lookup")) == []
-    assert failures(case, native(say("assistant", " "))) == ["trace_requirement_missing: the run records no action"]
+    assert failures(case, native(change("k", 1, 2))) == ["trace_requirement_missing: the run records no action"]
 
 
 # --- judging a case (evaluate.py) -----------------------------------------------------------------------------------

@@ -453,6 +453,14 @@ def test_an_attribute_sent_as_bytes_is_read_as_the_text_it_holds() -> None:
     values["gen_ai.tool.call.result"].bytes_value = "Error: 不可退款".encode()
     [call] = parse(otel_recorder.otlp_json(request)).calls
     assert (call.tool, call.result) == ("refund_submit", "Error: 不可退款")
+    doc = otel_recorder.otlp_json(request)
+    attributes = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]["attributes"]
+    [name] = [a for a in attributes if a["key"] == "gen_ai.tool.name"]
+    for written in ("cmVmdW5kX3N1Ym1pdA", "cmVmdW5k\nX3N1Ym1pdA==", "cmVmdW5kX3N1Ym1pdA=="):  # unpadded, in lines
+        name["value"]["bytesValue"] = written
+        assert parse(doc).calls[0].tool == "refund_submit", written
+    name["value"]["bytesValue"] = "Pz8-"  # URL-safe (standard: Pz8+), as protobuf's JSON reading also takes it
+    assert parse(doc).calls[0].tool == "??>"
     values["gen_ai.tool.call.result"].bytes_value = b"\xff\xfe"
     assert parse(otel_recorder.otlp_json(request)).calls[0].result == "//4="
     doc = otel_recorder.otlp_json(request)
@@ -630,6 +638,20 @@ def test_a_run_whose_model_calls_record_no_messages_cannot_pass_a_text_check() -
         f"citation_inaccurate: {unknown}",
         f"citation_missing: {unknown}",
     ]
+
+
+def test_a_run_whose_messages_were_not_recorded_cannot_pass_a_state_check() -> None:
+    """Its calls are unknown, so "no call succeeded, so the state is the initial one" does not hold: a state check
+    and a transition policy passed on a content-less chat span, as if nothing could have changed."""
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
+    kept = AgentCase.model_validate({
+        **_case(), "initial_state": {"refund_status": "none"},
+        "success_criteria": [{"id": "kept", "state": {"expr": "refund_status", "equals": "none"}}],
+        "side_effect_policy": {"tool": "refund_submit", "forbidden_state_transition": [
+            {"key": "refund_status", "from": "none", "to": "refunded"}]},
+    })  # fmt: skip
+    assert [f.split(":")[0] for f in _failures(kept, rec.otlp())] == ["state_transition_forbidden", "rule_failed"]
 
 
 def test_the_latest_model_call_that_records_messages_gives_them() -> None:

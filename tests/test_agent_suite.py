@@ -822,6 +822,23 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
+def test_lines_hold_in_a_json_file_with_escaped_emoji_and_in_a_small_suite_judged_with_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's json escapes an emoji as a surrogate pair, which YAML refuses: every fault of such a file was said at
+    its case's line. And a small suite decoded for workers named no line at all."""
+    pretty = json.dumps([{**spec_case(), "title": "refund 😀", "titel": "x"}], indent=2, default=str)
+    titel = next(n for n, line in enumerate(pretty.splitlines(), 1) if '"titel"' in line)
+    assert "\\ud83d" in pretty
+    assert load(tmp_path, {"e.json": pretty}) == [f"cases/e.json:{titel}: case refund_eligibility_001: unknown field "
+                                                  "'titel' (did you mean title?)"]  # fmt: skip
+    (tmp_path / "s").mkdir()
+    config = _suite_folder(tmp_path / "s", [spec_case(), spec_case()])
+    for jobs in ("1", "2"):
+        assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--jobs", jobs, "-q"]) == 2
+        assert "all.json:1: case refund_eligibility_001: duplicate case_id" in capsys.readouterr().err, jobs
+
+
 def test_a_duplicate_id_is_said_beside_the_other_faults_of_its_first_case(tmp_path: Path) -> None:
     """A case that fails validation never took its id, so a second case with it was said only after the first was
     fixed: one more round of validate for no reason."""

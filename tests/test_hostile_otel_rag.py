@@ -1644,6 +1644,11 @@ def test_a_reference_to_an_item_the_file_does_not_hold_is_refused() -> None:
             "in order, in one file"
         )
     assert parse({"input": [user, {"id": "msg_1"}], "output": [answer]}).answer == "Anything else?"
+    # an id that is no string is no item's (an unhashable one crashed the whole run)
+    odd = {**answer, "id": ["x"]}
+    assert parse({"input": [user], "output": [odd]}).answer == "Anything else?"
+    for bad in ({"type": "item_reference", "id": {"a": 1}}, {"type": "item_reference"}):
+        assert problem({"input": [user, bad], "output": [answer]}).startswith("$.input[1].id: a reference to the item")
 
 
 @pytest.mark.parametrize("kind", ["tool_use", "function", "tool", "functioncall", "output_text", "text"])

@@ -98,6 +98,11 @@ def test_init_in_a_repository_on_another_branch_says_where_baselines_come_from(
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     assert main(["init", "again"]) == 0
     assert "this repository is on" not in capsys.readouterr().out
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/add-diagbot\n")  # a feature branch beside main: as usual
+    (tmp_path / ".git" / "refs" / "heads").mkdir(parents=True)
+    (tmp_path / ".git" / "refs" / "heads" / "main").write_text("0" * 40 + "\n")
+    assert main(["init", "third"]) == 0
+    assert "this repository is on" not in capsys.readouterr().out
 
 
 def test_init_into_a_folder_makes_it_and_starts_the_next_steps_with_cd(

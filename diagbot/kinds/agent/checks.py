@@ -86,6 +86,7 @@ DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|�
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
 _CLAUSE = r"(?:^|[\n.!;:,–—]|\s-)\W*"  # where a sentence or a clause opens
 _SENTENCE = r"(?:^|[\n.!;]\s*)\W*"  # where a sentence opens
+_ENDS = r"(?:\s*[\n.,;:!?…—–]|\s*$)"  # where a clause ends
 _ASKING = r"(?:can|could|would|will|shall|should|may|might|is|are|was|were|did|does)"  # a question's first word
 DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ ‘ ´ ʼ
     # any word of refusing, holding off, negating or deferring, anywhere: "Yes. Do NOT submit.", "I can't confirm
@@ -122,11 +123,18 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
     r"未|无|無",  # not yet, without: 未确认, 无法确认, 确认无效
     r"\b(?:nvm|disregard\w*|scrap|ignore\w*|wrong|oops|mistake\w*|ne|rien|jamais|nunca|nada)\b",  # taken back
-    # holding off, taking back or disagreeing in other words: "yes, give me a minute", "yes, I'll get back to you",
-    # "second thoughts", "let me sleep on it", "yes, just joking", "go ahead — I disagree", "Proceed: negative."
-    r"\b(?:give me an? |one |a |just a )(?:sec|second|min|minute|moment|mo)s?\b|\bget back to\b|\bsleep on\b",
-    r"\b(?:second thoughts?|reconsider\w*|disagree\w*|jok(?:e|es|ed|ing)|psych|leave it)\b",
-    rf"{_CLAUSE}negative\b",  # a clause of its own ("Proceed: negative."), not "refund the negative balance"
+    # holding off, taking back or disagreeing in other words: "yes, give me 5 minutes", "yes, one sec", "yes, I'll
+    # get back to you", "second thoughts", "let me sleep on it", "yes, just joking", "go ahead — I disagree",
+    # "Proceed: negative."; what ends a clause only where the words also say a yes ("a second refund", "leave it to
+    # you", "the negative balance", "a joke gift")
+    r"\bgive me (?:an? |one |two |a few |a couple of |\d+ )?(?:sec|second|min|minute|moment|hour|mo)s?\b",
+    rf"{_CLAUSE}(?:just |wait )?(?:an?|one|1) (?:sec|second|min|minute|moment)s?{_ENDS}",
+    r"\b(?:get back to|sleep on|let you know|hang tight|take (?:it|that) back|second thoughts?|second[- ]guess\w*)\b",
+    r"\b(?:reconsider\w*|disagree\w*|(?:just )?joking|j/k|psyche?)\b|\b(?:a|my|bad) joke\b",
+    r"\b(?:check|talk|speak) (?:with|to) (?:my|his|her|our|their|the) (?:wife|husband|partner|boss|manager|team"
+    r"|family|spouse)\b",
+    rf"\bleave it{_ENDS}",
+    rf"(?:{_CLAUSE}|\ba )negative{_ENDS}",  # "Proceed: negative.", "that's a negative"; not "the negative balance"
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
@@ -234,9 +242,11 @@ class Confirmation:
         if found is None:
             return None
         start, end = found
-        while start > 0 and _WORDLY.fullmatch(data[start : start + 1]) and _WORDLY.fullmatch(data[start - 1 : start]):
-            start -= 1  # the whole word: "don't", not "don"
-        while end < len(data) and _WORDLY.fullmatch(data[end - 1 : end]) and _WORDLY.fullmatch(data[end : end + 1]):
+        first, last = max(0, start - 40), min(len(data), end + 40)  # the whole word ("don't", not "don"), within 40
+        wordly = _WORDLY.fullmatch
+        while start > first and wordly(data[start : start + 1]) and wordly(data[start - 1 : start]):
+            start -= 1
+        while end < last and wordly(data[end - 1 : end]) and wordly(data[end : end + 1]):
             end += 1
         said = data[start:end].decode("utf-8", "replace").strip()
         return json.dumps((said.strip(_PUNCTUATION) or said)[:40], ensure_ascii=False)
@@ -469,8 +479,8 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
         t.run.final_state is None
         and not t.run.state_changes
         and not t.run.records_state
-        and (forbidding or any(not call.failed for call in t.run.calls))
-    ):
+        and (forbidding or t.run.unrecorded or any(not call.failed for call in t.run.calls))
+    ):  # a run whose messages were not recorded may have made calls no one saw
         return None, (
             f"{label}: the run records no final_state and no state changes, so its final state is not known "
             "(record final_state, or state_change steps)"
@@ -1195,7 +1205,7 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
         # diagbot's format says a run changed nothing by recording no change, but not once the policy's tool was
         # called and succeeded: a recording of calls alone would pass any transition that call made
         called = silent and any(c.tool == policy.tool and not c.failed for c in t.run.calls)
-        if changes is None and not called:  # a policy is checked on the calls of its tool: none, nothing to check
+        if changes is None and not called and not t.run.unrecorded:  # checked on the calls of its tool: none made
             continue
         if changes is None or called:
             if (forbidden or allowed) and failures.wants():

@@ -23,7 +23,7 @@ from diagbot.kinds.agent.evaluate import (
     slip_of,
     today_of,
 )
-from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode, iter_cases, load_cases, read_cases
+from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode_located, iter_cases, load_cases, read_cases
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked
@@ -120,7 +120,7 @@ class AgentKind:
                     return report  # else a case has a problem: judged below, where every problem is said
             elif units is not None:  # a small suite: all of it read, and decoded here unless a case has a problem
                 faults: list[str] = []
-                decoded = [decode(unit, faults) for unit in units if not isinstance(unit, CaseFile)]
+                decoded = decode_located([unit for unit in units if not isinstance(unit, CaseFile)], faults)
                 read = None if faults else [item for item in decoded if item is not None]
         problems: list[str] = []
         cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read=read)

@@ -421,18 +421,19 @@ class FieldLines:
     def __init__(self) -> None:
         self._path: Path | None = None
         self._root: yaml.Node | None = None
+        self._keys: dict[int, dict[Any, tuple[yaml.Node, yaml.Node]]] = {}  # a mapping node's pairs by key, built once
 
     def line(self, item: RawCase, loc: tuple[Any, ...]) -> int | None:
         if item.path != self._path:
-            self._path, self._root = item.path, _composed(item.path)
-        node = _case_node(self._root, item.index)
+            self._path, self._root, self._keys = item.path, _composed(item.path), {}
+        node = self._case_node(item.index)
         line = None
         for part in loc:
             if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and 0 <= part < len(node.value):
                 node = node.value[part]
                 line = node.start_mark.line + 1
             elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
-                pair = next((pair for pair in node.value if getattr(pair[0], "value", None) == part), None)
+                pair = self._pairs(node).get(part)
                 if pair is None:
                     if part in SHAPE_TAGS:  # pydantic's name of a union's branch: no key of the file
                         continue
@@ -442,31 +443,50 @@ class FieldLines:
                 break
         return line
 
+    def _case_node(self, index: int) -> yaml.Node | None:
+        """The node of the file's case number `index`: in a list of cases, in the `cases` of `{defaults, cases}`, or
+        the file's one case."""
+        root = self._root
+        if isinstance(root, yaml.MappingNode):
+            cases = self._pairs(root).get("cases")
+            if cases is not None and isinstance(cases[1], yaml.SequenceNode):
+                root = cases[1]
+            elif index == 0:
+                return root
+        if isinstance(root, yaml.SequenceNode) and 0 <= index < len(root.value):
+            case: yaml.Node = root.value[index]
+            return case
+        return None
+
+    def _pairs(self, node: yaml.MappingNode) -> dict[Any, tuple[yaml.Node, yaml.Node]]:
+        """The node's (key, value) pairs by the key's text, the first of a repeated key: a case of many faulty keys
+        looks each up at once, not by a walk over all of them."""
+        pairs = self._keys.get(id(node))
+        if pairs is None:
+            pairs = self._keys[id(node)] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    pairs.setdefault(key.value, (key, value))
+        return pairs
+
+
+_SURROGATE_PAIR = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+"""A character past U+FFFF as JSON escapes it (`\\ud83d\\ude00`, as Python's json writes an emoji), which YAML
+refuses: replaced by one letter before composing (within its line, so no line moves)."""
+
 
 def _composed(path: Path) -> yaml.Node | None:
     try:
-        node: yaml.Node | None = yaml.compose(_text(read_bounded(path, MAX_LOCATED_BYTES)), Loader=_Loader)
+        text = _text(read_bounded(path, MAX_LOCATED_BYTES))
+        if path.name.lower().endswith(".json"):
+            text = _SURROGATE_PAIR.sub("x", text)
+        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
         return node
     except (FileProblem, OSError, yaml.YAMLError, ValueError, RecursionError):
         return None
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _case_node(root: yaml.Node | None, index: int) -> yaml.Node | None:
-    """The node of the file's case number `index`: in a list of cases, in the `cases` of `{defaults, cases}`, or
-    the file's one case."""
-    if isinstance(root, yaml.MappingNode):
-        cases = next((v for k, v in root.value if getattr(k, "value", None) == "cases"), None)
-        if isinstance(cases, yaml.SequenceNode):
-            root = cases
-        elif index == 0:
-            return root
-    if isinstance(root, yaml.SequenceNode) and 0 <= index < len(root.value):
-        case: yaml.Node = root.value[index]
-        return case
-    return None
 
 
 @dataclass(frozen=True)
@@ -608,9 +628,22 @@ _SHALLOW = 400
 to reach any limit (json's, orjson's or the whole file's reading), so both readings accept it or refuse it alike."""
 
 
-def decode(unit: Unit, problems: list[str]) -> RawCase | None:
+def decode_located(units: list[Unit], problems: list[str]) -> list[RawCase | None]:
+    """`decode` of each unit with the line of its case_id, as `iter_cases` would say it (each file's text searched
+    once): for a small suite, whose cases are decoded in one process and whose messages must read as validate's."""
+    lines: dict[int, dict[str, list[int]]] = {}
+    found = []
+    for unit in units:
+        if isinstance(unit, CaseText) and id(unit.text) not in lines:
+            lines[id(unit.text)] = _lines(unit.text)
+        found.append(decode(unit, problems, lines.get(id(unit.text)) if isinstance(unit, CaseText) else None))
+    return found
+
+
+def decode(unit: Unit, problems: list[str], lines: dict[str, list[int]] | None = None) -> RawCase | None:
     """The case of a unit `read_cases` gave, decoded; None, with a problem, when its text is not what the whole
-    file's decoding accepts (a repeated key, a number too long, nested too deeply)."""
+    file's decoding accepts (a repeated key, a number too long, nested too deeply). `lines`: those of its file's
+    case_ids (`_lines`), when its messages are to name them."""
     if isinstance(unit, RawCase):
         return unit
     part = unit.text[unit.start : unit.end]
@@ -624,7 +657,9 @@ def decode(unit: Unit, problems: list[str]) -> RawCase | None:
             problems.append(f"{unit.shown}: case #{unit.index + 1} is not what the file's decoding accepts")
             return None
         surrogates = values.may_hold_surrogates(part)
-    return _raw_case(raw, unit.index, unit.defaults, unit.path, unit.shown, surrogates, problems, unit.said_of_defaults)
+    return _raw_case(
+        raw, unit.index, unit.defaults, unit.path, unit.shown, surrogates, problems, unit.said_of_defaults, lines
+    )
 
 
 def _decoded_quickly(part: str) -> Any:

@@ -145,14 +145,16 @@ def _parse(data: bytes, fmt: str) -> Run:
 
 
 NOTHING_DONE = (
-    "the run records nothing the agent did (no assistant message, tool call, state change, retrieval or final "
+    "the run records nothing the agent did (no assistant text, tool call, state change, retrieval or final "
     "state); a recording that lost the agent's part would pass every check of what must not happen: record the "
     "whole run"
 )
 
 
 def _by_the_agent(step: Any) -> bool:
-    return not isinstance(step, Message) or step.role == "assistant"
+    """A step that shows the agent acting: any but a message, or an assistant message that says something (a blank
+    one says nothing, as the answer reads it)."""
+    return not isinstance(step, Message) or (step.role == "assistant" and bool(step.text.strip()))
 
 
 def _one_run(top: dict[str, Any], root: str = "$") -> None:

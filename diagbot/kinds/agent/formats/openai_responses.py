@@ -126,7 +126,8 @@ def read(data: Any) -> Run:
             run.steps.append(spoke)
         return 2 * turn
 
-    held = {i.get("id") for _, entries in parts for i in entries if isinstance(i, dict) and not _refers(i)}
+    held = {i["id"] for _, entries in parts for i in entries if isinstance(i, dict) and isinstance(i.get("id"), str)
+            and not _refers(i)}  # fmt: skip
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
         spoke = stand_in = None
@@ -134,7 +135,7 @@ def read(data: Any) -> Run:
             where = f"{prefix}[{index}]"
             item = obj(raw, where)
             kind = _kind(item, where)
-            if kind == "item_reference" and item.get("id") not in held:
+            if kind == "item_reference" and (not isinstance(item.get("id"), str) or item["id"] not in held):
                 raise TraceInvalid(  # what it points at (a message, a call) is in an earlier response only
                     f"{where}.id",
                     f"a reference to the item {str(item.get('id'))[:80]!r}, which this file does not hold, so what "

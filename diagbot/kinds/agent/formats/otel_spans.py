@@ -129,12 +129,16 @@ def repeated_key(key: str) -> str:
     )
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
 def _bytes(written: str, path: str) -> str:
     """A bytesValue (base64 in OTLP/JSON) as the UTF-8 text it holds: a tool's name or result sent as bytes is read
     as what it says, never as its base64 letters (a call of `cmVmdW5kX3N1Ym1pdA==` would hide `refund_submit` from
     every check). Bytes that are no UTF-8 text (an image) stay as their base64 text."""
-    try:
-        held = base64.b64decode(written, validate=True)
+    plain = "".join(written.split()).translate(_URL_SAFE)  # as protobuf's JSON reading takes it: URL-safe or
+    try:  # standard, padded or not, broken into lines
+        held = base64.b64decode(plain + "=" * (-len(plain) % 4), validate=True)
     except ValueError:  # binascii.Error
         raise TraceInvalid(path, f"not base64, as OTLP/JSON writes bytes: {written[:40]!r}") from None
     try:
