@@ -473,14 +473,15 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
     `args_match` says, and `{}` is any object: the reading that can fail the case wins, as in `same`."""
     label = check.id or check.expr
     # a run that records nothing of its state ends in the initial state updated by its changes (none), as issue 12
-    # says, when no call of it succeeded; once one did, that call may have changed the state unseen (a refund's
-    # tool saying "refunded"), and what is forbidden could never fail: undecided
+    # says, when no call of it succeeded; once one did (or its messages were not recorded, so its calls are not
+    # known), a call may have changed the state unseen (a refund's tool saying "refunded"): undecided, as what must
+    # not hold always is there, since it could otherwise never fail
     if (
         t.run.final_state is None
         and not t.run.state_changes
         and not t.run.records_state
         and (forbidding or t.run.unrecorded or any(not call.failed for call in t.run.calls))
-    ):  # a run whose messages were not recorded may have made calls no one saw
+    ):
         return None, (
             f"{label}: the run records no final_state and no state changes, so its final state is not known "
             "(record final_state, or state_change steps)"
