@@ -571,6 +571,9 @@ def test_every_tool_span_claims_at_most_one_call_and_no_call_is_counted_twice(
     if not capture and not spans:  # the HTTP span alone: nothing of the agent is recorded, so nothing is judged
         assert "none of which diagbot reads" in problem(recorded_with(spans))
         return
+    if not made and not spans:  # the agent's one message called nothing and said nothing: no run either
+        assert "the run records nothing the agent did" in problem(recorded_with(spans))
+        return
     run = parse(recorded_with(spans))
     assert len(recorded) <= len(run.calls) <= len(recorded) + len(spans)
     from_messages = [c for c in run.calls if isinstance(c.args, dict)]  # only the messages record arguments here
