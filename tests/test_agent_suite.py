@@ -446,8 +446,8 @@ def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) 
     [loaded] = load_cases(tmp_path / "cases", "cases", RULES)
     assert (loaded.case.dataset_id, loaded.case.metadata.owner, loaded.line) == ("shared", "ai_eval_team", 1)
     assert load(tmp_path, {"a.json": {"defaults": {"case_id": "x", "titel": "t"}, "cases": []}}) == [
-        "cases/a.json: defaults: case_id cannot have a default; give each case its own",
-        "cases/a.json: defaults: unknown field 'titel' (did you mean title?)",
+        "cases/a.json:1: defaults: case_id cannot have a default; give each case its own",
+        "cases/a.json:1: defaults: unknown field 'titel' (did you mean title?)",
     ]
 
 
@@ -822,6 +822,16 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
+def test_a_fault_of_the_defaults_is_said_at_its_line(tmp_path: Path) -> None:
+    """The defaults' own faults (an unknown key, a wrong value) name their line too, once for the file."""
+    text = "defaults:\n  dataset_id: shared\n  risk_level: P9\n  titel: x\ncases:\n  - case_id: a1\n"
+    said = [p for p in load(tmp_path, {"d.yaml": text}) if "defaults" in p]  # the case's own faults aside
+    assert said == [
+        "cases/d.yaml:4: defaults: unknown field 'titel' (did you mean title?)",
+        "cases/d.yaml:3: defaults: 'risk_level': \"P9\" is not one of P0, P1, P2, P3 (did you mean P3?)",
+    ]
+
+
 def test_lines_hold_in_a_json_file_with_escaped_emoji_and_in_a_small_suite_judged_with_workers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -880,8 +890,8 @@ def test_a_fault_of_the_defaults_is_named_once_for_the_file(tmp_path: Path, caps
     errors = capsys.readouterr().err.splitlines()
     where = f"error: {tmp_path}/cases/all.json:"
     assert errors == [
-        f"{where} defaults: 'risk_level': \"P9\" is not one of P0, P1, P2, P3 (did you mean P3?)",
-        f"{where} defaults: unknown field 'metadata.review_staus' (did you mean review_status?)",
+        f"{where}1: defaults: 'risk_level': \"P9\" is not one of P0, P1, P2, P3 (did you mean P3?)",
+        f"{where}1: defaults: unknown field 'metadata.review_staus' (did you mean review_status?)",
         f"{where}1: case own: 'risk_level': \"PX\" is not one of P0, P1, P2, P3 (did you mean P3?)",
     ]
 

@@ -170,7 +170,7 @@ def test_misspelt_fields_are_given_suggestions_within_the_bound(
 
     assert len(problems) == 10_000
     assert sum(calls.values()) == load.FIELD_SUGGESTIONS
-    assert problems[0] == "cases/cases.json: defaults: unknown field 'rubrik0' (did you mean rubric?)"
+    assert problems[0] == "cases/cases.json:1: defaults: unknown field 'rubrik0' (did you mean rubric?)"
     assert problems[-1] == "cases/cases.json:1: case c0: unknown field 'titel4999'"
 
 

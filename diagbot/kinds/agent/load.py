@@ -159,8 +159,10 @@ def _decode(text: str, label: str) -> Any:
         raise CaseFileError(f"{label}: holds a value diagbot cannot read ({str(exc)[:80]})") from None
 
 
-def _split(data: Any, label: str, problems: list[str], suggestions: Suggestions) -> tuple[dict[str, Any], list[Any]]:
-    """(defaults, raw cases) of one file's decoded content."""
+def _split(
+    data: Any, label: str, problems: list[str], suggestions: Suggestions, path: Path | None = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """(defaults, raw cases) of one file's decoded content; `path`: the file, for the line of a default's fault."""
     if isinstance(data, list):
         return {}, data
     if not isinstance(data, dict):
@@ -190,13 +192,18 @@ def _split(data: Any, label: str, problems: list[str], suggestions: Suggestions)
     if not isinstance(defaults, dict):
         problems.append(f"{label}: 'defaults' must be a mapping of case fields")
         defaults = {}
+    lines = FieldLines()
     for key in defaults:
+        if key != "case_id" and key in FIELD_NAMES:
+            continue
+        line = lines.line(path, None, (key,)) if path is not None and isinstance(key, str) else None
+        where = f"{label}:{line}: defaults" if line else f"{label}: defaults"
         if key == "case_id":
-            problems.append(f"{label}: defaults: case_id cannot have a default; give each case its own")
-        elif key not in FIELD_NAMES:
+            problems.append(f"{where}: case_id cannot have a default; give each case its own")
+        else:
             close = suggestions.closest(str(key), FIELD_NAMES)
             problems.append(
-                f"{label}: defaults: unknown field '{values.one_line(str(key), 200)}'"
+                f"{where}: unknown field '{values.one_line(str(key), 200)}'"
                 + (f" (did you mean {close}?)" if close else "")
             )
     if not isinstance(cases, list):
@@ -349,7 +356,7 @@ def _text_cases(text: str, path: Path, shown: str, problems: list[str], suggesti
     except CaseFileError as exc:
         problems += exc.problems
         return
-    defaults, raw_list = _split(data, shown, problems, suggestions)
+    defaults, raw_list = _split(data, shown, problems, suggestions, path)
     surrogates = values.may_hold_surrogates(text)
     bad_defaults = values.surrogate_paths(defaults) if surrogates else []
     if bad_defaults:
@@ -423,10 +430,11 @@ class FieldLines:
         self._root: yaml.Node | None = None
         self._keys: dict[int, dict[Any, tuple[yaml.Node, yaml.Node]]] = {}  # a mapping node's pairs by key, built once
 
-    def line(self, item: RawCase, loc: tuple[Any, ...]) -> int | None:
-        if item.path != self._path:
-            self._path, self._root, self._keys = item.path, _composed(item.path), {}
-        node = self._case_node(item.index)
+    def line(self, path: Path, index: int | None, loc: tuple[Any, ...]) -> int | None:
+        """The line of `loc` in the file's case number `index`, or in its `defaults` (`index` None)."""
+        if path != self._path:
+            self._path, self._root, self._keys = path, _composed(path), {}
+        node = self._case_node(index) if index is not None else self._defaults_node()
         line = None
         for part in loc:
             if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and 0 <= part < len(node.value):
@@ -442,6 +450,10 @@ class FieldLines:
             elif part not in SHAPE_TAGS:
                 break
         return line
+
+    def _defaults_node(self) -> yaml.Node | None:
+        pair = self._pairs(self._root).get("defaults") if isinstance(self._root, yaml.MappingNode) else None
+        return None if pair is None else pair[1]
 
     def _case_node(self, index: int) -> yaml.Node | None:
         """The node of the file's case number `index`: in a list of cases, in the `cases` of `{defaults, cases}`, or
@@ -690,11 +702,12 @@ def _validated(
         for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
             said = describe(error, suggestions=suggestions)
             if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):
-                line = lines.line(item, tuple(error["loc"])) if lines else None
+                line = lines.line(item.path, item.index, tuple(error["loc"])) if lines else None
                 problems.append(f"{item.at(line)}: {said}")
             elif said not in item.said_of_defaults:
                 item.said_of_defaults.add(said)
-                problems.append(f"{item.shown}: defaults: {said}")
+                line = lines.line(item.path, None, tuple(error["loc"])) if lines else None
+                problems.append(f"{item.shown}{f':{line}' if line else ''}: defaults: {said}")
         return None
 
 
