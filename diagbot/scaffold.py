@@ -160,8 +160,8 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
             f"folder of your repository, move the workflow there and give its diagbot step `config: {folder}/"
             "diagbot.yml`."
         )
-    branch = current_branch(target)
-    if branch is not None and branch != "main":
+    branch = branch_instead_of_main(target)
+    if branch is not None:
         lines.append(
             f"The workflow makes baselines from pushes to main, and this repository is on {one_line(branch, 100)}: "
             f"if your default branch is not main, set it in `branches: [main]` of {one_line(str(target / WORKFLOW))}."
@@ -180,32 +180,29 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def current_branch(target: Path) -> str | None:
+def branch_instead_of_main(target: Path) -> str | None:
     """The branch checked out in the git repository `target` is in, when that repository has no branch `main` (a
     `git init` that made `master`): the workflow's baselines come from pushes to main. None otherwise, and for a
     detached head, a worktree's or a submodule's `.git` file, or no repository."""
     try:
         for folder in (target.resolve(), *target.resolve().parents):
             git = folder / ".git"
-            if git.exists() and not git.is_dir():  # a worktree or a submodule: its repository is elsewhere
+            if not git.exists():
+                continue
+            if not git.is_dir() or not (git / "HEAD").is_file():  # a worktree or a submodule: elsewhere
                 return None
-            head = git / "HEAD"
-            if head.is_file():
-                said = _head(head)
-                branch = said.removeprefix("ref: refs/heads/") if said.startswith("ref: refs/heads/") else None
-                if branch is None or branch == "main" or (git / "refs" / "heads" / "main").exists():
-                    return None
-                packed = git / "packed-refs"
-                return None if packed.is_file() and b" refs/heads/main\n" in _head_bytes(packed, 1 << 20) else branch
+            said = _start(git / "HEAD", 512).decode("utf-8", "replace").strip()
+            branch = said.removeprefix("ref: refs/heads/") if said.startswith("ref: refs/heads/") else None
+            if branch is None or branch == "main" or (git / "refs" / "heads" / "main").exists():
+                return None
+            packed = git / "packed-refs"
+            return None if packed.is_file() and b" refs/heads/main\n" in _start(packed, 1 << 20) else branch
     except OSError:
         return None
     return None
 
 
-def _head_bytes(path: Path, limit: int) -> bytes:
+def _start(path: Path, limit: int) -> bytes:
+    """The file's first `limit` bytes."""
     with path.open("rb") as file:
         return file.read(limit)
-
-
-def _head(path: Path) -> str:
-    return _head_bytes(path, 512).decode("utf-8", "replace").strip()
