@@ -415,15 +415,15 @@ class CaseFile:
 
 
 MAX_LOCATED_BYTES = 2 * 1024 * 1024
-"""Case files up to this size have each fault of a case's field said at the field's line; in a larger one, at the
-line of the case's case_id."""
+"""Case files up to this size have each fault of a field said at the field's line; in a larger one, a case's at
+the line of its case_id."""
 
 
 class FieldLines:
-    """The line of a case's field, for the message of its fault. The file is read again and composed into YAML
-    nodes (a JSON file reads as YAML too), once per file and only for a file with a fault: a suite without one
-    costs nothing. Where the field cannot be found (it came from the defaults, or the file will not compose),
-    there is no line, and the message gives the case's."""
+    """The line of a field of a case or of the file's defaults, for the message of its fault. The file is read
+    again and composed into YAML nodes (a JSON file reads as YAML too), once per file and only for a file with a
+    fault: a suite without one costs nothing. Where the field cannot be found (the file will not compose, or is
+    larger than MAX_LOCATED_BYTES), there is no line, and the message gives the case's."""
 
     def __init__(self) -> None:
         self._path: Path | None = None
