@@ -822,6 +822,16 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
+def test_a_key_written_as_a_number_is_said_at_its_own_line(tmp_path: Path) -> None:
+    """`5:` under expected_args is an int key to pydantic: it was said at its parent's line."""
+    case = {**spec_case(), "expected_args": {5: {"a": 1}}}
+    text = yaml.safe_dump(json.loads(json.dumps(case, default=str)), sort_keys=False)
+    five = next(n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "'5':" or line.strip() == "5:")
+    text = text.replace("'5':", "5:")
+    [problem] = load(tmp_path, {"n.yaml": text})
+    assert problem.startswith(f"cases/n.yaml:{five}: case refund_eligibility_001: 'expected_args[5].[key]'"), problem
+
+
 def test_a_fault_of_the_defaults_is_said_at_its_line(tmp_path: Path) -> None:
     """The defaults' own faults (an unknown key, a wrong value) name their line too, once for the file."""
     text = "defaults:\n  dataset_id: shared\n  risk_level: P9\n  titel: x\ncases:\n  - case_id: a1\n"
