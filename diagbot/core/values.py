@@ -365,6 +365,16 @@ def load_yaml(text: str) -> Any:
     return _as_json(data)
 
 
+def compose_yaml(text: str) -> yaml.Node | None:
+    """The text's YAML nodes (with their lines), not constructed into values, so no alias is expanded and no tag
+    run: for finding where a value is written. None when the text does not compose."""
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=_FAST_LOADER or yaml.SafeLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    return node
+
+
 _NOT_READ = object()
 _MAX_INT_BITS = int(10**MAX_INT_DIGITS).bit_length()
 

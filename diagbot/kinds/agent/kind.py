@@ -95,11 +95,17 @@ def _failures(failed: list[str], shown: int) -> str:
     return f"{len(failed)} failed ({codes}); {said} (+{len(failed) - shown} more)"
 
 
-def _first_failing(result: AgentCaseResult) -> str:
-    """`TRIAL: ` for the trial whose failures a case of several trials shows (its failedChecks are that trial's);
-    "" for a case of one."""
+def _first_failing(result: AgentCaseResult) -> str | None:
+    """The trial whose failures a case of several trials shows (its failedChecks are that trial's); None for a case
+    of one, or of no failing trial."""
     trial = next((t.trial for t in result.trial_results if not t.passed), None)
-    return f"{trial}: " if result.trials > 1 and trial else ""
+    return trial if result.trials > 1 else None
+
+
+def _failed_cell(result: AgentCaseResult) -> str:
+    """A failed case's failed checks as its row shows them, after the trial they are of."""
+    trial = _first_failing(result)
+    return (f"{trial}: " if trial else "") + _failures(result.failed_checks, _SHOWN_CHECKS)
 
 
 class AgentKind:
@@ -241,7 +247,7 @@ class AgentKind:
                 r.risk_level,
                 f"{r.trials_passed}/{r.trials}",
                 "yes" if r.gating else md(f"no: {r.not_gating_because}", 120),
-                md(_first_failing(r) + _failures(r.failed_checks, _SHOWN_CHECKS)) if r.status == "failed" else "",
+                md(_failed_cell(r)) if r.status == "failed" else "",
             ]
             for r in ordered
         ]  # fmt: skip
@@ -285,7 +291,7 @@ class AgentKind:
             loaded = where[r.case_id]
             title = f"{suite.name}: {r.case_id} ({r.risk_level}{'' if r.gating else ', informational'})"
             first = _first_failing(r)
-            message = f"{r.trials_passed}/{r.trials} trials passed" + (f"; {first[:-2]} failed" if first else "")
+            message = f"{r.trials_passed}/{r.trials} trials passed" + (f"; {first} failed" if first else "")
             message += "".join(f"\n{c}" for c in r.failed_checks[:10])
             found.append(Annotation(loaded.file, loaded.line, title, message))
         return found

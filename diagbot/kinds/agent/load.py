@@ -30,7 +30,7 @@ MAX_CASE_FILES = 100_000
 MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _PLAIN_ID = re.compile(CASE_ID_PATTERN)
-_ID_LINE = re.compile(r"""["']?case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")
+_ID_LINE = re.compile(r"""case_id["']?\s*:\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)""")  # a literal start: searched fast
 FIELD_SUGGESTIONS = 50  # distinct misspelt fields of one suite that are given the closest known name
 RULE_CREDIT = 5  # rule names compared for suggestions, per rule the suite defines and per unknown name met
 MAX_RULE_COMPARISONS = 20_000  # and at most this many in one suite
@@ -262,15 +262,19 @@ class RawCase:
     defaults: dict[str, Any]
     path: Path
     shown: str  # the file as messages name it
-    where: str  # the case as messages name it: `FILE:LINE: case ID`, or by number when its id is unusable
-    line: int  # the line of its case_id; 1 when not found
+    named: str  # `case ID`, or `case #N` (its number in the file) when its id is unusable
+    line: int | None  # the line of its case_id, when found (a case named by number has none)
     said_of_defaults: set[str]  # the file's faults of its defaults said so far (shared by its cases)
-    index: int = 0  # its number in the file, from 0
-    named: str = ""  # `case ID` or `case #N`: `where` without the file
+    index: int  # its number in the file, from 0
+
+    @property
+    def where(self) -> str:
+        """The case as messages name it: `FILE:LINE: case ID`."""
+        return self.at(self.line)
 
     def at(self, line: int | None) -> str:
-        """`where`, at the given line of the file when it is known."""
-        return f"{self.shown}:{line}: {self.named}" if line else self.where
+        """The case as messages name it, at the given line of its file when that is known."""
+        return f"{self.shown}:{line}: {self.named}" if line else f"{self.shown}: {self.named}"
 
 
 def iter_cases(
@@ -304,7 +308,7 @@ def iter_cases(
         found = case_problems(case, rules, rule_names)
         problems += [f"{item.where}: {p}" for p in found]
         if not found:
-            yield LoadedCase(case, item.path, item.shown, item.line)
+            yield LoadedCase(case, item.path, item.shown, item.line or 1)
 
 
 def raw_cases(root: Path, label: str, problems: list[str], suggestions: Suggestions) -> Iterator[RawCase]:
@@ -388,21 +392,22 @@ def _raw_case(
     """The file's case number `index` (decoded: `raw`) merged with the file's defaults, or None with its problem
     said (not a mapping, a lone surrogate). `surrogates`: whether its text may hold one."""
     named = f"case #{index + 1}"
-    where = f"{shown}: {named}"
     if not isinstance(raw, dict):
-        problems.append(f"{where}: expected a mapping of case fields, found {type(raw).__name__}")
+        problems.append(f"{shown}: {named}: expected a mapping of case fields, found {type(raw).__name__}")
         return None
     case_id = raw.get("case_id")
     found = lines.get(case_id) if lines and isinstance(case_id, str) else None
-    line = (found.pop(0) if len(found) > 1 else found[0]) if found else 1  # a repeated id: its next line
+    line = (found.pop(0) if len(found) > 1 else found[0]) if found else None  # a repeated id: its next line
     if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
         named = f"case {case_id}"
-        where = f"{shown}:{line}: {named}" if found else f"{shown}: {named}"
+    else:
+        line = None
+    item = RawCase(_merged(defaults, raw), raw, defaults, path, shown, named, line, said_of_defaults, index)
     bad = values.surrogate_paths(raw) if surrogates else []
     if bad:
-        problems.append(f"{where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
+        problems.append(f"{item.where}: {', '.join(bad)} holds a lone surrogate, which is not Unicode text")
         return None
-    return RawCase(_merged(defaults, raw), raw, defaults, path, shown, where, line, said_of_defaults, index, named)
+    return item
 
 
 @dataclass(frozen=True)
@@ -490,15 +495,9 @@ refuses: replaced by one letter before composing (within its line, so no line mo
 def _composed(path: Path) -> yaml.Node | None:
     try:
         text = _text(read_bounded(path, MAX_LOCATED_BYTES))
-        if path.name.lower().endswith(".json"):
-            text = _SURROGATE_PAIR.sub("x", text)
-        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
-        return node
-    except (FileProblem, OSError, yaml.YAMLError, ValueError, RecursionError):
+    except (FileProblem, OSError):
         return None
-
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return values.compose_yaml(_SURROGATE_PAIR.sub("x", text) if path.name.lower().endswith(".json") else text)
 
 
 @dataclass(frozen=True)
@@ -720,7 +719,7 @@ def usable_case(item: RawCase, rules: dict[str, Check], names: RuleNames) -> Loa
         return None
     if case_problems(case, rules, names):
         return None
-    return LoadedCase(case, item.path, item.shown, item.line)
+    return LoadedCase(case, item.path, item.shown, item.line or 1)
 
 
 class CaseIds:
