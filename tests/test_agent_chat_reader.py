@@ -19,6 +19,21 @@ FUNCTION = st.fixed_dictionaries(
 CALL = st.one_of(
     st.fixed_dictionaries({"id": IDS, "type": st.just("function"), "function": FUNCTION}),
     st.sampled_from([{}, {"id": "c1"}, {"id": "c1", "function": "x"}, {"function": {"arguments": "{}"}}, "call"]),
+    st.sampled_from(
+        [  # entries with more than a call: read, or refused where what they hold reads as a call
+            {"id": "c2", "index": 0, "function": {"name": "lookup", "arguments": "{}"}},
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "lookup"},
+                "extra": {"name": "refund", "arguments": ""},
+            },
+            {"id": "c2", "function": {"name": "lookup", "arguments": "{}", "tool_calls": [{"name": "refund"}]}},
+            {"id": "c2", "function": {"name": "lookup", "arguments": "{}"}, "meta": {"trace": "t1"}},
+            {"id": "c2", "type": "custom", "custom": {"name": "refund", "input": "x"}, "function": {"name": "lookup"}},
+            {"id": "c2", "type": "mcp", "function": {"name": "lookup", "arguments": "{}"}},
+        ]
+    ),
 )
 CONTENT = st.sampled_from([None, "", "Sure.", "yes, go ahead", ["x"], [{"type": "text", "text": "part"}], 5])
 MESSAGE = st.fixed_dictionaries(
@@ -87,3 +102,39 @@ def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: p
     refused = _read(messages)
     assert refused == _read_fully(messages, monkeypatch)
     assert refused[0] == "refused" and "holds more than 10,000 messages and tool calls" in refused[2]
+
+
+@pytest.mark.parametrize(
+    ("entry", "refused"),
+    [
+        ({"id": "a", "type": "custom", "custom": {"name": "refund_submit", "input": "x"},
+          "function": {"name": "order_lookup", "arguments": "{}"}},
+         ("$[0].tool_calls[0]", "holds both a function and a custom call, so which one was made is unknown; record "
+          "one call an entry")),
+        ({"id": "a", "type": "function", "function": {"name": "order_lookup", "arguments": "{}"},
+          "extra": {"name": "refund_submit", "arguments": "{}"}},
+         ("$[0].tool_calls[0].extra.name", "what reads as a message, a reply or a call ('name') where "
+          "diagbot reads none would go unread (a call in it unseen): " + openai_chat._HINT)),
+        ({"id": "a", "function": {"name": "order_lookup", "arguments": "{}",
+                                  "tool_calls": [{"function": {"name": "refund_submit"}}]}},
+         ("$[0].tool_calls[0].function.tool_calls[0].function", "what reads as a message, a reply or a "
+          "call ('function') where diagbot reads none would go unread (a call in it unseen): " + openai_chat._HINT)),
+        ({"id": "a", "type": "mcp_call", "function": {"name": "order_lookup", "arguments": "{}"}},
+         ("$[0].tool_calls[0].type", "'mcp_call' is not a chat tool call's type (function or custom), so the call "
+          "would go unread; record it as a function call")),
+    ],
+    ids=["custom-and-function", "call-beside", "call-inside-function", "other-type"],
+)  # fmt: skip
+def test_a_call_entry_never_hides_a_second_call(entry: dict[str, Any], refused: tuple[str, str]) -> None:
+    """A `type: custom` entry that also held a `function` was read as the function (the custom call, a refund,
+    unseen), and a call under a key beside the entry's, or inside its function, was never looked at."""
+    messages = [{"role": "assistant", "content": None, "tool_calls": [entry]}]
+    assert _read(messages) == ("refused", *refused)
+
+
+def test_a_call_entry_with_an_index_or_harmless_extras_is_read() -> None:
+    """A streamed export's `index`, and data beside the call that holds no call, take nothing away."""
+    entry = {"id": "a", "index": 0, "type": "function", "function": {"name": "lookup", "arguments": "{}"},
+             "meta": {"latency_ms": 5}}  # fmt: skip
+    read = _read([{"role": "assistant", "content": None, "tool_calls": [entry]}])
+    assert [(s[0], s[1]) for s in read] == [("message", "assistant"), ("call", "lookup")]

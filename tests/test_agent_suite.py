@@ -822,14 +822,22 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
-def test_a_key_written_as_a_number_is_said_at_its_own_line(tmp_path: Path) -> None:
-    """`5:` under expected_args is an int key to pydantic: it was said at its parent's line."""
+def test_a_key_written_as_a_number_is_refused_at_its_own_line(tmp_path: Path) -> None:
+    """`5:` is a number in YAML, and JSON's keys (a run's) are text: `{200: 3}` in a forbidden state never equalled
+    the run's `{"200": 3}`, `1:` and `0x1:` were one key, and int and text keys side by side crashed the digest."""
     case = {**spec_case(), "expected_args": {5: {"a": 1}}}
     text = yaml.safe_dump(json.loads(json.dumps(case, default=str)), sort_keys=False)
     five = next(n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "'5':" or line.strip() == "5:")
     text = text.replace("'5':", "5:")
     [problem] = load(tmp_path, {"n.yaml": text})
-    assert problem.startswith(f"cases/n.yaml:{five}: case refund_eligibility_001: 'expected_args[5].[key]'"), problem
+    assert problem == (
+        f"cases/n.yaml:{five}:3: not valid YAML (the key 5 is a number in YAML, but keys must be text as in JSON, or "
+        'the key "5" of a run or a file would never equal it; quote it: "5")'
+    )
+    for written, kind in (("200", "a number"), ("0x1", "a number"), ("true", "a boolean"), ("null", "null")):
+        text = f"case_id: k\ninitial_state:\n  order: {{{written}: a, b: c}}\n"
+        [problem] = [p for p in load(tmp_path, {"k.yaml": text}) if "YAML" in p]
+        assert problem.startswith(f"cases/k.yaml:3:11: not valid YAML (the key {written} is {kind} in YAML"), problem
 
 
 def test_a_fault_of_the_defaults_is_said_at_its_line(tmp_path: Path) -> None:

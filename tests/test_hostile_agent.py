@@ -761,6 +761,20 @@ def test_expensive_queries_fail_their_check_within_bounds(tmp_path: Path, expr: 
     assert len(failed[0]) < 300
 
 
+@pytest.mark.parametrize(
+    ("expr", "said"),
+    [
+        ("floor(to_number('1e400'))", "OverflowError: cannot convert float infinity to integer"),
+        ("ceil(to_number('-1e999'))", "OverflowError: cannot convert float infinity to integer"),
+        ("floor(to_number('nan'))", "cannot convert float NaN to integer"),
+    ],
+)
+def test_a_query_whose_arithmetic_fails_fails_its_check_alone(tmp_path: Path, expr: str, said: str) -> None:
+    """An infinity made an integer stopped the whole run ("failed unexpectedly"); now only its check fails."""
+    failed = judged(tmp_path, GOOD_RUN, final_state_check={"id": "q", "expr": expr, "equals": 1})
+    assert failed == [f"final_state_mismatch: q: the query failed ({said})"]
+
+
 def test_a_doubled_query_result_is_shown_bounded(tmp_path: Path) -> None:
     expr = " | ".join(["[@,@]"] * 30)
     root = make_suite(tmp_path, {"hostile.json": case(final_state_check={"id": "q", "expr": expr, "equals": 1})},

@@ -105,9 +105,12 @@ def run_query(expr: str, data: Any) -> Any:
 
     Raises QueryLimitError when a bound is hit, RecursionError on a value nested too deeply, and what JMESPath
     itself raises (JMESPathError, JMESPathTypeError, and TypeError or ValueError from a function given the wrong
-    value)."""
+    value, or an arithmetic one: `floor(to_number('1e400'))` is a ValueError here, as `floor` of NaN is)."""
     _METER.reset()
-    return _INTERPRETER.visit(_compiled(expr).parsed, data)
+    try:
+        return _INTERPRETER.visit(_compiled(expr).parsed, data)
+    except ArithmeticError as exc:  # OverflowError: an infinity made an integer; callers know ValueError
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
 
 def query_steps() -> int:

@@ -261,6 +261,9 @@ class _Checked:
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         pairs: list[tuple[Any, Any]] = node.value if isinstance(node, yaml.MappingNode) else []
+        for key, _ in pairs:
+            if not isinstance(key, yaml.ScalarNode) or key.tag not in _TEXT_TAGS:
+                _refuse_key(key)
         if len(pairs) > 1:  # keys compared as written (tag and text), before anything is built: cheap
             keys = [
                 ("str" if k.tag in _TEXT_TAGS else k.tag, k.value) if isinstance(k, yaml.ScalarNode) else (None, id(k))
@@ -269,6 +272,29 @@ class _Checked:
             if len(set(keys)) != len(keys):
                 _refuse_repeat(node, pairs, keys)
         return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+
+_KEY_KINDS = {"int": "a number", "float": "a number", "bool": "a boolean", "null": "null"}
+
+
+def _refuse_key(key: Any) -> None:
+    """A mapping key that YAML reads as other than text: JSON's keys are text, so `200:` or `true:` would never
+    equal the key a run records ("200"), a check on it would pass unseen, and `1:` and `0x1:` would be one key."""
+    if not isinstance(key, yaml.ScalarNode):
+        raise yaml.constructor.ConstructorError(
+            None, None, "a key that is a list or a mapping; keys are text", key.start_mark
+        )
+    if key.tag == _YAML11_BOOL:
+        return  # its own constructor refuses it, saying what YAML 1.1 read it as
+    kind = _KEY_KINDS.get(key.tag.rpartition(":")[2], f"not text ({one_line(key.tag, 40)})")
+    written = one_line(key.value, 40)
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        f'the key {written or "(empty)"} is {kind} in YAML, but keys must be text as in JSON, or the key "{written}" '
+        f'of a run or a file would never equal it; quote it: "{written}"',
+        key.start_mark,
+    )
 
 
 def _construct_int(loader: Any, node: Any) -> Any:

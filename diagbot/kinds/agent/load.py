@@ -445,8 +445,8 @@ class FieldLines:
             if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and 0 <= part < len(node.value):
                 node = node.value[part]
                 line = node.start_mark.line + 1
-            elif isinstance(part, str | int) and isinstance(node, yaml.MappingNode):  # an int: a key written `5:`
-                pair = self._pairs(node).get(str(part))
+            elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+                pair = self._pairs(node).get(part)
                 if pair is None:
                     if part in SHAPE_TAGS:  # pydantic's name of a union's branch: no key of the file
                         continue

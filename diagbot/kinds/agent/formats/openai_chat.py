@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagbot.core import values
 from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
     SPEAKERS,
@@ -190,8 +191,8 @@ def _plain(message: dict[str, Any], index: int, waiting: dict[str, list[ToolCall
             return False
         made = []
         for raw in calls:
-            function = raw.get("function") if type(raw) is dict else None
-            if type(function) is not dict:
+            function = _plain_function(raw)
+            if function is None:
                 return False
             call_id, name = raw.get("id"), function.get("name")
             if type(name) is not str or (call_id is not None and type(call_id) is not str):
@@ -231,19 +232,50 @@ def _not_a_message(kind: Any, where: str) -> None:
         )
 
 
+_CALL_FIELDS = frozenset(("id", "type", "function", "index"))  # a function call's entry (`index`: streamed)
+_FUNCTION_FIELDS = frozenset(("name", "arguments"))
+_CUSTOM_FIELDS = ("name", "input")
+
+
+def _plain_function(raw: Any) -> dict[str, Any] | None:
+    """The `function` of a call entry written as most exports write it (nothing beside what is read), else None."""
+    if type(raw) is not dict or not raw.keys() <= _CALL_FIELDS or raw.get("type", "function") != "function":
+        return None
+    function = raw.get("function")
+    return function if type(function) is dict and function.keys() <= _FUNCTION_FIELDS else None
+
+
 def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
-    if type(raw) is dict:
-        function, call_id = raw.get("function"), raw.get("id")
-        if type(function) is dict and (call_id is None or type(call_id) is str):
-            name = function.get("name")
-            if type(name) is str:
-                return ToolCall(name, call_id, function.get("arguments", ""))  # absent: none, as "" is
-    where = f"{prefix}[{index}].tool_calls[{k}]"
-    if type(raw) is dict and raw.get("type") == "custom":  # a custom tool: free-form input, read as {input: TEXT}
-        custom = obj(raw.get("custom"), f"{where}.custom")
+    function = _plain_function(raw)
+    if function is not None:
+        call_id, name = raw.get("id"), function.get("name")
+        if (call_id is None or type(call_id) is str) and type(name) is str:
+            return ToolCall(name, call_id, function.get("arguments", ""))  # absent: none, as "" is
+    where = f"{prefix}[{index}].tool_calls[{k}]"  # the same reads, now naming the fault
+    entry = obj(raw, where)
+    kind = entry.get("type", "function")
+    if kind not in ("function", "custom"):
+        raise TraceInvalid(
+            f"{where}.type",
+            f"{values.one_line(str(kind), 40)!r} is not a chat tool call's type (function or custom), so the call "
+            "would go unread; record it as a function call",
+        )
+    if "function" in entry and "custom" in entry:
+        raise TraceInvalid(
+            where, "holds both a function and a custom call, so which one was made is unknown; record one call an entry"
+        )
+    other = [(key, value) for key, value in entry.items() if key not in _CALL_FIELDS and key != "custom"]
+    if other:  # a call under a key diagbot does not read would go unseen
+        holds_no_message(other, where, _HINT)
+    if kind == "custom":  # a custom tool: free-form input, read as {input: TEXT}
+        custom = obj(entry.get("custom"), f"{where}.custom")
+        holds_no_message([(key, v) for key, v in custom.items() if key not in _CUSTOM_FIELDS], f"{where}.custom", _HINT)
         name = text(custom.get("name"), f"{where}.custom.name")
         given = {"input": text(custom.get("input"), f"{where}.custom.input")}
-        return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=given)
-    function = obj(obj(raw, where).get("function"), f"{where}.function")  # the same reads, now naming the fault
+        return ToolCall(tool=name, id=optional_text(entry.get("id"), f"{where}.id"), raw_args=given)
+    function = obj(entry.get("function"), f"{where}.function")
+    holds_no_message(
+        [(key, v) for key, v in function.items() if key not in _FUNCTION_FIELDS], f"{where}.function", _HINT
+    )
     name = text(function.get("name"), f"{where}.function.name")
-    return ToolCall(tool=name, id=optional_text(raw.get("id"), f"{where}.id"), raw_args=function.get("arguments", ""))
+    return ToolCall(tool=name, id=optional_text(entry.get("id"), f"{where}.id"), raw_args=function.get("arguments", ""))
