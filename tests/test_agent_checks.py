@@ -748,6 +748,31 @@ def test_confirmation_before_the_agents_last_text_does_not_count() -> None:
     assert failures(CONFIRM, run) == [MISSING]
 
 
+def test_text_said_beside_the_call_is_not_before_it() -> None:
+    """A chat message's text beside its tool_calls ("Submitting it now.") is said with the call, as the model
+    writes both at once: a yes to the agent's question before it was not counted. Its text still asks anew for any
+    later call; a native run's message step before a call is before it."""
+    asked = [{"role": "assistant", "content": "Shall I refund order A?"}, {"role": "user", "content": "yes"}]
+    refund = chat_call("c1", "refund", {})
+    chat = [*asked, assistant_calls(refund, content="Submitting it now."), tool_result("c1", "ok")]
+    assert failures(CONFIRM, chat) == []
+    twice = [*asked, assistant_calls(refund, chat_call("c2", "refund", {}), content="Refunding both."),
+             tool_result("c1", "ok"), tool_result("c2", "ok")]  # fmt: skip
+    assert failures(CONFIRM, twice) == []
+    again = [*chat, assistant_calls(chat_call("c3", "refund", {}), content=None), tool_result("c3", "ok")]
+    assert failures(CONFIRM, again) == [MISSING.replace("call 1", "call 2")]
+    responses = {"output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Shall I?"}]},
+        {"type": "message", "role": "user", "content": "yes"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Refunding."}]},
+        {"type": "function_call", "call_id": "c1", "name": "refund", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    ]}  # fmt: skip
+    assert failures(CONFIRM, responses) == []
+    stepwise = native(say("assistant", "Shall I?"), say("user", "yes"), say("assistant", "Refunding."), call("refund"))
+    assert failures(CONFIRM, stepwise) == [MISSING]
+
+
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
     assert failures(CONFIRM, run) == refused("tell me more first", ' (it has "first"' + TAKES_BACK)

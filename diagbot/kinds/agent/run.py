@@ -38,6 +38,9 @@ class TraceInvalid(Exception):
 class Message:
     role: str  # system, user, assistant, tool (as recorded; `developer` is kept as it is)
     text: str  # the text parts joined; "" for a message that only calls tools
+    calls: int = 0
+    """How many of the steps after it are calls the message itself makes (a chat message's tool_calls beside its
+    text): its text is said with them, not before them."""
 
 
 _UNREAD = object()

@@ -127,7 +127,8 @@ def read(data: Any) -> Run:
             continue
         if role != "assistant" and role not in SPEAKERS:
             raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
-        append(Message(role, content))
+        said = Message(role, content)
+        append(said)
         if role != "assistant":
             _no_calls(message, role, prefix, index)
             continue
@@ -136,6 +137,7 @@ def read(data: Any) -> Run:
             if type(calls) is not list or len(calls) > MAX_STEPS:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             made = [_call(raw, prefix, index, k) for k, raw in enumerate(calls)]
+            said.calls = len(made)  # its text is said with its calls
             for call in made:
                 call.made = index
                 append(call)
@@ -148,6 +150,7 @@ def read(data: Any) -> Run:
             function = obj(legacy, where)
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments", ""))
             call.made = index
+            said.calls += 1
             append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:
@@ -198,7 +201,7 @@ def _plain(message: dict[str, Any], index: int, waiting: dict[str, list[ToolCall
             if type(name) is not str or (call_id is not None and type(call_id) is not str):
                 return False
             made.append(ToolCall(name, call_id, function.get("arguments", ""), made=index))
-        steps.append(Message(role, content))
+        steps.append(Message(role, content, len(made)))
         steps += made
         for call in reversed(made):  # as `read` files them: one message's calls sharing an id answered in order
             if call.id is not None:

@@ -124,6 +124,8 @@ def read(data: Any) -> Run:
         if spoke is None:
             spoke, stand_in = Message("assistant", ""), len(run.steps)
             run.steps.append(spoke)
+        elif run.steps[-1 - spoke.calls] is spoke:  # every step since the output's message is its call: so is this
+            spoke.calls += 1
         return 2 * turn
 
     held = {i["id"] for _, entries in parts for i in entries if isinstance(i, dict) and isinstance(i.get("id"), str)

@@ -687,7 +687,7 @@ def _conversation(said: list[Said], steps: list[Step], waiting: _Waiting, owners
             _answer(message, waiting)
         owner = None
         if message.role != "tool" and (message.text or message.calls or not message.answers):
-            steps.append(Message(message.role, message.text))
+            steps.append(Message(message.role, message.text, len(message.calls)))
             owner = len(steps) - 1
         for call in message.calls:
             steps.append(call)
