@@ -2806,6 +2806,51 @@ def test_a_dotted_transition_key_reaches_into_an_object_valued_state() -> None:
     ]
 
 
+def test_a_dotted_state_change_key_is_one_path_for_every_check() -> None:
+    """A native `state_change` of `order.status` was a path into `order` for the transition checks but a new flat
+    key for everything else: one run's order was both refunded (a forbidden transition) and still paid (its final
+    state check, its must-not state check and the refund's precondition all passed)."""
+    case = make_case(
+        initial_state={"order": {"status": "paid", "id": "A"}},
+        negative_behavior=[{"id": "not_refunded", "state": {"expr": "order.status", "equals": "refunded"}}],
+        final_state_check={"id": "still_paid", "expr": "order.status", "equals": "paid"},
+        side_effect_policy={"tool": "refund", "precondition": [{"order": {"status": "paid", "id": "A"}}]},
+    )
+    run = native(change("order.status", "paid", "refunded"), call("refund"), say("assistant", "done"))
+    assert failures(case, run) == [
+        'precondition_unmet: refund (call 1): order is {"status": "refunded", "id": "A"} just before it, expected '
+        '{"status": "paid", "id": "A"}',
+        'final_state_mismatch: still_paid: expected "paid", got "refunded"',
+        'rule_failed: not_refunded: order.status is "refunded" (this must not happen)',
+    ]
+    assert case.initial_state == {"order": {"status": "paid", "id": "A"}}  # copied on the way, never changed
+    flat = make_case(initial_state={"order.status": "paid"}, final_state_check={"expr": '"order.status"', "equals": 1})
+    assert failures(flat, native(change("order.status", "paid", 1))) == []  # a key of that name is the key itself
+
+
+def test_a_final_state_that_leaves_out_the_governed_key_is_not_a_pass() -> None:
+    """After a successful call of the policy's tool, a recorded final_state without the key a transition item
+    governs passed the forbidden transition (the key "is not known to have changed"), where no final_state at all
+    failed as "cannot be checked"."""
+    case = make_case(
+        initial_state={"refund_status": "refunded"},
+        side_effect_policy={
+            "tool": "reopen",
+            "forbidden_state_transition": [{"key": "refund_status", "from": "refunded", "to": "pending"}],
+        },
+    )
+    called = [assistant_calls(chat_call("a", "reopen", {})), tool_result("a", "now pending")]
+    assert failures(case, {"messages": called, "final_state": {"ticket": "closed"}}) == [
+        "state_transition_forbidden: the reopen policy's transitions of refund_status cannot be checked: reopen was "
+        "called, but the run's final_state leaves refund_status out and no state change records it; record it in "
+        "final_state"
+    ]
+    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    assert failures(case, {"messages": said, "final_state": {"ticket": "closed"}}) == []  # not called: unchanged
+    kept = {"refund_status": "refunded", "ticket": "closed"}
+    assert failures(case, {"messages": called, "final_state": kept}) == []
+
+
 def test_a_superscript_digit_in_an_idempotency_path_is_a_key_not_a_crash() -> None:
     """`items.²`: str.isdigit() holds for "²", and int("²") raised ValueError, aborting the whole run."""
     case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "items.²"})

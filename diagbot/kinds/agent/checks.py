@@ -366,8 +366,30 @@ class Trial:
     def _replayed(self) -> dict[str, Any]:
         state = dict(self.initial_state)
         for change in self.run.state_changes:
-            state[change.key] = change.after
+            set_state(state, change.key, change.after)
         return state
+
+
+def set_state(state: dict[str, Any], key: str, value: Any) -> None:
+    """A state change applied: a dotted key (`order.status`) that the state does not hold as it is written sets the
+    path into the object the state holds there, as a transition item's dotted key reads it; objects on the way are
+    copied, never changed in place (the initial state is the case's)."""
+    head, dot, rest = key.partition(".")
+    inner = state.get(head) if dot and key not in state else None
+    if isinstance(inner, dict):
+        state[head] = inner = dict(inner)
+        set_state(inner, rest, value)
+    else:
+        state[key] = value
+
+
+def state_at(state: dict[str, Any], key: str, missing: Any) -> Any:
+    """The value a state change's key reads in `state`, as `set_state` writes it; `missing` where it leads nowhere."""
+    if key in state:
+        return state[key]
+    head, dot, rest = key.partition(".")
+    inner = state.get(head) if dot else None
+    return state_at(inner, rest, missing) if isinstance(inner, dict) else missing
 
 
 def trial(
@@ -902,8 +924,8 @@ def _before_calls(
     found = []
     for position, step in enumerate(t.run.steps):
         if isinstance(step, StateChange):
-            if step.key in keys:
-                state[step.key] = step.after
+            if step.key in keys or step.key.partition(".")[0] in keys:  # `order.status` changes `order`
+                set_state(state, step.key, step.after)
         elif isinstance(step, ToolCall):
             if step.tool in tools:
                 t.spend(1 + len(state))
@@ -1141,14 +1163,15 @@ def _started(t: Trial, missing: Any) -> list[StateChange]:
     state = dict(t.initial_state)
     found = []
     for change in t.run.state_changes:
+        was = state_at(state, change.key, _NOWHERE)
         if change.before is FROM_STATE:
-            change = StateChange(change.key, state.get(change.key, missing), change.after)
-        elif change.key in state:
-            if not args_fit(change.before, state[change.key], True, t.spend):
-                found.append(StateChange(change.key, state[change.key], change.after))
+            change = StateChange(change.key, missing if was is _NOWHERE else was, change.after)
+        elif was is not _NOWHERE:
+            if not args_fit(change.before, was, True, t.spend):
+                found.append(StateChange(change.key, was, change.after))
         elif missing is ABSENT and change.before is not None:  # the declared state lacks it: it did not exist yet
             found.append(StateChange(change.key, ABSENT, change.after))
-        state[change.key] = change.after
+        set_state(state, change.key, change.after)
         found.append(change)
     return found
 
@@ -1181,6 +1204,7 @@ def _dig(value: Any, path: list[str]) -> Any:
     return value
 
 
+_NOWHERE = object()  # a key the state does not hold
 UNRECORDED = object()
 """Where a net change started when the case declares no initial state: then a transition checked on it that
 depends on its start is undecided, and fails saying what to add."""
@@ -1224,6 +1248,13 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     "changes and no final_state" + (f", though {policy.tool} was called" if called else "")
                 )
             continue
+        for key in _left_out(policy.tool, forbidden + allowed, sole, changes, t):
+            if failures.wants():
+                failures.add(
+                    f"the {policy.tool} policy's transitions of {one_line(key, 100)} cannot be checked: "
+                    f"{policy.tool} was called, but the run's final_state leaves {one_line(key, 100)} out and no "
+                    "state change records it; record it in final_state"
+                )
         nested = _nested(changes, forbidden + allowed, t.spend)
         for n, change in enumerate(changes + nested):
             t.spend(1 + len(forbidden) + len(allowed))
@@ -1254,6 +1285,18 @@ def transitions(case: AgentCase, t: Trial) -> list[str]:
                     f"{_transition(change)} cannot be confirmed as an allowed transition ({policy.tool} policy){start}"
                 )  # fmt: skip
     return failures.messages()
+
+
+def _left_out(tool: str, items: list[Transition], sole: str | None, changes: list[StateChange], t: Trial) -> list[str]:
+    """The keys a policy's transition items govern that a run which called its tool successfully leaves out of its
+    recorded final_state, with no change of them recorded: a key left out is not known to have changed, so a
+    forbidden transition of it would pass unseen."""
+    final = t.run.final_state
+    if final is None or not any(not c.failed for c in t.calls_by_tool.get(tool, ())):
+        return []
+    known = set(final) | {c.key.partition(".")[0] for c in changes}  # `order.status` is known where `order` is
+    keys = dict.fromkeys(i.key if i.key is not None else sole for i in items)
+    return [k for k in keys if k is not None and k.partition(".")[0] not in known]
 
 
 def _recorded(value: Any) -> bool:

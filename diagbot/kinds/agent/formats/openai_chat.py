@@ -127,8 +127,8 @@ def read(data: Any) -> Run:
             continue
         if role != "assistant" and role not in SPEAKERS:
             raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
-        said = Message(role, content)
-        append(said)
+        spoken = Message(role, content)
+        append(spoken)
         if role != "assistant":
             _no_calls(message, role, prefix, index)
             continue
@@ -137,7 +137,7 @@ def read(data: Any) -> Run:
             if type(calls) is not list or len(calls) > MAX_STEPS:
                 items(calls, f"{prefix}[{index}].tool_calls")  # raises, naming the path
             made = [_call(raw, prefix, index, k) for k, raw in enumerate(calls)]
-            said.calls = len(made)  # its text is said with its calls
+            spoken.calls = len(made)  # its text is said with its calls
             for call in made:
                 call.made = index
                 append(call)
@@ -150,7 +150,7 @@ def read(data: Any) -> Run:
             function = obj(legacy, where)
             call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments", ""))
             call.made = index
-            said.calls += 1
+            spoken.calls += 1
             append(call)
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:
