@@ -211,6 +211,40 @@ def _variant(report: AgentReport, case_id: str, **changes: Any) -> AgentReport:
     return build_report(results, report.suite, report.run)
 
 
+def test_a_change_of_the_suite_options_that_decide_verdicts_is_said() -> None:
+    """A pull request that set `confirmation-pattern: "."` and a `tool-error-pattern` matching every result turned
+    a failing P0 case green, and the comment listed it as an improvement with nothing else changed. The report
+    records the options that decide verdicts (those not left to their defaults), and the diff names each change; a
+    baseline from before they were recorded is not compared."""
+    current = bundled_report()
+    assert current.options == {
+        "tool-error-pattern": "^Error",
+        "citation-pattern": r"\[(?P<doc_id>[a-z0-9_]+)(?:#(?P<passage_id>[a-z0-9]+))?\]",
+    }
+    loosened = current.model_copy(update={"options": {**current.options, "tool-error-pattern": "ok",
+                                                        "confirmation-pattern": "."}})  # fmt: skip
+    diff = diff_agent(current, loosened)
+    said = [(i.type, i.metric, i.baseline_value, i.current_value, i.message) for i in diff.items if i.case_id is None
+            and i.metric.startswith("options.")]  # fmt: skip
+    tail = ("; it decides verdicts, so a case that passes or fails differently from the baseline may have moved by "
+            "it, not by the agent")  # fmt: skip
+    assert said == [
+        (ItemType.CHANGED, "options.confirmation-pattern", None, ".",
+         "suite option confirmation-pattern: (its default) → '.'" + tail),
+        (ItemType.CHANGED, "options.tool-error-pattern", "^Error", "ok",
+         "suite option tool-error-pattern: '^Error' → 'ok'" + tail),
+    ]  # fmt: skip
+    assert not diff.has_regression
+    notes = AgentKind().view("agent", loosened, diff).notes
+    assert (
+        "Suite options that decide verdicts changed since the baseline (confirmation-pattern, tool-error-pattern): a "
+        "case that passes or fails differently may have moved by them, not by the agent"
+    ) in notes
+    unrecorded = current.model_copy(update={"options": None})
+    assert not [i for i in diff_agent(unrecorded, loosened).items if i.metric.startswith("options.")]
+    assert '"options"' not in dump_model(unrecorded) and '"options"' in dump_model(current)
+
+
 def test_checks_changed_under_the_same_case_version_are_named() -> None:
     """A pull request weakened a failing P0 case's checks (one trivially true check kept) without a new
     case_version: the case passed, the gate passed, and nothing in the comment or the diff said why."""

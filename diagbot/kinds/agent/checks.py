@@ -995,7 +995,7 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
         if said_with and not isinstance(step, ToolCall):  # its calls are past: now its text is the agent's last
             confirmed, replied, said_with = dict.fromkeys(confirmed, False), None, 0
         if isinstance(step, Message) and step.text:
-            if step.role == "assistant" and step.calls:
+            if step.role == "assistant" and step.calls and not _ASKS.search(step.text):
                 said_with = step.calls  # "Submitting it now." beside the call asks nothing: the call is confirmed
             elif step.role == "assistant":
                 confirmed, replied = dict.fromkeys(confirmed, False), None
@@ -1023,6 +1023,11 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             if not said_with:
                 confirmed, replied = dict.fromkeys(confirmed, False), None
     return failures.messages()
+
+
+_ASKS = re.compile("[?？吗呢嘛么]")
+"""A question in the text an agent writes beside its own calls: one that asks ("Shall I refund $500?") and calls
+at once has not waited for the answer, so a yes before it does not count."""
 
 
 def _reply(text: str) -> str:

@@ -22,6 +22,7 @@ from diagbot.core.diff import (
     summarize,
 )
 from diagbot.core.rates import percent
+from diagbot.core.values import one_line
 from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, Aggregate, SliceStat, aggregate, slices
 
 INFORMATIONAL = "informational (this case does not gate): "
@@ -137,6 +138,22 @@ def _slice_items(old: dict[str, dict[str, SliceStat]], new: dict[str, dict[str, 
     return items
 
 
+def _option_items(old: dict[str, str | int] | None, new: dict[str, str | int] | None) -> list[DiffItem]:
+    """Each suite option that decides verdicts and changed (both sides recorded): a pull request that sets a
+    `confirmation-pattern` every reply matches, or a `tool-error-pattern` every result does, moves verdicts without
+    touching a case, and the comment must say so beside the cases it greened."""
+    if old is None or new is None:
+        return []
+    items: list[DiffItem] = []
+    for name in sorted(set(old) | set(new)):
+        was, now = old.get(name), new.get(name)
+        shown = [one_line(repr(v), 120) if v is not None else "(its default)" for v in (was, now)]
+        said = (f"suite option {name}: {shown[0]} → {shown[1]}; it decides verdicts, so a case that passes or fails "
+                "differently from the baseline may have moved by it, not by the agent")  # fmt: skip
+        items += changed(None, f"options.{name}", was, now, said)
+    return items
+
+
 def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Thresholds | None = None) -> DiffReport:
     before = {r.case_id: r for r in baseline.results}
     comparable = [
@@ -162,6 +179,7 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
         old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
         said = f"dataset {dataset}: version {old_version or 'new'} → {new_version}"
         items += changed(None, f"datasetVersion.{dataset}", old_version, new_version, said)
+    items += _option_items(baseline.options, current.options)
     for result in current.results:
         was = before.get(result.case_id)
         if was is None:

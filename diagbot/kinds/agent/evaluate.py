@@ -602,7 +602,8 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
 class Assembly:
     """The report of a suite, put together as its cases' results arrive in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: dict[str, str | int]) -> None:
+        self.options = options  # the suite's, as the report records them
         self.results: list[AgentCaseResult] = []
         self.warnings: list[str] = []
         self.unlisted = 0
@@ -618,7 +619,7 @@ class Assembly:
         warnings += notes + self.warnings
         if self.unlisted:
             warnings.append(f"... and {self.unlisted:,} more of these warnings (diagbot validate lists them all)")
-        return build_report(self.results, suite, run, warnings)
+        return build_report(self.results, suite, run, warnings, self.options)
 
 
 def evaluate_cases(
@@ -627,7 +628,7 @@ def evaluate_cases(
 ) -> AgentReport:  # fmt: skip
     today = today_of(run)
     listed = Fixtures(fixtures)
-    assembly = Assembly()
+    assembly = Assembly(options.judging)
     for loaded in cases:
         assembly.add(*judge_case(loaded, listed, options, max_bytes, gate, today))
     return assembly.report(listed, suite, run, [])

@@ -68,6 +68,16 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
     return notes
 
 
+def _options_changed(diff: DiffReport | None) -> list[str]:
+    """A note under the headline when the suite's options that decide verdicts changed since the baseline: the
+    cases they moved are listed as improvements or regressions, which they are not."""
+    moved = [i.metric.removeprefix("options.") for i in diff.items if i.metric.startswith("options.")] if diff else []
+    if not moved:
+        return []
+    return [md(f"Suite options that decide verdicts changed since the baseline ({', '.join(moved)}): a case that "
+               "passes or fails differently may have moved by them, not by the agent", 600)]  # fmt: skip
+
+
 def _no_rate(report: AgentReport, diff: DiffReport | None) -> str | None:
     """Why the headline has no gating pass rate to show, or None: no checked case gates, or (with a baseline) none
     of those is compared, being new, of a new case_version or checked on one side only. A rate of no case would
@@ -255,7 +265,7 @@ class AgentKind:
         notes = [md(f"Blocking: {b.line}", 400) for b in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES:,} more failing gating P0 cases in the report")
-        notes += _gone(diff, report)
+        notes += _gone(diff, report) + _options_changed(diff)
         g, i = report.gating, report.informational
         hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
         checked = g.total_cases - g.unchecked_cases

@@ -76,6 +76,13 @@ class AgentOptions(StrictInput):
         return 1 if self.trials == "any" else int(self.trials)
 
     @cached_property
+    def judging(self) -> dict[str, str | int]:
+        """The options that decide verdicts and differ from their defaults, as diagbot.yml writes them (the rules
+        are in each case's checks digest): the report records them, and the diff says when they changed."""
+        found: dict[str, str | int] = self.model_dump(by_alias=True, exclude_defaults=True, exclude={"rules"})
+        return found
+
+    @cached_property
     def confirmation(self) -> Confirmation:
         return Confirmation.of(self.confirmation_pattern)
 

@@ -69,7 +69,7 @@ def evaluate_in_workers(
     for model in (AgentCase, TrialResult, AgentCaseResult):  # built once here (they defer it), not in each worker
         model.model_rebuild()
     workers = Workers(judge, len(units), suite.workers, chunk)
-    assembly, ids = Assembly(), CaseIds()
+    assembly, ids = Assembly(options.judging), CaseIds()
     total = None if units and isinstance(units[0], CaseFile) else len(units)  # files: how many cases is not known
     with contextlib.closing(iter(workers)) as results:  # leaving early stops the workers
         for judged, left_out, left_out_names in results:

@@ -107,6 +107,9 @@ class AgentReport(Output):
     informational: Aggregate
     dataset_versions: dict[str, list[str]]
     slices: dict[str, dict[str, SliceStat]]
+    # the suite options that decide verdicts and are not left to their defaults, as diagbot.yml writes them (None:
+    # a report from before they were recorded, which is not compared)
+    options: dict[str, str | int] | None = Field(None, max_length=20, exclude_if=lambda v: v is None)
     results: list[AgentCaseResult]
     warnings: list[str] = Field(default_factory=list, max_length=1_000, exclude_if=lambda v: not v)  # checks of nothing
 
@@ -159,6 +162,7 @@ def build_report(
     suite: str | None = None,
     run: RunInfo | None = None,
     warnings: list[str] | None = None,
+    options: dict[str, str | int] | None = None,
 ) -> AgentReport:
     gating = aggregate([r for r in results if r.gating])
     informational = aggregate([r for r in results if not r.gating])
@@ -181,6 +185,7 @@ def build_report(
         informational=informational,
         dataset_versions={k: sorted(v) for k, v in sorted(versions.items())},
         slices=slices(results),
+        options=options,
         results=results,
         warnings=warnings or [],
     )
