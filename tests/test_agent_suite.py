@@ -568,7 +568,7 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
                                                                         "retain_until": "2026-01-31"}}  # fmt: skip
     policy = {"tool": "refund_submit", "forbidden_state_transition": ["no_dup"]}
     labelled = spec_case() | {"case_id": "labelled", "side_effect_policy": policy}
-    named = spec_case() | {"case_id": "named", "failure_criteria": ["no_privacy_leak"]}
+    named = spec_case() | {"case_id": "named", "failure_criteria": ["no_privacy_leak", " No_Privacy_Leak "]}
     config = _suite_folder(tmp_path, [prose, reviewed, lapsed, labelled, named])
     assert main(["validate", "--config", str(config)]) == 0
     out, err = capsys.readouterr()
@@ -584,8 +584,11 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
         f"warning: {where} named: failure_criteria[0]: 'no_privacy_leak' is the name of a suite rule, but a text "
         "here is for people and is not checked; write the check object itself here (a rule is named only in "
         "evaluator_config.rule_checks, where it must hold)",
+        f"warning: {where} named: failure_criteria[1]: ' No_Privacy_Leak ' reads as the suite rule no_privacy_leak, "
+        "but a text here is for people and is not checked; write the check object itself here (a rule is named "
+        "only in evaluator_config.rule_checks, where it must hold)",
     ]
-    assert out == "diagbot validate: 1 suite, 0 errors, 6 warnings\n"
+    assert out == "diagbot validate: 1 suite, 0 errors, 7 warnings\n"
 
 
 def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -642,8 +645,16 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
             {"tool": "order_lookup", "precondition": {"logged_in": True}},
         ],
     }
+    negated = spec_case() | {
+        "case_id": "negated",
+        "negative_behavior": [{"tool_not_called": "refund_submit"}, "promise an instant refund"],
+        "failure_criteria": [{"answer_not_matches": "\\d{16}"}],
+        "policy_constraints": ["refunds need approval", {"tool_not_called": "wire_money"}],
+        "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True},
+        "audit_requirement": ["operator", "timestamp"],
+    }
     where = f"{tmp_path}/cases/all.json:1: case"
-    assert _validate_warnings(tmp_path, [limits, typo], capsys) == [
+    assert _validate_warnings(tmp_path, [limits, typo, negated], capsys) == [
         f"warning: {where} limits: negative_behavior[0]: max_tool_calls 3 here says the run must not stay within it, "
         "so every run of at most 3 fails the case; to cap the run, move it to success_criteria or safety_constraints",
         f"warning: {where} typo: side_effect_policy[0].precondition: 'caled' is read as a state key (did you mean "
@@ -652,6 +663,17 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         f"warning: {where} typo: side_effect_policy[1].precondition: 'logged_in' is read as a state key, but the "
         "case's initial_state has no key 'logged_in'; it holds only when a state_change step of the run sets it "
         "before the call",
+        f"warning: {where} negated: failure_criteria[0]: answer_not_matches here is a double negative: the case "
+        "fails unless the answer matches it; to forbid that, write answer_matches here (or keep answer_not_matches "
+        "and move it to success_criteria)",
+        f"warning: {where} negated: negative_behavior[0]: tool_not_called here is a double negative: the case fails "
+        "unless the run calls one of its tools; to forbid that, write tool_called here (or keep tool_not_called and "
+        "move it to success_criteria)",
+        f"warning: {where} negated: policy_constraints: holds a check object (tool_not_called), but "
+        "policy_constraints is for people and nothing in it is checked; write the check in success_criteria, "
+        "negative_behavior or evaluator_config.rule_checks",
+        f"warning: {where} negated: audit_requirement is for people and is not checked; to check each call's audit "
+        "record, list its fields in side_effect_policy.audit_requirement",
     ]
 
 

@@ -639,7 +639,7 @@ def test_bad_suite_options_are_named(tmp_path: Path, options: str, message: str)
     assert any(e.startswith(f"{tmp_path}/diagbot.yml: ") and message in e for e in result.errors), result.errors
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "1.5"])
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "true", "null"])
 def test_a_bad_trials_value_is_one_plain_message(tmp_path: Path, value: str) -> None:
     """One error for the key, saying what it takes, with none of pydantic's union branch tags (found in this review
     as two errors, `suites.0.trials.literal['all','any']` and `suites.0.trials.constrained-int`; fixed since)."""

@@ -8,6 +8,7 @@ import functools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -17,6 +18,7 @@ from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, closest, look_alike
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
+    CHECK_KEYS,
     CRITERIA_FIELDS,
     PROSE_FIELDS,
     AgentCase,
@@ -284,17 +286,27 @@ def _unknown_idempotency_args(case: AgentCase, policy: SideEffectPolicy) -> list
     return found
 
 
+@functools.lru_cache(maxsize=16)
+def _rule_names(names: tuple[str, ...]) -> dict[str, str]:
+    """The suite's rule names by their case-folded form, built once per suite (a case's prose names `No_Card_Number`
+    as readily as `no_card_number`)."""
+    return {name.casefold(): name for name in names}
+
+
 def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
     """What in a case reads like a check but checks nothing, so the case can pass without it: a suite rule's name
     written as text where text is for people, and tool_schema keywords that the schema's draft does not have.
     `run` puts them in the report's warnings (and so the comment), `validate` among its own."""
     found = []
+    named = _rule_names(tuple(rules)) if rules else {}
     for field, _ in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, field) or ()):
-            if isinstance(item, str) and item in rules:
+            rule = named.get(item.strip().casefold()) if isinstance(item, str) and len(item) <= 200 else None
+            if rule is not None:
+                said = "is the name of a suite rule" if rule == item else f"reads as the suite rule {rule}"
                 found.append(
-                    f"{field}[{i}]: {values.one_line(item, 100)!r} is the name of a suite rule, but a text here is "
-                    "for people and is not checked; write the check object itself here (a rule is named only in "
+                    f"{field}[{i}]: {values.one_line(item, 100)!r} {said}, but a text here is for people and is not "
+                    "checked; write the check object itself here (a rule is named only in "
                     "evaluator_config.rule_checks, where it must hold)"
                 )
     if case.tool_schema:
@@ -338,11 +350,20 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
 _LIMITS = ("max_tool_calls", "max_turns", "max_duration_ms")
 
 
+_NEGATED = {  # a negated check among what must not happen: what the run must then do, and the check that forbids
+    "tool_not_called": ("the run calls one of its tools", "tool_called"),
+    "answer_not_contains": ("the answer contains one of its texts", "answer_contains"),
+    "answer_not_matches": ("the answer matches it", "answer_matches"),
+}
+_PROSE_LOOKED_AT = 100  # values of a prose field looked through for a check object
+
+
 def authoring_slips(case: AgentCase) -> list[str]:
-    """What in a case checks something other than its author most likely meant (`validate` warns): a limit among
-    what must not happen, which fails every run that stays within it, and a precondition's state key that the
-    case's declared state does not hold (`{caled: search}` for `{called: search}`), which only a state change of
-    the run can make true."""
+    """What in a case checks something other than its author most likely meant (`validate` warns): a limit or a
+    negated check among what must not happen, which fails every run that stays within it (or does not do it), a
+    check object in a field for people, which checks nothing, the business `audit_requirement` beside policies
+    that check no audit record, and a precondition's state key that the case's declared state does not hold
+    (`{caled: search}` for `{called: search}`), which only a state change of the run can make true."""
     found = []
     for field, must in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, field) or () if not must else ()):
@@ -352,6 +373,24 @@ def authoring_slips(case: AgentCase) -> list[str]:
                     f"{field}[{i}]: {item.key} {limit} here says the run must not stay within it, so every run of at "
                     f"most {limit} fails the case; to cap the run, move it to success_criteria or safety_constraints"
                 )
+            elif isinstance(item, Check) and item.key in _NEGATED:
+                needed, forbids = _NEGATED[item.key]
+                found.append(
+                    f"{field}[{i}]: {item.key} here is a double negative: the case fails unless {needed}; to forbid "
+                    f"that, write {forbids} here (or keep {item.key} and move it to success_criteria)"
+                )
+    for name in PROSE_FIELDS:
+        key = _check_inside(getattr(case, name))
+        if key is not None:
+            found.append(
+                f"{name}: holds a check object ({key}), but {name} is for people and nothing in it is checked; "
+                "write the check in success_criteria, negative_behavior or evaluator_config.rule_checks"
+            )
+    if case.audit_requirement and case.policies and not any(p.audit_fields for p in case.policies):
+        found.append(
+            "audit_requirement is for people and is not checked; to check each call's audit record, list its fields "
+            "in side_effect_policy.audit_requirement"
+        )
     declared = case.initial_state if case.initial_state is not None else case.state
     holds = "initial_state" if case.initial_state is not None else "state" if case.state is not None else None
     for n, policy in enumerate(case.policies):
@@ -368,6 +407,21 @@ def authoring_slips(case: AgentCase) -> list[str]:
                     f"{near}, but {where}; it holds only when a state_change step of the run sets it before the call"
                 )
     return found
+
+
+def _check_inside(value: Any) -> str | None:
+    """The check key (`tool_not_called`, ...) of the first check object among the first values of a prose field."""
+    todo, looked = [value], 0
+    while todo and looked < _PROSE_LOOKED_AT:
+        node, looked = todo.pop(), looked + 1
+        if isinstance(node, dict):
+            key: str | None = next((k for k in node if k in CHECK_KEYS), None)
+            if key is not None:
+                return key
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(reversed(node[:_PROSE_LOOKED_AT]))
+    return None
 
 
 def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
+from diagbot.core import values
 from diagbot.core.models import StrictInput
 from diagbot.core.regex import Regex, compile_regex, matches_empty, named_groups, repeated_groups, valid_regex
 from diagbot.core.text import closest
@@ -30,7 +32,8 @@ class AgentOptions(StrictInput):
     def _trials(cls, value: object) -> object:
         if value in ("all", "any") or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000):
             return value
-        raise ValueError(f"expected all, any or a number of trials from 1 to 1000, not {value!r}")
+        shown = json.dumps(value) if isinstance(value, bool | int | float | None) else repr(value)  # `true`, as written
+        raise ValueError(f"expected all, any or a number of trials from 1 to 1000, not {values.one_line(shown, 60)}")
 
     @field_validator("trace_format")
     @classmethod
