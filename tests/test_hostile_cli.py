@@ -699,13 +699,15 @@ def test_a_closed_stderr_keeps_the_exit_code(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("!!set {? " + "1" * 5000 + "}", "(a YAML set at suites[0].rules.r.answer_contains, which JSON cannot hold; "
-                                          "write a list or a mapping)"),
+        ("!!set {? a, ? b}", "(a YAML set at suites[0].rules.r.answer_contains, which JSON cannot hold; write a "
+                             "list or a mapping)"),
+        ("!!set {? " + "1" * 5000 + "}", "diagbot.yml:6:43: not valid YAML (the key " + "1" * 39 + "… is a number in "
+                                          "YAML, but keys must be text as in JSON"),
         ("!!binary aGk=", "(a YAML binary value at suites[0].rules.r.answer_contains, which JSON cannot hold; "),
         ("!!omap [a: 1]", "(a YAML pair (!!omap or !!pairs) at suites[0].rules.r.answer_contains[0], which JSON "),
         ("!!int 12abc", "diagbot.yml:6:34: not valid YAML ('12abc' is not an integer)"),
     ],
-    ids=["set-of-a-huge-number", "binary", "omap", "int-that-is-not"],
+    ids=["set", "set-of-a-huge-number", "binary", "omap", "int-that-is-not"],
 )  # fmt: skip
 def test_yaml_values_json_cannot_hold_are_refused(tmp_path: Path, value: str, message: str) -> None:
     config = ("suites:\n  - name: agent\n    kind: agent\n    cases: cases/agent\n    fixtures: fixtures/agent\n"

@@ -123,9 +123,9 @@ def may_repeat(source: str | bytes, value: Any, dumped: bytes | None = None) -> 
     such a source may repeat one. A value orjson cannot write has its keys counted by a walk instead."""
     dumped = _dumped(value) if dumped is None else dumped
     keys = _keys(value) if dumped is None else dumped.count(b":")
-    if isinstance(source, str):
-        return source.count(":") != keys or ("\\u003" in source and _COLON_ESCAPE.search(source) is not None)
-    return source.count(b":") != keys or (b"\\u003" in source and _COLON_ESCAPE_BYTES.search(source) is not None)
+    if isinstance(source, str):  # the regex alone: it scans a run's text faster than `in` with it
+        return source.count(":") != keys or _COLON_ESCAPE.search(source) is not None
+    return source.count(b":") != keys or _COLON_ESCAPE_BYTES.search(source) is not None
 
 
 _BIG_INT_DIGITS = 19  # digits of the shortest integer orjson reads as a float (-9223372036854775809)
