@@ -333,7 +333,30 @@ def _run(roles: Roles) -> Run:
     run.steps = _merge(steps, anchors, later, seen)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
+    if latest is None and not any(type(step) is ToolCall for step in run.steps) and not _no_call_asked(roles):
+        raise TraceInvalid("$", CALLS_UNKNOWN)
     return run
+
+
+CALLS_UNKNOWN = (
+    "the run records no model call's messages and no tool span, so whether the agent called a tool is not known "
+    "(every check that a tool was not called would pass unseen); export the tool spans, or the model calls with "
+    "the instrumentation's message content capture on"
+)
+_CALL_FINISHES = frozenset(("tool_calls", "function_call", "tool_call", "tool_use"))
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+
+
+def _no_call_asked(roles: Roles) -> bool:
+    """Whether a run whose messages are not recorded is known to have called no tool: it has model calls, and each
+    records why it finished, none for a call (content capture off leaves the finish reasons)."""
+    calls = [span for span, _, role in roles if role == INFERENCE]
+    for span in calls:
+        reasons = span.get(FINISH_REASONS)
+        listed = reasons if isinstance(reasons, list) else [reasons] if isinstance(reasons, str) else None
+        if not listed or any(not isinstance(r, str) or r.casefold() in _CALL_FINISHES for r in listed):
+            return False
+    return bool(calls)
 
 
 class _Output(NamedTuple):
