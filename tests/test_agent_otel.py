@@ -1656,3 +1656,105 @@ def test_an_openinference_part_of_a_type_not_read_that_holds_more_than_its_type_
                      f"{out}.contents.0.message_content.image.image.url": "https://x/y.png",
                      f"{out}.contents.1.message_content.text": "done"})  # fmt: skip
     assert parse(rec.otlp()).answer == "done"  # an image part is still skipped
+
+
+# --- found by the second hostile pass over the run readers --------------------------------------------------------
+
+REFUND_CALL = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "refund_submit",
+                                                "arguments": {"order_id": "A"}}]}]  # fmt: skip
+ASKED = [{"role": "user", "parts": [text("refund A")]}]
+
+
+def test_a_model_call_that_left_out_its_operation_name_is_read() -> None:
+    """A span with gen_ai.input/output.messages but no gen_ai.operation.name was skipped, and the refund it called
+    with it: a later model call's reply was the whole run."""
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps(REFUND_CALL)})  # fmt: skip
+    assert [c.tool for c in parse(rec.otlp()).calls] == ["refund_submit"]
+
+
+@pytest.mark.parametrize(
+    ("message", "where", "said"),
+    [
+        ({"role": "tool", "tool_call_id": "c0", "content": "ok",
+          "tool_calls": [{"id": "c9", "function": {"name": "refund_submit", "arguments": "{}"}}]},
+         "[1].tool_calls", "only an assistant message calls tools; this one's role is 'tool'"),
+        ({"role": "function", "name": "lookup", "content": "ok",
+          "function_call": {"name": "refund_submit", "arguments": "{}"}},
+         "[1].function_call", "only an assistant message calls tools; this one's role is 'function'"),
+        ({"role": "assistant", "content": "I cannot refund that.",
+          "additional_kwargs": {"tool_calls": [{"function": {"name": "refund_submit"}}]}},
+         "[1].additional_kwargs.tool_calls", "what reads as a message, a reply or a call ('tool_calls') where "
+         "diagbot reads none would go unread (a call in it unseen): record the message's text as its content and "
+         "its calls as its tool_calls"),
+        ({"role": "assistant", "content": "I cannot refund that.", "text": "Your card is 4111111111111111"},
+         "[1].text", "a message's text under 'text', which diagbot does not read, so what it says would go unseen: "
+         "write it as the message's content"),
+    ],
+    ids=["tool-role-calls", "function-role-calls", "additional-kwargs", "text-beside"],
+)  # fmt: skip
+def test_a_chat_shaped_otel_message_hides_no_call_or_text(message: dict[str, Any], where: str, said: str) -> None:
+    """The chat-shaped messages of older instrumentations (gen_ai.prompt / gen_ai.completion) dropped the calls
+    of a tool's message and never looked at keys they do not read, as openai-chat files do."""
+    rec = Recorder()
+    prompt = [{"role": "user", "content": "refund A"}, message]
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.prompt": json.dumps(prompt),
+                              "gen_ai.completion": json.dumps([{"role": "assistant", "content": "done"}])})  # fmt: skip
+    assert problem(rec.otlp()) == f'{SPAN}.attributes["gen_ai.prompt"]{where}: {said}'
+
+
+@pytest.mark.parametrize("part", [{"type": "output_text", "text": "Your card is 4111"},
+                                  {"type": "refusal", "content": "Your card is 4111"},
+                                  {"type": "message", "content": "Your card is 4111"}])  # fmt: skip
+def test_a_part_of_a_type_not_read_that_holds_text_is_refused(part: dict[str, Any]) -> None:
+    """Skipped as a media or reasoning part is, its text went unread: `answer_not_contains` passed."""
+    rec = Recorder()
+    said = [{"role": "assistant", "parts": [text("Here you go."), part]}]
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps(said)})  # fmt: skip
+    assert problem(rec.otlp()).endswith(
+        f"{part['type']!r} is not a part type diagbot reads (text, tool_call, tool_call_response, server_tool_call), "
+        "but it reads as text or a call"
+    )
+    media = [{"role": "assistant", "parts": [text("Here you go."), {"type": "blob", "content": "aGk=",
+                                                                    "modality": "image"}]}]  # fmt: skip
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps(media)})  # fmt: skip
+    assert parse(rec.otlp()).answer == "Here you go."
+
+
+def test_openinference_message_lists_and_kinds_that_would_be_skipped_are_refused() -> None:
+    """An LLM span whose kind is the empty value, a message list written as one value instead of indexed keys, and a
+    tool message that also records calls: each was skipped, with the refund it called."""
+    rec = Recorder()
+    rec.span("llm", {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                     "llm.input_messages.0.message.content": "refund A",
+                     "llm.output_messages.0.message.role": "assistant",
+                     "llm.output_messages.0.message.tool_calls.0.tool_call.function.name":
+                         "refund_submit"})  # fmt: skip
+    export = rec.otlp()
+    empty = copy.deepcopy(export)
+    [kind] = [a for a in empty["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+              if a["key"] == "openinference.span.kind"]  # fmt: skip
+    kind["value"] = {}
+    assert problem(empty) == (
+        f"{SPAN}.attributes[\"openinference.span.kind\"]: '' spans are not read (LLM, TOOL, RETRIEVER, AGENT), but "
+        "this one records a tool call; record the call on a TOOL span (or the model's output on an LLM span)"
+    )
+    whole = Recorder()
+    whole.span("llm", {"openinference.span.kind": "LLM", "llm.output_messages": ["refund_submit"]})
+    assert problem(whole.otlp()).startswith(
+        f'{SPAN}.attributes["llm.output_messages"]: OpenInference writes a message list as indexed keys'
+    )
+    tool_calls = Recorder()
+    tool_calls.span("llm", {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "tool",
+                            "llm.input_messages.0.message.content": "ok",
+                            "llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "refund_submit",
+                            "llm.output_messages.0.message.role": "assistant",
+                            "llm.output_messages.0.message.content": "done"})  # fmt: skip
+    assert problem(tool_calls.otlp()) == (
+        f'{SPAN}.attributes["llm.input_messages.0.message.tool_calls"]: only an assistant message calls tools; '
+        "this one's role is 'tool'"
+    )

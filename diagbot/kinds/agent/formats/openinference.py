@@ -41,13 +41,17 @@ def uses(span: Span) -> bool:
 def role(span: Span) -> str | None:
     """The span's role; a kind diagbot does not read (CHAIN, EMBEDDING, GUARDRAIL, ...) that records a tool call
     is refused, since skipping it would hide the call."""
-    kind = span.text(KIND)
-    found = None if kind is None else _ROLES.get(kind.upper())
-    if (
-        found is None
-        and kind is not None
-        and (span.has("tool.name") or (records_messages(span) and output_calls(span)))
-    ):
+    for key in (_INPUT[:-1], _OUTPUT[:-1]):
+        if span.has(key):  # one value of the whole list: none of its messages or calls would be read
+            raise TraceInvalid(
+                span.where(key),
+                "OpenInference writes a message list as indexed keys (llm.output_messages.0.message.role, ...); "
+                "this span records it as one value, which diagbot does not read, so its messages and calls would go "
+                "unseen: export with the OpenInference instrumentation's own attributes",
+            )
+    kind = span.text(KIND) or ""  # an empty kind is no kind diagbot reads
+    found = _ROLES.get(kind.upper())
+    if found is None and (span.has("tool.name") or (records_messages(span) and output_calls(span))):
         raise TraceInvalid(
             span.where(KIND),
             f"{kind[:40]!r} spans are not read ({', '.join(_ROLES)}), but this one records a tool call; record "
@@ -145,6 +149,11 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                     "tool_calls",
                 )
         content = "\n".join(texts)
+        if role == "tool" and ("tool_calls" in message or "function_call_name" in message):
+            raise TraceInvalid(  # skipped with the result, they would go unseen
+                span.where(f"{where}.tool_calls" if "tool_calls" in message else f"{where}.function_call_name"),
+                "only an assistant message calls tools; this one's role is 'tool'",
+            )
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
             said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"))]))

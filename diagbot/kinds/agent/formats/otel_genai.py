@@ -20,8 +20,10 @@ from typing import Any
 
 from diagbot.kinds.agent.formats.common import (
     content_text,
+    holds_no_message,
     is_call_part,
     items,
+    no_text_elsewhere,
     obj,
     optional_number,
     optional_text,
@@ -89,8 +91,8 @@ def role(span: Span) -> str | None:
         return found
     if span.has("gen_ai.tool.name"):  # a tool span without its operation name: dropped, its call went unseen
         return TOOL
-    older = span.has("gen_ai.prompt") or span.has("gen_ai.completion") or _message_events(span) or _flat(span)
-    return INFERENCE if older else None  # older conventions, before the operation name
+    # older conventions, before the operation name, and a model call that left its name out: its messages read
+    return INFERENCE if records_messages(span) else None
 
 
 def _unread_call(span: Span, operation: str) -> bool:
@@ -239,13 +241,23 @@ def _hides_text_or_call(kind: str, part: dict[str, Any]) -> bool:
     looks = kind.casefold().replace("-", "_")
     if looks == "server_tool_call_response":
         return False
-    return looks in _READ_PARTS or "call" in looks or "arguments" in part or is_call_part(kind, part)
+    if looks in _READ_PARTS or "call" in looks or "arguments" in part or is_call_part(kind, part):
+        return True
+    said = "text" in part or isinstance(part.get("content"), str)  # `output_text`, `refusal`, `message`: text unread
+    return said and not any(word in looks for word in _SAYS_NOTHING)
+
+
+_SAYS_NOTHING = ("reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary")
+"""Part types whose text or content is not what the model said to the user: its reasoning, and media (a blob's
+`content` is its data)."""
 
 
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
 
 
 def _message(message: dict[str, Any], path: str) -> Said:
+    if message.get("role") in ("function", "tool"):
+        _no_calls(message, path)
     if message.get("role") == "function":  # the older API's result of a function_call: it carries no call id
         content = content_text(message.get("content"), f"{path}.content")
         return Said("tool", "", answers=[(None, True, content, f"{path}.role")])
@@ -288,9 +300,28 @@ def _message(message: dict[str, Any], path: str) -> Said:
     return said
 
 
+def _no_calls(message: dict[str, Any], path: str) -> None:
+    """Only the assistant calls tools: calls on a tool's or function's message would go unread."""
+    held = next((key for key in ("tool_calls", "function_call") if message.get(key) not in _EMPTY), None)
+    if held is not None:
+        raise TraceInvalid(
+            f"{path}.{held}", f"only an assistant message calls tools; this one's role is {message.get('role')!r}"
+        )
+
+
+_CHAT_FIELDS = frozenset((
+    "role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations", "id",
+    "type",
+))  # fmt: skip  # what a chat-shaped message may hold; anything else is looked through for a call or text
+_CHAT_HINT = "record the message's text as its content and its calls as its tool_calls"
+
+
 def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
     """A message of an older instrumentation, shaped as in the Chat Completions API."""
     content = content_text(message.get("content"), f"{path}.content")
+    if not message.keys() <= _CHAT_FIELDS:  # LangChain's additional_kwargs may hold the calls, `text` the reply
+        holds_no_message([(k, v) for k, v in message.items() if k not in _CHAT_FIELDS], path, _CHAT_HINT)
+        no_text_elsewhere(message, content, _CHAT_FIELDS, path)
     if said.role == "tool":
         answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
         said.answers.append((answered, True, content, f"{path}.tool_call_id"))
