@@ -1758,3 +1758,43 @@ def test_openinference_message_lists_and_kinds_that_would_be_skipped_are_refused
         f'{SPAN}.attributes["llm.input_messages.0.message.tool_calls"]: only an assistant message calls tools; '
         "this one's role is 'tool'"
     )
+
+
+@pytest.mark.parametrize(
+    ("beside", "place", "held"),
+    [
+        ({"gen_ai.completion": json.dumps([{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "function": {"name": "refund_submit", "arguments": "{}"}}]}])},
+         "gen_ai.completion", "a call of 'refund_submit'"),
+        ({"gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.tool_calls.0.name": "refund_submit"},
+         "gen_ai.completion.N", "a call of 'refund_submit'"),
+        ({"gen_ai.completion": json.dumps([{"role": "assistant", "content": "Your card is 4111"}])},
+         "gen_ai.completion", "the text 'Your card is 4111'"),
+    ],
+    ids=["calls-in-the-older-attribute", "calls-in-indexed-keys", "text-in-the-older-attribute"],
+)  # fmt: skip
+def test_messages_recorded_in_two_places_must_agree(beside: dict[str, Any], place: str, held: str) -> None:
+    """The output was read from the first place that records it, so a call or a text recorded only in another
+    place (an older attribute, OpenLLMetry's indexed keys, an event) was never seen."""
+    said = [{"role": "assistant", "parts": [text("I cannot refund that.")]}]
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps(said), **beside})  # fmt: skip
+    assert problem(rec.otlp()) == (
+        f"{SPAN}: records its output messages in gen_ai.output.messages and in {place}, and {held} is in the second "
+        "only, so which is the run is not known: record the messages in one place"
+    )
+    same = Recorder()  # the same messages in both places, as an instrumentation writing both conventions does
+    same.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                               "gen_ai.output.messages": json.dumps(said), "gen_ai.completion": json.dumps(
+                                   [{"role": "assistant", "content": "I cannot  refund that."}])})  # fmt: skip
+    assert parse(same.otlp()).answer == "I cannot refund that."
+    export = Recorder()
+    export.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                                 "gen_ai.output.messages": json.dumps(said)})  # fmt: skip
+    doc = export.otlp()
+    span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    call = json.dumps({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "refund_submit"}}]})
+    span["events"] = [{"name": "gen_ai.choice", "timeUnixNano": span["startTimeUnixNano"],
+                       "attributes": [{"key": "message", "value": {"stringValue": call}}]}]  # fmt: skip
+    assert problem(doc).startswith(f"{SPAN}: records its output messages in gen_ai.output.messages and in its events")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
     content_text,
     holds_no_message,
@@ -118,15 +119,9 @@ def records_messages(span: Span) -> bool:
 def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     """The span's input messages (after its system instructions) and its output messages; None when it records
     no message (empty lists; system instructions alone are no conversation). Each side comes from the first
-    place that records it: attributes, OpenLLMetry's indexed keys, events (an input in attributes and the
-    choice in an event are one conversation)."""
-    said_in: list[Said] = []
-    said_out: list[Said] = []
-    for source in (_attribute_messages, _indexed_messages, _event_messages):
-        if said_in and said_out:
-            break
-        found_in, found_out = source(span)
-        said_in, said_out = said_in or found_in, said_out or found_out
+    place that records it (`_agreed`): attributes, OpenLLMetry's indexed keys, events (an input in attributes and
+    the choice in an event are one conversation)."""
+    said_in, said_out = _agreed(span, "input"), _agreed(span, "output")
     if not (said_in or said_out):
         return None
     said: list[Said] = []
@@ -138,12 +133,52 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
 
 
 def output_messages(span: Span) -> list[Said]:
-    """The span's output messages alone, from the first place that records them, as `conversation` reads them
-    (cheap: the input, which repeats the history, is not read)."""
-    said = _messages(span, _OUTPUT) or (_flat_messages(span, _FLAT_OUTPUT) if _flat(span) else [])
-    if not said and _message_events(span):
-        said = _event_messages(span)[1]
-    return said
+    """The span's output messages alone, as `conversation` reads them (the input, which repeats the history, is
+    not read)."""
+    return _agreed(span, "output")
+
+
+def _agreed(span: Span, side: str) -> list[Said]:
+    """One side's messages (input or output) from the first place that records them; a span that records them in
+    more places (a deprecated one beside the current one, as some instrumentations do) is refused when another
+    place holds a call or a text the first lacks: read from one place only, it would go unseen."""
+    found = _sources(span, side)
+    chosen_at, chosen = next(((at, said) for at, said in found if said), ("", []))
+    for at, said in found:
+        extra = _held_beside(said, chosen) if said and said is not chosen else None
+        if extra is not None:
+            raise TraceInvalid(
+                span.path,
+                f"records its {side} messages in {chosen_at} and in {at}, and {extra} is in the second only, so "
+                "which is the run is not known: record the messages in one place",
+            )
+    return chosen
+
+
+def _sources(span: Span, side: str) -> list[tuple[str, list[Said]]]:
+    """Each place the span records one side's messages, in the order `_agreed` reads them."""
+    keys, prefix = (_INPUT, _FLAT_INPUT) if side == "input" else (_OUTPUT, _FLAT_OUTPUT)
+    found = [(key, _messages(span, (key,))) for key in keys if span.has(key)]
+    if _flat(span):
+        found.append((f"{prefix}N", _flat_messages(span, prefix)))
+    if _message_events(span):
+        found.append(("its events", _event_messages(span)[0 if side == "input" else 1]))
+    return found
+
+
+def _held_beside(said: list[Said], chosen: list[Said]) -> str | None:
+    """A call (by its tool) or a text of `said` that `chosen` does not hold, as a message names it; else None."""
+    tools = {call.tool for message in chosen for call in message.calls}
+    for message in said:
+        for call in message.calls:
+            if call.tool not in tools:
+                return f"a call of {one_line(call.tool, 60)!r}"
+    written = " ".join(" ".join(message.text.split()) for message in chosen)
+    for message in said:
+        text_of = " ".join(message.text.split())
+        if text_of and text_of not in written:
+            return f"the text {one_line(text_of, 60)!r}"
+    return None
 
 
 def input_texts(span: Span) -> list[str]:
@@ -168,17 +203,7 @@ def output_calls(span: Span) -> list[ToolCall]:
     return [call for message in output_messages(span) for call in message.calls]
 
 
-def _attribute_messages(span: Span) -> tuple[list[Said], list[Said]]:
-    return _messages(span, _INPUT), _messages(span, _OUTPUT)
-
-
-def _indexed_messages(span: Span) -> tuple[list[Said], list[Said]]:
-    if not _flat(span):
-        return [], []
-    return _flat_messages(span, _FLAT_INPUT), _flat_messages(span, _FLAT_OUTPUT)
-
-
-def _messages(span: Span, keys: tuple[str, str]) -> list[Said]:
+def _messages(span: Span, keys: tuple[str, ...]) -> list[Said]:
     key = next((k for k in keys if span.has(k)), None)
     if key is None:
         return []
