@@ -538,7 +538,7 @@ def test_a_call_taken_by_a_span_without_an_id_is_not_counted_again_by_its_id() -
     chat(rec, [say("user", text("A?"))], [calling])
     tool(rec, "lookup", result="first")
     tool(rec, "lookup", "c1", error=True, result="second")
-    assert [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls] == [("c1", "first", True)]
+    assert [(c.id, c.result, c.failed) for c in parse(rec.otlp()).calls] == [("c1", "first", False)]  # it ran once
 
 
 CALL_IDS = st.sampled_from(["c1", "c2", "c3", None])
@@ -593,6 +593,30 @@ def test_a_retried_call_is_counted_once_with_its_last_attempts_outcome() -> None
     tool(rec, "order_lookup", "call_1", error=True)
     tool(rec, "order_lookup", "call_1", result="signed")  # the framework retried it, and it worked
     assert [(c.failed, c.result, c.duration_ms) for c in parse(rec.otlp()).calls] == [(False, "signed", 2.0)]
+
+
+def test_an_attempt_that_succeeded_is_never_undone_by_a_later_one() -> None:
+    """A later failed attempt made a refund that had succeeded a failed call, so its duplicate went unseen; and a
+    second successful run of the same call was counted once, hiding the refund made twice."""
+    refund = [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}),
+                  call_part("c2", "refund_submit", {"order_id": "A"}))]  # fmt: skip
+    rec = Recorder()
+    chat(rec, [say("user", text("refund A"))], refund)
+    tool(rec, "refund_submit", "c1", result="ok")
+    tool(rec, "refund_submit", "c2", result="ok")
+    tool(rec, "refund_submit", "c2", error=True, result="timeout")
+    assert [(c.id, c.failed) for c in parse(rec.otlp()).calls] == [("c1", False), ("c2", False)]
+    twice = Recorder()
+    chat(
+        twice, [say("user", text("refund A"))], [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}))]
+    )
+    for _ in range(2):
+        tool(twice, "refund_submit", "c1", result="ok")
+    calls = parse(twice.otlp()).calls
+    assert [(c.id, c.failed, c.args) for c in calls] == [("c1", False, {"order_id": "A"})] * 2
+    case = AgentCase.model_validate({**_case(), "side_effect_policy": {"tool": "refund_submit",
+                                                                      "idempotency_key": "order_id"}})  # fmt: skip
+    assert [f.split(":")[0] for f in _failures(case, twice.otlp())] == ["duplicate_side_effect"]
 
 
 def test_content_capture_off_gives_the_tool_spans_in_time_order() -> None:

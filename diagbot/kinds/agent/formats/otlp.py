@@ -743,7 +743,8 @@ def _attach(
     none), or whose id no message has while some calls have none, takes the first free call of its tool, or, when
     it records arguments, the first free one with those arguments. A span
     whose id the messages have but whose calls are all taken repeats the last of them (a retry): counted once,
-    that call takes the last attempt's status, a result if it had none, and a duration to the attempt's end."""
+    that call fails only if every attempt failed, and takes a result if it had none and a duration to the attempt's
+    end; but an attempt that succeeds after one that succeeded ran the tool again, and is a call of its own."""
     by_id: dict[str, deque[tuple[int, ToolCall]]] = {}
     by_tool: dict[str, deque[tuple[int, ToolCall]]] = {}
     no_id: dict[str, deque[tuple[int, ToolCall]]] = {}
@@ -776,7 +777,13 @@ def _attach(
                 )
             match = _first_free(by_id[found.id], taken)
             if match is None:
-                _retried(*first[found.id], found, span)
+                done, attempt = first[found.id]
+                if not done.failed and not found.failed:  # run again after it succeeded: its side effect twice
+                    again = _call(found, span)
+                    again.raw_args = done.raw_args if again.raw_args is None else again.raw_args
+                    later.append((span.start, again))
+                    continue
+                _retried(done, attempt, found, span)
                 continue
         else:
             queue = (by_tool if found.id is None else no_id).get(found.tool)
@@ -797,7 +804,8 @@ def _attach(
 
 
 def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
-    call.failed = found.failed
+    """Another attempt of a call: it failed only if every attempt did (one that succeeded made its side effect)."""
+    call.failed = call.failed and found.failed
     if not call.has_result and found.has_result:
         call.result, call.has_result = found.result, True
     call.duration_ms = max(span.end - first.start, 0) / 1e6
