@@ -138,3 +138,17 @@ def test_a_call_entry_with_an_index_or_harmless_extras_is_read() -> None:
              "meta": {"latency_ms": 5}}  # fmt: skip
     read = _read([{"role": "assistant", "content": None, "tool_calls": [entry]}])
     assert [(s[0], s[1]) for s in read] == [("message", "assistant"), ("call", "lookup")]
+
+
+def test_annotations_and_audio_hold_no_call_or_text_of_their_own() -> None:
+    """They were never looked at: a call or a reply written there went unseen. A citation and a transcript read."""
+    cited = {"type": "url_citation", "url_citation": {"url": "https://example.com", "title": "Policy"}}
+    read = _read([{"role": "assistant", "content": "See the policy.", "annotations": [cited],
+                   "audio": {"id": "a1", "transcript": "See the policy."}}])  # fmt: skip
+    assert read == [("message", "assistant", "See the policy.")]
+    hidden_call = {"type": "function_call", "name": "refund_submit", "arguments": "{}"}
+    refused = _read([{"role": "assistant", "content": "ok", "annotations": [hidden_call]}])
+    assert refused[:2] == ("refused", "$[0].annotations[0].type")
+    hidden_text = {"type": "output_text", "text": "Your card is 4111"}
+    refused = _read([{"role": "assistant", "content": "ok", "annotations": [hidden_text]}])
+    assert refused[:2] == ("refused", "$[0].annotations")

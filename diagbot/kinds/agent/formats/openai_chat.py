@@ -104,6 +104,10 @@ def read(data: Any) -> Run:
                 content = f"{content}\n{said}" if content else said
         if not message.keys() <= _MESSAGE_FIELDS:
             no_text_elsewhere(message, content, _MESSAGE_FIELDS, f"{prefix}[{index}]")
+        beside = [(key, message[key]) for key in _LOOKED_THROUGH if message.get(key) is not None]
+        if beside:  # read for their citations and transcript, never for a call or a text of their own
+            holds_no_message(beside, f"{prefix}[{index}]", _HINT)
+            no_text_elsewhere(dict(beside), content, frozenset(), f"{prefix}[{index}]")
         kind = message.get("type")
         if kind is not None and kind != "message":
             _not_a_message(kind, f"{prefix}[{index}]")
@@ -164,6 +168,7 @@ def _too_many(prefix: str) -> TraceInvalid:
     )
 
 
+_LOOKED_THROUGH = ("annotations", "audio")  # a message's fields that are not its text or calls, but could hide them
 _PLAIN_FIELDS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
 """What most messages hold: a message of these keys alone, written as most exports write them, is read by `_plain`."""
 
