@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from diagbot.cli import main
-from diagbot.core.diff import ItemType
+from diagbot.core.diff import ItemType, Thresholds
 from diagbot.core.errors import CaseFileError, ConfigError
 from diagbot.core.gate import Conclusion, GateSettings
-from diagbot.core.report import RunInfo, dump_model
+from diagbot.core.report import ReportFormatError, RunInfo, dump_model
 from diagbot.io.baselines import Baselines, find_baselines
 from diagbot.io.config import load_config, parse_config
 from diagbot.kinds import registry
@@ -243,6 +243,15 @@ def test_a_change_of_the_suite_options_that_decide_verdicts_is_said() -> None:
     unrecorded = current.model_copy(update={"options": None})
     assert not [i for i in diff_agent(unrecorded, loosened).items if i.metric.startswith("options.")]
     assert '"options"' not in dump_model(unrecorded) and '"options"' in dump_model(current)
+    # a baseline is read back from its file: its options with it (they were dropped, so nothing was ever compared)
+    stored = json.loads(dump_model(current))
+    read_back = AgentKind().parse(stored, "baseline/agent.json")
+    assert read_back.options == current.options
+    items = AgentKind().diff(read_back, loosened, Thresholds()).items
+    named = [i.metric for i in items if i.case_id is None and i.metric.startswith("options.")]
+    assert named == ["options.confirmation-pattern", "options.tool-error-pattern"]
+    with pytest.raises(ReportFormatError, match="options"):
+        AgentKind().parse({**stored, "options": {"made-up": "x"}}, "baseline/agent.json")
 
 
 def test_checks_changed_under_the_same_case_version_are_named() -> None:

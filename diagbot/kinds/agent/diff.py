@@ -23,7 +23,15 @@ from diagbot.core.diff import (
 )
 from diagbot.core.rates import percent
 from diagbot.core.values import one_line
-from diagbot.kinds.agent.report import AgentCaseResult, AgentReport, Aggregate, SliceStat, aggregate, slices
+from diagbot.kinds.agent.report import (
+    AgentCaseResult,
+    AgentReport,
+    Aggregate,
+    OptionName,
+    SliceStat,
+    aggregate,
+    slices,
+)
 
 INFORMATIONAL = "informational (this case does not gate): "
 """Put before an informational case's message, where cutting a long message to a table cell cannot drop it."""
@@ -138,7 +146,7 @@ def _slice_items(old: dict[str, dict[str, SliceStat]], new: dict[str, dict[str, 
     return items
 
 
-def _option_items(old: dict[str, str | int] | None, new: dict[str, str | int] | None) -> list[DiffItem]:
+def _option_items(old: dict[OptionName, str | int] | None, new: dict[OptionName, str | int] | None) -> list[DiffItem]:
     """Each suite option that decides verdicts and changed (both sides recorded): a pull request that sets a
     `confirmation-pattern` every reply matches, or a `tool-error-pattern` every result does, moves verdicts without
     touching a case, and the comment must say so beside the cases it greened."""

@@ -32,7 +32,15 @@ from diagbot.kinds.agent.checks import CHECKS, CaseWork, Code, criteria, judge, 
 from diagbot.kinds.agent.formats import TraceMissing, load_run
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.report import MAX_TRIALS, AgentCaseResult, AgentReport, Status, TrialResult, build_report
+from diagbot.kinds.agent.report import (
+    MAX_TRIALS,
+    AgentCaseResult,
+    AgentReport,
+    OptionName,
+    Status,
+    TrialResult,
+    build_report,
+)
 from diagbot.kinds.agent.run import Run, TraceInvalid
 from diagbot.kinds.base import Governance
 
@@ -656,7 +664,7 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
 class Assembly:
     """The report of a suite, put together as its cases' results arrive in order."""
 
-    def __init__(self, options: dict[str, str | int]) -> None:
+    def __init__(self, options: dict[OptionName, str | int]) -> None:
         self.options = options  # the suite's, as the report records them
         self.results: list[AgentCaseResult] = []
         self.warnings: list[str] = []

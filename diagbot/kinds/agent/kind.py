@@ -233,7 +233,7 @@ class AgentKind:
             raise model_problems(exc, where, "agent report") from None
         unique_case_ids((r.case_id for r in stored.results), where)
         # aggregates remade: never trusted as stored
-        return build_report(stored.results, stored.suite, stored.run, stored.warnings)
+        return build_report(stored.results, stored.suite, stored.run, stored.warnings, stored.options)
 
     def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
         return diff_agent(baseline, current, thresholds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
@@ -15,6 +15,7 @@ from diagbot.core.text import closest
 from diagbot.kinds.agent.cases import Check
 from diagbot.kinds.agent.checks import Confirmation
 from diagbot.kinds.agent.formats import FORMAT_NAMES
+from diagbot.kinds.agent.report import OptionName
 
 RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 
@@ -79,11 +80,11 @@ class AgentOptions(StrictInput):
         return 1 if self.trials == "any" else int(self.trials)
 
     @cached_property
-    def judging(self) -> dict[str, str | int]:
+    def judging(self) -> dict[OptionName, str | int]:
         """The options that decide verdicts and differ from their defaults, as diagbot.yml writes them (the rules
         are in each case's checks digest): the report records them, and the diff says when they changed."""
-        found: dict[str, str | int] = self.model_dump(by_alias=True, exclude_defaults=True, exclude={"rules"})
-        return found
+        found = self.model_dump(by_alias=True, exclude_defaults=True, exclude={"rules"})
+        return {name: found[name] for name in get_args(OptionName) if name in found}
 
     @cached_property
     def confirmation(self) -> Confirmation:

@@ -92,6 +92,10 @@ class SliceStat(Output):
     pass_rate: float
 
 
+OptionName = Literal["trace-format", "tool-error-pattern", "trials", "confirmation-pattern", "citation-pattern"]
+"""The suite options a report records (`AgentOptions.judging`)."""
+
+
 class AgentReport(Output):
     schema_version: int = AGENT_SCHEMA_VERSION
     kind: Literal["agent"] = "agent"
@@ -109,7 +113,7 @@ class AgentReport(Output):
     slices: dict[str, dict[str, SliceStat]]
     # the suite options that decide verdicts and are not left to their defaults, as diagbot.yml writes them (None:
     # a report from before they were recorded, which is not compared)
-    options: dict[str, str | int] | None = Field(None, max_length=20, exclude_if=lambda v: v is None)
+    options: dict[OptionName, str | int] | None = Field(None, exclude_if=lambda v: v is None)
     results: list[AgentCaseResult]
     warnings: list[str] = Field(default_factory=list, max_length=1_000, exclude_if=lambda v: not v)  # checks of nothing
 
@@ -162,7 +166,7 @@ def build_report(
     suite: str | None = None,
     run: RunInfo | None = None,
     warnings: list[str] | None = None,
-    options: dict[str, str | int] | None = None,
+    options: dict[OptionName, str | int] | None = None,
 ) -> AgentReport:
     gating = aggregate([r for r in results if r.gating])
     informational = aggregate([r for r in results if not r.gating])
