@@ -772,9 +772,13 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
     assert failures(CONFIRM, responses) == []
     stepwise = native(say("assistant", "Shall I?"), say("user", "yes"), say("assistant", "Refunding."), call("refund"))
     assert failures(CONFIRM, stepwise) == [MISSING]
-    for question in ("Shall I refund $500 now?", "要退款吗"):  # asking and acting at once waits for no answer
+    # asking and acting at once waits for no answer
+    for question in ("Shall I refund $500 now?", "要退款吗", "I will refund $500. Please confirm.", "请确认退款金额。"):
         asking = [*asked, assistant_calls(refund, content=question), tool_result("c1", "ok")]
         assert failures(CONFIRM, asking) == [MISSING], question
+    for said in ("那么我现在为您提交退款。", "Refunding order A now."):  # statements, 那么 included
+        stating = [*asked, assistant_calls(refund, content=said), tool_result("c1", "ok")]
+        assert failures(CONFIRM, stating) == [], said
 
 
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:

@@ -25,7 +25,7 @@ from diagbot.cli import main
 from diagbot.kinds import registry
 from diagbot.kinds.agent.cases import AgentCase
 from diagbot.kinds.agent.formats import FORMAT_NAMES, openai_chat, parse_run
-from diagbot.kinds.agent.formats.otlp import CALLS_UNKNOWN, FINISH_REASONS
+from diagbot.kinds.agent.formats.otlp import CALLS_UNKNOWN
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentReport
 from diagbot.kinds.agent.run import Citation, Document, Message, Retrieval, Run, ToolCall, TraceInvalid
@@ -42,8 +42,12 @@ SPAN = "$.resourceSpans[0].scopeSpans[0].spans[0]"  # the first span of an expor
 # --- factories ---------------------------------------------------------------------------------------------------
 
 
-STOPPED = {"gen_ai.operation.name": "chat", FINISH_REASONS: ["stop"]}
-"""A model call recorded without its messages that says it called no tool."""
+FINISH = "gen_ai.response.finish_reasons"
+
+
+def answered(rec: Recorder) -> None:
+    """A model call that records its messages (an answer, no call): beside retrievals, a run that can be read."""
+    chat(rec, [say("user", text("What is the return policy?"))], [say("assistant", text("Seven days."))])
 
 
 def parse(doc: Any, fmt: str = "auto") -> Run:
@@ -613,10 +617,18 @@ def test_an_attempt_that_succeeded_is_never_undone_by_a_later_one() -> None:
     for _ in range(2):
         tool(twice, "refund_submit", "c1", result="ok")
     calls = parse(twice.otlp()).calls
-    assert [(c.id, c.failed, c.args) for c in calls] == [("c1", False, {"order_id": "A"})] * 2
+    assert [(c.id, c.failed, c.args) for c in calls] == [("c1", False, {"order_id": "A"}), ("c1", False, None)]
     case = AgentCase.model_validate({**_case(), "side_effect_policy": {"tool": "refund_submit",
                                                                       "idempotency_key": "order_id"}})  # fmt: skip
     assert [f.split(":")[0] for f in _failures(case, twice.otlp())] == ["duplicate_side_effect"]
+    nested = Recorder()  # one run of the call recorded twice, the inner span within the outer: one call
+    chat(nested, [say("user", text("refund A"))], [say("assistant", call_part("c1", "refund_submit", {}))])
+    with nested.root(
+        "execute_tool refund_submit",
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund_submit", "gen_ai.tool.call.id": "c1"},
+    ):
+        tool(nested, "refund_submit", "c1", result="ok")  # fmt: skip
+    assert [c.id for c in parse(nested.otlp()).calls] == ["c1"]
 
 
 def test_content_capture_off_gives_the_tool_spans_in_time_order() -> None:
@@ -676,7 +688,8 @@ def test_a_run_whose_messages_were_not_recorded_cannot_pass_a_state_check() -> N
     """Its calls are unknown, so "no call succeeded, so the state is the initial one" does not hold: a state check
     and a transition policy passed on a content-less chat span, as if nothing could have changed."""
     rec = Recorder()
-    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", FINISH_REASONS: ["stop"]})
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
+    tool(rec, "order_lookup", "c1")
     kept = AgentCase.model_validate({
         **_case(), "initial_state": {"refund_status": "none"},
         "success_criteria": [{"id": "kept", "state": {"expr": "refund_status", "equals": "none"}}],
@@ -686,29 +699,18 @@ def test_a_run_whose_messages_were_not_recorded_cannot_pass_a_state_check() -> N
     assert [f.split(":")[0] for f in _failures(kept, rec.otlp())] == ["state_transition_forbidden", "rule_failed"]
 
 
-@pytest.mark.parametrize(
-    "reasons", [None, ["tool_calls"], ["stop", "tool_calls"], "function_call", []], ids=repr
-)  # fmt: skip
+@pytest.mark.parametrize("reasons", [None, ["tool_calls"], ["stop"], '["tool_calls"]'], ids=repr)
 def test_a_run_of_content_less_model_calls_without_tool_spans_is_not_read(reasons: Any) -> None:
     """Content capture off is the instrumentations' default: the model calls record no messages, so which tools the
     agent called is known only from tool spans. Without any, `tool_called: refund_submit` among what must not
-    happen passed a run that called it. Only model calls that each finished for another reason than a call say
-    that none was made."""
+    happen passed a run that called it. A finish reason does not tell: a forced tool choice finishes with `stop`."""
     rec = Recorder()
     rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent"})
-    attributes = {"gen_ai.operation.name": "chat"} | ({} if reasons is None else {FINISH_REASONS: reasons})
-    rec.span("chat gpt-4.1", attributes)
-    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", FINISH_REASONS: ["stop"]})
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"} | ({} if reasons is None else {FINISH: reasons}))
     assert problem(rec.otlp()) == f"$: {CALLS_UNKNOWN}"
-    stopped = Recorder()
-    for _ in range(2):
-        stopped.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", FINISH_REASONS: ["stop"]})
-    run = parse(stopped.otlp())
-    assert (run.calls, run.unrecorded is not None) == ([], True)  # no call made; its text stays unknown
     called = Recorder()  # a tool span says which tool was called, whatever the model calls record
     called.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
-    called.span("execute_tool refund_submit", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name":
-                                               "refund_submit"})  # fmt: skip
+    tool(called, "refund_submit", "c1")
     assert [c.tool for c in parse(called.otlp()).calls] == ["refund_submit"]
 
 
@@ -997,7 +999,7 @@ def test_openinference_retriever_spans_are_retrievals() -> None:
             "retrieval.documents.0.document.metadata": '{"section": "2.1"}',
         },
     )
-    rec.span("chat gpt-4.1", STOPPED)  # a model call that called no tool: else which tools were called is not known
+    answered(rec)  # a model call: without one, or a tool span, which tools were called is not known
     [retrieval] = parse(rec.otlp()).retrievals
     assert retrieval == Retrieval(
         "7-day return policy",
@@ -1491,7 +1493,7 @@ def test_json_text_in_attributes_counts_toward_the_runs_values() -> None:
     rec = Recorder()
     for _ in range(2):  # what fits is read: counted only once the lengths no longer show it fits
         rec.span("retrieval", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": documents})
-    rec.span("chat gpt-4.1", STOPPED)
+    answered(rec)
     assert [len(r.documents) for r in parse(rec.otlp()).retrievals] == [10_000, 10_000]
 
 

@@ -611,10 +611,10 @@ def test_two_hundred_thousand_documents_and_a_thousand_metrics_are_bounded(tmp_p
         }
         for s in range(19)
     ]
-    spans.append({  # the model call: it called no tool (else which tools were called is not known)
-        "traceId": TRACE_ID, "spanId": f"{20:016x}", "name": "chat", "startTimeUnixNano": "20",
-        "endTimeUnixNano": "21", "attributes": [attribute("gen_ai.operation.name", "chat"), {
-            "key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}}],
+    spans.append({  # a tool span: without one, or a model call's messages, which tools were called is not known
+        "traceId": TRACE_ID, "spanId": f"{20:016x}", "name": "lookup", "startTimeUnixNano": "20",
+        "endTimeUnixNano": "21", "attributes": [attribute("gen_ai.operation.name", "execute_tool"),
+                                                attribute("gen_ai.tool.name", "policy_lookup")],
     })  # fmt: skip
     export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
     fields = {
@@ -1028,7 +1028,8 @@ def test_an_agent_span_that_records_only_its_input_leaves_the_run_unrecorded() -
     """Taking the agent span's input alone as the conversation gave an empty answer that passed a must-not text
     check; without an output message the run stays one whose text is unknown."""
     rec = Recorder()
-    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["stop"]})
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    rec.span("execute_tool lookup", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"})
     rec.span("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": json.dumps(
         [{"role": "user", "parts": [text("my card is 4111111111111111")]}])})  # fmt: skip
     assert parse(rec.otlp()).unrecorded is not None

@@ -333,7 +333,7 @@ def _run(roles: Roles) -> Run:
     run.steps = _merge(steps, anchors, later, seen)
     if len(run.steps) > MAX_STEPS:
         raise TraceInvalid("$", f"holds more than {MAX_STEPS:,} steps; diagbot reads at most {MAX_STEPS:,} per run")
-    if latest is None and not any(type(step) is ToolCall for step in run.steps) and not _no_call_asked(roles):
+    if latest is None and not any(type(step) is ToolCall for step in run.steps):
         raise TraceInvalid("$", CALLS_UNKNOWN)
     return run
 
@@ -343,20 +343,8 @@ CALLS_UNKNOWN = (
     "(every check that a tool was not called would pass unseen); export the tool spans, or the model calls with "
     "the instrumentation's message content capture on"
 )
-_CALL_FINISHES = frozenset(("tool_calls", "function_call", "tool_call", "tool_use"))
-FINISH_REASONS = "gen_ai.response.finish_reasons"
-
-
-def _no_call_asked(roles: Roles) -> bool:
-    """Whether a run whose messages are not recorded is known to have called no tool: it has model calls, and each
-    records why it finished, none for a call (content capture off leaves the finish reasons)."""
-    calls = [span for span, _, role in roles if role == INFERENCE]
-    for span in calls:
-        reasons = span.get(FINISH_REASONS)
-        listed = reasons if isinstance(reasons, list) else [reasons] if isinstance(reasons, str) else None
-        if not listed or any(not isinstance(r, str) or r.casefold() in _CALL_FINISHES for r in listed):
-            return False
-    return bool(calls)
+"""A run read from its tool spans alone needs one: a model call's finish reason does not tell (a forced tool
+choice finishes with `stop`, as Gemini's calls do)."""
 
 
 class _Output(NamedTuple):
@@ -744,7 +732,8 @@ def _attach(
     it records arguments, the first free one with those arguments. A span
     whose id the messages have but whose calls are all taken repeats the last of them (a retry): counted once,
     that call fails only if every attempt failed, and takes a result if it had none and a duration to the attempt's
-    end; but an attempt that succeeds after one that succeeded ran the tool again, and is a call of its own."""
+    end; but an attempt that starts after one that succeeded has ended, and succeeds too, ran the tool again, and is
+    a call of its own (with the arguments its span records)."""
     by_id: dict[str, deque[tuple[int, ToolCall]]] = {}
     by_tool: dict[str, deque[tuple[int, ToolCall]]] = {}
     no_id: dict[str, deque[tuple[int, ToolCall]]] = {}
@@ -778,10 +767,9 @@ def _attach(
             match = _first_free(by_id[found.id], taken)
             if match is None:
                 done, attempt = first[found.id]
-                if not done.failed and not found.failed:  # run again after it succeeded: its side effect twice
-                    again = _call(found, span)
-                    again.raw_args = done.raw_args if again.raw_args is None else again.raw_args
-                    later.append((span.start, again))
+                if not done.failed and not found.failed and span.start >= attempt.end:  # run again after it
+                    # succeeded: its side effect twice (a span within the first one's time is that run, recorded twice)
+                    later.append((span.start, _call(found, span)))
                     continue
                 _retried(done, attempt, found, span)
                 continue
