@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind
 from diagbot.cli import main
 from diagbot.kinds import registry
 from diagbot.kinds.agent.cases import AgentCase
-from diagbot.kinds.agent.formats import FORMAT_NAMES, openai_chat, parse_run
+from diagbot.kinds.agent.formats import FORMAT_NAMES, openai_chat, otel_genai, parse_run
 from diagbot.kinds.agent.formats.otlp import CALLS_UNKNOWN
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentReport
@@ -1824,3 +1824,34 @@ def test_messages_recorded_in_two_places_must_agree(beside: dict[str, Any], plac
     span["events"] = [{"name": "gen_ai.choice", "timeUnixNano": span["startTimeUnixNano"],
                        "attributes": [{"key": "message", "value": {"stringValue": call}}]}]  # fmt: skip
     assert problem(doc).startswith(f"{SPAN}: records its output messages in gen_ai.output.messages and in its events")
+
+
+def test_messages_in_two_places_that_agree_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found refused by the review of that check: the system prompt the current convention keeps in
+    gen_ai.system_instructions, beside the older keys that list it as a message, and content that OpenLLMetry's
+    indexed keys write as the JSON of its parts. The search for a text that is neither whole nor at its place is
+    bounded: past the bound the two places are not known to agree."""
+    instructions = [text("You are a refund agent.")]
+    said = [{"role": "assistant", "parts": [text("Refunded.")]}]
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {
+        "gen_ai.operation.name": "chat", "gen_ai.system_instructions": json.dumps(instructions),
+        "gen_ai.input.messages": json.dumps(ASKED), "gen_ai.output.messages": json.dumps(said),
+        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "You are a refund agent.",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": json.dumps([{"type": "text", "text": "refund A"}]),
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Refunded.",
+    })  # fmt: skip
+    run = parse(rec.otlp())
+    assert (run.answer, [m.role for m in run.steps if isinstance(m, Message)]) == (
+        "Refunded.", ["system", "user", "assistant"])  # fmt: skip
+    other = Recorder()
+    other.span("chat gpt-4.1", {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED * 3),
+        "gen_ai.output.messages": json.dumps(said),
+        **{f"gen_ai.prompt.{i}.content": f"refund  A {'' if i < 2 else 'now'}" for i in range(3)},
+        **{f"gen_ai.prompt.{i}.role": "user" for i in range(3)},
+    })  # fmt: skip
+    assert problem(other.otlp()).endswith("the text 'refund A now' is in the second only, so which is the run is "
+                                          "not known: record the messages in one place")  # fmt: skip
+    monkeypatch.setattr(otel_genai, "MAX_COMPARED_CHARS", 10)
+    assert "more text than diagbot compares (10 characters searched)" in problem(other.otlp())

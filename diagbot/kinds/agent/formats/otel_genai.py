@@ -16,6 +16,7 @@ whose attributes are the event body's fields: `content`, `tool_calls`, the tool 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from diagbot.core.values import one_line
@@ -141,11 +142,17 @@ def output_messages(span: Span) -> list[Said]:
 def _agreed(span: Span, side: str) -> list[Said]:
     """One side's messages (input or output) from the first place that records them; a span that records them in
     more places (a deprecated one beside the current one, as some instrumentations do) is refused when another
-    place holds a call or a text the first lacks: read from one place only, it would go unseen."""
+    place holds a call or a text the first lacks: read from one place only, it would go unseen. The system
+    instructions, which the current convention keeps apart, count as the first place's input."""
     found = _sources(span, side)
     chosen_at, chosen = next(((at, said) for at, said in found if said), ("", []))
+    if len(found) < 2:
+        return chosen
+    beside = chosen
+    if side == "input" and span.has("gen_ai.system_instructions"):
+        beside = [_message({"role": "system", "parts": span.json("gen_ai.system_instructions")}, span.path), *chosen]
     for at, said in found:
-        extra = _held_beside(said, chosen) if said and said is not chosen else None
+        extra = _held_beside(said, beside) if said and said is not chosen else None
         if extra is not None:
             raise TraceInvalid(
                 span.path,
@@ -166,19 +173,51 @@ def _sources(span: Span, side: str) -> list[tuple[str, list[Said]]]:
     return found
 
 
+MAX_COMPARED_CHARS = 64 * 1024 * 1024
+"""Characters searched when the messages one place records are looked for in another's, beyond those found whole
+or at the same place in the list: past it, the two are not known to agree."""
+
+
 def _held_beside(said: list[Said], chosen: list[Said]) -> str | None:
-    """A call (by its tool) or a text of `said` that `chosen` does not hold, as a message names it; else None."""
+    """A call (by its tool) or a text of `said` that `chosen` does not hold, as a message names it; else None. A
+    text is found whole among `chosen`'s, or within the message at its place, else within all of them (that last
+    search bounded by MAX_COMPARED_CHARS); spacing aside, and a text that is the JSON of its parts (OpenLLMetry's
+    indexed keys write list content so) read as their text."""
     tools = {call.tool for message in chosen for call in message.calls}
     for message in said:
         for call in message.calls:
             if call.tool not in tools:
                 return f"a call of {one_line(call.tool, 60)!r}"
-    written = " ".join(" ".join(message.text.split()) for message in chosen)
-    for message in said:
-        text_of = " ".join(message.text.split())
-        if text_of and text_of not in written:
+    held = [_squashed(message.text) for message in chosen]
+    whole, written, searched = set(held), None, 0
+    for place, message in enumerate(said):
+        text_of = _squashed(_spoken(message.text))
+        if not text_of or text_of in whole or (place < len(held) and text_of in held[place]):
+            continue
+        written = " ".join(held) if written is None else written
+        searched += len(written)
+        if searched > MAX_COMPARED_CHARS:
+            return f"more text than diagbot compares ({MAX_COMPARED_CHARS:,} characters searched)"
+        if text_of not in written:
             return f"the text {one_line(text_of, 60)!r}"
     return None
+
+
+def _squashed(text_of: str) -> str:
+    return " ".join(text_of.split())
+
+
+def _spoken(text_of: str) -> str:
+    """A message's text, or, when it is the JSON text of a list of parts, the text those parts hold."""
+    if not text_of.lstrip().startswith("[") or len(text_of) > MAX_COMPARED_CHARS:
+        return text_of
+    try:
+        parts = json.loads(text_of)
+    except (ValueError, RecursionError):
+        return text_of
+    if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
+        return text_of
+    return " ".join(v for part in parts for k in ("text", "content") if isinstance(v := part.get(k), str))
 
 
 def input_texts(span: Span) -> list[str]:
