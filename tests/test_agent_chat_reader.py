@@ -138,6 +138,9 @@ def test_a_call_entry_with_an_index_or_harmless_extras_is_read() -> None:
              "meta": {"latency_ms": 5}}  # fmt: skip
     read = _read([{"role": "assistant", "content": None, "tool_calls": [entry]}])
     assert [(s[0], s[1]) for s in read] == [("message", "assistant"), ("call", "lookup")]
+    typeless = {"index": 0, "id": "a", "type": None, "function": {"name": "lookup", "arguments": "{}"}}  # null
+    read = _read([{"role": "assistant", "content": None, "tool_calls": [typeless]}])
+    assert [(s[0], s[1]) for s in read] == [("message", "assistant"), ("call", "lookup")]
 
 
 def test_annotations_and_audio_hold_no_call_or_text_of_their_own() -> None:

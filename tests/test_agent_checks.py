@@ -43,6 +43,8 @@ TODAY = dt.date(2025, 6, 1)
 
 # --- factories ---------------------------------------------------------------------------------------------------
 
+CALLS_FIX = ": record the calls on the assistant message that made them"
+
 
 def meta(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
@@ -1493,9 +1495,9 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
     ("run", "said"),
     [
         ([{"role": "user", "content": "refund?", "tool_calls": [{"id": "c1", "function": REFUND}]}],
-         "$[0].tool_calls: only an assistant message calls tools; this one's role is 'user'"),
+         "$[0].tool_calls: only an assistant message calls tools; this one's role is 'user'" + CALLS_FIX),
         ([{"role": "tool", "content": "x", "function_call": REFUND}],
-         "$[0].function_call: only an assistant message calls tools; this one's role is 'tool'"),
+         "$[0].function_call: only an assistant message calls tools; this one's role is 'tool'" + CALLS_FIX),
         ([{"role": "user", "content": "refund?"}] * 20 + [{"type": "function_call", "role": "assistant",
                                                          "call_id": "c1", **REFUND}],
          "$[20].type: 'function_call' is not a chat message's type"),

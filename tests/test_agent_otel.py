@@ -41,6 +41,8 @@ SPAN = "$.resourceSpans[0].scopeSpans[0].spans[0]"  # the first span of an expor
 
 # --- factories ---------------------------------------------------------------------------------------------------
 
+CALLS_FIX = ": record the calls on the assistant message that made them"
+
 
 FINISH = "gen_ai.response.finish_reasons"
 
@@ -1705,10 +1707,10 @@ def test_a_model_call_that_left_out_its_operation_name_is_read() -> None:
     [
         ({"role": "tool", "tool_call_id": "c0", "content": "ok",
           "tool_calls": [{"id": "c9", "function": {"name": "refund_submit", "arguments": "{}"}}]},
-         "[1].tool_calls", "only an assistant message calls tools; this one's role is 'tool'"),
+         "[1].tool_calls", "only an assistant message calls tools; this one's role is 'tool'" + CALLS_FIX),
         ({"role": "function", "name": "lookup", "content": "ok",
           "function_call": {"name": "refund_submit", "arguments": "{}"}},
-         "[1].function_call", "only an assistant message calls tools; this one's role is 'function'"),
+         "[1].function_call", "only an assistant message calls tools; this one's role is 'function'" + CALLS_FIX),
         ({"role": "assistant", "content": "I cannot refund that.",
           "additional_kwargs": {"tool_calls": [{"function": {"name": "refund_submit"}}]}},
          "[1].additional_kwargs.tool_calls", "what reads as a message, a reply or a call ('tool_calls') where "
@@ -1741,7 +1743,7 @@ def test_a_part_of_a_type_not_read_that_holds_text_is_refused(part: dict[str, An
                               "gen_ai.output.messages": json.dumps(said)})  # fmt: skip
     assert problem(rec.otlp()).endswith(
         f"{part['type']!r} is not a part type diagbot reads (text, tool_call, tool_call_response, server_tool_call), "
-        "but it reads as text or a call"
+        "but it reads as text or a call: record the text as a text part and a call as a tool_call part"
     )
     media = [{"role": "assistant", "parts": [text("Here you go."), {"type": "blob", "content": "aGk=",
                                                                     "modality": "image"}]}]  # fmt: skip
@@ -1782,7 +1784,7 @@ def test_openinference_message_lists_and_kinds_that_would_be_skipped_are_refused
                             "llm.output_messages.0.message.content": "done"})  # fmt: skip
     assert problem(tool_calls.otlp()) == (
         f'{SPAN}.attributes["llm.input_messages.0.message.tool_calls"]: only an assistant message calls tools; '
-        "this one's role is 'tool'"
+        "this one's role is 'tool'" + CALLS_FIX
     )
 
 

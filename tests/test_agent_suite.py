@@ -659,6 +659,7 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         "negative_behavior": [{"tool_not_called": "refund_submit"}, "promise an instant refund"],
         "failure_criteria": [{"answer_not_matches": "\\d{16}"}],
         "policy_constraints": ["refunds need approval", {"tool_not_called": "wire_money"}],
+        "business_success": {"metric": "csat", "state": "resolved"},  # words for people that name a check: no warning
         "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True},
         "audit_requirement": ["operator", "timestamp"],
     }
@@ -903,6 +904,9 @@ def test_a_key_written_as_a_number_is_refused_at_its_own_line(tmp_path: Path) ->
         text = f"case_id: k\ninitial_state:\n  order: {{{written}: a, b: c}}\n"
         [problem] = [p for p in load(tmp_path, {"k.yaml": text}) if "YAML" in p]
         assert problem.startswith(f"cases/k.yaml:3:11: not valid YAML (the key {written} is {kind} in YAML"), problem
+    [problem] = [p for p in load(tmp_path, {"k.yaml": "case_id: k\ninitial_state: {on: true}\n"}) if "YAML" in p]
+    assert problem == 'cases/k.yaml:2:17: not valid YAML (the key on is a boolean in YAML 1.1 but text in YAML 1.2; ' \
+        'quote it: "on")'  # fmt: skip  # the value's advice, write true, would not do for a key
 
 
 def test_a_fault_of_the_defaults_is_said_at_its_line(tmp_path: Path) -> None:

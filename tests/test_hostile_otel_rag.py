@@ -1176,7 +1176,8 @@ def test_a_genai_part_of_an_unknown_type_that_says_or_calls_something_is_refused
     chat(rec, [say("user", text("Refund ORDER_1?"))], [say("assistant", text("ok"), part)])
     assert problem(rec.otlp()).endswith(
         f".parts[1].type: {part['type']!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
-        "server_tool_call), but it reads as text or a call"
+        "server_tool_call), but it reads as text or a call: record the text as a text part and a call as a "
+        "tool_call part"
     )
     quiet = Recorder()  # reasoning and media parts say nothing a check reads (pydantic-ai writes thinking, binary)
     parts = [

@@ -274,7 +274,12 @@ class _Checked:
         return super().construct_mapping(node, deep)  # type: ignore[misc]
 
 
-_KEY_KINDS = {"int": "a number", "float": "a number", "bool": "a boolean", "null": "null"}
+_KEY_KINDS = {
+    "int": "a number in YAML",
+    "float": "a number in YAML",
+    "bool": "a boolean in YAML",
+    "null": "null in YAML",
+}
 
 
 def _refuse_key(key: Any) -> None:
@@ -284,14 +289,19 @@ def _refuse_key(key: Any) -> None:
         raise yaml.constructor.ConstructorError(
             None, None, "a key that is a list or a mapping; keys are text", key.start_mark
         )
-    if key.tag == _YAML11_BOOL:
-        return  # its own constructor refuses it, saying what YAML 1.1 read it as
-    kind = _KEY_KINDS.get(key.tag.rpartition(":")[2], f"not text ({one_line(key.tag, 40)})")
     written = one_line(key.value, 40)
+    if key.tag == _YAML11_BOOL:  # `on:`: its own constructor's advice (write true) would not do for a key
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f'the key {written} is a boolean in YAML 1.1 but text in YAML 1.2; quote it: "{written}"',
+            key.start_mark,
+        )
+    kind = _KEY_KINDS.get(key.tag.rpartition(":")[2], f"not text in YAML ({one_line(key.tag, 40)})")
     raise yaml.constructor.ConstructorError(
         None,
         None,
-        f'the key {written or "(empty)"} is {kind} in YAML, but keys must be text as in JSON, or the key "{written}" '
+        f'the key {written or "(empty)"} is {kind}, but keys must be text as in JSON, or the key "{written}" '
         f'of a run or a file would never equal it; quote it: "{written}"',
         key.start_mark,
     )

@@ -423,9 +423,9 @@ def _check_inside(value: Any) -> str | None:
     while todo and looked < _PROSE_LOOKED_AT:
         node, looked = todo.pop(), looked + 1
         if isinstance(node, dict):
-            key: str | None = next((k for k in node if k in CHECK_KEYS), None)
-            if key is not None:
-                return key
+            keys = [k for k in node if k in CHECK_KEYS]  # a check object: one of them, and nothing but its id beside
+            if len(keys) == 1 and node.keys() <= {keys[0], "id"}:
+                return str(keys[0])
             todo.extend(node.values())
         elif isinstance(node, list):
             todo.extend(reversed(node[:_PROSE_LOOKED_AT]))

@@ -336,6 +336,15 @@ def embedded_json(value: str, path: str, quota: Quota) -> Any:
 _LOOKED_AT = 100_000  # values beside what a format reads looked through for a message; past that, the file is refused
 
 
+def calls_off_the_agent(path: str, role: Any) -> TraceInvalid:
+    """Calls recorded on a message that is not the agent's: read with it, they would go unseen."""
+    return TraceInvalid(
+        path,
+        f"only an assistant message calls tools; this one's role is {str(role)[:40]!r}: record the calls on the "
+        "assistant message that made them",
+    )
+
+
 def holds_no_message(values: list[tuple[str, Any]], base: str, hint: str) -> None:
     """Keys the reader does not read (beside the messages: a request's parameters, a response's
     `system_fingerprint`, an export's `tags`; on a message: LangChain's `additional_kwargs`) are left alone unless

@@ -12,12 +12,14 @@ thousands of messages.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from diagbot.core import values
 from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
     SPEAKERS,
+    calls_off_the_agent,
     content_text,
     duration,
     holds_no_message,
@@ -225,9 +227,7 @@ def _no_calls(message: dict[str, Any], role: str, prefix: str, index: int) -> No
     """Only the assistant calls tools: calls on another role's message would go unread."""
     if message.get("tool_calls") or message.get("function_call") is not None:
         field = "tool_calls" if message.get("tool_calls") else "function_call"
-        raise TraceInvalid(
-            f"{prefix}[{index}].{field}", f"only an assistant message calls tools; this one's role is {role!r}"
-        )
+        raise calls_off_the_agent(f"{prefix}[{index}].{field}", role)
 
 
 def _not_a_message(kind: Any, where: str) -> None:
@@ -247,7 +247,7 @@ _CUSTOM_FIELDS = ("name", "input")
 
 def _plain_function(raw: Any) -> dict[str, Any] | None:
     """The `function` of a call entry written as most exports write it (nothing beside what is read), else None."""
-    if type(raw) is not dict or not raw.keys() <= _CALL_FIELDS or raw.get("type", "function") != "function":
+    if type(raw) is not dict or not raw.keys() <= _CALL_FIELDS or raw.get("type") not in (None, "function"):
         return None
     function = raw.get("function")
     return function if type(function) is dict and function.keys() <= _FUNCTION_FIELDS else None
@@ -261,12 +261,13 @@ def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
             return ToolCall(name, call_id, function.get("arguments", ""))  # absent: none, as "" is
     where = f"{prefix}[{index}].tool_calls[{k}]"  # the same reads, now naming the fault
     entry = obj(raw, where)
-    kind = entry.get("type", "function")
+    kind = "function" if entry.get("type") is None else entry["type"]  # null, as exports writing every field do
     if kind not in ("function", "custom"):
+        shown = values.one_line(kind if isinstance(kind, str) else json.dumps(kind, default=str), 40)
         raise TraceInvalid(
             f"{where}.type",
-            f"{values.one_line(str(kind), 40)!r} is not a chat tool call's type (function or custom), so the call "
-            "would go unread; record it as a function call",
+            f"{shown!r} is not a chat tool call's type (function or custom), so the call would go unread; record "
+            "it as a function call",
         )
     if "function" in entry and "custom" in entry:
         raise TraceInvalid(

@@ -11,7 +11,7 @@ spans hold one call (`tool.name`, `tool.id`, the arguments as JSON in `input.val
 
 from __future__ import annotations
 
-from diagbot.kinds.agent.formats.common import TEXT_TYPES, optional_number, speaker
+from diagbot.kinds.agent.formats.common import TEXT_TYPES, calls_off_the_agent, optional_number, speaker
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -150,10 +150,8 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                 )
         content = "\n".join(texts)
         if role == "tool" and ("tool_calls" in message or "function_call_name" in message):
-            raise TraceInvalid(  # skipped with the result, they would go unseen
-                span.where(f"{where}.tool_calls" if "tool_calls" in message else f"{where}.function_call_name"),
-                "only an assistant message calls tools; this one's role is 'tool'",
-            )
+            key = f"{where}.tool_calls" if "tool_calls" in message else f"{where}.function_call_name"
+            raise calls_off_the_agent(span.where(key), role)  # skipped with the result, they would go unseen
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
             said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"))]))

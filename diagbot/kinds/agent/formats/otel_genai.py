@@ -21,6 +21,7 @@ from typing import Any
 
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
+    calls_off_the_agent,
     content_text,
     holds_no_message,
     is_call_part,
@@ -311,9 +312,11 @@ def _hides_text_or_call(kind: str, part: dict[str, Any]) -> bool:
     return said and not any(word in looks for word in _SAYS_NOTHING)
 
 
-_SAYS_NOTHING = ("reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary")
-"""Part types whose text or content is not what the model said to the user: its reasoning, and media (a blob's
-`content` is its data)."""
+_SAYS_NOTHING = (
+    "reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result",
+)  # fmt: skip
+"""Part types whose text or content is not what the model said to the user: its reasoning, media (a blob's
+`content` is its data), a document given to it, and what a tool or code it ran returned."""
 
 
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
@@ -357,7 +360,8 @@ def _message(message: dict[str, Any], path: str) -> Said:
             raise TraceInvalid(  # `Text`, `function_call`: skipped, what it says or calls would go unseen
                 f"{where}.type",
                 f"{kind[:40]!r} is not a part type diagbot reads (text, tool_call, tool_call_response, "
-                "server_tool_call), but it reads as text or a call",
+                "server_tool_call), but it reads as text or a call: record the text as a text part and a call as a "
+                "tool_call part",
             )
         # other parts (reasoning, thinking, blob, binary, uri, file, server tool results) say nothing a check reads
     said.text = "\n".join(texts)
@@ -368,9 +372,7 @@ def _no_calls(message: dict[str, Any], path: str) -> None:
     """Only the assistant calls tools: calls on a tool's or function's message would go unread."""
     held = next((key for key in ("tool_calls", "function_call") if message.get(key) not in _EMPTY), None)
     if held is not None:
-        raise TraceInvalid(
-            f"{path}.{held}", f"only an assistant message calls tools; this one's role is {message.get('role')!r}"
-        )
+        raise calls_off_the_agent(f"{path}.{held}", message.get("role"))
 
 
 _CHAT_FIELDS = frozenset((
