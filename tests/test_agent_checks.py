@@ -27,7 +27,7 @@ from diagbot.core.text import MAX_TEXT_CHARS, fold
 from diagbot.core.values import load_yaml
 from diagbot.kinds.agent import checks, formats, schema_check
 from diagbot.kinds.agent.cases import AgentCase, Check
-from diagbot.kinds.agent.checks import Confirmation
+from diagbot.kinds.agent.checks import Confirmation, set_state, state_at
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
 from diagbot.kinds.agent.load import LoadedCase
@@ -3022,3 +3022,19 @@ def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided()
         'rule_failed: never_refunded: refund_status is "refunded" (this must not happen)'
     ]
     assert failures(forbidding, {**recorded, "final_state": {"refund_status": "none"}}) == []
+
+
+def test_a_dotted_state_key_walks_the_objects_the_state_holds_and_no_further() -> None:
+    """`order.status` sets the status inside `order`, copying the objects on the way; past where the objects end,
+    the rest of the key is a key of the last one (a key of 200,000 dots is split once, not once per level)."""
+    initial = {"order": {"status": "paid", "lines": {"n": 1}}, "flat.key": 1}
+    state = dict(initial)
+    set_state(state, "order.status", "refunded")
+    set_state(state, "order.lines.n.x", 2)  # `n` holds no object: `n.x` is a key of `lines`
+    set_state(state, "flat.key", 3)  # a key the state holds as written is that key
+    assert state == {"order": {"status": "refunded", "lines": {"n": 1, "n.x": 2}}, "flat.key": 3}
+    assert initial["order"] == {"status": "paid", "lines": {"n": 1}}  # never changed in place
+    assert (state_at(state, "order.lines.n.x", None), state_at(state, "order.missing", None)) == (2, None)
+    long = "order." + "a." * 200_000 + "z"
+    set_state(state, long, 1)
+    assert state["order"][long.removeprefix("order.")] == 1 and state_at(state, long, None) == 1

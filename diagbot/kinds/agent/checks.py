@@ -370,26 +370,36 @@ class Trial:
         return state
 
 
+def _path(state: dict[str, Any], key: str) -> tuple[list[dict[str, Any]], str]:
+    """Where a state change's key leads: the objects a dotted key (`order.status`) passes through, from the state
+    down, and the key it names in the last of them. A key the state holds as it is written is that key, and so is
+    the rest of a dotted one from where the objects end. The key is split once, so a long one costs its length."""
+    if "." not in key or key in state:
+        return [state], key
+    parts = key.split(".")
+    held, depth = [state], 0
+    while depth < len(parts) - 1 and isinstance(inner := held[-1].get(parts[depth]), dict):
+        held.append(inner)
+        depth += 1
+    return held, ".".join(parts[depth:]) if depth else key
+
+
 def set_state(state: dict[str, Any], key: str, value: Any) -> None:
-    """A state change applied: a dotted key (`order.status`) that the state does not hold as it is written sets the
-    path into the object the state holds there, as a transition item's dotted key reads it; objects on the way are
-    copied, never changed in place (the initial state is the case's)."""
-    head, dot, rest = key.partition(".")
-    inner = state.get(head) if dot and key not in state else None
-    if isinstance(inner, dict):
-        state[head] = inner = dict(inner)
-        set_state(inner, rest, value)
-    else:
-        state[key] = value
+    """A state change applied, a dotted key as a path into the objects the state holds (`_path`), as a transition
+    item's dotted key reads it; objects on the way are copied, never changed in place (the initial state is the
+    case's)."""
+    held, last = _path(state, key)
+    parts = key.split(".")[: len(held) - 1]
+    target = state
+    for part in parts:
+        target[part] = target = dict(target[part])
+    target[last] = value
 
 
 def state_at(state: dict[str, Any], key: str, missing: Any) -> Any:
     """The value a state change's key reads in `state`, as `set_state` writes it; `missing` where it leads nowhere."""
-    if key in state:
-        return state[key]
-    head, dot, rest = key.partition(".")
-    inner = state.get(head) if dot else None
-    return state_at(inner, rest, missing) if isinstance(inner, dict) else missing
+    held, last = _path(state, key)
+    return held[-1].get(last, missing)
 
 
 def trial(
@@ -995,7 +1005,7 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
         if said_with and not isinstance(step, ToolCall):  # its calls are past: now its text is the agent's last
             confirmed, replied, said_with = dict.fromkeys(confirmed, False), None, 0
         if isinstance(step, Message) and step.text:
-            if step.role == "assistant" and step.calls and not _ASKS.search(step.text):
+            if step.role == "assistant" and step.calls and not _asks(step.text):
                 said_with = step.calls  # "Submitting it now." beside the call asks nothing: the call is confirmed
             elif step.role == "assistant":
                 confirmed, replied = dict.fromkeys(confirmed, False), None
@@ -1033,6 +1043,11 @@ _ASKS = re.compile(
 """What asks, in the text an agent writes beside its own calls: a question ("Shall I refund $500?"), or a request
 for a confirmation ("Please confirm.", "请确认"). An agent that asks and calls at once has not waited for the
 answer, so a yes before it does not count."""
+
+
+def _asks(text: str) -> bool:
+    """`_ASKS` in the text; a text too long to read whole asks, as far as is known."""
+    return len(text) > MAX_MATCHED_CHARS or _ASKS.search(text) is not None
 
 
 def _reply(text: str) -> str:
