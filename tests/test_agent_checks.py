@@ -3038,3 +3038,85 @@ def test_a_dotted_state_key_walks_the_objects_the_state_holds_and_no_further() -
     long = "order." + "a." * 200_000 + "z"
     set_state(state, long, 1)
     assert state["order"][long.removeprefix("order.")] == 1 and state_at(state, long, None) == 1
+
+
+# --- found by the third hostile pass (native and Responses runs, the checks) -----------------------------------------
+
+
+def test_a_responses_output_that_calls_then_asks_for_confirmation_has_not_waited() -> None:
+    """Its message after its calls was read as after them, so "Please confirm you want a refund of $500." did not
+    ask before the call, and an earlier yes to another question counted; the same message in chat failed."""
+    asked = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Is it ORDER_1?"}]},
+             {"type": "message", "role": "user", "content": "Yes"}]  # fmt: skip
+    refund = {"type": "function_call", "call_id": "c1", "name": "refund", "arguments": "{}"}
+
+    def said(text_of: str) -> dict[str, Any]:
+        return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text_of}]}
+
+    assert failures(CONFIRM, {"input": asked, "output": [refund, said("Please confirm the refund of $500.")]}) == [
+        MISSING
+    ]
+    assert failures(CONFIRM, {"input": asked, "output": [refund, said("Refunding it now.")]}) == []
+    run = parse({"input": asked, "output": [refund, said("Refunding it now.")]})
+    assert [type(s).__name__ for s in run.steps] == ["Message", "Message", "Message", "ToolCall"]  # its turn first
+
+
+@pytest.mark.parametrize(
+    ("part", "where"),
+    [
+        ({"content": "4111111111111111"}, "[1].content"),
+        ({"type": "markdown", "value": "4111111111111111"}, "[1].value"),
+    ],
+)
+def test_text_in_a_content_part_under_another_key_is_refused(part: dict[str, Any], where: str) -> None:
+    """A part holding text under `content` or `value` was skipped in every format: an answer_matches among what
+    must not happen passed an answer that gave the card number."""
+    native_run = native(say("assistant", [{"type": "text", "text": "Here it is:"}, part]))
+    with pytest.raises(TraceInvalid) as refused:
+        parse(native_run)
+    assert refused.value.path == f"$.steps[0].content{where}"
+    assert "which diagbot does not read, so what it says would go unseen" in refused.value.message
+    with pytest.raises(TraceInvalid):
+        parse([{"role": "assistant", "content": [{"type": "text", "text": "Here it is:"}, part]}])
+    thinking = native(say("assistant", [{"type": "text", "text": "ok"}, {"type": "reasoning", "content": "hmm"}]))
+    assert parse(thinking).answer == "ok"  # reasoning is not what it said
+
+
+def test_a_change_inside_an_object_is_a_change_of_the_object() -> None:
+    """A native change of `order.status` was not a change of `order`: a forbidden transition written on `order`
+    passed, and an allowed list on `order` did not govern it."""
+    forbid = {"tool": "refund", "forbidden_state_transition": [
+        {"key": "order", "from": {"status": "refunded"}, "to": {"status": "pending"}}]}  # fmt: skip
+    case = make_case(initial_state={"order": {"status": "refunded", "id": "O1"}}, side_effect_policy=forbid)
+    run = native(call("refund"), change("order.status", "refunded", "pending"), say("assistant", "done"))
+    assert failures(case, run) == [
+        'state_transition_forbidden: order: {"status": "refunded", "id": "O1"} → {"status": "pending", "id": "O1"} '
+        "is a forbidden transition (refund policy)"
+    ]
+
+
+def test_a_result_written_as_text_parts_is_searched_by_the_error_pattern(tmp_path: Path) -> None:
+    """`[{type: text, text: "Error: ..."}]` was searched as its JSON, which `^Error` never matches: a failed
+    eligibility check counted as successful, where the same run in Responses failed the precondition."""
+    case = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "check"}]})
+    failed = [{"type": "text", "text": "Error: eligibility service unavailable"}]
+    write_json(tmp_path / "c1.json", native(call("check", result=failed), call("refund"), say("assistant", "done")))
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).failed_checks == [
+        "precondition_unmet: refund (call 2): check was not successfully called before it"
+    ]
+
+
+def test_audit_fields_of_nothing_record_nothing() -> None:
+    """`[null]`, `{text: ""}` and the Braille blank (which shows as nothing) passed as recorded."""
+    case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator", "reason", "ticket"]})
+    run = native(call("refund", audit={"operator": [None], "reason": {"text": ""}, "ticket": "\u2800"}))
+    assert failures(case, run) == ["audit_missing: refund (call 1): the audit record lacks operator, reason, ticket"]
+    kept = native(call("refund", audit={"operator": ["ann"], "reason": {"text": "damaged"}, "ticket": 7}))
+    assert failures(case, kept) == []
+
+
+def test_a_run_lasts_at_least_as_long_as_its_longest_call() -> None:
+    """A run recording 100 ms while one of its calls took 60 s passed `max_duration_ms: 1000`."""
+    case = make_case(success_criteria=[{"id": "fast", "max_duration_ms": 1000}])
+    run = native(call("lookup", duration_ms=60_000), say("assistant", "done"), duration_ms=100)
+    assert failures(case, run) == ["rule_failed: fast: duration ms 60000 > 1000"]

@@ -685,7 +685,7 @@ RULES: dict[str, Callable[[Any, Trial], Verdict]] = {
     "called_before": _before,
     "max_tool_calls": lambda limit, t: _at_most(len(t.run.calls), limit, "tool calls"),
     "max_turns": lambda limit, t: _at_most(t.run.turns, limit, "assistant turns"),
-    "max_duration_ms": lambda limit, t: _at_most(t.run.duration_ms, limit, "duration ms"),
+    "max_duration_ms": lambda limit, t: _at_most(t.run.least_duration_ms, limit, "duration ms"),
     "state": state_holds,
 }
 
@@ -1196,8 +1196,12 @@ def _started(t: Trial, missing: Any) -> list[StateChange]:
                 found.append(StateChange(change.key, was, change.after))
         elif missing is ABSENT and change.before is not None:  # the declared state lacks it: it did not exist yet
             found.append(StateChange(change.key, ABSENT, change.after))
+        head = change.key.partition(".")[0]
+        outer = state.get(head)  # a dotted key's change into an object is a change of that object too
         set_state(state, change.key, change.after)
         found.append(change)
+        if head != change.key and isinstance(outer, dict) and state.get(head) is not outer:
+            found.append(StateChange(head, outer, state[head]))
     return found
 
 
@@ -1325,11 +1329,29 @@ def _left_out(tool: str, items: list[Transition], sole: str | None, changes: lis
 
 
 def _recorded(value: Any) -> bool:
-    """An audit field holds something: null, a blank text (invisible characters aside) and an empty list or object
-    record nothing."""
-    if isinstance(value, str):
-        return bool(INVISIBLE.sub("", value).strip())
-    return value is not None and value != [] and value != {}
+    """An audit field holds something: null, a blank text (invisible characters and blank-looking ones aside, as
+    the Braille blank), and a list or object of nothing but those (`[null]`, `{text: ""}`) record nothing. Nested
+    values are looked at up to _AUDIT_LOOKED_AT of them; past it, the field counts as holding something."""
+    todo, looked = [value], 0
+    while todo:
+        node = todo.pop()
+        looked += 1
+        if looked > _AUDIT_LOOKED_AT:
+            return True
+        if isinstance(node, str):
+            if _BLANK_LOOKING.sub("", INVISIBLE.sub("", node)).strip():
+                return True
+        elif isinstance(node, dict):
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+        elif node is not None:
+            return True  # a number or a boolean
+    return False
+
+
+_AUDIT_LOOKED_AT = 10_000
+_BLANK_LOOKING = re.compile("[\u2800\u2003\u3000]")  # the Braille blank and wide spaces that `strip` may not take
 
 
 def audits(case: AgentCase, t: Trial) -> list[str]:
@@ -1426,7 +1448,7 @@ def constraints(case: AgentCase, t: Trial) -> list[str]:
             holds, said = (None, unknown) if unknown else _at_most(t.run.turns, level.max_turns, "assistant turns")
             failures += [] if holds else [f"service_level.max_turns: {said}"]
         if level.max_duration_ms is not None:
-            holds, said = _at_most(t.run.duration_ms, level.max_duration_ms, "duration ms")
+            holds, said = _at_most(t.run.least_duration_ms, level.max_duration_ms, "duration ms")
             failures += [] if holds else [f"service_level.max_duration_ms: {said}"]
     return failures
 

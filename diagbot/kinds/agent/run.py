@@ -87,6 +87,17 @@ class ToolCall:
             return self.result
         return "" if self.result is None else _compact(self.result)
 
+    @property
+    def result_parts_text(self) -> str | None:
+        """The text of the result's parts, one a line, when it is a list of parts that hold text (as MCP and the
+        Responses API write results: `[{type: text, text: "Error: ..."}]`, whose JSON no pattern anchored at the
+        start of the text matches); else None."""
+        result = self.result
+        if not isinstance(result, list) or not result:
+            return None
+        texts = [part.get("text") for part in result if isinstance(part, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str)) if any(isinstance(t, str) for t in texts) else None
+
 
 @dataclass(slots=True)
 class StateChange:
@@ -170,6 +181,14 @@ class Run:
     @property
     def calls(self) -> list[ToolCall]:
         return self._index[0]
+
+    @property
+    def least_duration_ms(self) -> float | None:
+        """How long the run took at least: its recorded duration, or longer when one of its calls records that it
+        took longer (calls may overlap, so they are not added up); None when the run records no duration."""
+        if self.duration_ms is None:
+            return None
+        return max([self.duration_ms, *(c.duration_ms for c in self.calls if c.duration_ms is not None)])
 
     @cached_property
     def _numbers(self) -> dict[int, int]:

@@ -23,7 +23,7 @@ from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
 from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
-from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, TraceInvalid
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
 ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat, otlp)}
@@ -238,6 +238,15 @@ def _json_lines(data: bytes, fmt: str, otherwise: TraceInvalid) -> JsonLines:
     return JsonLines(documents)
 
 
+def _says_error(call: ToolCall, pattern: Regex) -> bool:
+    """The suite's tool-error-pattern finds the result's text: as recorded (its JSON, for a structured result), or
+    the text of its parts, one a line."""
+    if pattern.search_text(call.result_text):
+        return True
+    parts = call.result_parts_text
+    return parts is not None and pattern.search_text(parts)
+
+
 def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | None) -> Run:
     """Read one trial's file; a call whose result text matches `error_pattern` is marked failed. The whole result is
     searched, however long (the pattern is RE2, linear in the text, and the file is bounded): an error said after a
@@ -252,6 +261,6 @@ def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | 
     run = parse_run(data, fmt)
     if error_pattern is not None:  # a result nested too deeply to write as text is caught by the caller
         for call in run.calls:
-            if not call.failed and call.has_result and error_pattern.search_text(call.result_text):
+            if not call.failed and call.has_result and _says_error(call, error_pattern):
                 call.failed = True
     return run

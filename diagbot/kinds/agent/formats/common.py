@@ -108,6 +108,15 @@ def state(value: Any, path: str) -> dict[str, Any] | None:
 
 
 TEXT_TYPES = ("text", "input_text", "output_text")  # the content part types whose `text` is the message's
+UNSPOKEN = ("reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result")
+"""Words of part types whose text or content is not what the model said: its reasoning, media (a blob's `content`
+is its data), a document given to it, and what a tool or code it ran returned."""
+
+
+def unspoken(kind: Any) -> bool:
+    """Whether a part of this type says nothing a check of what was said reads (`UNSPOKEN`)."""
+    looks = str(kind).casefold() if kind is not None else ""
+    return any(word in looks for word in UNSPOKEN)
 
 
 def content_text(value: Any, path: str) -> str:
@@ -141,6 +150,13 @@ def content_text(value: Any, path: str) -> str:
                 f"{path}[{index}].type",
                 f"{str(kind)[:40]!r} is not a text part's type (text, input_text, "
                 "output_text, refusal), but the part holds text",
+            )
+        elif (held := next((k for k in _PART_TEXT if isinstance(part.get(k), str)), None)) and not unspoken(kind):
+            shown = "a part without a type" if kind is None else f"a part of type {str(kind)[:40]!r}"
+            raise TraceInvalid(
+                f"{path}[{index}].{held}",
+                f"{shown} holds text under {held!r}, which diagbot does not read, so what it says would go unseen: "
+                "write it as a text part ({type: text, text: ...})",
             )
     return "\n".join(parts)
 

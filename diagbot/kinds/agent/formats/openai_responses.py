@@ -153,10 +153,12 @@ def read(data: Any) -> Run:
                 if role != "assistant":
                     run.steps.append(Message(role, said))
                     turn, spoke, stand_in = turn + 1, None, None
+                elif stand_in is not None:  # its calls came first: the output's message stands where its turn began,
+                    # said with the calls after it (a question there asks before them, as a chat message's would)
+                    made = len(run.steps) - stand_in - 1
+                    spoke = run.steps[stand_in] = Message(role, said, made)
+                    stand_in = None
                 else:
-                    if stand_in is not None:  # its calls came first: the output's turn is this message, where it is
-                        del run.steps[stand_in]
-                        stand_in = None
                     spoke = Message(role, said)
                     run.steps.append(spoke)
             elif kind in _NAMED_CALLS:

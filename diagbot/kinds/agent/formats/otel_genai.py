@@ -32,6 +32,7 @@ from diagbot.kinds.agent.formats.common import (
     optional_text,
     speaker,
     text,
+    unspoken,
     with_refusal,
 )
 from diagbot.kinds.agent.formats.otel_spans import (
@@ -309,14 +310,7 @@ def _hides_text_or_call(kind: str, part: dict[str, Any]) -> bool:
     if looks in _READ_PARTS or "call" in looks or "arguments" in part or is_call_part(kind, part):
         return True
     said = "text" in part or isinstance(part.get("content"), str)  # `output_text`, `refusal`, `message`: text unread
-    return said and not any(word in looks for word in _SAYS_NOTHING)
-
-
-_SAYS_NOTHING = (
-    "reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result",
-)  # fmt: skip
-"""Part types whose text or content is not what the model said to the user: its reasoning, media (a blob's
-`content` is its data), a document given to it, and what a tool or code it ran returned."""
+    return said and not unspoken(kind)
 
 
 _EMPTY: tuple[Any, ...] = (None, "", [])  # what a message may hold beside its parts (a serializer writing every field)
