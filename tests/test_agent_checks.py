@@ -31,7 +31,7 @@ from diagbot.kinds.agent.checks import Confirmation, set_state, state_at
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
 from diagbot.kinds.agent.load import LoadedCase
-from diagbot.kinds.agent.match import args_mismatch
+from diagbot.kinds.agent.match import args_mismatch, show
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentCaseResult, aggregate, build_report
 from diagbot.kinds.agent.run import Run, TraceInvalid
@@ -3120,3 +3120,15 @@ def test_a_run_lasts_at_least_as_long_as_its_longest_call() -> None:
     case = make_case(success_criteria=[{"id": "fast", "max_duration_ms": 1000}])
     run = native(call("lookup", duration_ms=60_000), say("assistant", "done"), duration_ms=100)
     assert failures(case, run) == ["rule_failed: fast: duration ms 60000 > 1000"]
+
+
+def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
+    """Two refunds of order 123, one sent `123` and one `"123"`, or of `Zoë-1` composed and decomposed, or with a
+    trailing space, were not duplicates; the message still shows the value as the repeating call wrote it."""
+    case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id"})
+    for first, second in ((123, "123"), ("Zo\u00eb-1", "Zoe\u0308-1"), ("A-1", "A-1 "), (7.0, "7")):
+        run = native(call("refund", {"order_id": first}), call("refund", {"order_id": second}))
+        assert failures(case, run) == [
+            f"duplicate_side_effect: refund (call 1) and call 2 repeat order_id={show(second)}"
+        ]
+    assert failures(case, native(call("refund", {"order_id": "A-1"}), call("refund", {"order_id": "a-1"}))) == []
