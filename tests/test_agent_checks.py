@@ -30,6 +30,7 @@ from diagbot.kinds.agent.cases import AgentCase, Check
 from diagbot.kinds.agent.checks import Confirmation, set_state, state_at
 from diagbot.kinds.agent.evaluate import Fixtures, evaluate_case, not_gating_because
 from diagbot.kinds.agent.formats import parse_run
+from diagbot.kinds.agent.formats.common import unspoken
 from diagbot.kinds.agent.load import LoadedCase
 from diagbot.kinds.agent.match import args_mismatch, show
 from diagbot.kinds.agent.options import AgentOptions
@@ -3132,3 +3133,12 @@ def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
             f"duplicate_side_effect: refund (call 1) and call 2 repeat order_id={show(second)}"
         ]
     assert failures(case, native(call("refund", {"order_id": "A-1"}), call("refund", {"order_id": "a-1"}))) == []
+
+
+def test_which_part_types_say_nothing_is_read_by_their_words() -> None:
+    """Reasoning, media, documents and results say nothing a check of the answer reads; a type that only holds
+    such a word inside another (`security_notice` holds `uri`) is not one of them."""
+    said = {k: unspoken(k) for k in ("reasoning", "redacted_thinking", "input_image", "code_execution_result",
+                                     "security_notice", "markdown", None)}  # fmt: skip
+    assert said == {"reasoning": True, "redacted_thinking": True, "input_image": True, "code_execution_result": True,
+                    "security_notice": False, "markdown": False, None: False}  # fmt: skip

@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+import re
 from typing import Any
 
 from diagbot.core import values
@@ -114,9 +115,10 @@ is its data), a document given to it, and what a tool or code it ran returned.""
 
 
 def unspoken(kind: Any) -> bool:
-    """Whether a part of this type says nothing a check of what was said reads (`UNSPOKEN`)."""
-    looks = str(kind).casefold() if kind is not None else ""
-    return any(word in looks for word in UNSPOKEN)
+    """Whether a part of this type says nothing a check of what was said reads: a word of its type (`input_image`,
+    `redacted_thinking`) begins with one of `UNSPOKEN` (`security_notice` holds `uri`, but no word begins with it)."""
+    words = re.split("[^a-z0-9]+", str(kind)[:200].casefold()) if kind is not None else []
+    return any(word.startswith(UNSPOKEN) for word in words)
 
 
 def content_text(value: Any, path: str) -> str:
