@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-import re
 from typing import Any
 
 from diagbot.core import values
