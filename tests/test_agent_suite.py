@@ -25,7 +25,9 @@ from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import near_miss
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.load import load_cases
+from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AgentReport, TrialResult, build_report
+from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.schemas import SCHEMAS
 from diagbot.pipeline import run_config
 from diagbot.render.markdown import BaselineInfo, CurrentInfo
@@ -711,6 +713,55 @@ def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
     assert "warning: a: no case gates: all 1 are informational" in capsys.readouterr().err
 
 
+def test_a_slip_that_keeps_one_failing_case_from_gating_is_said_by_run_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Beside a case that gates, a failing P0 case whose usage right had a trailing space, or whose latest review
+    approved it for another role, stopped gating with a word in a folded table cell only: `run` went green. Both
+    are the report's warnings now (and validate's); their annotations, like every informational case's, are
+    warnings, after the gating failures, one line per check."""
+    failing = spec_case() | {"risk_level": "P0", "success_criteria": [{"tool_called": "wire_money"}]}
+    spaced = failing | {
+        "case_id": "spaced",
+        "metadata": {**failing["metadata"], "usage_rights_status": "approved_for_evaluation "},
+    }
+    other_role = failing | {
+        "case_id": "other_role",
+        "reviews": [{"reviewer": "qa", "review_result": "approved", "approved_for": ["golden"]}],
+    }
+    gating = failing | {"case_id": "gating", "available_tools": ["wire_money"]}  # fmt: skip
+    config = _suite_folder(tmp_path, [spaced, other_role, gating])
+    forged = "wire\u202emoney\nrule_failed: forged"  # a tool name the run wrote: no line of its own, no bidi
+    call = {"id": "c1", "type": "function", "function": {"name": forged, "arguments": "{}"}}
+    (tmp_path / "runs" / "gating.json").write_text(
+        json.dumps(
+            [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "assistant", "content": "ok"}]
+        )
+    )
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet", "--no-fail"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    slips = [w for w in report["warnings"] if "so the case does not gate" in w]
+    assert slips == [
+        "case spaced: metadata.usage_rights_status 'approved_for_evaluation ' is not in gate.usage-rights (did you "
+        "mean approved_for_evaluation?), so the case does not gate",
+        "case other_role: the latest review (qa) approves it for golden, not for its dataset_role regression, so the "
+        "case does not gate",
+    ]
+    suite = SuiteInput(
+        name="a", cases=tmp_path / "cases", fixtures=tmp_path / "runs", cases_label="cases", fixtures_label="runs",
+        max_fixture_bytes=1 << 20, options=AgentOptions.model_validate({"rules": {"no_privacy_leak": {
+            "answer_not_matches": "x"}}}),
+    )  # fmt: skip
+    loaded = AgentKind().annotations(suite, AgentKind().parse(report, "a.json"))
+    assert [(a.title, a.level) for a in loaded] == [
+        ("a: gating (P0)", "failure"), ("a: spaced (P0, informational)", "warning"),
+        ("a: other_role (P0, informational)", "warning"),
+    ]  # fmt: skip
+    lines = loaded[0].message.splitlines()
+    assert any("wire\\u202emoney\\nrule_failed: forged" in line for line in lines), lines
+    assert not any(line.startswith("rule_failed: forged") or "\u202e" in line for line in lines)
+
+
 def test_prose_lists_are_listed_line_by_line_up_to_twenty(tmp_path: Path) -> None:
     """A `sop` list was listed as "(structured, not machine-checked)", its words lost; then, listed whole, 20,000
     lines in defaults made every case's report entry 20,000 lines long."""
@@ -1281,3 +1332,20 @@ def test_a_failing_look_alike_of_a_removed_passing_agent_case_regresses_with_its
     informational = failing.model_copy(update={"gating": False})
     diff = diff_agent(build_report([passing]), build_report([informational]))
     assert [i.gating for i in diff.items if i.type is ItemType.REGRESSION and i.case_id] == [False]
+
+
+def test_defaults_that_are_no_mapping_and_ids_in_comments(tmp_path: Path) -> None:
+    """`defaults: []`, `false` or `""` were taken for no defaults; a YAML comment naming a case's id moved its
+    messages' and annotations' line to the comment."""
+    for written in ("[]", "false", '""'):
+        problems = load(tmp_path, {"d.yaml": f"defaults: {written}\ncases:\n  - case_id: a1\n"})
+        assert "cases/d.yaml: 'defaults' must be a mapping of case fields" in problems, problems
+    assert not [p for p in load(tmp_path, {"d.yaml": "defaults:\ncases:\n  - case_id: a1\n"}) if "defaults" in p]
+    text = "# note: case_id: a1 is the refund case\n" + yaml.safe_dump([{**spec_case(), "case_id": "a1"}])
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if row.lstrip("- ").startswith("case_id: a1"))
+    folder = tmp_path / "cases"
+    shutil.rmtree(folder)
+    folder.mkdir()
+    (folder / "c.yaml").write_text(text, encoding="utf-8")
+    [loaded] = load_cases(folder, "cases", RULES)
+    assert (loaded.line, line > 1) == (line, True)

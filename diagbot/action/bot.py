@@ -134,7 +134,7 @@ def case_annotations(settings: Settings, outcome: Outcome) -> list[dict[str, Any
             "path": _relative(a.path, settings.workspace),
             "start_line": a.line,
             "end_line": a.line,
-            "annotation_level": "failure",
+            "annotation_level": a.level,
             "title": a.title[:255],
             "message": cut_utf8(a.message, MAX_ANNOTATION_BYTES),
         }

@@ -92,6 +92,7 @@ class Annotation:
     line: int
     title: str
     message: str
+    level: str = "failure"  # GitHub's annotation_level: "warning" for a case that does not gate
 
 
 class Kind(Protocol[R]):

@@ -607,12 +607,40 @@ def today_of(run: RunInfo | None) -> dt.date:
     return dt.datetime.now(dt.UTC).date()
 
 
+def governance_slips(case: AgentCase, gate: Governance) -> list[str]:
+    """What keeps a case from gating that its author most likely did not mean (`validate` and `run` warn, since a
+    failing case that does not gate fails nothing): a usage right one slip from an allowed one (a trailing space,
+    `Approved_...`), and an approved case whose latest review does not approve it for its dataset role."""
+    found = []
+    rights = case.metadata.rights
+    near = slip_of(rights, gate.usage_rights) if rights not in gate.usage_rights else None
+    if near is not None:
+        found.append(
+            f"metadata.usage_rights_status {values.one_line(rights, 100)!r} is not in gate.usage-rights (did you mean "
+            f"{near}?), so the case does not gate"
+        )
+    latest = case.reviews[-1] if case.reviews else None
+    role = case.metadata.dataset_role
+    if (
+        latest is not None
+        and latest.review_result == "approved"
+        and latest.approved_for is not None
+        and role not in latest.approved_for
+        and role in gate.roles
+    ):
+        found.append(
+            f"the latest review ({values.one_line(latest.reviewer, 100)}) approves it for "
+            f"{', '.join(latest.approved_for) or 'no role'}, not for its dataset_role {role}, so the case does not gate"
+        )
+    return found
+
+
 def judge_case(
     loaded: LoadedCase, fixtures: Fixtures, options: AgentOptions, max_bytes: int, gate: Governance, today: dt.date
 ) -> tuple[AgentCaseResult, list[str]]:
-    """A case's result, and the parts of it that check nothing (the report's warnings)."""
+    """A case's result, and the parts of it that check nothing or keep it from gating (the report's warnings)."""
     result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
-    found = ignored_checks(loaded.case, options.rules)
+    found = ignored_checks(loaded.case, options.rules) + governance_slips(loaded.case, gate)
     if result.status == "unchecked" and result.gating and result.risk_level == "P0":
         found.append(
             "a gating P0 case with nothing machine-checked (its expectations are text for people), so it can never "

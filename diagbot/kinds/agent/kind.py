@@ -17,10 +17,10 @@ from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import (
     authoring_slips,
     evaluate_cases,
+    governance_slips,
     ignored_checks,
     is_checked,
     not_gating_because,
-    slip_of,
     today_of,
 )
 from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode_located, iter_cases, load_cases, read_cases
@@ -187,13 +187,7 @@ class AgentKind:
                         f"{where}: metadata.review_status is {case.metadata.review_status} but the latest review "
                         f"({latest.reviewer}) is {latest.review_result}"
                     )
-            rights, allowed = case.metadata.rights, suite.governance.usage_rights
-            near = slip_of(rights, allowed) if rights not in allowed else None
-            if near is not None:
-                warnings.append(
-                    f"{where}: metadata.usage_rights_status {one_line(rights, 100)!r} is not in gate.usage-rights (did "
-                    f"you mean {near}?), so the case does not gate"
-                )
+            warnings += [f"{where}: {slip}" for slip in governance_slips(case, suite.governance)]
             lapsed = case.metadata.retain_until
             if lapsed is not None and lapsed < today:
                 warnings.append(
@@ -295,15 +289,16 @@ class AgentKind:
         except CaseFileError:
             return []
         found = []
-        for r in report.results:
-            if r.status != "failed" or r.case_id not in where:
-                continue
+        failing = [r for r in report.results if r.status == "failed" and r.case_id in where]
+        for r in sorted(failing, key=lambda r: (not _blocking(r), not r.gating)):  # blocking P0 first, then gating
             loaded = where[r.case_id]
-            title = f"{suite.name}: {r.case_id} ({r.risk_level}{'' if r.gating else ', informational'})"
+            title = one_line(f"{suite.name}: {r.case_id} ({r.risk_level}{'' if r.gating else ', informational'})", 250)
             first = _first_failing(r)
-            message = f"{r.trials_passed}/{r.trials} trials passed" + (f"; {first} failed" if first else "")
-            message += "".join(f"\n{c}" for c in r.failed_checks[:10])
-            found.append(Annotation(loaded.file, loaded.line, title, message))
+            message = f"{r.trials_passed}/{r.trials} trials passed" + (
+                f"; {one_line(first, 200)} failed" if first else ""
+            )
+            message += "".join(f"\n{one_line(c, 5_000)}" for c in r.failed_checks[:10])  # one line each, escaped
+            found.append(Annotation(loaded.file, loaded.line, title, message, "failure" if r.gating else "warning"))
         return found
 
     def console(self, report: AgentReport, limit: int = 20) -> str:

@@ -188,8 +188,10 @@ def _split(
             + "".join(f" ('{k}': did you mean {name}?)" for k, name in near.items() if name)
             + "; a file with 'cases' may also have 'defaults'"
         )
-    defaults, cases = data.get("defaults") or {}, data.get("cases")
-    if not isinstance(defaults, dict):
+    defaults, cases = data.get("defaults"), data.get("cases")
+    if defaults is None:  # left out, or written empty (`defaults:`)
+        defaults = {}
+    elif not isinstance(defaults, dict):  # `[]`, `false`, `""` were taken for no defaults
         problems.append(f"{label}: 'defaults' must be a mapping of case fields")
         defaults = {}
     lines = FieldLines()
@@ -240,6 +242,8 @@ def _lines(text: str) -> dict[str, list[int]]:
     for match in _ID_LINE.finditer(text):
         line += text.count("\n", pos, match.start())
         pos = match.start()
+        if "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:  # in a YAML comment (`# case_id: a2 is ...`)
+            continue
         lines.setdefault(match.group(1), []).append(line)
     return lines
 
