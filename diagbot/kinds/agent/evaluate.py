@@ -294,11 +294,15 @@ def _unknown_idempotency_args(case: AgentCase, policy: SideEffectPolicy) -> list
     return found
 
 
-@functools.lru_cache(maxsize=16)
-def _rule_names(names: tuple[str, ...]) -> dict[str, str]:
-    """The suite's rule names by their case-folded form, built once per suite (a case's prose names `No_Card_Number`
-    as readily as `no_card_number`)."""
-    return {name.casefold(): name for name in names}
+_FOLDED: list[tuple[dict[str, Check], dict[str, str]]] = []  # the last suite's rules and their folded names
+
+
+def _rule_names(rules: dict[str, Check]) -> dict[str, str]:
+    """The suite's rule names by their case-folded form (a case's prose names `No_Card_Number` as readily as
+    `no_card_number`), built once per suite, not once per case: a suite may define 10,000 rules."""
+    if not _FOLDED or _FOLDED[0][0] is not rules:  # held, so the rules' identity cannot be another's meanwhile
+        _FOLDED[:] = [(rules, {name.casefold(): name for name in rules})]
+    return _FOLDED[0][1]
 
 
 def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
@@ -306,7 +310,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
     written as text where text is for people, and tool_schema keywords that the schema's draft does not have.
     `run` puts them in the report's warnings (and so the comment), `validate` among its own."""
     found = []
-    named = _rule_names(tuple(rules)) if rules else {}
+    named = _rule_names(rules) if rules else {}
     for field, _ in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, field) or ()):
             rule = named.get(item.strip().casefold()) if isinstance(item, str) and len(item) <= 200 else None
