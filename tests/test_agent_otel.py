@@ -691,7 +691,7 @@ def test_a_run_whose_messages_were_not_recorded_cannot_pass_a_state_check() -> N
     and a transition policy passed on a content-less chat span, as if nothing could have changed."""
     rec = Recorder()
     rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat"})
-    tool(rec, "order_lookup", "c1")
+    tool(rec, "order_lookup", "c1", error=True)  # no call succeeded: only the unrecorded messages leave it unknown
     kept = AgentCase.model_validate({
         **_case(), "initial_state": {"refund_status": "none"},
         "success_criteria": [{"id": "kept", "state": {"expr": "refund_status", "equals": "none"}}],

@@ -1349,3 +1349,8 @@ def test_defaults_that_are_no_mapping_and_ids_in_comments(tmp_path: Path) -> Non
     (folder / "c.yaml").write_text(text, encoding="utf-8")
     [loaded] = load_cases(folder, "cases", RULES)
     assert (loaded.line, line > 1) == (line, True)
+    # JSON has no comments: a `#` in a text before a case_id on the same line (a one-line file) hides no line
+    twice = [{**spec_case(), "case_id": "a0", "title": "see #12"}] + [{**spec_case(), "case_id": "a1"}] * 2
+    assert "cases/c.json:1: case a1: duplicate case_id (first defined in cases/c.json)" in load(
+        tmp_path, {"c.json": twice}
+    )

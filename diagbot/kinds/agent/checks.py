@@ -370,36 +370,37 @@ class Trial:
         return state
 
 
-def _path(state: dict[str, Any], key: str) -> tuple[list[dict[str, Any]], str]:
-    """Where a state change's key leads: the objects a dotted key (`order.status`) passes through, from the state
-    down, and the key it names in the last of them. A key the state holds as it is written is that key, and so is
-    the rest of a dotted one from where the objects end. The key is split once, so a long one costs its length."""
+def _path(state: dict[str, Any], key: str) -> tuple[list[str], str]:
+    """Where a state change's key leads: the keys of the objects a dotted key (`order.status`) passes through, from
+    the state down, and the key it names in the last of them. A key the state holds as it is written is that key,
+    and so is the rest of a dotted one from where the objects end. The key is split once, so a long one costs its
+    length."""
     if "." not in key or key in state:
-        return [state], key
+        return [], key
     parts = key.split(".")
-    held, depth = [state], 0
-    while depth < len(parts) - 1 and isinstance(inner := held[-1].get(parts[depth]), dict):
-        held.append(inner)
-        depth += 1
-    return held, ".".join(parts[depth:]) if depth else key
+    target, depth = state, 0
+    while depth < len(parts) - 1 and isinstance(inner := target.get(parts[depth]), dict):
+        target, depth = inner, depth + 1
+    return parts[:depth], ".".join(parts[depth:]) if depth else key
 
 
 def set_state(state: dict[str, Any], key: str, value: Any) -> None:
     """A state change applied, a dotted key as a path into the objects the state holds (`_path`), as a transition
     item's dotted key reads it; objects on the way are copied, never changed in place (the initial state is the
     case's)."""
-    held, last = _path(state, key)
-    parts = key.split(".")[: len(held) - 1]
+    walked, last = _path(state, key)
     target = state
-    for part in parts:
+    for part in walked:
         target[part] = target = dict(target[part])
     target[last] = value
 
 
 def state_at(state: dict[str, Any], key: str, missing: Any) -> Any:
     """The value a state change's key reads in `state`, as `set_state` writes it; `missing` where it leads nowhere."""
-    held, last = _path(state, key)
-    return held[-1].get(last, missing)
+    walked, last = _path(state, key)
+    for part in walked:
+        state = state[part]
+    return state.get(last, missing)
 
 
 def trial(

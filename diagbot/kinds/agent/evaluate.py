@@ -294,26 +294,15 @@ def _unknown_idempotency_args(case: AgentCase, policy: SideEffectPolicy) -> list
     return found
 
 
-_FOLDED: list[tuple[dict[str, Check], dict[str, str]]] = []  # the last suite's rules and their folded names
-
-
-def _rule_names(rules: dict[str, Check]) -> dict[str, str]:
-    """The suite's rule names by their case-folded form (a case's prose names `No_Card_Number` as readily as
-    `no_card_number`), built once per suite, not once per case: a suite may define 10,000 rules."""
-    if not _FOLDED or _FOLDED[0][0] is not rules:  # held, so the rules' identity cannot be another's meanwhile
-        _FOLDED[:] = [(rules, {name.casefold(): name for name in rules})]
-    return _FOLDED[0][1]
-
-
-def ignored_checks(case: AgentCase, rules: dict[str, Check]) -> list[str]:
+def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, str]) -> list[str]:
     """What in a case reads like a check but checks nothing, so the case can pass without it: a suite rule's name
     written as text where text is for people, and tool_schema keywords that the schema's draft does not have.
-    `run` puts them in the report's warnings (and so the comment), `validate` among its own."""
+    `run` puts them in the report's warnings (and so the comment), `validate` among its own. `folded`: the suite's
+    rule names by their case-folded form (`AgentOptions.folded_rules`), for a name written in another case."""
     found = []
-    named = _rule_names(rules) if rules else {}
     for field, _ in CRITERIA_FIELDS:
         for i, item in enumerate(getattr(case, field) or ()):
-            rule = named.get(item.strip().casefold()) if isinstance(item, str) and len(item) <= 200 else None
+            rule = folded.get(item.strip().casefold()) if isinstance(item, str) and len(item) <= 200 else None
             if rule is not None:
                 said = "is the name of a suite rule" if rule == item else f"reads as the suite rule {rule}"
                 found.append(
@@ -644,7 +633,7 @@ def judge_case(
 ) -> tuple[AgentCaseResult, list[str]]:
     """A case's result, and the parts of it that check nothing or keep it from gating (the report's warnings)."""
     result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
-    found = ignored_checks(loaded.case, options.rules) + governance_slips(loaded.case, gate)
+    found = ignored_checks(loaded.case, options.rules, options.folded_rules) + governance_slips(loaded.case, gate)
     if result.status == "unchecked" and result.gating and result.risk_level == "P0":
         found.append(
             "a gating P0 case with nothing machine-checked (its expectations are text for people), so it can never "

@@ -193,7 +193,10 @@ class AgentKind:
                 warnings.append(
                     f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
                 )
-            warnings += [f"{where}: {warning}" for warning in ignored_checks(case, rules) + authoring_slips(case)]
+            warnings += [
+                f"{where}: {warning}"
+                for warning in ignored_checks(case, rules, _options(suite).folded_rules) + authoring_slips(case)
+            ]
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):

@@ -234,15 +234,22 @@ def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _lines(text: str) -> dict[str, list[int]]:
+def _lines(text: str, comments: bool) -> dict[str, list[int]]:
     """The lines of each `case_id: ...` in one pass, in file order (a repeated id has its own), for messages and
-    annotations."""
+    annotations; with `comments` (YAML), not one after a `#` on its line (`# case_id: a2 is ...`). Each stretch of
+    the text is looked at once, however long its lines (a JSON file of 10,000 cases is one line)."""
     lines: dict[str, list[int]] = {}
-    line, pos = 1, 0
+    line, pos, line_start, hashed = 1, 0, 0, -1
     for match in _ID_LINE.finditer(text):
-        line += text.count("\n", pos, match.start())
-        pos = match.start()
-        if "#" in text[text.rfind("\n", 0, pos) + 1 : pos]:  # in a YAML comment (`# case_id: a2 is ...`)
+        start = match.start()
+        newline = text.rfind("\n", pos, start)
+        if newline != -1:
+            line += text.count("\n", pos, start)
+            line_start = newline + 1
+        if comments:
+            hashed = max(hashed, text.rfind("#", max(pos, line_start), start))
+        pos = start
+        if hashed >= line_start:
             continue
         lines.setdefault(match.group(1), []).append(line)
     return lines
@@ -372,7 +379,7 @@ def _text_cases(text: str, path: Path, shown: str, problems: list[str], suggesti
             f"{shown}: defaults: {', '.join(bad_defaults)} holds a lone surrogate, which is not Unicode text"
         )
         defaults = {}
-    lines = _lines(text)
+    lines = _lines(text, comments=not path.name.lower().endswith(".json"))
     said_of_defaults: set[str] = set()
     del data, text  # from here on `raw_list` holds the only reference, and each case is let go once it is read
     for index, raw in enumerate(raw_list):
@@ -650,7 +657,7 @@ def decode_located(units: list[Unit], problems: list[str]) -> list[RawCase | Non
     found = []
     for unit in units:
         if isinstance(unit, CaseText) and id(unit.text) not in lines:
-            lines[id(unit.text)] = _lines(unit.text)
+            lines[id(unit.text)] = _lines(unit.text, comments=False)  # a CaseText is a JSON file's
         found.append(decode(unit, problems, lines.get(id(unit.text)) if isinstance(unit, CaseText) else None))
     return found
 

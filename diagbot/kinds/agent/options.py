@@ -87,6 +87,12 @@ class AgentOptions(StrictInput):
         return {name: found[name] for name in get_args(OptionName) if name in found}
 
     @cached_property
+    def folded_rules(self) -> dict[str, str]:
+        """The rule names by their case-folded form, built once per suite (`evaluate.ignored_checks` looks up every
+        prose item of every case: a suite may define 10,000 rules)."""
+        return {name.casefold(): name for name in self.rules}
+
+    @cached_property
     def confirmation(self) -> Confirmation:
         return Confirmation.of(self.confirmation_pattern)
 

@@ -109,9 +109,6 @@ def state(value: Any, path: str) -> dict[str, Any] | None:
 
 
 TEXT_TYPES = ("text", "input_text", "output_text")  # the content part types whose `text` is the message's
-UNSPOKEN = ("reason", "think", "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result")
-"""Words of part types whose text or content is not what the model said: its reasoning, media (a blob's `content`
-is its data), a document given to it, and what a tool or code it ran returned."""
 
 
 def unspoken(kind: Any) -> bool:
@@ -217,6 +214,9 @@ _TEXT_KEYS = frozenset((
 ))  # fmt: skip
 _PART_TEXT = ("text", "value", "content")
 _NOT_SAID = ("reason", "think")
+UNSPOKEN = (*_NOT_SAID, "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result")
+"""Words of part types whose text or content is not what the model said: its reasoning (`_NOT_SAID`), media (a
+blob's `content` is its data), a document given to it, and what a tool or code it ran returned."""
 _PART_DEPTH = 4  # levels of lists and parts looked into (`message: {content: [{type: text, text: {value}}]}`)
 
 

@@ -16,9 +16,9 @@ whose attributes are the event body's fields: `content`, `tool_calls`, the tool 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from diagbot.core import values
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
     calls_off_the_agent,
@@ -124,7 +124,8 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
     no message (empty lists; system instructions alone are no conversation). Each side comes from the first
     place that records it (`_agreed`): attributes, OpenLLMetry's indexed keys, events (an input in attributes and
     the choice in an event are one conversation)."""
-    said_in, said_out = _agreed(span, "input"), _agreed(span, "output")
+    places = _places(span, ("input", "output"))  # the events read once for both sides
+    said_in, said_out = _agreed(span, "input", places["input"]), _agreed(span, "output", places["output"])
     if not (said_in or said_out):
         return None
     said: list[Said] = []
@@ -138,15 +139,15 @@ def conversation(span: Span) -> tuple[list[Said], list[Said]] | None:
 def output_messages(span: Span) -> list[Said]:
     """The span's output messages alone, as `conversation` reads them (the input, which repeats the history, is
     not read)."""
-    return _agreed(span, "output")
+    return _agreed(span, "output", _places(span, ("output",))["output"])
 
 
-def _agreed(span: Span, side: str) -> list[Said]:
+def _agreed(span: Span, side: str, found: list[tuple[str, list[Said]]]) -> list[Said]:
     """One side's messages (input or output) from the first place that records them; a span that records them in
     more places (a deprecated one beside the current one, as some instrumentations do) is refused when another
     place holds a call or a text the first lacks: read from one place only, it would go unseen. The system
-    instructions, which the current convention keeps apart, count as the first place's input."""
-    found = _sources(span, side)
+    instructions, which the current convention keeps apart, count as the first place's input. `found`: each
+    place's messages of that side (`_places`)."""
     chosen_at, chosen = next(((at, said) for at, said in found if said), ("", []))
     if len(found) < 2:
         return chosen
@@ -164,14 +165,19 @@ def _agreed(span: Span, side: str) -> list[Said]:
     return chosen
 
 
-def _sources(span: Span, side: str) -> list[tuple[str, list[Said]]]:
-    """Each place the span records one side's messages, in the order `_agreed` reads them."""
-    keys, prefix = (_INPUT, _FLAT_INPUT) if side == "input" else (_OUTPUT, _FLAT_OUTPUT)
-    found = [(key, _messages(span, (key,))) for key in keys if span.has(key)]
-    if _flat(span):
-        found.append((f"{prefix}N", _flat_messages(span, prefix)))
+def _places(span: Span, sides: tuple[str, ...]) -> dict[str, list[tuple[str, list[Said]]]]:
+    """For each side asked for (input, output), each place the span records its messages, in the order `_agreed`
+    reads them; the events, which hold both sides, are read once."""
+    found: dict[str, list[tuple[str, list[Said]]]] = {}
+    for side in sides:
+        keys, prefix = (_INPUT, _FLAT_INPUT) if side == "input" else (_OUTPUT, _FLAT_OUTPUT)
+        found[side] = [(key, _messages(span, (key,))) for key in keys if span.has(key)]
+        if _flat(span):
+            found[side].append((f"{prefix}N", _flat_messages(span, prefix)))
     if _message_events(span):
-        found.append(("its events", _event_messages(span)[0 if side == "input" else 1]))
+        said_in, said_out = _event_messages(span)
+        for side in sides:
+            found[side].append(("its events", said_in if side == "input" else said_out))
     return found
 
 
@@ -209,12 +215,17 @@ def _squashed(text_of: str) -> str:
     return " ".join(text_of.split())
 
 
+_SPOKEN_CHARS = 1024 * 1024
+"""Characters of a message's text decoded as the JSON of its parts, for the comparison alone (a longer one is
+compared as it is written): the run's own bound on decoded values counts what a reader keeps, not this."""
+
+
 def _spoken(text_of: str) -> str:
     """A message's text, or, when it is the JSON text of a list of parts, the text those parts hold."""
-    if not text_of.lstrip().startswith("[") or len(text_of) > MAX_COMPARED_CHARS:
+    if not text_of.lstrip().startswith("[") or len(text_of) > _SPOKEN_CHARS:
         return text_of
     try:
-        parts = json.loads(text_of)
+        parts = values.loads(text_of)
     except (ValueError, RecursionError):
         return text_of
     if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
