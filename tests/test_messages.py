@@ -321,6 +321,31 @@ def test_an_empty_case_list_is_a_warning(tmp_path: Path) -> None:
         ]
 
 
+def test_files_named_like_cases_but_not_read_as_cases_are_named(tmp_path: Path) -> None:
+    """A case file renamed `x.yaml.txt` (or runs kept as `.jsonl`) would leave the suite without a word: both
+    validate and run name them; a README or a hidden editor file is not mentioned."""
+    folder = tmp_path / "agent"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("refund.yaml.txt", "sub/old.JSON.bak", "runs.jsonl", "README.md", ".refund.yaml.swp"):
+        (folder / name).write_text("[]\n", encoding="utf-8")
+    suite = suite_input(tmp_path, "agent", "agent")
+    said = (
+        "agent/refund.yaml.txt, agent/runs.jsonl, agent/sub/old.JSON.bak are not read: only files ending in .yaml, "
+        ".yml or .json hold cases; rename them so, or move them out of the cases folder"
+    )
+    assert AgentKind().validate(suite) == [
+        said,
+        "agent: holds no cases, so the suite evaluates nothing; add cases to it",
+    ]
+    assert AgentKind().evaluate(suite).warnings == [said]
+    (folder / "refund.yaml.txt").rename(folder / "refund.yaml")
+    (folder / "runs.jsonl").unlink()
+    assert AgentKind().evaluate(suite).warnings == [
+        "agent/sub/old.JSON.bak is not read: only files ending in .yaml, .yml or .json hold cases; rename them so, or "
+        "move them out of the cases folder"
+    ]
+
+
 def test_a_run_over_an_empty_suite_names_its_cases_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

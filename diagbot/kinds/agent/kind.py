@@ -23,7 +23,16 @@ from diagbot.kinds.agent.evaluate import (
     not_gating_because,
     today_of,
 )
-from diagbot.kinds.agent.load import CaseFile, LoadedCase, RawCase, decode_located, iter_cases, load_cases, read_cases
+from diagbot.kinds.agent.load import (
+    CaseFile,
+    LoadedCase,
+    RawCase,
+    decode_located,
+    iter_cases,
+    load_cases,
+    read_cases,
+    unread_files,
+)
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked
@@ -126,6 +135,11 @@ class AgentKind:
         return load_cases(suite.cases, suite.cases_label, _options(suite).rules)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
+        report = self._evaluate(suite)
+        unread = unread_files(suite.cases, suite.cases_label)
+        return report.model_copy(update={"warnings": unread + report.warnings}) if unread else report
+
+    def _evaluate(self, suite: SuiteInput) -> AgentReport:
         read: list[RawCase] | None = None  # the case files, when read already
         if suite.workers > 1 and can_fork() and suite.fixtures.is_dir():
             # None: a file has a problem, said below in its place; a suite of many files: its files, unread
@@ -158,11 +172,11 @@ class AgentKind:
         """The warnings of the suite's cases; with problems, CaseFileError carries the usable cases' warnings."""
         problems: list[str] = []
         loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems))
-        warnings = self._warnings(suite, loaded_cases)
+        warnings = unread_files(suite.cases, suite.cases_label) + self._warnings(suite, loaded_cases)
         if problems:
             raise CaseFileError(*problems, warnings=warnings)
         if not loaded_cases:  # the same words as the trace kind's (kinds never import each other)
-            return [f"{suite.cases_label}: holds no cases, so the suite evaluates nothing; add cases to it"]
+            warnings.append(f"{suite.cases_label}: holds no cases, so the suite evaluates nothing; add cases to it")
         return warnings
 
     def _warnings(self, suite: SuiteInput, loaded_cases: list[LoadedCase]) -> list[str]:

@@ -80,19 +80,57 @@ def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
     if not root.is_dir():
         raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")
     found: list[tuple[Path, str]] = []
+    for path in _entries(root, label):
+        if path.name.lower().endswith(CASE_SUFFIXES):  # `X.YAML` is a case file too
+            found.append((path, _shown(path, root, label)))
+            if len(found) > MAX_CASE_FILES:
+                raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def unread_files(root: Path, label: str) -> list[str]:
+    """A warning for the files of a cases folder that look meant as case files but are not read as one
+    (`refund.yaml.txt`, `refund.json.bak`, `runs.jsonl`): the suite would lose their cases without a word."""
+    if not root.is_dir():
+        return []
+    try:
+        named = sorted(_shown(path, root, label) for path in _entries(root, label) if _unread(path.name))
+    except (CaseFileError, OSError):  # said where the cases are read
+        return []
+    if not named:
+        return []
+    more = f" and {len(named) - _UNREAD_NAMED:,} more" if len(named) > _UNREAD_NAMED else ""
+    return [
+        f"{', '.join(named[:_UNREAD_NAMED])}{more} {'is' if len(named) == 1 else 'are'} not read: only "
+        "files ending in .yaml, .yml or .json hold cases; rename them so, or move them out of the cases folder"
+    ]
+
+
+def _unread(name: str) -> bool:
+    return _LOOKS_LIKE_CASES.search(name) is not None and not name.lower().endswith(CASE_SUFFIXES)
+
+
+_LOOKS_LIKE_CASES = re.compile(r"(?i)\.(?:ya?ml|json)")
+_UNREAD_NAMED = 10
+
+
+def _entries(root: Path, label: str) -> Iterator[Path]:
+    """Each file under the folder `root`, hidden entries and links to folders left out; at most MAX_LISTED entries
+    of any kind are listed."""
     listed = 0
-    for folder, dirs, files in os.walk(root):  # names are shown escaped (`one_line`); an unusual one is refused
+    for folder, dirs, files in os.walk(root):
         listed += len(dirs) + len(files)
         if listed > MAX_LISTED:  # other files count too: a folder of millions of them is no suite
             raise CaseFileError(f"{label}: holds more than {MAX_LISTED:,} entries; split the suite")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.lower().endswith(CASE_SUFFIXES) and not name.startswith("."):  # `X.YAML` is a case file too
-                path = Path(folder) / name
-                found.append((path, f"{label.rstrip('/')}/{values.one_line(path.relative_to(root).as_posix(), 300)}"))
-                if len(found) > MAX_CASE_FILES:
-                    raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
-    return sorted(found, key=lambda pair: pair[1])
+            if not name.startswith("."):
+                yield Path(folder) / name
+
+
+def _shown(path: Path, root: Path, label: str) -> str:
+    """A file under the cases folder as messages name it: escaped (`one_line`), as an unusual name is refused."""
+    return f"{label.rstrip('/')}/{values.one_line(path.relative_to(root).as_posix(), 300)}"
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
