@@ -21,7 +21,10 @@ from diagbot.core.rates import number
 from diagbot.core.rates import percent as rate
 from diagbot.core.values import one_line
 
-COMMENT_LIMIT = 65_536 - 128  # GitHub rejects longer bodies; the bot adds a hidden head-sha line when posting
+COMMENT_LIMIT = 65_536 - 128
+"""Code points of a comment. GitHub's refusal names 65,536 characters, and a body has been measured refused past
+262,144 UTF-8 bytes: this many code points are at most 261,632 bytes, within both. The 128 leave room for the
+hidden head-sha line the bot adds when posting."""
 CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
 SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
 CELL_LIMIT = 300
