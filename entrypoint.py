@@ -6,11 +6,13 @@ annotations (and to the job summary), never as a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
 from pathlib import Path
 
+from diagbot.action import runner
 from diagbot.action.bot import run
 from diagbot.action.runner import escape
 from diagbot.action.settings import Settings
@@ -24,13 +26,10 @@ def fail(exc: DiagbotError) -> int:
     for problem in exc.problems:
         print(f"::error::{escape(problem)}")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        lines = "\n".join(f"- {p}" for p in exc.problems)
-        try:
-            with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(f"### ⛔ diagbot could not run\n\n{lines}\n")
-        except OSError:
-            pass  # the annotations above already carry the message
+    with contextlib.suppress(OSError):  # the annotations above carry the message all the same
+        runner.append(
+            Path(summary) if summary else None, "### ⛔ diagbot could not run\n\n" + runner.bullets(exc.problems)
+        )
     return exc.exit_code
 
 

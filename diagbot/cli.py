@@ -15,6 +15,7 @@ import gc
 import io
 import itertools
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from diagbot import __version__
 from diagbot.core.errors import CaseFileError, DiagbotError, OutputError, ReportFormatError
 from diagbot.core.gate import GateSettings
 from diagbot.core.rates import timestamp
-from diagbot.core.report import RunInfo, dump_model
+from diagbot.core.report import SUITE_NAME, RunInfo, dump_model
 from diagbot.core.text import with_article
 from diagbot.core.values import one_line
 from diagbot.io.config import DEFAULT_CONFIG, Config, checked_fixture_bytes, given_thresholds, load_config
@@ -469,6 +470,16 @@ def _add_threshold_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--score-points", type=float, help="workspace score drop that counts (default 5)")
 
 
+def _suite_name(value: str) -> str:
+    """A `--suite` name, held to diagbot.yml's rule: it is recorded in the report and names the comment's marker."""
+    if not re.fullmatch(SUITE_NAME, value):
+        raise argparse.ArgumentTypeError(
+            f"'{one_line(value, 100)}' is not a suite name: use letters, digits, '.', '_' and '-', starting "
+            "with a letter or digit (at most 100)"
+        )
+    return value
+
+
 def _path(value: str) -> str:
     """A path argument: never empty, since `Path("")` is the working folder (and `--out "$UNSET"` would write
     there, `--baseline "$UNSET"` would read as no baseline)."""
@@ -495,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cases", required=True, type=_path, help="the case file (JSON)")
     ev.add_argument("--fixtures", required=True, type=_path, help="the folder of trace fixtures")
     ev.add_argument("--output", required=True, type=_path, help="where to write the report JSON")
-    ev.add_argument("--suite", default="diagnosis", help="the suite name recorded in the report")
+    ev.add_argument("--suite", default="diagnosis", type=_suite_name, help="the suite name recorded in the report")
     size = "the largest fixture read, in bytes; a larger one fails its case (default: %(default)s)"
     ev.add_argument("--max-fixture-bytes", type=_number, default=DEFAULT_MAX_FIXTURE_BYTES, help=size)
     ev.set_defaults(handler=cmd_eval)
@@ -515,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--current", required=True, type=_path, help="the current report")
     rd.add_argument("--diff", type=_path, help="the diff against the baseline (omit when there is no baseline)")
     rd.add_argument("--baseline-info", help="JSON describing the baseline's source (branch, sha, runUrl, ...)")
-    rd.add_argument("--suite", help="the suite name shown and used in the comment marker")
+    rd.add_argument("--suite", type=_suite_name, help="the suite name shown and used in the comment marker")
     rd.add_argument("--output", required=True, type=_path, help="where to write the comment (Markdown)")
     rd.set_defaults(handler=cmd_render)
 

@@ -136,6 +136,26 @@ def test_render_command(tmp_path: Path) -> None:
     assert body.startswith("<!-- diagbot:diagnosis -->") and "No baseline" in body
 
 
+def test_a_suite_name_given_on_the_command_line_is_held_to_the_configs_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--suite` names the comment's marker (render) and is recorded in the report (eval): `a -->` would close the
+    marker and let the rest of the line be read as the comment's text."""
+    report = ROOT / "examples/baseline/reports/diagnosis.json"
+    out = str(tmp_path / "c.md")
+    for args in (
+        ["render", "--current", str(report), "--suite", "a -->\n# x", "--output", out],
+        ["eval", "--cases", str(ROOT / "cases/diagnosis-cases.json"), "--suite", "", "--out", out],
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --suite: 'a -->\\n# x' is not a suite name: use letters, digits" in err
+    assert "argument --suite: '' is not a suite name" in err
+    assert not (tmp_path / "c.md").exists()
+
+
 def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

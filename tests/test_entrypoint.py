@@ -225,6 +225,27 @@ def test_other_events_and_bad_inputs_exit_2_without_traceback(gh: GitHubTestServ
     assert not gh.api_requests()
 
 
+def test_a_config_problem_quoting_the_pull_requests_text_reaches_the_job_summary_escaped(
+    gh: GitHubTestServer, workspace: Path
+) -> None:
+    """A config key is the pull request's text: quoted in a problem, it must not add a heading, an image, a ping
+    or an HTML comment hiding the rest to the job summary."""
+    key = (
+        '"x\\n\\n### ✅ diagbot: no regressions\\n\\n<img src=\\"https://evil.example/p.png\\"> @octo/security #1'
+        '\\n<!--"'
+    )
+    config = workspace / "diagbot.yml"
+    config.write_text(config.read_text() + f"{key}: 1\n", encoding="utf-8")
+    result = run_action(gh, workspace, "pull_request")
+    assert result.code == 2 and "unknown key" in result.stdout
+    heading, *problems = result.summary.strip().split("\n\n")
+    assert heading == "### ⛔ diagbot could not run"
+    assert all(line.startswith("- ") for line in "\n\n".join(problems).splitlines()), result.summary
+    assert "<img" not in result.summary and "<!--" not in result.summary and "@octo" not in result.summary
+    assert "\n###" not in result.summary.replace("### ⛔ diagbot could not run", "")
+    assert "@&#8203;octo/security #&#8203;1" in result.summary
+
+
 def test_expired_download_falls_back_to_the_next_candidate(gh: GitHubTestServer, workspace: Path) -> None:
     make_baseline(gh, workspace)  # exact: made from the PR's base sha
     fallback_sha = "e" * 40

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import html as _html
+import json
+import re
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import pytest
+from cmarkgfm import cmark
 from markdown_it import MarkdownIt
 
+from diagbot.core.errors import ReportFormatError
+from diagbot.io.baselines import read_report_file
 from diagbot.kinds.registry import view
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, build_report
 from diagbot.render import markdown
 from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, Caps, CurrentInfo, md, render_markdown, table
-from tests.conftest import check_golden
+from tests.conftest import ROOT, check_golden
 
 ARTIFACT = BaselineInfo(
     source="artifact", branch="main", sha="4f0c2a91d8e3b7a65c0e", run_id=812, exact=True, age_days=1.5,
@@ -184,7 +191,7 @@ def test_small_limit_drops_results_before_regressions() -> None:
         ("@team-lead", "@&#8203;team-lead"),
         ("see #42", "see #&#8203;42"),
         ("see GH-42 and gh-7", "see GH&#8203;-42 and gh&#8203;-7"),  # GitHub links GH-42 as it does #42
-        ("GHz-4 ugh-4", "GHz-4 ugh-4"),
+        ("GHz-4 ugh-4", "GHz-4 ugh&#8203;-4"),  # no word boundary asked for: a stray space is harmless
         ("a@b.c", "a@&#8203;b.c"),
         ("[x](http://y)", "\\[x\\](http&#8203;://y)"),
         ("see https://evil.example/login", "see https&#8203;://evil.example/login"),
@@ -195,10 +202,80 @@ def test_small_limit_drops_results_before_regressions() -> None:
         ("*_~", "\\*\\_\\~"),
         ("& already &amp;", "&amp; already &amp;amp;"),
         ("C# and #hashtag", "C# and #hashtag"),
+        # a second review's findings: links after `_`, a digit or `@_`; math; shortcodes; a line's first mark
+        ("_www.evil.example/t", "\\_www&#8203;.evil.example/t"),
+        ("1https://evil.example", "1https&#8203;://evil.example"),
+        ("x@_phish.example", "x@&#8203;\\_phish.example"),
+        ("refund $500 and $20", "refund <span>$</span>500 and <span>$</span>20"),
+        (":white_check_mark: passed", ":&#8203;white\\_check\\_mark: passed"),
+        ("# ✅ no regressions", "\\# ✅ no regressions"),
+        ("- item", "\\- item"),
+        ("1. ok", "1\\. ok"),
+        ("10:30 and 3 items", "10:30 and 3 items"),
     ],
 )
 def test_md_escaping(raw: str, escaped: str) -> None:
     assert md(raw) == escaped
+
+
+HOSTILE_TEXTS = [
+    "_www.evil.example/track", "foo_www.bar.com", "_https://evil.example/a", "1https://x.example", "_ftp://x.example",
+    "x@_phish.example", "a.b@_c.de", "@octo-org/security", "owner/repo#1", "GH-12", "éGH-12", "x.y@z.example",
+    "$\\Huge\\color{green}{\\textsf{ALL CHECKS PASSED}}$", "$$x$$", "$`x`$", ":white_check_mark: :x:",
+    "# ✅ diagbot: no regressions", "### x", "- a", "+ b", "1. ok", "7) x", "---", "===", "> quote",
+    '<img src="https://evil.example/p.png">', "<!--", "[x](https://e.example)", "![i](https://e.example/i.png)",
+    "[x]: https://e.example", "```", "~~~", "| a | b |", "\\", "javascript:alert(1)", "www.e.example",
+]  # fmt: skip
+PLACES = ("- {}\n", "> {}\n", "| a | b |\n|---|---|\n| {} | x |\n", "**{}** (agent): x\n", "Compared against {}.\n")
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS)
+def test_md_text_renders_as_text_in_githubs_own_parser_wherever_the_templates_put_it(text: str) -> None:
+    """cmark-gfm (GitHub's Markdown parser, with its autolink and table extensions): an escaped text makes no link,
+    image, heading, list, rule, HTML or code of its own in any place the templates put one, and keeps no `@` before
+    a name, `$` outside its span, or `:name:` for GitHub's later passes (mentions, math, emoji) to act on."""
+    escaped = md(text)
+    for place in PLACES:
+        html = cmarkgfm.github_flavored_markdown_to_html(place.format(escaped), options=cmark.Options.CMARK_OPT_UNSAFE)
+        tags = set(re.findall(r"<([a-z0-9]+)", html)) - {"p", "ul", "li", "blockquote", "table", "thead", "tbody",
+                                                         "tr", "th", "td", "strong", "span"}  # fmt: skip
+        assert not tags, (place, html)
+        assert html.count("<ul>") <= 1 and html.count("<li>") <= 1, html
+        shown = _html.unescape(re.sub(r"<span>\$</span>", "", html))
+        shown = re.sub(r"<[^>]*>", "", shown)
+        assert "$" not in shown and not re.search(r"@\w|:[\w+-]+:|www\.|[a-z]://|#\d|(?i:javascript):", shown), shown
+
+
+def test_the_footer_keeps_a_baseline_branch_from_leaving_its_code_span() -> None:
+    """A backslash does nothing inside a code span, so an escaped backtick there would close it: a branch name
+    that is not plainly a name is shown as escaped text instead."""
+    hostile = BaselineInfo(source="artifact", branch="main` $\\Huge\\text{PASS}$ `", sha="4f0c2a91d8e3b7a65c0e")
+    footer = comment(None, [], hostile).split("Compared against", 1)[1].splitlines()[0]
+    assert footer.startswith(" the baseline from main\\` <span>$</span>\\\\Huge"), footer
+    plain = comment(None, [], ARTIFACT).split("Compared against", 1)[1]
+    assert plain.startswith(" the baseline from `main` @ `4f0c2a9`")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("suite", "agent -->\n### ✅ diagbot: no regressions\n<!-- diagbot:other", "suite: string should match"),
+        ("riskLevel", "P2 | ✅ passed | yes | |", "results.0.riskLevel: input should be 'P0', 'P1', 'P2' or 'P3'"),
+        ("datasetRole", "golden<img src=x>", "results.0.datasetRole: input should be"),
+    ],
+)
+def test_a_stored_report_cannot_carry_its_own_markup_into_the_marker_or_the_rows(
+    tmp_path: Path, field: str, value: str, said: str
+) -> None:
+    """A report from a fork's artifact is rendered by the relay: a field the comment shows as it is (the marker's
+    suite name, a case's risk level) is held to the values diagbot writes."""
+    data = json.loads((ROOT / "examples/baseline/reports/agent.json").read_text(encoding="utf-8"))
+    (data if field == "suite" else data["results"][0])[field] = value
+    forged = tmp_path / "agent.json"
+    forged.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ReportFormatError) as info:
+        read_report_file(forged)
+    assert said in str(info.value)
 
 
 def test_md_bounds_length() -> None:

@@ -36,7 +36,7 @@ from diagbot.github.port import GitHubPort, PullInfo
 from diagbot.io.config import MAX_SUITES
 from diagbot.kinds.registry import parse_any_report, view
 from diagbot.pipeline import SuiteOutcome
-from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, md, render_markdown
+from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, render_markdown
 
 PR_JSON_BYTES = 1024 * 1024
 REPORT_BYTES = 64 * 1024 * 1024  # per report or diff file
@@ -61,7 +61,7 @@ def run(settings: Settings, port: GitHubPort, out: TextIO) -> int:
     if posted is not None:
         runner.write_outputs(settings.output, posted)
     if errors:
-        runner.append(settings.step_summary, "### ⛔ diagbot could not post the results\n\n" + _bullets(errors))
+        runner.append(settings.step_summary, "### ⛔ diagbot could not post the results\n\n" + runner.bullets(errors))
         print("diagbot: nothing or not everything was posted; see the errors above", file=out)
         return 2
     return 0
@@ -342,7 +342,3 @@ def _baseline(settings: Settings, record: PrRecord, compared: bool) -> BaselineI
         missing_reason=given.missing_reason or ("the evaluating run had none" if given.source == "none" else None),
         warnings=given.warnings,
     )
-
-
-def _bullets(lines: list[str]) -> str:
-    return "".join(f"- {md(line, 1000)}\n" for line in lines)

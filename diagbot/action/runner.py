@@ -8,6 +8,7 @@ from typing import TextIO
 
 from diagbot.core.values import cut_utf8
 from diagbot.io.files import scrub
+from diagbot.render.markdown import md
 
 SUMMARY_BYTES = 1024 * 1024 - 1024  # $GITHUB_STEP_SUMMARY refuses 1 MiB and more per step
 
@@ -44,6 +45,11 @@ def write_summary(path: Path | None, markdown: str) -> None:
         note = "\n\n… (cut to fit the job summary's 1 MiB limit; the full report is in the report folder)\n"
         markdown = cut_utf8(markdown, SUMMARY_BYTES - len(note.encode())) + note
     append(path, markdown)
+
+
+def bullets(lines: list[str]) -> str:
+    """Problems as a Markdown list for the job summary, each escaped (`md`): one may quote a pull request's file."""
+    return "".join(f"- {md(line, 1000)}\n" for line in lines)
 
 
 def append(path: Path | None, text: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from diagbot.core import values
@@ -15,6 +15,10 @@ from diagbot.core.models import Output, error_message
 from diagbot.core.rates import percent, rate
 
 MAX_CONTAINERS = 2_000_000
+SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+"""A suite's name, in diagbot.yml and in every report: it names the report's file and the comment's marker, and is
+shown in the comment, so a stored report holding anything else (a forged artifact's) is refused."""
+SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
 
 
 class RunInfo(Output):

@@ -17,7 +17,7 @@ from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput, error_message, field_names_at, literal_choices
-from diagbot.core.report import RunInfo
+from diagbot.core.report import SUITE_NAME, RunInfo
 from diagbot.core.text import Suggestions, listing
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
@@ -39,7 +39,7 @@ class SuiteConfig(StrictInput):
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    name: str = Field(pattern=SUITE_NAME)
     kind: str = DEFAULT_KIND
     cases: str
     fixtures: str

@@ -87,11 +87,15 @@ class Caps:
 # --- filters -------------------------------------------------------------------------------------------------
 
 _MD_INLINE = re.compile(r"([\\`*_\[\]|~])")
-_PING = re.compile(r"(@(?=[A-Za-z0-9])|#(?=\d)|\b[Gg][Hh](?=-\d))")  # `GH-123` links an issue as `#123` does
+# Every @ (a mention, an e-mail autolink), `#1` and `GH-1` (issue links): a zero-width space follows each. No word
+# boundary is asked for: GitHub links `x_@team`, `1GH-2` and `_www.x` too.
+_PING = re.compile(r"(@|#(?=\d)|[Gg][Hh](?=-\d))")
 # Anything GitHub would turn into a link by itself: a URI scheme's colon, and the `www.` of a bare host.
 _AUTOLINK = re.compile(
-    r"(?i)(\b(?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file)(?=:)|\b[a-z][a-z0-9+.-]{0,30}(?=://)|\bwww(?=\.))"
+    r"(?i)((?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file)(?=:)|[a-z][a-z0-9+.-]{0,30}(?=://)|www(?=\.))"
 )
+_EMOJI = re.compile(r":(?=[\\A-Za-z0-9_+-]{1,80}:)")  # `:white_check_mark:` (its `_` escaped) would show as ✅
+_NUMBERED = re.compile(r"\d{1,9}(?=[.)])")  # `1.` or `1)` first on a line: an ordered list item
 
 
 def escape_inline(text: str) -> str:
@@ -101,13 +105,20 @@ def escape_inline(text: str) -> str:
 
 
 def md(value: Any, limit: int = CELL_LIMIT) -> str:
-    """Escape untrusted text for a Markdown table cell: one line, no HTML, no links, no pings, bounded length;
-    control, invisible and bidi characters are written as escapes (`\\u202e`), so a name cannot read as another."""
+    """Escape untrusted text for a Markdown table cell or the start of a line: one line, no HTML, no links, no
+    pings, no math or emoji shortcodes, no heading or list marker first, bounded length; control, invisible and
+    bidi characters are written as escapes (`\\u202e`), so a name cannot read as another."""
     text = one_line(" ".join(str(value).split()), limit)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = escape_inline(text)
     text = _PING.sub(r"\1&#8203;", text)  # a zero-width space after @ or # stops pings and issue links
-    return _AUTOLINK.sub(r"\1&#8203;", text)  # `https&#8203;://x`, `www&#8203;.x`: shown alike, never a link
+    text = _AUTOLINK.sub(r"\1&#8203;", text)  # `https&#8203;://x`, `www&#8203;.x`: shown alike, never a link
+    text = _EMOJI.sub(":&#8203;", text)
+    text = text.replace("$", "<span>$</span>")  # GitHub's way to show a dollar that opens no math
+    if text[:1] in ("#", "+", "-", "="):  # a heading, a list item or a heading's underline, first on a line
+        return "\\" + text
+    numbered = _NUMBERED.match(text)
+    return text if numbered is None else f"{text[: numbered.end()]}\\{text[numbered.end() :]}"
 
 
 MAX_NOTES = 25  # warnings shown under a suite's headline; a report from a fork's artifact may hold any number
@@ -205,7 +216,14 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        md=md, percent=percent, delta_pp=delta_pp, table=table, short_sha=short_sha, plural=plural, safe_url=safe_url
+        md=md,
+        code=code,
+        percent=percent,
+        delta_pp=delta_pp,
+        table=table,
+        short_sha=short_sha,
+        plural=plural,
+        safe_url=safe_url,
     )
     return env
 

@@ -265,7 +265,7 @@ class AgentKind:
             [
                 _ICONS[r.status],
                 md(r.case_id, 80),
-                r.risk_level,
+                md(r.risk_level, 10),
                 f"{r.trials_passed}/{r.trials}",
                 "yes" if r.gating else md(f"no: {r.not_gating_because}", 120),
                 md(_failed_cell(r)) if r.status == "failed" else "",

@@ -9,8 +9,8 @@ from pydantic import Field, model_validator
 
 from diagbot.core.models import Output
 from diagbot.core.rates import mean, rate
-from diagbot.core.report import RunInfo
-from diagbot.kinds.agent.cases import CASE_ID_PATTERN
+from diagbot.core.report import RunInfo, SuiteName
+from diagbot.kinds.agent.cases import CASE_ID_PATTERN, Difficulty, RiskLevel, Role
 
 AGENT_SCHEMA_VERSION = 1
 MAX_TRIALS = 100
@@ -32,12 +32,12 @@ class AgentCaseResult(Output):
     case_version: str
     title: str
     scenario: str
-    risk_level: str
-    difficulty: str
+    risk_level: RiskLevel  # as a case's: a stored report's values reach the comment's rows and the gate
+    difficulty: Difficulty
     ability_tags: list[str]
     dataset_id: str
     dataset_version: str
-    dataset_role: str
+    dataset_role: Role
     gating: bool
     not_gating_because: str | None = Field(
         default=None, exclude_if=lambda v: v is None
@@ -99,7 +99,7 @@ OptionName = Literal["trace-format", "tool-error-pattern", "trials", "confirmati
 class AgentReport(Output):
     schema_version: int = AGENT_SCHEMA_VERSION
     kind: Literal["agent"] = "agent"
-    suite: str | None = None
+    suite: SuiteName | None = None
     run: RunInfo | None = None
     total_cases: int
     passed_cases: int

@@ -15,7 +15,15 @@ from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.models import Output
 from diagbot.core.rates import rate
-from diagbot.core.report import RunInfo, check_version, counts_agree, model_problems, unique_case_ids, with_rate
+from diagbot.core.report import (
+    RunInfo,
+    SuiteName,
+    check_version,
+    counts_agree,
+    model_problems,
+    unique_case_ids,
+    with_rate,
+)
 
 SCHEMA_VERSION = 1
 NO_VERDICT = "NONE"
@@ -45,7 +53,7 @@ class TraceReport(Output):
 
     schema_version: int = SCHEMA_VERSION
     kind: Literal["trace"] = "trace"
-    suite: str | None = None
+    suite: SuiteName | None = None
     total_cases: int
     passed_cases: int
     pass_rate: float

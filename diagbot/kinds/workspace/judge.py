@@ -26,7 +26,7 @@ from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
-from diagbot.core.report import RunInfo, with_rate
+from diagbot.core.report import RunInfo, SuiteName, with_rate
 from diagbot.core.text import Suggestions
 from diagbot.kinds.workspace.checks import CheckKind, CheckSpec, Outcome, SafeGlob, Workspace, run_check
 
@@ -500,7 +500,7 @@ def _band(verdict: Verdict, raw: float) -> float:
 class WorkspaceReport(Output):
     schema_version: int = WORKSPACE_SCHEMA_VERSION
     kind: Literal["workspace"] = "workspace"
-    suite: str | None = None
+    suite: SuiteName | None = None
     total_cases: int
     passed_cases: int
     pass_rate: float
