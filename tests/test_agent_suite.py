@@ -659,7 +659,7 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
     negated = spec_case() | {
         "case_id": "negated",
         "negative_behavior": [{"tool_not_called": "refund_submit"}, "promise an instant refund"],
-        "failure_criteria": [{"answer_not_matches": "\\d{16}"}],
+        "failure_criteria": [{"answer_not_matches": "\\d{16}"}, {"replies_not_matches": "\\d{16}"}],
         "policy_constraints": ["refunds need approval", {"tool_not_called": "wire_money"}],
         "business_success": {"metric": "csat", "state": "resolved"},  # words for people that name a check: no warning
         "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True},
@@ -677,6 +677,9 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         "before the call",
         f"warning: {where} negated: failure_criteria[0]: answer_not_matches here is a double negative: the case "
         "fails unless the answer matches it; to forbid that, write answer_matches here (or keep answer_not_matches "
+        "and move it to success_criteria)",
+        f"warning: {where} negated: failure_criteria[1]: replies_not_matches here is a double negative: the case "
+        "fails unless a reply matches it; to forbid that, write replies_matches here (or keep replies_not_matches "
         "and move it to success_criteria)",
         f"warning: {where} negated: negative_behavior[0]: tool_not_called here is a double negative: the case fails "
         "unless the run calls one of its tools; to forbid that, write tool_called here (or keep tool_not_called and "

@@ -179,6 +179,8 @@ CHECK_KEYS = (
     "answer_matches",
     "answer_not_matches",
     "replies_contain",
+    "replies_matches",
+    "replies_not_matches",
     "tool_called",
     "tool_not_called",
     "called_before",
@@ -198,6 +200,8 @@ class Check(Model):
     answer_matches: Regex | None = None
     answer_not_matches: Regex | None = None
     replies_contain: ContainsSpec | None = None
+    replies_matches: Regex | None = None  # some reply matches (each searched as the answer is)
+    replies_not_matches: Regex | None = None  # no reply matches: a card number said before the last reply fails it
     tool_called: ToolRef | None = None
     tool_not_called: Needles | None = None
     called_before: CalledBefore | None = None

@@ -328,6 +328,11 @@ class Trial:
         return len(searched(self.run.answer).encode("utf-8", "replace"))
 
     @cached_property
+    def replies_bytes(self) -> int:
+        """The UTF-8 bytes of the replies a regex searches, each as far as it reads one."""
+        return sum(len(searched(text).encode("utf-8", "replace")) for text in self.run.assistant_texts)
+
+    @cached_property
     def replies(self) -> Folded:
         return fold("\n".join(self.run.assistant_texts))
 
@@ -600,35 +605,54 @@ def _cut(text: str) -> str:
     return f" (only its first {MAX_MATCHED_CHARS:,} characters were searched)" if len(text) > MAX_MATCHED_CHARS else ""
 
 
-def _too_long(pattern: str, answer: str) -> str | None:
+def _too_long(pattern: str, answer: str, what: str = "the answer") -> str | None:
     """Why a regex cannot be decided on a long answer: `$` (or `\\z`) would match where the search stops."""
     if len(answer) > MAX_MATCHED_CHARS and _END_ANCHOR.search(pattern):
-        return f"the answer is too long to check /{pattern}/, which looks for its end{_cut(answer)}"
+        return f"{what} is too long to check /{pattern}/, which looks for its end{_cut(answer)}"
     return None
 
 
-def _answer_matches(pattern: str, answer: str) -> Verdict:
+def _answer_matches(pattern: str, answer: str, what: str = "the answer") -> Verdict:
     """Not found in the part of a long answer that was searched proves nothing: undecided, saying why."""
-    undecided = _too_long(pattern, answer)
+    undecided = _too_long(pattern, answer, what)
     if undecided:
         return None, undecided
     found = _matches(pattern, answer)
     if found:
-        return True, f"the answer matches /{pattern}/"
+        return True, f"{what} matches /{pattern}/"
     unread = len(answer) > MAX_MATCHED_CHARS or found is None
-    return None if unread else False, f"the answer does not match /{pattern}/{_cut(answer)}"
+    return None if unread else False, f"{what} does not match /{pattern}/{_cut(answer)}"
 
 
-def _answer_not_matches(pattern: str, answer: str) -> Verdict:
-    undecided = _too_long(pattern, answer)
+def _answer_not_matches(pattern: str, answer: str, what: str = "the answer") -> Verdict:
+    undecided = _too_long(pattern, answer, what)
     if undecided:
         return None, undecided
     found = _matches(pattern, answer)
     if found:
-        return False, f"the answer matches /{pattern}/"
+        return False, f"{what} matches /{pattern}/"
     if len(answer) > MAX_MATCHED_CHARS or found is None:
-        return None, f"the answer may match /{pattern}/ past the part searched{_cut(answer) or _UNFOLDED}"
-    return True, f"the answer does not match /{pattern}/"
+        return None, f"{what} may match /{pattern}/ past the part searched{_cut(answer) or _UNFOLDED}"
+    return True, f"{what} does not match /{pattern}/"
+
+
+def _replies_match(pattern: str, replies: list[str], must: bool) -> Verdict:
+    """Whether some reply matches (`must`), or none does: each reply is searched as the answer is, so `^` and `$`
+    are its own start and end. A reply that cannot be decided leaves the check undecided unless another decides
+    it."""
+    undecided = None
+    for number, reply in enumerate(replies, 1):
+        what = f"reply {number} of {len(replies)}"
+        verdict, said = _answer_matches(pattern, reply, what) if must else _answer_not_matches(pattern, reply, what)
+        if verdict is must:
+            return verdict, said
+        if verdict is None:
+            undecided = undecided or said
+    if undecided:
+        return None, undecided
+    if not replies:
+        return not must, "the agent wrote no reply"
+    return not must, f"no reply matches /{pattern}/"
 
 
 def _called(spec: str | ToolArgs, t: Trial, forbidding: bool = False) -> Verdict:
@@ -681,6 +705,8 @@ RULES: dict[str, Callable[[Any, Trial], Verdict]] = {
     "answer_matches": lambda spec, t: _answer_matches(spec, t.run.answer),
     "answer_not_matches": lambda spec, t: _answer_not_matches(spec, t.run.answer),
     "replies_contain": lambda spec, t: _contains(spec, t.replies, "the replies"),
+    "replies_matches": lambda spec, t: _replies_match(spec, t.run.assistant_texts, True),
+    "replies_not_matches": lambda spec, t: _replies_match(spec, t.run.assistant_texts, False),
     "tool_called": _called,  # these two are called with `forbidding` by run_rule
     "tool_not_called": _not_called,
     "called_before": _before,
@@ -713,7 +739,8 @@ _FORBIDDING: dict[str, Callable[[Any, Trial, bool], Verdict]] = {"tool_called": 
 
 
 _OF_MESSAGES = frozenset({
-    "answer_contains", "answer_not_contains", "answer_matches", "answer_not_matches", "replies_contain", "max_turns",
+    "answer_contains", "answer_not_contains", "answer_matches", "answer_not_matches", "replies_contain",
+    "replies_matches", "replies_not_matches", "max_turns",
 })  # fmt: skip  # the checks a run without its messages cannot decide
 
 
@@ -721,6 +748,8 @@ def _text_cost(check: Check, t: Trial) -> int:
     key = check.key
     if key in ("answer_matches", "answer_not_matches"):  # RE2's slow path: ~5 ns per instruction per byte
         return 1 + t.answer_bytes * compile_regex(check.value).program // 200
+    if key in ("replies_matches", "replies_not_matches"):
+        return 1 + t.replies_bytes * compile_regex(check.value).program // 200
     if key in ("answer_contains", "answer_not_contains", "replies_contain"):
         text = t.replies.text if key == "replies_contain" else t.answer.text
         return _needles(check.value) * (1 + len(text) // 1000)

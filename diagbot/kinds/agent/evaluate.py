@@ -355,6 +355,7 @@ _NEGATED = {  # a negated check among what must not happen: what the run must th
     "tool_not_called": ("the run calls one of its tools", "tool_called"),
     "answer_not_contains": ("the answer contains one of its texts", "answer_contains"),
     "answer_not_matches": ("the answer matches it", "answer_matches"),
+    "replies_not_matches": ("a reply matches it", "replies_matches"),
 }
 _PROSE_LOOKED_AT = 100  # values of a prose field looked through for a check object
 
