@@ -789,7 +789,26 @@ def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     assert failures(CONFIRM, run) == refused("tell me more first", ' (it has "first"' + TAKES_BACK)
     vague = native(say("assistant", "Shall I refund?"), say("user", "hmm, the blue one"), call("refund"))
     assert failures(CONFIRM, vague) == refused("hmm, the blue one")  # no word of either kind: what would confirm
-    assert failures(CONFIRM, calls("refund")) == [MISSING]
+    assert failures(CONFIRM, calls("refund")) == [UNASKED]
+
+
+UNASKED = (
+    "confirmation_missing: refund (call 1) was made before the agent said anything to the user, so nothing was "
+    "confirmed; the agent must say what it will do and get a yes before the call"
+)
+
+
+def test_the_users_own_request_confirms_nothing_the_agent_never_put_to_them() -> None:
+    """A newcomer's run with no text before the call was told the user's opening request "is not one" and pointed
+    to confirmation-pattern, the wrong fix; and an opening request with a confirming word ("go ahead") counted as
+    the confirmation of an action the agent had not yet said it would take."""
+    for request in ("My mug arrived broken, can I get a refund?", "Refund order 881, go ahead"):
+        assert failures(CONFIRM, native(say("user", request), call("refund"))) == [UNASKED]
+        told = [say("user", request), say("assistant", "Refund $5 to your card?"), say("user", "yes")]
+        assert failures(CONFIRM, native(*told, call("refund"))) == []
+    refund = assistant_calls(chat_call("c1", "refund", {}), content="Refunding it now.")
+    beside = [{"role": "user", "content": "Refund order 881, go ahead"}, refund, tool_result("c1", "ok")]
+    assert failures(CONFIRM, beside) == [UNASKED]
 
 
 def test_confirmation_pattern_overrides_the_default() -> None:

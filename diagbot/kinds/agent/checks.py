@@ -1030,15 +1030,16 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
     named_by = {tool: named_actions(tool) for tool in tools}
     confirmed = dict.fromkeys(named_by.values(), False)
     replied: str | None = None  # the last thing the user said since the agent's last text
+    spoke = False  # the agent has said something to the user: before that there is nothing to confirm
     said_with = 0  # calls still to come of an agent's message whose text is said with them: it counts after them
     for step in t.run.steps:
         if said_with and not isinstance(step, ToolCall):  # its calls are past: now its text is the agent's last
-            confirmed, replied, said_with = dict.fromkeys(confirmed, False), None, 0
+            confirmed, replied, said_with, spoke = dict.fromkeys(confirmed, False), None, 0, True
         if isinstance(step, Message) and step.text:
             if step.role == "assistant" and step.calls and not _asks(step.text):
                 said_with = step.calls  # "Submitting it now." beside the call asks nothing: the call is confirmed
             elif step.role == "assistant":
-                confirmed, replied = dict.fromkeys(confirmed, False), None
+                confirmed, replied, spoke = dict.fromkeys(confirmed, False), None, True
             elif step.role == "user":
                 replied = step.text
                 for named, was in confirmed.items():
@@ -1050,19 +1051,30 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
         elif (
             isinstance(step, ToolCall)
             and step.tool in tools
-            and not confirmed[named_by[step.tool]]
+            and not (spoke and confirmed[named_by[step.tool]])
             and failures.wants()
         ):
-            why = "" if replied is None else t.confirmation.why_not(replied, named_by[step.tool])
-            failures.add(
-                f"{_call_label(t.run, step)} was made without a user confirmation after the agent's last message"
-                + ("" if replied is None else f": the user's {_reply(replied)} is not one{why}")
-            )
+            failures.add(_unconfirmed(t, step, spoke, replied, named_by[step.tool]))
         if said_with and isinstance(step, ToolCall):
             said_with -= 1
             if not said_with:
-                confirmed, replied = dict.fromkeys(confirmed, False), None
+                confirmed, replied, spoke = dict.fromkeys(confirmed, False), None, True
     return failures.messages()
+
+
+def _unconfirmed(t: Trial, call: ToolCall, spoke: bool, replied: str | None, named: tuple[str, ...]) -> str:
+    """Why a call needing confirmation was not confirmed. Before the agent said anything to the user there was
+    nothing to confirm: the user's own request, whatever its words ("refund it, go ahead"), confirms no action the
+    agent put to them."""
+    if not spoke:
+        return (
+            f"{_call_label(t.run, call)} was made before the agent said anything to the user, so nothing was "
+            "confirmed; the agent must say what it will do and get a yes before the call"
+        )
+    why = "" if replied is None else t.confirmation.why_not(replied, named)
+    return f"{_call_label(t.run, call)} was made without a user confirmation after the agent's last message" + (
+        "" if replied is None else f": the user's {_reply(replied)} is not one{why}"
+    )
 
 
 _ASKS = re.compile(
