@@ -570,6 +570,26 @@ def _validate_warnings(tmp_path: Path, cases: list[dict[str, Any]], capsys: pyte
     return capsys.readouterr().err.splitlines()
 
 
+def test_a_warning_about_a_field_names_the_fields_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer's `max_tool_calls` under negative_behavior was warned of at the case_id's line, nine lines above
+    it; a warning that begins with a field the case writes now names that field's line, others the case's."""
+    cases = [spec_case() | {"case_id": "first"}, spec_case() | {"case_id": "capped"}]
+    cases[1]["negative_behavior"] = ["promise an instant refund", {"id": "no_loop", "max_tool_calls": 2}]
+    _suite_folder(tmp_path, [])
+    text = yaml.safe_dump(cases, allow_unicode=True, sort_keys=False)
+    (tmp_path / "cases" / "all.json").unlink()
+    (tmp_path / "cases" / "all.yaml").write_text(text, encoding="utf-8")
+    numbered = text.splitlines()
+    case_line = numbered.index("- case_id: capped") + 1
+    field_line = next(
+        i for i, line in enumerate(numbered, 1) if i > case_line and line.startswith("    max_tool_calls")
+    )
+    assert main(["validate", "--config", str(tmp_path / "diagbot.yml")]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "case capped:" in line]
+    assert [w.split(": case capped")[0] for w in warned] == [f"warning: {tmp_path}/cases/all.yaml:{field_line - 1}"]
+    assert "negative_behavior[1]: max_tool_calls 2 here says" in warned[0] and field_line - 1 > case_line
+
+
 def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prose = {**spec_case(), "case_id": "prose_only", "risk_level": "P3", "evaluator_config": {}}
     del prose["negative_behavior"]

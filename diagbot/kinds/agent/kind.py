@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -25,6 +26,7 @@ from diagbot.kinds.agent.evaluate import (
 )
 from diagbot.kinds.agent.load import (
     CaseFile,
+    FieldLines,
     LoadedCase,
     RawCase,
     decode_located,
@@ -114,6 +116,20 @@ def _failures(failed: list[str], shown: int) -> str:
     return f"{len(failed)} failed ({codes}); {said} (+{len(failed) - shown} more)"
 
 
+_FIELD_FIRST = re.compile(r"([a-z_]{1,60}(?:\[\d{1,6}\]|\.[a-z_]{1,60}){0,8})[: ]")
+_PART = re.compile(r"[a-z_]+|\d+")
+
+
+def _line_of(warning: str, loaded: LoadedCase, lines: FieldLines) -> int:
+    """The line of the field a warning begins with (`negative_behavior[1]: ...`), when the case writes it; else the
+    line of the case's id. Files are read again only for the cases that have such a warning."""
+    field = _FIELD_FIRST.match(warning)
+    if field is None:
+        return loaded.line
+    loc = tuple(int(part) if part.isdigit() else part for part in _PART.findall(field[1]))
+    return lines.line(loaded.file, loaded.index, loc) or loaded.line
+
+
 def _first_failing(result: AgentCaseResult) -> str | None:
     """The trial whose failures a case of several trials shows (its failedChecks are that trial's); None for a case
     of one, or of no failing trial."""
@@ -183,13 +199,14 @@ class AgentKind:
         warnings = []
         today = today_of(suite.run)
         rules = _options(suite).rules
+        lines = FieldLines()
         for loaded in loaded_cases:
-            case, where = loaded.case, f"{loaded.label}:{loaded.line}: case {loaded.case.case_id}"
+            case, said = loaded.case, []
             if not case.negative_behavior:
-                warnings.append(f"{where}: no negative_behavior; say what must not happen (001 12.9.3)")
+                said.append("no negative_behavior; say what must not happen (001 12.9.3)")
             if not is_checked(case):
-                warnings.append(
-                    f"{where}: nothing in it is machine-checked, so it can never fail; add expected_tool_sequence, "
+                said.append(
+                    "nothing in it is machine-checked, so it can never fail; add expected_tool_sequence, "
                     "rule_checks, success_criteria objects or another check"
                 )
             if case.reviews:
@@ -197,28 +214,25 @@ class AgentKind:
                 if (latest.review_result == "approved") != (case.metadata.review_status == "approved") or (
                     latest.review_result != "approved" and latest.review_result != case.metadata.review_status
                 ):
-                    warnings.append(
-                        f"{where}: metadata.review_status is {case.metadata.review_status} but the latest review "
+                    said.append(
+                        f"metadata.review_status is {case.metadata.review_status} but the latest review "
                         f"({latest.reviewer}) is {latest.review_result}"
                     )
-            warnings += [f"{where}: {slip}" for slip in governance_slips(case, suite.governance)]
+            said += governance_slips(case, suite.governance)
             lapsed = case.metadata.retain_until
             if lapsed is not None and lapsed < today:
-                warnings.append(
-                    f"{where}: usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate"
-                )
-            warnings += [
-                f"{where}: {warning}"
-                for warning in ignored_checks(case, rules, _options(suite).folded_rules) + authoring_slips(case)
-            ]
+                said.append(f"usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate")
+            said += ignored_checks(case, rules, _options(suite).folded_rules) + authoring_slips(case)
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):
                         if not isinstance(label, Transition):
-                            warnings.append(
-                                f"{where}: side_effect_policy.{field}: {label!r} is a label for people, not "
+                            said.append(
+                                f"side_effect_policy.{field}: {label!r} is a label for people, not "
                                 "machine-checked; write {key, from, to} to check it"
                             )
+            warnings += [f"{loaded.label}:{_line_of(warning, loaded, lines)}: case {case.case_id}: {warning}"
+                         for warning in said]  # fmt: skip
         if loaded_cases and all(not_gating_because(c.case, suite.governance, today) for c in loaded_cases):
             warnings.append(
                 f"{suite.cases_label}: no case gates (each is informational: see the cases' metadata, and gate.roles "

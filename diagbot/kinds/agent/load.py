@@ -70,6 +70,7 @@ class LoadedCase:
     file: Path  # where the case is written, for annotations
     label: str  # the file as messages name it
     line: int
+    index: int = 0  # its number in its file, from 0
 
 
 def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
@@ -357,7 +358,7 @@ def iter_cases(
         found = case_problems(case, rules, rule_names)
         problems += [f"{item.where}: {p}" for p in found]
         if not found:
-            yield LoadedCase(case, item.path, item.shown, item.line or 1)
+            yield LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
 
 
 def raw_cases(root: Path, label: str, problems: list[str], suggestions: Suggestions) -> Iterator[RawCase]:
@@ -768,7 +769,7 @@ def usable_case(item: RawCase, rules: dict[str, Check], names: RuleNames) -> Loa
         return None
     if case_problems(case, rules, names):
         return None
-    return LoadedCase(case, item.path, item.shown, item.line or 1)
+    return LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
 
 
 class CaseIds:
