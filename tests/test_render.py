@@ -205,6 +205,7 @@ def test_small_limit_drops_results_before_regressions() -> None:
         # a second review's findings: links after `_`, a digit or `@_`; math; shortcodes; a line's first mark
         ("_www.evil.example/t", "\\_www&#8203;.evil.example/t"),
         ("1https://evil.example", "1https&#8203;://evil.example"),
+        ("git+ssh://h/r and xhttps://e", "git+ssh&#8203;://h/r and xhttps&#8203;://e"),
         ("x@_phish.example", "x@&#8203;\\_phish.example"),
         ("refund $500 and $20", "refund <span>$</span>500 and <span>$</span>20"),
         (":white_check_mark: passed", ":&#8203;white\\_check\\_mark: passed"),
