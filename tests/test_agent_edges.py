@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from diagbot.core.diff import ItemType
+from diagbot.core.diff import ItemType, Thresholds
 from diagbot.core.report import RunInfo
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import not_gating_because, today_of
@@ -234,6 +234,31 @@ def test_a_case_that_stops_gating_in_the_pull_request_does_not_gate_its_failure(
     [gating] = [i.message for i in diff.items if i.metric == "gating"]
     assert gating == "informational (this case does not gate): gating yes → no (review_status is draft)"
     assert not diff.has_regression
+
+
+def test_a_passing_case_whose_run_costs_far_more_regresses_past_the_thresholds() -> None:
+    """A newcomer's agent looped through six calls instead of two and took 60 s instead of 5 s, passing every
+    check: the diff said nothing, though the README's threshold rules hold for every kind."""
+    was = result(1, 1).model_copy(update={"tool_call_count": 2, "duration_ms": 5200.0})
+    looped = was.model_copy(update={"tool_call_count": 6, "duration_ms": 60000.0})
+    diff = diff_agent(build_report([was]), build_report([looped]))
+    assert [(i.type, i.metric, i.message) for i in diff.items] == [
+        (ItemType.REGRESSION, "toolCallCount", "toolCallCount rose from 2 to 6 (+200%)"),
+        (ItemType.REGRESSION, "durationMs", "durationMs rose from 5200 ms to 60000 ms (+1054%)"),
+    ]
+    assert diff.has_regression
+    loose = Thresholds(tool_call_pct=300, duration_pct=2000)  # the suite's own thresholds decide
+    assert not diff_agent(build_report([was]), build_report([looped]), loose).items
+    quicker = was.model_copy(update={"tool_call_count": 1, "duration_ms": 4000.0})
+    faster = diff_agent(build_report([was]), build_report([quicker]))
+    assert [(i.type, i.metric) for i in faster.items] == [(ItemType.IMPROVEMENT, "toolCallCount"),
+                                                         (ItemType.IMPROVEMENT, "durationMs")]  # fmt: skip
+    informational = looped.model_copy(update={"gating": False, "not_gating_because": "review_status is draft"})
+    shown = diff_agent(build_report([was]), build_report([informational]))
+    assert not shown.has_regression and {i.metric for i in shown.items if i.type is ItemType.REGRESSION} == {
+        "toolCallCount",
+        "durationMs",
+    }
 
 
 def test_added_and_removed_cases_are_changes_of_their_own() -> None:
