@@ -3049,6 +3049,25 @@ def test_a_responses_file_that_continues_an_earlier_response_is_refused() -> Non
     assert failures(case, {**doc, "previous_response_id": None}) == []
 
 
+def test_a_responses_file_holding_the_history_twice_is_refused() -> None:
+    """A newcomer recorded every request's input and output without previous_response_id: each input resent the
+    calls already made, so two lookups and a refund were read as five calls, and `duplicate_side_effect` would
+    have fired on a refund made once."""
+    lookup = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "order_lookup", "arguments": "{}"}
+    answered = {"type": "function_call_output", "call_id": "call_1", "output": "ok"}
+    user = {"type": "message", "role": "user", "content": "Refund ORDER_1?"}
+    reply = {"type": "message", "id": "msg_1", "role": "assistant", "content": "Refunded."}
+    twice = [user, lookup, answered, user, lookup, answered, reply]  # request 1's output, then request 2's input
+    with pytest.raises(TraceInvalid, match=r"^\$\[4\]\.id: the item 'fc_1' is at \$\[1\] too: the file holds"):
+        parse(twice)
+    with pytest.raises(TraceInvalid, match=r"^\$\.output\[0\]\.id: the item 'fc_1' is at \$\.input\[1\] too"):
+        parse({"input": [user, lookup, answered], "output": [lookup, reply]})
+    once = parse({"input": [user, lookup, answered], "output": [reply]})  # the last request's input and output
+    assert [c.tool for c in once.calls] == ["order_lookup"] and once.answer == "Refunded."
+    reference = parse({"input": [user, lookup, answered, {"type": "item_reference", "id": "fc_1"}], "output": [reply]})
+    assert [c.tool for c in reference.calls] == ["order_lookup"]  # a reference to an item is not the item again
+
+
 def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided() -> None:
     """A chat run cannot record state changes: without a final_state its "final state" was the case's initial
     state, so a forbidden `refund_status == refunded` and a final_state_check that nothing changed both passed a

@@ -128,8 +128,7 @@ def read(data: Any) -> Run:
             spoke.calls += 1
         return 2 * turn
 
-    held = {i["id"] for _, entries in parts for i in entries if isinstance(i, dict) and isinstance(i.get("id"), str)
-            and not _refers(i)}  # fmt: skip
+    held = _held(parts)
     for prefix, entries in parts:
         turn += 1  # a response's `output` is a model output of its own, after what its `input` held
         spoke = stand_in = None
@@ -231,6 +230,26 @@ def read(data: Any) -> Run:
 
 
 _NOT_ARGS = frozenset(("type", "id", "call_id", "status", "name", "output", "outputs", "result", "results", "action"))
+
+
+def _held(parts: list[tuple[str, list[Any]]]) -> set[str]:
+    """The ids of the items the file holds (not references to them). An id held twice is one item recorded twice:
+    each request's input repeats the conversation so far, so a file made of every request's input and output holds
+    the earlier calls again, and they would count as calls the agent made again."""
+    held: dict[str, str] = {}
+    for prefix, entries in parts:
+        for index, item in enumerate(entries):
+            if isinstance(item, dict) and isinstance(item.get("id"), str) and not _refers(item):
+                earlier = held.setdefault(item["id"], f"{prefix}[{index}]")
+                if earlier != f"{prefix}[{index}]":
+                    raise TraceInvalid(
+                        f"{prefix}[{index}].id",
+                        f"the item {item['id'][:80]!r} is at {earlier} too: the file holds part of the conversation "
+                        "twice (a request's input repeats what came before it), so its calls would count twice; record "
+                        "each item once (when every request resends the conversation, the last request's input and its "
+                        "output hold all of it)",
+                    )
+    return set(held)
 
 
 def _hosted_args(item: dict[str, Any]) -> dict[str, Any]:
