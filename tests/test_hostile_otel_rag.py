@@ -988,6 +988,34 @@ def test_the_sdks_console_span_json_is_named_as_such(fmt: str) -> None:
     assert problem(collected.encode(), fmt).endswith("see docs/agent.md, 'Getting such a file')"), fmt
 
 
+@pytest.mark.parametrize("fmt", ["auto", "otlp"])
+def test_otlp_written_with_protobufs_own_field_names_is_named_as_such(fmt: str) -> None:
+    """MessageToDict(preserving_proto_field_name=True), a newcomer's second try, got only "not a run format diagbot
+    knows": the names it writes (resource_spans) are protobuf's, not OTLP/JSON's."""
+    from google.protobuf import json_format
+
+    rec = Recorder()
+    rec.span("chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    snake = json_format.MessageToDict(rec.request(), use_integers_for_enums=True, preserving_proto_field_name=True)
+    assert "resource_spans" in snake
+    assert problem(json.dumps(snake).encode(), fmt).endswith("write it without that option)"), problem(
+        json.dumps(snake).encode(), fmt
+    )
+    assert "protobuf's own field names" not in problem(json.dumps({"spans": []}).encode(), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["auto", "openai-responses"])
+def test_a_list_of_whole_responses_is_named_as_such(fmt: str) -> None:
+    """One Response object per request, collected in a list: one conversation is one object's input and output."""
+    responses = [{"id": f"resp_{n}", "object": "response", "output": [
+        {"type": "message", "id": f"msg_{n}", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
+    ]} for n in (1, 2)]  # fmt: skip
+    said = problem(json.dumps(responses).encode(), fmt)
+    assert said.endswith("each item once: see docs/agent.md, openai-responses)"), said
+    single = parse(responses[0], fmt)  # one response object reads
+    assert single.answer == "hi"
+
+
 def test_a_tool_span_without_an_id_takes_the_call_with_its_arguments() -> None:
     """Two parallel calls of one tool, their TOOL spans without `tool.id`, B's starting first and failing: B's
     failure went to A (the first free call of the tool), and A's result to B."""

@@ -60,6 +60,8 @@ def parse_run(data: bytes, fmt: str) -> Run:
         return _parse(data, fmt)
     except TraceInvalid as exc:
         hint = _exporter_hint(data, exc) if fmt in (AUTO, otlp.NAME) else ""
+        if not hint and fmt in (AUTO, openai_responses.NAME) and _RESPONSE_OBJECT.search(data[:_SDK_PREFIX]):
+            hint = RESPONSES_HINT if data[:_SDK_PREFIX].lstrip()[:1] == b"[" else ""
         if not hint:
             raise
         raise TraceInvalid(exc.path, exc.message + hint) from None
@@ -79,11 +81,27 @@ _SDK_SPAN = re.compile(rb'"context":\s*\{\s*"trace_id":\s*"0x[0-9a-f]{32}",\s*"s
 _SDK_PREFIX = 64 * 1024  # bytes of a refused file looked at for the SDK's span JSON: never the whole file again
 
 
+SNAKE_CASE_HINT = (
+    " (this is OTLP with protobuf's own field names, as MessageToDict or MessageToJson write it with "
+    "preserving_proto_field_name=True; OTLP/JSON names its fields in lowerCamelCase (resourceSpans, scopeSpans, "
+    "traceId): write it without that option)"
+)
+RESPONSES_HINT = (
+    " (this is a list of whole responses, one per request; a run is one conversation: its items in one object's "
+    "input and output, each item once: see docs/agent.md, openai-responses)"
+)
+_SNAKE_CASE = re.compile(rb'"(?:resource_spans|scope_spans)"\s*:')
+_RESPONSE_OBJECT = re.compile(rb'"object"\s*:\s*"response"')
+
+
 def _exporter_hint(data: bytes, exc: TraceInvalid) -> str:
-    """What an exporter wrote instead of OTLP/JSON, when the file is one of those: the SDK's console JSON, or the
-    binary protobuf request (field 1, length-delimited, holding a resource or its scope spans)."""
+    """What an exporter wrote instead of OTLP/JSON, when the file is one of those: the SDK's console JSON, the
+    protobuf message's own field names, or the binary protobuf request (field 1, length-delimited, holding a
+    resource or its scope spans)."""
     if _sdk_span_json(data):
         return SDK_SPAN_HINT
+    if _SNAKE_CASE.search(data[:_SDK_PREFIX]):
+        return SNAKE_CASE_HINT
     protobuf = data[:1] == b"\n" and any(byte in (0x0A, 0x12) for byte in data[2:8])
     return PROTOBUF_HINT if protobuf and exc.message.startswith("not UTF-8") else ""
 
