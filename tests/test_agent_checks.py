@@ -793,8 +793,9 @@ def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
 
 
 UNASKED = (
-    "confirmation_missing: refund (call 1) was made before the agent said anything to the user, so nothing was "
-    "confirmed; the agent must say what it will do and get a yes before the call"
+    "confirmation_missing: refund (call 1) was made before any text of the agent that the run records, so nothing "
+    "was confirmed; the agent must say what it will do and get a yes before the call (a history trimmed to its last "
+    "messages loses what the agent said before them)"
 )
 
 

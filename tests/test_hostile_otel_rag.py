@@ -1398,8 +1398,9 @@ def test_a_call_a_trimmed_history_left_out_goes_before_the_calls_made_after_it()
          [say("assistant", text("Done, receipt emailed."))])  # fmt: skip
     assert _confirmed_refund(rec.otlp()) == [
         "precondition_unmet: refund_submit (call 1): refund_eligibility_check was not successfully called before it",
-        "confirmation_missing: refund_submit (call 1) was made before the agent said anything to the user, so "
-        "nothing was confirmed; the agent must say what it will do and get a yes before the call",
+        "confirmation_missing: refund_submit (call 1) was made before any text of the agent that the run records, "
+        "so nothing was confirmed; the agent must say what it will do and get a yes before the call (a history "
+        "trimmed to its last messages loses what the agent said before them)",
     ]
 
 

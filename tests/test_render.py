@@ -385,3 +385,29 @@ def test_a_secret_is_masked_in_its_markdown_escaped_form() -> None:
 
     register_secret("ghs_render_test_token_1234")
     assert scrub(md("the token ghs_render_test_token_1234 leaked")) == "the token *** leaked"
+
+
+def test_a_job_summary_problem_is_scrubbed_before_it_is_cut() -> None:
+    """Cut first, a secret across the 1,000th character left its first part in the job summary."""
+    from diagbot.action.runner import bullets
+    from diagbot.io.files import register_secret
+
+    register_secret("ghs_summary_cut_token_5678")
+    listed = bullets(["x" * 990 + " ghs_summary_cut_token_5678 and more"])
+    assert listed == "- " + "x" * 990 + " \\*\\*\\* and …\n", listed[980:]
+
+
+def test_an_artifact_baseline_without_a_branch_renders() -> None:
+    """A pr.json's baseline may leave its branch out (it is optional): the footer's code span got None and the
+    render failed unexpectedly."""
+    footer = comment(None, [], BaselineInfo(source="artifact", sha="4f0c2a91d8e3b7a65c0e"))
+    assert "the baseline from `unknown` @ `4f0c2a9`" in footer
+
+
+def test_a_comment_cut_hard_ends_at_a_line_not_inside_an_escape() -> None:
+    """Only a headline over the limit is cut hard: at a line's end in its second half, so a `<span>$</span>` or
+    an `&#8203;` is never cut in two."""
+    problems = ["$" * 60 for _ in range(50)]
+    body = render_markdown("comment.md.j2", [], ARTIFACT, CURRENT, "diagbot:x", 5_000, problems=problems)
+    kept = body.removesuffix("\n\n*(comment truncated)*\n")
+    assert len(body) <= 5_000 and kept != body and kept.endswith("</span>"), kept[-40:]

@@ -49,7 +49,7 @@ def write_summary(path: Path | None, markdown: str) -> None:
 
 def bullets(lines: list[str]) -> str:
     """Problems as a Markdown list for the job summary, each escaped (`md`): one may quote a pull request's file."""
-    return "".join(f"- {md(line, 1000)}\n" for line in lines)
+    return "".join(f"- {md(scrub(line), 1000)}\n" for line in lines)  # scrubbed before any cut: no half a secret
 
 
 def append(path: Path | None, text: str) -> None:

@@ -151,10 +151,11 @@ def _is_rate(metric: str) -> bool:
     return metric in ("passRate", "gating.passRate", "informational.passRate") or metric.startswith(_RATE_PREFIXES)
 
 
-def code(value: str) -> str:
-    """A metric or check name as inline code when it is plainly a name; anything else is escaped text, since a
-    code span would pass a backtick or pipe from an untrusted report straight through."""
-    return f"`{value}`" if _PLAIN_NAME.fullmatch(value) else md(value, 100)
+def code(value: Any) -> str:
+    """A metric, check or branch name as inline code when it is plainly a name; anything else is escaped text,
+    since a code span would pass a backtick or pipe from an untrusted report straight through."""
+    text = "unknown" if value is None else str(value)
+    return f"`{text}`" if _PLAIN_NAME.fullmatch(text) else md(text, 100)
 
 
 def delta_pp(before: float | None, after: float | None) -> str:
@@ -370,5 +371,8 @@ def render_markdown(
                 caps = replace(caps, **{name: max(0, shown - overflow // width - 1)})
                 break
         else:
-            # Nothing left to cut: the headline alone is over the limit (absurd suite names); hard-truncate.
-            return body[: limit - 40] + "\n\n*(comment truncated)*\n"
+            # Nothing left to cut: the headline alone is over the limit (absurd suite names); hard-truncate, at a
+            # line's end where there is one in the second half (an escape or a `<span>` is never cut in two there)
+            cut = body[: limit - 40]
+            end = cut.rfind("\n")
+            return (cut[:end] if end > len(cut) // 2 else cut) + "\n\n*(comment truncated)*\n"

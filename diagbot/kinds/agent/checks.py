@@ -1063,13 +1063,14 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
 
 
 def _unconfirmed(t: Trial, call: ToolCall, spoke: bool, replied: str | None, named: tuple[str, ...]) -> str:
-    """Why a call needing confirmation was not confirmed. Before the agent said anything to the user there was
-    nothing to confirm: the user's own request, whatever its words ("refund it, go ahead"), confirms no action the
-    agent put to them."""
+    """Why a call needing confirmation was not confirmed. Before any text of the agent there was nothing to
+    confirm: the user's own request, whatever its words ("refund it, go ahead"), confirms no action the agent put
+    to them."""
     if not spoke:
         return (
-            f"{_call_label(t.run, call)} was made before the agent said anything to the user, so nothing was "
-            "confirmed; the agent must say what it will do and get a yes before the call"
+            f"{_call_label(t.run, call)} was made before any text of the agent that the run records, so nothing "
+            "was confirmed; the agent must say what it will do and get a yes before the call (a history trimmed to "
+            "its last messages loses what the agent said before them)"
         )
     why = "" if replied is None else t.confirmation.why_not(replied, named)
     return f"{_call_label(t.run, call)} was made without a user confirmation after the agent's last message" + (
