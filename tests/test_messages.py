@@ -341,8 +341,8 @@ def test_files_named_like_cases_but_not_read_as_cases_are_named(tmp_path: Path) 
     (folder / "refund.yaml.txt").rename(folder / "refund.yaml")
     (folder / "runs.jsonl").unlink()
     assert AgentKind().evaluate(suite).warnings == [
-        "agent/sub/old.JSON.bak is not read: only files ending in .yaml, .yml or .json hold cases; rename them so, or "
-        "move them out of the cases folder"
+        "agent/sub/old.JSON.bak is not read: only files ending in .yaml, .yml or .json hold cases; rename it so, or "
+        "move it out of the cases folder"
     ]
 
 

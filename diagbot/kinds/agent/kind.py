@@ -13,7 +13,7 @@ from diagbot.core.rates import percent
 from diagbot.core.report import check_version, model_problems, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
-from diagbot.kinds.agent.cases import Transition
+from diagbot.kinds.agent.cases import FIELD_NAMES, Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import (
     authoring_slips,
@@ -124,10 +124,13 @@ def _line_of(warning: str, loaded: LoadedCase, lines: FieldLines) -> int:
     """The line of the field a warning begins with (`negative_behavior[1]: ...`), when the case writes it; else the
     line of the case's id. Files are read again only for the cases that have such a warning."""
     field = _FIELD_FIRST.match(warning)
-    if field is None:
+    loc = tuple(int(part) if part.isdigit() else part for part in _PART.findall(field[1])) if field else ()
+    if not loc or loc[0] not in _CASE_FIELDS:  # "no negative_behavior; ...": no file is read for it
         return loaded.line
-    loc = tuple(int(part) if part.isdigit() else part for part in _PART.findall(field[1]))
     return lines.line(loaded.file, loaded.index, loc) or loaded.line
+
+
+_CASE_FIELDS = frozenset(FIELD_NAMES)
 
 
 def _first_failing(result: AgentCaseResult) -> str | None:

@@ -102,8 +102,9 @@ def unread_files(root: Path, label: str) -> list[str]:
         return []
     more = f" and {len(named) - _UNREAD_NAMED:,} more" if len(named) > _UNREAD_NAMED else ""
     return [
-        f"{', '.join(named[:_UNREAD_NAMED])}{more} {'is' if len(named) == 1 else 'are'} not read: only "
-        "files ending in .yaml, .yml or .json hold cases; rename them so, or move them out of the cases folder"
+        f"{', '.join(named[:_UNREAD_NAMED])}{more} {'is' if len(named) == 1 else 'are'} not read: only files ending "
+        f"in .yaml, .yml or .json hold cases; rename {'it' if len(named) == 1 else 'them'} so, or move "
+        f"{'it' if len(named) == 1 else 'them'} out of the cases folder"
     ]
 
 
