@@ -261,6 +261,29 @@ def test_a_passing_case_whose_run_costs_far_more_regresses_past_the_thresholds()
     }
 
 
+def test_the_headline_notes_name_each_way_a_gating_case_left_the_comparison() -> None:
+    """A red-team pass got past the gate with only folded rows to show for it: a new case_version, checks rewritten
+    under the same one (a suite rule made harmless), a run split into more trials. Each is a change, never a
+    regression, so the notes under the headline name the cases, as they name removed and demoted ones."""
+    from diagbot.kinds.agent.kind import AgentKind
+
+    base = [result(1, 1).model_copy(update={"case_id": f"c{n}", "checks_digest": "0" * 16}) for n in range(4)]
+    now = [
+        base[0].model_copy(update={"case_version": "v2"}),
+        base[1].model_copy(update={"checks_digest": "1" * 16}),
+        result(2, 2).model_copy(update={"case_id": "c2", "checks_digest": "0" * 16}),
+        base[3],
+    ]
+    diff = diff_agent(build_report(base), build_report(now))
+    notes = AgentKind().view("agent", build_report(now), diff).notes
+    assert [n for n in notes if n.startswith("1 gating case")] == [
+        "1 gating case with a new case\\_version since the baseline, so not compared with it: c0 (P2)",
+        "1 gating case whose checks changed under the same case\\_version since the baseline: c1 (P2)",
+        "1 gating case recorded with another number of trials than in the baseline: c2 (P2)",
+    ]
+    assert not diff.has_regression
+
+
 def test_added_and_removed_cases_are_changes_of_their_own() -> None:
     kept, gone, new = result(1, 1), result(2, 2), result(3, 3)
     diff = diff_agent(build_report([kept, gone]), build_report([kept, new]))

@@ -57,9 +57,10 @@ _GONE_NAMED = 5  # cases a note on removed or demoted gating cases names
 
 
 def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
-    """Notes under the suite's headline on the gating cases a pull request removed or made informational (under
-    the same case_version or a new one), the count first: a comment cut to GitHub's size may lose their rows
-    among other changes."""
+    """Notes under the suite's headline on the gating cases a pull request removed, made informational (under the
+    same case_version or a new one), gave a new case_version (not compared) or new checks under the same one, or
+    recorded with another number of trials, the count first: each is a way past the gate that shows as a change
+    only, and a comment cut to GitHub's size may lose their rows among other changes."""
     if diff is None:
         return []
     removed = [i for i in diff.items if i.metric == "case" and i.current_value is None and i.gating]
@@ -70,13 +71,29 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
         if (i.metric == "gating" and i.baseline_value is True)
         or (i.metric == "caseVersion" and i.gating and i.case_id in informational)
     ]
+    gating = [i for i in diff.items if i.gating and i.case_id not in informational]
+    versioned = [i for i in gating if i.metric == "caseVersion"]
+    rewritten = [i for i in gating if i.metric == "checks"]
+    retried = [i for i in gating if i.metric == "trialsPassed" and _trials(i.baseline_value) != _trials(i.current_value)
+               ]  # fmt: skip
     notes = []
-    for items, what in ((removed, "removed"), (demoted, "no longer gating")):
+    for items, what in (
+        (removed, "removed since the baseline"),
+        (demoted, "no longer gating since the baseline"),
+        (versioned, "with a new case_version since the baseline, so not compared with it"),
+        (rewritten, "whose checks changed under the same case_version since the baseline"),
+        (retried, "recorded with another number of trials than in the baseline"),
+    ):
         if items:
             names = ", ".join(f"{i.case_id} ({i.severity})" for i in items[:_GONE_NAMED])
             more = f", and {len(items) - _GONE_NAMED} more in the report" if len(items) > _GONE_NAMED else ""
-            notes.append(md(f"{plural(len(items), 'gating case')} {what} since the baseline: {names}{more}", 1200))
+            notes.append(md(f"{plural(len(items), 'gating case')} {what}: {names}{more}", 1200))
     return notes
+
+
+def _trials(passed: Any) -> str:
+    """The trial count of a `trialsPassed` item's value (`"2/3"`: 3)."""
+    return str(passed).rpartition("/")[2]
 
 
 def _options_changed(diff: DiffReport | None) -> list[str]:
