@@ -261,6 +261,25 @@ def test_a_passing_case_whose_run_costs_far_more_regresses_past_the_thresholds()
     }
 
 
+def test_a_later_trial_that_loops_counts_as_the_cases_cost(tmp_path: Path) -> None:
+    """A red-team pass added twenty calls and 160 s to a case's third trial: only the first trial's calls and
+    duration were the case's, so nothing showed. The costliest readable trial is the case's now."""
+    (tmp_path / "c1").mkdir()
+    write_json(tmp_path / "c1/trial-1.json", native(call("t"), call("t"), duration_ms=5000))
+    write_json(tmp_path / "c1/trial-2.json", native(*[call("t")] * 22, say("assistant", "done"), duration_ms=160000))
+    write_json(tmp_path / "c1/trial-3.json", native(call("t"), say("assistant", "ok"), say("assistant", "ok")))
+    result = evaluate(sequence_case(["t"]), tmp_path)
+    assert (result.tool_call_count, result.turn_count, result.duration_ms) == (22, 2, 160000.0)
+    (tmp_path / "c1/trial-2.json").unlink()
+    calm = evaluate(sequence_case(["t"]), tmp_path)
+    assert (calm.tool_call_count, calm.turn_count, calm.duration_ms) == (2, 2, 5000.0)
+    items = diff_agent(build_report([calm]), build_report([result])).items
+    assert [(i.type, i.metric) for i in items if i.metric in ("toolCallCount", "durationMs")] == [
+        (ItemType.REGRESSION, "toolCallCount"),
+        (ItemType.REGRESSION, "durationMs"),
+    ]
+
+
 def test_the_headline_notes_name_each_way_a_gating_case_left_the_comparison() -> None:
     """A red-team pass got past the gate with only folded rows to show for it: a new case_version, checks rewritten
     under the same one (a suite rule made harmless), a run split into more trials. Each is a change, never a

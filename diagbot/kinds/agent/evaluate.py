@@ -485,7 +485,7 @@ def _evaluate_case(
     error_pattern = options.error_regex
     confirmation = options.confirmation
     trials: list[TrialResult] = []
-    first_run: Run | None = None
+    cost = _Cost()  # the costliest of the trials that could be read: a later trial cannot loop unseen
     work = CaseWork()  # what the checks spend, over all the case's trials
     if isinstance(files, str):
         trials.append(
@@ -514,7 +514,7 @@ def _evaluate_case(
         except RecursionError:
             failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
-            first_run = first_run or run
+            cost.add(run)
             judged = trial(run, case, options.rules, confirmation, options.citation_pattern, work)
             failed = judge(case, judged, checks)
             found = metrics(case, judged) if case.evaluation_metrics else {}
@@ -561,15 +561,33 @@ def _evaluate_case(
         trial_results=trials,
         failed_checks=short + (first_failing.failed_checks if first_failing and checks else []),
         unchecked_expectations=unchecked_expectations(case),
-        tool_call_count=len(first_run.calls) if first_run else None,
-        turn_count=first_run.turns if first_run and not first_run.unrecorded else None,  # unknown, not 0
-        duration_ms=first_run.duration_ms if first_run else None,
+        tool_call_count=cost.calls,
+        turn_count=cost.turns,
+        duration_ms=cost.duration_ms,
         metrics=_mean_metrics(trials),
         checks_digest=checks_digest(case, options.rules),
     )
     for model in (result, *trials):
         _share_fields_set(model)
     return result
+
+
+class _Cost:
+    """The most calls, turns and milliseconds of a case's trials that could be read (each None when none records
+    it: the turns of a run whose messages were not recorded are unknown, not 0). Compared with the baseline's
+    against the suite's thresholds, so the costliest trial counts, not the first."""
+
+    def __init__(self) -> None:
+        self.calls: int | None = None
+        self.turns: int | None = None
+        self.duration_ms: float | None = None
+
+    def add(self, run: Run) -> None:
+        self.calls = max(self.calls or 0, len(run.calls))
+        if not run.unrecorded:
+            self.turns = max(self.turns or 0, run.turns)
+        if run.duration_ms is not None:
+            self.duration_ms = max(self.duration_ms or 0.0, run.duration_ms)
 
 
 def _mean_metrics(trials: list[TrialResult]) -> dict[str, float]:
