@@ -2065,6 +2065,9 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
      "Yes, scratch that.", "Yes. Forget it.", "Yes. jk", "Je ne confirme pas", "Não confirmo", "我没说可以",
      "我还没确认", "稍后再确认", "可以吗？我想想", "可以，但先別送出", "Yes, but don\u00b4t submit",
      "Yes, but n\u200bot now", "yes, but I cant",
+     # another action confirmed, this one put off (a red-team pass): a restart called after these went through
+     "同意回滚，重启先放着。", "yes roll back instead", "可以，等发布负责人回复后再重启", "可以个屁",
+     "Confirm the rollback rather than the restart",
      # ambiguous, so refused (fail closed): a person may read a yes in these
      "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "yes please, I cannot wait", "yes, no rush"],
 )  # fmt: skip
