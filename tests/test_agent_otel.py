@@ -33,7 +33,7 @@ from scripts import make_otel_fixtures
 from tests import otel_recorder
 from tests.conftest import ROOT, write_json
 from tests.otel_recorder import Recorder, json_lines
-from tests.test_agent_checks import evaluate, judge_run
+from tests.test_agent_checks import evaluate, judge_run, make_case
 from tests.test_agent_suite import RUN, agent_config
 
 SOURCES = ROOT / "tests/data/agent/otel"
@@ -283,6 +283,29 @@ def test_structured_messages_and_result_parts_read_as_json_text_and_response_par
     export = rec.otlp()
     assert "kvlistValue" in json.dumps(export)  # the SDK recorded them as OTLP values, not text
     assert steps(parse(export)) == TWO_TURNS
+
+
+def test_the_arguments_a_tool_span_ran_with_are_the_calls_when_the_model_asked_for_others() -> None:
+    """A red-team run: the model's call asks for ORDER_123, the execute_tool span with the same call id records
+    ORDER_999, and only the model's arguments were checked. What the tool ran with is judged; a span that only adds
+    nothing new, or whose arguments cannot be read, leaves the model's."""
+    rec = Recorder()
+    history = [say("user", text("Refund order 123?"))]
+    calling = say("assistant", call_part("call_1", "refund_submit", {"order_id": "ORDER_123"}))
+    chat(rec, history, [calling])
+    tool(rec, "refund_submit", "call_1", arguments=json.dumps({"order_id": "ORDER_999"}), result="refunded")
+    history += [calling, say("tool", response_part("call_1", "refunded", "response"))]
+    chat(rec, history, [say("assistant", text("Refunded."))])
+    [made] = parse(rec.otlp()).calls
+    assert made.args == {"order_id": "ORDER_999"}
+    case = make_case(expected_args={"refund_submit": {"order_id": "ORDER_123"}})
+    assert judge_run(case, parse(rec.otlp())) == [
+        'expected_args_mismatch: no distinct call of refund_submit has {"order_id": "ORDER_123"} (refund_submit '
+        '(call 1): order_id: expected "ORDER_123", got "ORDER_999")'
+    ]
+    same = Recorder()
+    two_turns(same, args={"order_id": "A"})  # the span records the model's own arguments
+    assert [c.args for c in parse(same.otlp()).calls] == [{"order_id": "A"}]
 
 
 @pytest.mark.parametrize(

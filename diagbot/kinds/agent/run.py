@@ -71,6 +71,11 @@ class ToolCall:
         decoded: tuple[Any, str | None] = self._decoded
         return decoded
 
+    def ran_with(self, args: Any) -> None:
+        """The arguments the tool itself records running with (an OTLP tool span's), which the checks judge instead
+        of those the model asked for; `raw_args` stays as recorded, since it tells the call's copies apart."""
+        self._decoded = (args, None)
+
     @property
     def args(self) -> Any:
         """The decoded arguments (an object, normally); None when they could not be decoded."""

@@ -859,6 +859,21 @@ def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
         call.result, call.has_result = found.result, True
     if call.raw_args is None:
         call.raw_args = found.raw_args
+    elif found.raw_args is not None:
+        _ran_otherwise(call, found.raw_args)
+
+
+def _ran_otherwise(call: ToolCall, ran: Any) -> None:
+    """When the tool span records other arguments than the model's call asked for (both readable), the tool ran
+    with its own, and those are what the checks judge: a red-team run asked for ORDER_123 and refunded ORDER_999,
+    and only the model's ORDER_123 was checked. One side unreadable: the model's stand, as they always have."""
+    (asked, problem), (used, failed) = decode_args(call.raw_args), decode_args(ran)
+    if problem is None and failed is None and _canonical(asked) != _canonical(used):
+        call.ran_with(used)
+
+
+def _canonical(args: Any) -> str:
+    return json.dumps(args, sort_keys=True, default=str)
 
 
 def _call(found: ToolSpan, span: Span) -> ToolCall:
