@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from diagbot.core.diff import DiffReport, ItemType
+from diagbot.core.diff import DiffReport, ItemType, moved_inputs
 from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
@@ -150,7 +150,8 @@ def run_config(
         outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), kind=suite.kind)
         outcomes.append(outcome)
         try:
-            spec = outcome.input = config.suite_input(suite, run)
+            inputs = {"cases": suite.cases, "fixtures": suite.fixtures}
+            spec = outcome.input = config.suite_input(suite, run and run.model_copy(update=inputs))
             if progress is not None:
                 spec = dataclasses.replace(spec, progress=progress(suite.name))
             if workers > 1:
@@ -160,6 +161,7 @@ def run_config(
                 source = baselines.sources.get(suite.name)
                 where = f"baseline for {suite.name}" + (f" ({source})" if source else "")
                 outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
+                outcome.diff = moved_inputs(outcome.diff, _inputs(outcome.baseline), _inputs(outcome.report))
         except DiagbotError as exc:
             outcome.problems = exc.problems
         if outcome.diff is not None and _nothing_in_common(outcome.diff):
@@ -182,6 +184,11 @@ def run_config(
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
     return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit)
+
+
+def _inputs(report: SuiteReport) -> dict[str, str | None]:
+    run = getattr(report, "run", None)
+    return {"cases": getattr(run, "cases", None), "fixtures": getattr(run, "fixtures", None)}
 
 
 def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcome]:

@@ -156,6 +156,34 @@ def test_a_suite_name_given_on_the_command_line_is_held_to_the_configs_rule(
     assert not (tmp_path / "c.md").exists()
 
 
+def test_a_suite_pointed_at_other_runs_than_the_baselines_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A red-team pull request pointed the agent suite's fixtures at a committed copy of the baseline's runs, and
+    its own bad runs were never judged: every kind's report now records the suite's cases and fixtures as
+    diagbot.yml names them, and the diff has a change for each that moved (the agent suite's headline names it)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("cases", "fixtures"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    config = (ROOT / "diagbot.yml").read_text(encoding="utf-8")
+    (tmp_path / "diagbot.yml").write_text(config, encoding="utf-8")
+    assert main(["run", "--out", "base", "--no-fail", "--quiet"]) == 0
+    stored = json.loads((tmp_path / "base/reports/agent.json").read_text(encoding="utf-8"))["run"]
+    assert (stored["cases"], stored["fixtures"]) == ("cases/agent", "fixtures/agent")
+    shutil.copytree(tmp_path / "fixtures/agent", tmp_path / "fixtures/.recorded")
+    moved = config.replace("fixtures: fixtures/agent", "fixtures: fixtures/.recorded")
+    (tmp_path / "diagbot.yml").write_text(moved.replace("fixtures: fixtures\n", "fixtures: ./fixtures\n"))
+    assert main(["run", "--baseline", "base", "--out", "pr", "--no-fail", "--quiet"]) == 0
+    for suite, was, now in (("agent", "fixtures/agent", "fixtures/.recorded"), ("diagnosis", "fixtures", "./fixtures")):
+        diff = json.loads((tmp_path / f"pr/diff/{suite}.json").read_text(encoding="utf-8"))
+        [item] = [i for i in diff["items"] if i["metric"] == "options.fixtures"]
+        assert (item["type"], item["baselineValue"], item["currentValue"]) == ("CHANGED", was, now)
+        assert not [i for i in diff["items"] if i["metric"] == "options.cases"]
+    comment = (tmp_path / "pr/comment.md").read_text(encoding="utf-8")
+    assert "- Suite options that decide verdicts changed since the baseline (fixtures)" in comment
+    capsys.readouterr()
+
+
 def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -270,6 +270,22 @@ def summarize(
     )
 
 
+def moved_inputs(diff: DiffReport, was: dict[str, str | None], now: dict[str, str | None]) -> DiffReport:
+    """The diff with a change for each input of the suite (`cases`, `fixtures`, as diagbot.yml names them) that
+    both reports record and that differs: a suite pointed at other runs than the baseline's, or other cases, may pass
+    by that alone, and the comment must say so (the agent kind names it under its headline too)."""
+    found = [
+        item(ItemType.CHANGED, None, f"options.{name}", was[name], now[name],
+             f"suite {name} read from {now[name]!r}, the baseline's from {was[name]!r}: a case may pass or fail "
+             f"differently because it was judged on other {name}, not by the agent")
+        for name in sorted(was)
+        if was[name] is not None and now.get(name) is not None and was[name] != now[name]
+    ]  # fmt: skip
+    if not found:
+        return diff
+    return diff.model_copy(update={"items": found + diff.items, "changed_count": diff.changed_count + len(found)})
+
+
 def parse_diff(text: str, where: str) -> DiffReport:
     """A diff file diagbot wrote, read with the same caps as a report (it may come from a fork's artifact)."""
     data = load_json_object(text, where)

@@ -22,11 +22,16 @@ SuiteName = Annotated[str, Field(pattern=SUITE_NAME)]
 
 
 class RunInfo(Output):
-    """Where and when a report was made: the only part of a report that is not a function of its inputs."""
+    """Where and when a report was made, and from which of the suite's files: the only part of a report that is not
+    a function of what those files hold."""
 
     git_sha: str | None = None
     ref: str | None = None
     time: str | None = None
+    # the suite's cases and fixtures as diagbot.yml names them: a pull request pointing a suite at other runs (a
+    # committed copy of the baseline's) would be judged on them, and the diff says so
+    cases: str | None = Field(default=None, max_length=4096, exclude_if=lambda v: v is None)
+    fixtures: str | None = Field(default=None, max_length=4096, exclude_if=lambda v: v is None)
 
 
 class SuiteReport(Protocol):
