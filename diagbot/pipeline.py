@@ -82,8 +82,18 @@ class Outcome:
 
     def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
         failing = self.decision.reason if self.decision.conclusion is Conclusion.FAILURE else None
+        waived = self.decision.reason if self.decision.waived else None
         return render_markdown(
-            template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems, failing
+            template,
+            self.views,
+            self.baseline_info,
+            self.current,
+            self.marker,
+            limit,
+            caps,
+            self.problems,
+            failing,
+            waived,
         )
 
     @cached_property

@@ -229,7 +229,15 @@ def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.Monkey
     baseline = "examples/baseline/reports/diagnosis.json"
     code = main(["run", "--config", str(config), "--baseline", baseline, "--out", str(tmp_path / "o")])
     assert code == 0
-    assert "Regressions (" in (tmp_path / "o/comment.md").read_text()
+    comment = (tmp_path / "o/comment.md").read_text()
+    assert "Regressions (" in comment
+    # a red headline over a green check says why (a red-team pass saw nothing in the comment say the gate was off)
+    headline, waived = comment.splitlines()[1:3]
+    assert headline.startswith("### ❌ diagbot: ") and headline.endswith(" regressions")
+    assert waived == (
+        "*The check passes all the same, as the gate settings say (gate.fail-on-regression, --no-fail): "
+        f"{headline.removeprefix('### ❌ diagbot: ')} (not gating).*"
+    )
 
 
 def _two_reports(tmp_path: Path, before_calls: int, after_calls: int) -> tuple[Path, Path]:

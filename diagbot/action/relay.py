@@ -105,9 +105,10 @@ def _relay(
              for f in facts]  # fmt: skip
     decision = decide(facts, _gate(settings, record))
     failing = decision.reason if decision.conclusion is Conclusion.FAILURE else None  # the headline says why
+    waived = decision.reason if decision.waived else None
     comment = render_markdown(
         "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems,
-        gate_failure=failing,
+        gate_failure=failing, gate_waived=waived,
     )  # fmt: skip
     notes = Notes(warnings, errors)
     post = Post(
@@ -128,6 +129,7 @@ def _relay(
             CHECK_SUMMARY_LIMIT,
             problems=record.problems,
             gate_failure=failing,
+            gate_waived=waived,
         ),
         annotations=[],
         run_id=settings.run_id,

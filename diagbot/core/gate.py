@@ -46,6 +46,7 @@ class Decision:
     conclusion: Conclusion
     exit_code: int  # 0 pass, 1 regression or missing required baseline, 2 unusable input
     reason: str  # one line: the check run's title
+    waived: bool = False  # a finding that would fail the check, which the gate settings let pass (the reason says)
 
 
 def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
@@ -89,7 +90,9 @@ def decide(suites: list[SuiteFacts], gate: GateSettings) -> Decision:
 
 def _found(what: str, fails: bool, waived: str) -> Decision:
     """A finding that fails the check (1) unless the gate settings waive it; then it is a success that says so."""
-    return Decision(Conclusion.FAILURE, 1, what) if fails else Decision(Conclusion.SUCCESS, 0, f"{what} ({waived})")
+    if fails:
+        return Decision(Conclusion.FAILURE, 1, what)
+    return Decision(Conclusion.SUCCESS, 0, f"{what} ({waived})", waived=True)
 
 
 def _alike(found: list[SuiteFacts]) -> str:

@@ -331,8 +331,11 @@ def render_markdown(
     caps: Caps | None = None,
     problems: list[str] | None = None,
     gate_failure: str | None = None,
+    gate_waived: str | None = None,
 ) -> str:
     """Render, then cut sections in order of least importance until the body fits `limit` characters.
+    `gate_waived`: the finding the gate settings let pass (`fail-on-regression: false`, `--no-fail`), said under
+    the headline, so a red headline over a green check is explained.
     `gate_failure`: why the gate fails when neither a blocking case nor a regression says it (an emptied suite,
     a missing required baseline), so the headline never reads as a pass on a failing check.
 
@@ -353,6 +356,7 @@ def render_markdown(
             blocking=sum(v.blocking for v in suites),
             regressions=sum(v.diff.gating_regressions for v in suites if v.diff is not None),
             gate_failure=None if gate_failure is None else md(gate_failure, 300),
+            gate_waived=None if gate_waived is None else md(gate_waived, 300),
         )
         overflow = len(body) - limit
         if overflow <= 0:
