@@ -240,6 +240,24 @@ def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.Monkey
     )
 
 
+def test_thresholds_other_than_the_defaults_are_said_in_the_comment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A red-team pull request raised tool-calls-pct to 5000 in diagbot.yml, and an agent looping through thirty
+    more calls passed with nothing in the comment saying the bar had moved."""
+    monkeypatch.chdir(ROOT)
+    config = tmp_path / "diagbot.yml"
+    suite = f"suites:\n  - {{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}\n"
+    config.write_text(suite + "thresholds: {tool-calls-pct: 5000, duration-min-ms: 500}\n")
+    baseline = "examples/baseline/reports/diagnosis.json"
+    main(["run", "--config", str(config), "--baseline", baseline, "--out", str(tmp_path / "o"), "--no-fail"])
+    said = "compared with thresholds other than the defaults: tool-calls-pct 5000% (default 20%)"
+    assert said in (tmp_path / "o/comment.md").read_text()
+    config.write_text(suite)
+    main(["run", "--config", str(config), "--baseline", baseline, "--out", str(tmp_path / "d"), "--no-fail"])
+    assert "thresholds other than the defaults" not in (tmp_path / "d/comment.md").read_text()
+
+
 def _two_reports(tmp_path: Path, before_calls: int, after_calls: int) -> tuple[Path, Path]:
     from diagbot.core.report import dump_model
     from diagbot.kinds.trace.report import CaseResult, build_report
