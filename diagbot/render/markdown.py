@@ -218,16 +218,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        md=md,
-        code=code,
-        percent=percent,
-        delta_pp=delta_pp,
-        table=table,
-        short_sha=short_sha,
-        plural=plural,
-        safe_url=safe_url,
-    )
+    env.filters.update(md=md, code=code, percent=percent, delta_pp=delta_pp, table=table, short_sha=short_sha,
+                       plural=plural, safe_url=safe_url)  # fmt: skip
     return env
 
 
