@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from diagbot.core.diff import DiffReport, ItemType, Thresholds, moved_inputs
+from diagbot.core.diff import DiffReport, ItemType, Thresholds
 from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
@@ -171,7 +171,6 @@ def run_config(
                 source = baselines.sources.get(suite.name)
                 where = f"baseline for {suite.name}" + (f" ({source})" if source else "")
                 outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
-                outcome.diff = moved_inputs(outcome.diff, _inputs(outcome.baseline), _inputs(outcome.report))
         except DiagbotError as exc:
             outcome.problems = exc.problems
         if outcome.diff is not None and _nothing_in_common(outcome.diff):
@@ -191,16 +190,17 @@ def run_config(
             )
     outcomes += _baseline_outcomes(config, baselines)
     if thresholds != Thresholds() and any(o.diff is not None for o in outcomes):
-        outcomes.append(SuiteOutcome(BASELINE, warnings=[_loosened(thresholds)]))
+        outcomes.append(SuiteOutcome(BASELINE, warnings=[_thresholds_note(thresholds)]))
     info = _with_warnings(baseline_info, outcomes)
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
     return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit)
 
 
-def _loosened(t: Thresholds) -> str:
+def _thresholds_note(t: Thresholds) -> str:
     """The thresholds this run compared with, when they are not the defaults (diagbot.yml's, or the command's or
-    the action's inputs): a pull request may raise them so that an agent looping through many more calls passes."""
+    the action's inputs), stricter or looser: a pull request may raise them so that an agent looping through many
+    more calls passes, and they are recorded in no report to compare."""
     d = Thresholds()
     found = [
         f"{what} {value:g}{unit} (default {default:g}{unit})"
@@ -214,11 +214,6 @@ def _loosened(t: Thresholds) -> str:
         if value != default
     ]
     return f"compared with thresholds other than the defaults: {', '.join(found)}"
-
-
-def _inputs(report: SuiteReport) -> dict[str, str | None]:
-    run = getattr(report, "run", None)
-    return {"cases": getattr(run, "cases", None), "fixtures": getattr(run, "fixtures", None)}
 
 
 def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcome]:

@@ -2067,7 +2067,7 @@ def test_not_gating_because_names_every_reason_at_once() -> None:
      "Yes, but n\u200bot now", "yes, but I cant",
      # another action confirmed, this one put off (a red-team pass): a restart called after these went through
      "同意回滚，重启先放着。", "yes roll back instead", "可以，等发布负责人回复后再重启", "可以个屁",
-     "Confirm the rollback rather than the restart",
+     "可以，等领导批准", "Confirm the rollback rather than the restart",
      # ambiguous, so refused (fail closed): a person may read a yes in these
      "Yes, cancel it", "确认取消订单", "可以，不要忘了发票", "yes please, I cannot wait", "yes, no rush"],
 )  # fmt: skip
@@ -2706,7 +2706,11 @@ def test_an_arguments_mismatch_is_told_of_the_nearest_call() -> None:
      "Yes, pause my subscription", "Yes, postpone it to Friday", "Yes, skip this week's delivery",
      "Yes, had a look, all good", "Yes, has my approval", "Yes, is the right one", "Confirm with store credit",
      "Yes, confirm with the original card", "没问题，确认", "是的，没错", "可以，没关系", "可以，不用担心", "确认无误",
-     "确认无误，请提交", "可以，無誤"],
+     "确认无误，请提交", "可以，無誤",
+     # words of sequence and 等 in other words are no refusal (a review of the deferral words added for a red-team
+     # pass found these refused)
+     "可以，之后把收据发我", "同意，等于说退全款", "确认，退款以后发个短信给我", "同意，退款后再发邮件通知我",
+     "可以，等额退款", "确认，退回我的信用卡、银行卡等", "同意退款。回头客了"],
 )  # fmt: skip
 def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
     """Refusing skip, undo, pause, withdraw ... refused "Yes, revert the deploy" for rollback_deploy, and a tool's
@@ -3070,6 +3074,11 @@ def test_a_responses_file_holding_the_history_twice_is_refused() -> None:
     assert [c.tool for c in once.calls] == ["order_lookup"] and once.answer == "Refunded."
     reference = parse({"input": [user, lookup, answered, {"type": "item_reference", "id": "fc_1"}], "output": [reply]})
     assert [c.tool for c in reference.calls] == ["order_lookup"]  # a reference to an item is not the item again
+    # the Agents SDK over a Chat Completions model gives every item the id "__fake_id__": items that only share an id
+    fake = [{**lookup, "id": "__fake_id__"}, {**lookup, "id": "__fake_id__", "call_id": "call_2"}]
+    outputs = [{**answered, "call_id": c} for c in ("call_1", "call_2")]
+    shared = parse({"input": [user], "output": [*fake, *outputs, {**reply, "id": "__fake_id__"}]})
+    assert [c.id for c in shared.calls] == ["call_1", "call_2"]
 
 
 def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided() -> None:

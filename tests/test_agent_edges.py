@@ -280,6 +280,19 @@ def test_a_later_trial_that_loops_counts_as_the_cases_cost(tmp_path: Path) -> No
     ]
 
 
+def test_a_version_1_baseline_compares_no_cost_of_a_case_of_several_trials() -> None:
+    """Version 1 recorded a case's first trial, version 2 its costliest: upgrading alone made cases of several trials
+    regress (a review); a case of one trial is the same either way, and is compared."""
+    many = result(3, 3).model_copy(update={"tool_call_count": 3, "duration_ms": 1000.0})
+    one = result(1, 1).model_copy(update={"tool_call_count": 3, "duration_ms": 1000.0})
+    old = build_report([many, one], schema_version=1)
+    now = build_report([r.model_copy(update={"tool_call_count": 6, "duration_ms": 9000.0}) for r in (many, one)])
+    moved = {(i.case_id, i.metric) for i in diff_agent(old, now).items if i.type is ItemType.REGRESSION}
+    assert moved == {(one.case_id, "toolCallCount"), (one.case_id, "durationMs")}
+    both = {(i.case_id, i.metric) for i in diff_agent(build_report([many, one]), now).items}
+    assert {(many.case_id, "toolCallCount"), (many.case_id, "durationMs")} <= both
+
+
 def test_the_headline_notes_name_each_way_a_gating_case_left_the_comparison() -> None:
     """A red-team pass got past the gate with only folded rows to show for it: a new case_version, checks rewritten
     under the same one (a suite rule made harmless), a run split into more trials. Each is a change, never a
@@ -287,18 +300,19 @@ def test_the_headline_notes_name_each_way_a_gating_case_left_the_comparison() ->
     from diagbot.kinds.agent.kind import AgentKind
 
     base = [result(1, 1).model_copy(update={"case_id": f"c{n}", "checks_digest": "0" * 16}) for n in range(4)]
+    base[3] = result(3, 1).model_copy(update={"case_id": "c3", "checks_digest": "0" * 16})  # failed 1 of 3 trials
     now = [
         base[0].model_copy(update={"case_version": "v2"}),
         base[1].model_copy(update={"checks_digest": "1" * 16}),
         result(2, 2).model_copy(update={"case_id": "c2", "checks_digest": "0" * 16}),
-        base[3],
+        result(1, 1).model_copy(update={"case_id": "c3", "checks_digest": "0" * 16}),  # cut to one passing trial
     ]
     diff = diff_agent(build_report(base), build_report(now))
     notes = AgentKind().view("agent", build_report(now), diff).notes
-    assert [n for n in notes if n.startswith("1 gating case")] == [
+    assert [n for n in notes if n[:1].isdigit() and " gating case" in n] == [
         "1 gating case with a new case\\_version since the baseline, so not compared with it: c0 (P2)",
         "1 gating case whose checks changed under the same case\\_version since the baseline: c1 (P2)",
-        "1 gating case recorded with another number of trials than in the baseline: c2 (P2)",
+        "2 gating cases recorded with another number of trials than in the baseline: c2 (P2), c3 (P2)",
     ]
     assert not diff.has_regression
 

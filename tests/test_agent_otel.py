@@ -306,6 +306,31 @@ def test_the_arguments_a_tool_span_ran_with_are_the_calls_when_the_model_asked_f
     same = Recorder()
     two_turns(same, args={"order_id": "A"})  # the span records the model's own arguments
     assert [c.args for c in parse(same.otlp()).calls] == [{"order_id": "A"}]
+    # a span recording its arguments in another shape (smolagents' bound arguments): the model's stand, so a
+    # forbidden amount the model asked for is still seen (a review found it passing)
+    wrapped = Recorder()
+    asked = say("assistant", call_part("call_1", "refund_submit", {"order_id": "A", "amount": 900}))
+    chat(wrapped, [say("user", text("Refund A"))], [asked])
+    bound = {"args": [], "sanitize_inputs_outputs": True, "kwargs": {"order_id": "A", "amount": 900}}
+    tool(wrapped, "refund_submit", "call_1", arguments=json.dumps(bound), result="ok")
+    [kept] = parse(wrapped.otlp()).calls
+    assert kept.args == {"order_id": "A", "amount": 900}
+    forbidden = make_case(negative_behavior=[{"tool_called": {"tool": "refund_submit", "args": {"amount": 900}}}])
+    [failed] = judge_run(forbidden, parse(wrapped.otlp()))
+    assert failed.startswith("rule_failed: negative_behavior[0]: refund_submit (call 1) was called with")
+
+
+@pytest.mark.parametrize(("failing", "succeeding"), [("ORDER_123", "ORDER_999"), ("ORDER_999", "ORDER_123")])
+def test_a_retried_call_is_judged_on_the_arguments_of_the_attempt_that_succeeded(failing: str, succeeding: str) -> None:
+    """A review found retries skipping the tool span's arguments: a failed attempt with ORDER_123 and a successful
+    retry refunding ORDER_999 was judged as ORDER_123, and the reverse as ORDER_999."""
+    rec = Recorder()
+    calling = say("assistant", call_part("call_1", "refund_submit", {"order_id": "ORDER_123"}))
+    chat(rec, [say("user", text("Refund 123"))], [calling])
+    tool(rec, "refund_submit", "call_1", error=True, arguments=json.dumps({"order_id": failing}), result="Error")
+    tool(rec, "refund_submit", "call_1", arguments=json.dumps({"order_id": succeeding}), result="refunded")
+    [made] = parse(rec.otlp()).calls
+    assert (made.args, made.failed) == ({"order_id": succeeding}, False)
 
 
 @pytest.mark.parametrize(

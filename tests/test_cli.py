@@ -184,6 +184,21 @@ def test_a_suite_pointed_at_other_runs_than_the_baselines_says_so(
     capsys.readouterr()
 
 
+def test_diagbot_diff_names_a_suite_input_that_moved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The change for moved fixtures was made by `run` only; `diff` said "0 changes" (a review)."""
+    data = json.loads((ROOT / "examples/baseline/reports/diagnosis.json").read_text(encoding="utf-8"))
+    for name, fixtures in (("b.json", "fixtures"), ("c.json", "fixtures/.copy")):
+        data["run"] = {"cases": "cases/diagnosis-cases.json", "fixtures": fixtures}
+        (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+    args = ["diff", "--baseline", str(tmp_path / "b.json"), "--current", str(tmp_path / "c.json")]
+    assert main([*args, "--output", str(tmp_path / "d.json"), "--no-fail"]) == 0
+    items = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))["items"]
+    assert [(i["type"], i["metric"], i["currentValue"]) for i in items] == [
+        ("CHANGED", "options.fixtures", "fixtures/.copy")
+    ]
+    capsys.readouterr()
+
+
 def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,7 +250,7 @@ def test_config_can_turn_the_gate_off(tmp_path: Path, monkeypatch: pytest.Monkey
     headline, waived = comment.splitlines()[1:3]
     assert headline.startswith("### ❌ diagbot: ") and headline.endswith(" regressions")
     assert waived == (
-        "*The check passes all the same, as the gate settings say (gate.fail-on-regression, --no-fail): "
+        "*The check passes all the same, as the gate settings say: "
         f"{headline.removeprefix('### ❌ diagbot: ')} (not gating).*"
     )
 

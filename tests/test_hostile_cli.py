@@ -538,7 +538,7 @@ def test_a_baseline_from_a_newer_diagbot_says_upgrade(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "error: baseline of suite agent: future/reports/agent.json: agent report schemaVersion 999 is newer than this "
-        "diagbot understands (1); upgrade diagbot\n"
+        "diagbot understands (2); upgrade diagbot\n"
     )
 
 

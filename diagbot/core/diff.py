@@ -283,7 +283,7 @@ def moved_inputs(diff: DiffReport, was: dict[str, str | None], now: dict[str, st
     ]  # fmt: skip
     if not found:
         return diff
-    return diff.model_copy(update={"items": found + diff.items, "changed_count": diff.changed_count + len(found)})
+    return diff.model_copy(update={"items": diff.items + found, "changed_count": diff.changed_count + len(found)})
 
 
 def parse_diff(text: str, where: str) -> DiffReport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.diff import DiffReport, Thresholds, moved_inputs
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, load_json_object
 from diagbot.kinds.agent import AgentKind
@@ -41,7 +41,14 @@ def diff_reports(
             f"{where}: is a {baseline.kind} report but the current suite is {current.kind}; "
             "check which file or artifact the baseline comes from"
         )
-    return kind_of(current).diff(baseline, current, thresholds)
+    diff = kind_of(current).diff(baseline, current, thresholds)
+    return moved_inputs(diff, _inputs(baseline), _inputs(current))
+
+
+def _inputs(report: SuiteReport) -> dict[str, str | None]:
+    """The suite's cases and fixtures as the report's run records them (None where an older report does not)."""
+    run = getattr(report, "run", None)
+    return {"cases": getattr(run, "cases", None), "fixtures": getattr(run, "fixtures", None)}
 
 
 def view(name: str, report: SuiteReport, diff: DiffReport | None) -> SuiteView:

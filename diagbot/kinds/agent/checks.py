@@ -122,11 +122,14 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
     r"未|无|無",  # not yet, without: 未确认, 无法确认, 确认无效
-    # put aside, after something else, instead: "同意回滚，重启先放着", "可以，等负责人回复后再重启", "yes, roll back
-    # instead" confirm another action than the one called, or none yet; "可以个屁" refuses. (Verbs that may be the
-    # action itself, pause, postpone, 暂停, 暂缓, are not refusing words: see above.)
-    r"放着|放著|回头|回頭|之后|之後|以后|以後|后再|後再|等|屁|改成|而是",
-    r"\b(?:instead|rather than|other than)\b",
+    # put aside, waiting for someone, instead: "同意回滚，重启先放着", "可以，等负责人回复后再重启", "yes, roll back
+    # instead" confirm another action than the one called, or none yet; "可以个屁" refuses. (Words of sequence,
+    # 之后, 以后, and 等 alone, as in 等于 or "…等", are not refusing words: "可以，之后把收据发我" confirms; nor are
+    # verbs that may be the action itself, pause, postpone, 暂停, 暂缓: see above.)
+    r"放着|放著|个屁|個屁|而是",
+    r"等(?:到|他|她|我们|我們|他们|他們|领导|領導|负责人|負責人|经理|經理|主管)",  # waiting for someone first
+    r"等(?:通知|消息|回复|回覆|审批|審批|批准|上线|上線|发布|發布)",  # ... or something
+    r"\b(?:instead|other than)\b",  # (rather is refusing already)
     r"\b(?:nvm|disregard\w*|scrap|ignore\w*|wrong|oops|mistake\w*|ne|rien|jamais|nunca|nada)\b",  # taken back
     # holding off, taking back or disagreeing in other words: "yes, give me 5 minutes", "yes, one sec", "yes, I'll
     # get back to you", "second thoughts", "let me sleep on it", "yes, just joking", "go ahead — I disagree",

@@ -58,7 +58,7 @@ def _removed(old: AgentCaseResult) -> DiffItem:
     return removed
 
 
-def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds) -> list[DiffItem]:
+def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds, costs_comparable: bool) -> list[DiffItem]:
     cid = new.case_id
     items: list[DiffItem] = []
     statuses = f"{old.status} → {new.status}"
@@ -81,6 +81,7 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds) -> lis
         items.append(item(ItemType.REGRESSION, cid, "status", old.status, new.status, said))
     else:
         items += changed(cid, "status", old.status, new.status, statuses)
+    items += changed(cid, "trials", old.trials, new.trials, f"trials recorded {old.trials} → {new.trials}")
     if old.status == new.status:
         was, now = f"{old.trials_passed}/{old.trials}", f"{new.trials_passed}/{new.trials}"
         items += changed(cid, "trialsPassed", was, now, f"trials passed {was} → {now}")
@@ -94,10 +95,13 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds) -> lis
                 if p
             )
             items += changed(cid, "failedChecks", sorted(before), sorted(after), f"failing checks changed: {said}")
-    # what the first trial's run cost, as the trace kind compares it: an agent that loops through three times the
-    # calls, or takes ten times as long, still passing its checks, is the regression these thresholds are for
-    items += cost(cid, "toolCallCount", old.tool_call_count, new.tool_call_count, t.tool_call_pct, t.tool_call_abs, "")
-    items += cost(cid, "durationMs", old.duration_ms, new.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
+    # what the costliest trial's run cost, as the trace kind compares it: an agent that loops through three times
+    # the calls, or takes ten times as long, still passing its checks, is the regression these thresholds are for
+    # (a version-1 baseline recorded a case's first trial: of a case of several trials, it is not compared)
+    if costs_comparable or old.trials == 1:
+        items += cost(cid, "toolCallCount", old.tool_call_count, new.tool_call_count, t.tool_call_pct, t.tool_call_abs,
+                      "")  # fmt: skip
+        items += cost(cid, "durationMs", old.duration_ms, new.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
     for name in sorted(set(old.metrics) & set(new.metrics)):  # RAG metrics: higher is better
         items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
     items += changed(
@@ -206,7 +210,7 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
             note.severity = result.risk_level
             items.append(note)
         else:
-            items += _case_diff(was, result, thresholds or Thresholds())
+            items += _case_diff(was, result, thresholds or Thresholds(), baseline.schema_version >= 2)
     present = {r.case_id for r in current.results}
     items += [_removed(r) for r in baseline.results if r.case_id not in present]
     added = {r.case_id: r for r in current.results if r.case_id not in before}

@@ -74,8 +74,7 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
     gating = [i for i in diff.items if i.gating and i.case_id not in informational]
     versioned = [i for i in gating if i.metric == "caseVersion"]
     rewritten = [i for i in gating if i.metric == "checks"]
-    retried = [i for i in gating if i.metric == "trialsPassed" and _trials(i.baseline_value) != _trials(i.current_value)
-               ]  # fmt: skip
+    retried = [i for i in gating if i.metric == "trials"]
     notes = []
     for items, what in (
         (removed, "removed since the baseline"),
@@ -89,11 +88,6 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
             more = f", and {len(items) - _GONE_NAMED} more in the report" if len(items) > _GONE_NAMED else ""
             notes.append(md(f"{plural(len(items), 'gating case')} {what}: {names}{more}", 1200))
     return notes
-
-
-def _trials(passed: Any) -> str:
-    """The trial count of a `trialsPassed` item's value (`"2/3"`: 3)."""
-    return str(passed).rpartition("/")[2]
 
 
 def _options_changed(diff: DiffReport | None) -> list[str]:
@@ -278,7 +272,9 @@ class AgentKind:
             raise model_problems(exc, where, "agent report") from None
         unique_case_ids((r.case_id for r in stored.results), where)
         # aggregates remade: never trusted as stored
-        return build_report(stored.results, stored.suite, stored.run, stored.warnings, stored.options)
+        return build_report(
+            stored.results, stored.suite, stored.run, stored.warnings, stored.options, stored.schema_version
+        )
 
     def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
         return diff_agent(baseline, current, thresholds)

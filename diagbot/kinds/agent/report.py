@@ -12,7 +12,9 @@ from diagbot.core.rates import mean, rate
 from diagbot.core.report import RunInfo, SuiteName
 from diagbot.kinds.agent.cases import CASE_ID_PATTERN, Difficulty, RiskLevel, Role
 
-AGENT_SCHEMA_VERSION = 1
+AGENT_SCHEMA_VERSION = 2
+"""2: a case's toolCallCount, turnCount and durationMs are the most over its readable trials (1: its first
+readable trial's). The diff does not compare the cost of a case that had several trials in a version-1 baseline."""
 MAX_TRIALS = 100
 """Trials read per case (a folder with more fails the case). A stored report is held to it too: pass^k is
 computed for every k up to the smallest trial count, so a forged baseline claiming a million trials would stall."""
@@ -167,6 +169,7 @@ def build_report(
     run: RunInfo | None = None,
     warnings: list[str] | None = None,
     options: dict[OptionName, str | int] | None = None,
+    schema_version: int = AGENT_SCHEMA_VERSION,
 ) -> AgentReport:
     gating = aggregate([r for r in results if r.gating])
     informational = aggregate([r for r in results if not r.gating])
@@ -176,6 +179,7 @@ def build_report(
     # `model_construct`: every part is a model checked already, and pydantic would run each result's after-validator
     # again (10,000 of them, in the parent, after the workers are done)
     return AgentReport.model_construct(
+        schema_version=schema_version,
         suite=suite,
         run=run,
         # the counts are of every case; the rates, which gate, of the gating ones

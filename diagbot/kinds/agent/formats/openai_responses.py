@@ -233,17 +233,20 @@ _NOT_ARGS = frozenset(("type", "id", "call_id", "status", "name", "output", "out
 
 
 def _held(parts: list[tuple[str, list[Any]]]) -> set[str]:
-    """The ids of the items the file holds (not references to them). An id held twice is one item recorded twice:
-    each request's input repeats the conversation so far, so a file made of every request's input and output holds
-    the earlier calls again, and they would count as calls the agent made again."""
-    held: dict[str, str] = {}
+    """The ids of the items the file holds (not references to them). An item held twice, the same id with the same
+    content, is one item recorded twice: each request's input repeats the conversation so far, so a file made of
+    every request's input and output holds the earlier calls again, and they would count as calls made again.
+    Items that only share an id are not (the Agents SDK gives every item of a Chat Completions model
+    `__fake_id__`)."""
+    held: dict[str, tuple[str, Any]] = {}
     for prefix, entries in parts:
         for index, item in enumerate(entries):
             if isinstance(item, dict) and isinstance(item.get("id"), str) and not _refers(item):
-                earlier = held.setdefault(item["id"], f"{prefix}[{index}]")
-                if earlier != f"{prefix}[{index}]":
+                where = f"{prefix}[{index}]"
+                earlier, first = held.setdefault(item["id"], (where, item))
+                if earlier != where and first == item:
                     raise TraceInvalid(
-                        f"{prefix}[{index}].id",
+                        f"{where}.id",
                         f"the item {item['id'][:80]!r} is at {earlier} too: the file holds part of the conversation "
                         "twice (a request's input repeats what came before it), so its calls would count twice; record "
                         "each item once (when every request resends the conversation, the last request's input and its "

@@ -797,6 +797,8 @@ def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
     if not call.has_result and found.has_result:
         call.result, call.has_result = found.result, True
     call.duration_ms = max(span.end - first.start, 0) / 1e6
+    if not found.failed and found.raw_args is not None:  # the attempt that succeeded ran what is judged
+        _ran_otherwise(call, found.raw_args)
 
 
 _ARGS_LOOKAHEAD = 64  # free calls of a tool compared with a span's arguments before taking the first
@@ -864,12 +866,16 @@ def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
 
 
 def _ran_otherwise(call: ToolCall, ran: Any) -> None:
-    """When the tool span records other arguments than the model's call asked for (both readable), the tool ran
-    with its own, and those are what the checks judge: a red-team run asked for ORDER_123 and refunded ORDER_999,
-    and only the model's ORDER_123 was checked. One side unreadable: the model's stand, as they always have."""
+    """When the tool span records other values for the arguments the model's call asked for (both readable objects,
+    the span's holding every key the model gave), the tool ran with its own, and those are what the checks judge: a
+    red-team run asked for ORDER_123 and refunded ORDER_999, and only the model's ORDER_123 was checked. A span
+    recording its arguments in another shape (smolagents' `{args, kwargs}`), or either side unreadable, leaves the
+    model's, as they always were."""
     (asked, problem), (used, failed) = decode_args(call.raw_args), decode_args(ran)
-    if problem is None and failed is None and _canonical(asked) != _canonical(used):
-        call.ran_with(used)
+    if problem is not None or failed is not None or not isinstance(asked, dict) or not isinstance(used, dict):
+        return
+    if asked.keys() <= used.keys():
+        call.ran_with(used if _canonical(asked) != _canonical(used) else asked)
 
 
 def _canonical(args: Any) -> str:
