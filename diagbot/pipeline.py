@@ -79,22 +79,17 @@ class Outcome:
     current: CurrentInfo
     marker: str
     comment_limit: int = COMMENT_LIMIT
+    retired: tuple[str, ...] = ()  # suites the baseline has that gate.retired-suites retires
 
     def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
         failing = self.decision.reason if self.decision.conclusion is Conclusion.FAILURE else None
-        waived = self.decision.reason if self.decision.waived else None
+        notes = headline_notes(self.decision)
+        if self.retired:  # a suite a pull request broke may be dropped and retired: said first, not in the footer
+            notes.append(f"Retired since the baseline (gate.retired-suites), not compared: {', '.join(self.retired)}")
         return render_markdown(
-            template,
-            self.views,
-            self.baseline_info,
-            self.current,
-            self.marker,
-            limit,
-            caps,
-            self.problems,
-            failing,
-            waived,
-        )
+            template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems, failing,
+            notes,
+        )  # fmt: skip
 
     @cached_property
     def comment(self) -> str:
@@ -194,7 +189,14 @@ def run_config(
     info = _with_warnings(baseline_info, outcomes)
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
-    return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit)
+    configured = {s.name for s in config.suites}
+    retired = tuple(n for n in baselines.names if n in config.gate.retired_suites and n not in configured)
+    return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, retired)
+
+
+def headline_notes(decision: Decision) -> list[str]:
+    """The lines under the comment's headline that the gate gives: a finding the gate settings let pass."""
+    return [f"The check passes all the same, as the gate settings say: {decision.reason}"] if decision.waived else []
 
 
 def _thresholds_note(t: Thresholds) -> str:

@@ -183,6 +183,11 @@ def test_a_suite_that_vanished_from_the_config_is_unusable_input(gh: GitHubTestS
     code, log = run(gh, ws)
     assert code == 0, log
     assert "retired" in log
+    # said under the headline, not only among the footer's warnings (a red-team pass retired a suite it broke)
+    headline, note = comment_body(gh).split("\n")[2:4]
+    assert headline.startswith("### ") and note == (
+        "*Retired since the baseline (gate.retired-suites), not compared: workspace.*"
+    ), comment_body(gh)[:400]
 
 
 def test_a_missing_fixtures_folder_is_unusable_input_for_a_trace_suite(gh: GitHubTestServer, ws: Path) -> None:

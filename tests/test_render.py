@@ -213,6 +213,9 @@ def test_small_limit_drops_results_before_regressions() -> None:
         ("- item", "\\- item"),
         ("1. ok", "1\\. ok"),
         ("10:30 and 3 items", "10:30 and 3 items"),
+        # GitHub links a run of hex digits to the commit it names; words and numbers are not runs of both
+        ("see 3f786850e387550f", "see 3f7868&#8203;50e387550f"),
+        ("deadbeef 1234567 2024-05-20", "deadbeef 1234567 2024-05-20"),
     ],
 )
 def test_md_escaping(raw: str, escaped: str) -> None:

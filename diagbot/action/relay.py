@@ -35,7 +35,7 @@ from diagbot.core.gate import Conclusion, GateSettings, decide
 from diagbot.github.port import GitHubPort, PullInfo
 from diagbot.io.config import MAX_SUITES
 from diagbot.kinds.registry import parse_any_report, view
-from diagbot.pipeline import SuiteOutcome
+from diagbot.pipeline import SuiteOutcome, headline_notes
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, BaselineInfo, CurrentInfo, render_markdown
 
 PR_JSON_BYTES = 1024 * 1024
@@ -105,10 +105,10 @@ def _relay(
              for f in facts]  # fmt: skip
     decision = decide(facts, _gate(settings, record))
     failing = decision.reason if decision.conclusion is Conclusion.FAILURE else None  # the headline says why
-    waived = decision.reason if decision.waived else None
+    said = headline_notes(decision)
     comment = render_markdown(
         "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems,
-        gate_failure=failing, gate_waived=waived,
+        gate_failure=failing, headline_notes=said,
     )  # fmt: skip
     notes = Notes(warnings, errors)
     post = Post(
@@ -129,7 +129,7 @@ def _relay(
             CHECK_SUMMARY_LIMIT,
             problems=record.problems,
             gate_failure=failing,
-            gate_waived=waived,
+            headline_notes=said,
         ),
         annotations=[],
         run_id=settings.run_id,

@@ -95,6 +95,10 @@ _PING = re.compile(r"(@|#(?=\d)|[Gg][Hh](?=-\d))")
 _AUTOLINK = re.compile(r"(?i)(?=[dfhjmvwx])((?:https?|ftp|mailto|xmpp|javascript|vbscript|data|file)(?=:)|www(?=\.))")
 _ANY_SCHEME = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,30})(?=://)")  # `foo+bar://`: searched only where `://` is
 _EMOJI = re.compile(r":(?=[\\A-Za-z0-9_+-]{1,80}:)")  # `:white_check_mark:` (its `_` escaped) would show as ✅
+# A run of 7 to 40 hex digits holding a letter and a digit: GitHub links it to the commit it names in the repository
+_SHA_LIKE = re.compile(
+    r"\b(?=[0-9a-fA-F]{0,39}[a-fA-F])(?=[0-9a-fA-F]{0,39}[0-9])([0-9a-fA-F]{6})(?=[0-9a-fA-F]{1,34}\b)"
+)
 _NUMBERED = re.compile(r"\d{1,9}(?=[.)])")  # `1.` or `1)` first on a line: an ordered list item
 
 
@@ -116,6 +120,7 @@ def md(value: Any, limit: int = CELL_LIMIT) -> str:
     if "://" in text:
         text = _ANY_SCHEME.sub(r"\1&#8203;", text)
     text = _EMOJI.sub(":&#8203;", text)
+    text = _SHA_LIKE.sub(r"\1&#8203;", text)  # `3f78685&#8203;0e38...`: shown alike, never a commit link
     text = text.replace("$", "<span>$</span>")  # GitHub's way to show a dollar that opens no math
     if text[:1] in ("#", "+", "-", "="):  # a heading, a list item or a heading's underline, first on a line
         return "\\" + text
@@ -323,11 +328,11 @@ def render_markdown(
     caps: Caps | None = None,
     problems: list[str] | None = None,
     gate_failure: str | None = None,
-    gate_waived: str | None = None,
+    headline_notes: list[str] | None = None,
 ) -> str:
     """Render, then cut sections in order of least importance until the body fits `limit` characters.
-    `gate_waived`: the finding the gate settings let pass (`fail-on-regression: false`, `--no-fail`), said under
-    the headline, so a red headline over a green check is explained.
+    `headline_notes`: lines said under the headline (a finding the gate settings let pass, so that a red headline
+    over a green check is explained; suites retired since the baseline).
     `gate_failure`: why the gate fails when neither a blocking case nor a regression says it (an emptied suite,
     a missing required baseline), so the headline never reads as a pass on a failing check.
 
@@ -348,7 +353,7 @@ def render_markdown(
             blocking=sum(v.blocking for v in suites),
             regressions=sum(v.diff.gating_regressions for v in suites if v.diff is not None),
             gate_failure=None if gate_failure is None else md(gate_failure, 300),
-            gate_waived=None if gate_waived is None else md(gate_waived, 300),
+            headline_notes=[md(note, 600) for note in (headline_notes or [])[:5]],
         )
         overflow = len(body) - limit
         if overflow <= 0:
