@@ -189,9 +189,9 @@ def run_config(
     info = _with_warnings(baseline_info, outcomes)
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
-    configured = {s.name for s in config.suites}
-    retired = tuple(n for n in baselines.names if n in config.gate.retired_suites and n not in configured)
-    return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, retired)
+    return Outcome(
+        outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, _retired(config, baselines)
+    )
 
 
 def headline_notes(decision: Decision) -> list[str]:
@@ -221,16 +221,21 @@ def _thresholds_note(t: Thresholds) -> str:
 def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcome]:
     """Problems of the baseline itself: unreadable reports, and suites it has that this config no longer runs."""
     configured = {s.name for s in config.suites}
-    retired = set(config.gate.retired_suites)
+    retired = _retired(config, baselines)
     vanished = [n for n in baselines.names if n not in configured and n not in retired]
     problems = list(baselines.problems) + [
         f"suite {name} is in the baseline but not in this run's config: a suite (or shard) that vanished cannot "
         "pass; restore it, or list it under gate.retired-suites in diagbot.yml to retire it on purpose"
         for name in vanished
     ]
-    notes = [f"suite {n} is retired (gate.retired-suites): its baseline is not compared" for n in baselines.names
-             if n in retired and n not in configured]  # fmt: skip
+    notes = [f"suite {n} is retired (gate.retired-suites): its baseline is not compared" for n in retired]
     return [SuiteOutcome(BASELINE, problems=problems, warnings=notes)] if problems or notes else []
+
+
+def _retired(config: Config, baselines: Baselines) -> tuple[str, ...]:
+    """The baseline's suites that this config no longer runs and `gate.retired-suites` retires."""
+    configured = {s.name for s in config.suites}
+    return tuple(n for n in baselines.names if n in config.gate.retired_suites and n not in configured)
 
 
 def _with_warnings(info: BaselineInfo, outcomes: list[SuiteOutcome]) -> BaselineInfo:

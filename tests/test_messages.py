@@ -4,6 +4,7 @@ and limits refused with diagbot.yml's own message."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tracemalloc
 from pathlib import Path
@@ -338,6 +339,7 @@ def test_files_named_like_cases_but_not_read_as_cases_are_named(tmp_path: Path) 
         "agent: holds no cases, so the suite evaluates nothing; add cases to it",
     ]
     assert AgentKind().evaluate(suite).warnings == [said]
+    assert AgentKind().evaluate(dataclasses.replace(suite, workers=2)).warnings == [said]  # read by read_cases
     (folder / "refund.yaml.txt").rename(folder / "refund.yaml")
     (folder / "runs.jsonl").unlink()
     assert AgentKind().evaluate(suite).warnings == [

@@ -47,8 +47,8 @@ def diff_reports(
 
 def _inputs(report: SuiteReport) -> dict[str, str | None]:
     """The suite's cases and fixtures as the report's run records them (None where an older report does not)."""
-    run = getattr(report, "run", None)
-    return {"cases": getattr(run, "cases", None), "fixtures": getattr(run, "fixtures", None)}
+    run = report.run
+    return {"cases": None, "fixtures": None} if run is None else {"cases": run.cases, "fixtures": run.fixtures}
 
 
 def view(name: str, report: SuiteReport, diff: DiffReport | None) -> SuiteView:

@@ -1399,7 +1399,7 @@ def _recorded(value: Any) -> bool:
         if looked > _AUDIT_LOOKED_AT:
             return True
         if isinstance(node, str):
-            if _BLANK_LOOKING.sub("", INVISIBLE.sub("", node)).strip():
+            if INVISIBLE.sub("", node).replace(_BRAILLE_BLANK, "").strip():
                 return True
         elif isinstance(node, dict):
             todo.extend(node.values())
@@ -1411,7 +1411,7 @@ def _recorded(value: Any) -> bool:
 
 
 _AUDIT_LOOKED_AT = 10_000
-_BLANK_LOOKING = re.compile("[\u2800\u2003\u3000]")  # the Braille blank and wide spaces that `strip` may not take
+_BRAILLE_BLANK = "\u2800"  # looks blank, and is no whitespace to `strip` (wide spaces, U+2003 and U+3000, are)
 
 
 def audits(case: AgentCase, t: Trial) -> list[str]:

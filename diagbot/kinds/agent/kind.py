@@ -33,7 +33,7 @@ from diagbot.kinds.agent.load import (
     iter_cases,
     load_cases,
     read_cases,
-    unread_files,
+    unread_warning,
 )
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
@@ -165,15 +165,16 @@ class AgentKind:
         return load_cases(suite.cases, suite.cases_label, _options(suite).rules)
 
     def evaluate(self, suite: SuiteInput) -> AgentReport:
-        report = self._evaluate(suite)
-        unread = unread_files(suite.cases, suite.cases_label)
-        return report.model_copy(update={"warnings": unread + report.warnings}) if unread else report
+        unread: list[str] = []  # filled by the walk that lists the case files
+        report = self._evaluate(suite, unread)
+        said = unread_warning(unread)
+        return report.model_copy(update={"warnings": said + report.warnings}) if said else report
 
-    def _evaluate(self, suite: SuiteInput) -> AgentReport:
+    def _evaluate(self, suite: SuiteInput, unread: list[str]) -> AgentReport:
         read: list[RawCase] | None = None  # the case files, when read already
         if suite.workers > 1 and can_fork() and suite.fixtures.is_dir():
             # None: a file has a problem, said below in its place; a suite of many files: its files, unread
-            units = read_cases(suite.cases, suite.cases_label, files_at=parallel.MIN_CASES)
+            units = read_cases(suite.cases, suite.cases_label, parallel.MIN_CASES, unread)
             if units is not None and len(units) >= parallel.MIN_CASES:
                 report = parallel.evaluate_in_workers(suite, _options(suite), units)
                 if report is not None:
@@ -183,7 +184,7 @@ class AgentKind:
                 decoded = decode_located([unit for unit in units if not isinstance(unit, CaseFile)], faults)
                 read = None if faults else [item for item in decoded if item is not None]
         problems: list[str] = []
-        cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read=read)
+        cases = iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, read, unread)
         if not suite.fixtures.is_dir():
             list(cases)  # every case problem is still reported, with the missing folder
             raise CaseFileError(
@@ -201,8 +202,9 @@ class AgentKind:
     def validate(self, suite: SuiteInput) -> list[str]:
         """The warnings of the suite's cases; with problems, CaseFileError carries the usable cases' warnings."""
         problems: list[str] = []
-        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems))
-        warnings = unread_files(suite.cases, suite.cases_label) + self._warnings(suite, loaded_cases)
+        unread: list[str] = []
+        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, None, unread))
+        warnings = unread_warning(unread) + self._warnings(suite, loaded_cases)
         if problems:
             raise CaseFileError(*problems, warnings=warnings)
         if not loaded_cases:  # the same words as the trace kind's (kinds never import each other)

@@ -73,9 +73,12 @@ class LoadedCase:
     index: int = 0  # its number in its file, from 0
 
 
-def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
+def case_files(root: Path, label: str, unread: list[str] | None = None) -> list[tuple[Path, str]]:
     """The case files of a suite, sorted: `root` itself, or the *.yaml/*.yml/*.json under it, in any case (links to
-    folders are not followed, hidden entries are skipped)."""
+    folders are not followed, hidden entries are skipped). `unread`, when given, is set to the files of the same
+    walk that look meant as case files but are not read as one (`unread_warning`)."""
+    if unread is not None:
+        unread.clear()  # the last walk's: a suite whose files are read again is walked again
     if root.is_file() or (root.exists() and not root.is_dir()):  # a FIFO or a device: reading it says what it is
         return [(root, label)]
     if not root.is_dir():
@@ -86,30 +89,24 @@ def case_files(root: Path, label: str) -> list[tuple[Path, str]]:
             found.append((path, _shown(path, root, label)))
             if len(found) > MAX_CASE_FILES:
                 raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
+        elif unread is not None and _LOOKS_LIKE_CASES.search(path.name):
+            unread.append(_shown(path, root, label))
     return sorted(found, key=lambda pair: pair[1])
 
 
-def unread_files(root: Path, label: str) -> list[str]:
-    """A warning for the files of a cases folder that look meant as case files but are not read as one
-    (`refund.yaml.txt`, `refund.json.bak`, `runs.jsonl`): the suite would lose their cases without a word."""
-    if not root.is_dir():
+def unread_warning(unread: list[str]) -> list[str]:
+    """A warning naming the files of a cases folder that look meant as case files but are not read as one
+    (`refund.yaml.txt`, `refund.json.bak`, `runs.jsonl`, as `case_files` found them): the suite would lose their
+    cases without a word."""
+    if not unread:
         return []
-    try:
-        named = sorted(_shown(path, root, label) for path in _entries(root, label) if _unread(path.name))
-    except (CaseFileError, OSError):  # said where the cases are read
-        return []
-    if not named:
-        return []
+    named = sorted(unread)
     more = f" and {len(named) - _UNREAD_NAMED:,} more" if len(named) > _UNREAD_NAMED else ""
     return [
         f"{', '.join(named[:_UNREAD_NAMED])}{more} {'is' if len(named) == 1 else 'are'} not read: only files ending "
         f"in .yaml, .yml or .json hold cases; rename {'it' if len(named) == 1 else 'them'} so, or move "
         f"{'it' if len(named) == 1 else 'them'} out of the cases folder"
     ]
-
-
-def _unread(name: str) -> bool:
-    return _LOOKS_LIKE_CASES.search(name) is not None and not name.lower().endswith(CASE_SUFFIXES)
 
 
 _LOOKS_LIKE_CASES = re.compile(r"(?i)\.(?:ya?ml|json)")
@@ -334,16 +331,17 @@ def iter_cases(
     rules: dict[str, Check],
     problems: list[str],
     read: list[RawCase] | None = None,
+    unread: list[str] | None = None,
 ) -> Iterator[LoadedCase]:
     """The suite's valid cases one at a time, in file order, each problem found appended to `problems` meanwhile.
     A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
     so that a suite of 10,000 cases never holds 10,000 case models at once. `read`: the suite's files as
-    `read_cases` read them, when they were read already."""
+    `read_cases` read them, when they were read already; `unread`: as `case_files` takes it."""
     suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
     rule_names = RuleNames(rules)
     ids = CaseIds()
     lines = FieldLines()
-    for item in raw_cases(root, label, problems, suggestions) if read is None else read:
+    for item in raw_cases(root, label, problems, suggestions, unread) if read is None else read:
         case = _validated(item, problems, suggestions, lines)
         if case is None:  # its id still counts: a duplicate is said now, not once the other faults are fixed
             case_id = item.raw.get("case_id")
@@ -362,11 +360,13 @@ def iter_cases(
             yield LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
 
 
-def raw_cases(root: Path, label: str, problems: list[str], suggestions: Suggestions) -> Iterator[RawCase]:
+def raw_cases(
+    root: Path, label: str, problems: list[str], suggestions: Suggestions, unread: list[str] | None = None
+) -> Iterator[RawCase]:
     """Each case of the suite's files as written (merged with its file's defaults), in file order; the problems of
     the files themselves (unreadable, not a case, a default that is wrong) appended to `problems` meanwhile."""
     folder = root.resolve() if root.is_dir() else None
-    for path, shown in case_files(root, label):
+    for path, shown in case_files(root, label, unread):
         yield from file_cases(path, shown, folder, problems, suggestions)
 
 
@@ -570,11 +570,13 @@ class CaseText:
 Unit = RawCase | CaseText
 
 
-def read_cases(root: Path, label: str, files_at: int | None = None) -> list[Unit] | list[CaseFile] | None:
+def read_cases(
+    root: Path, label: str, files_at: int | None = None, unread: list[str] | None = None
+) -> list[Unit] | list[CaseFile] | None:
     """Every case of the suite's files as written, or None when a file has a problem (`iter_cases` then reads them
     again, saying each problem in its place). The cases of a JSON file are given undecoded (`CaseText`: `decode`
     reads one). A suite of `files_at` files or more is left unread: its files, for workers to read."""
-    listed = case_files(root, label)  # listed once: the folder may be large
+    listed = case_files(root, label, unread)  # listed once: the folder may be large
     folder = root.resolve() if root.is_dir() else None
     if files_at is not None and len(listed) >= files_at:
         return [CaseFile(path, shown, folder) for path, shown in listed]
