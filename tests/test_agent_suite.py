@@ -440,6 +440,37 @@ def test_unknown_fields_and_enum_values_name_file_case_field_and_the_closest_nam
     ]
 
 
+def test_every_fault_of_a_case_is_said_at_once_each_at_a_line(tmp_path: Path) -> None:
+    """A field left out is said at the line of the case's id (it has no line of its own); a P0 case without
+    negative_behavior is said beside the other faults, not once they are fixed; a call written as OpenAI writes it
+    (`name`, `arguments`) gets the case's own names for them."""
+    text = (
+        "case_id: refund_y\n"
+        "dataset_id: d\n"
+        "risk_level: P0\n"
+        "expected_tool_sequence:\n"
+        "  - {name: issue_refund, arguments: {order_id: 1}}\n"
+        "available_tools: [{tool: issue_refund}]\n"
+    )
+    problems = load(tmp_path, {"b.yaml": text})
+    assert "cases/b.yaml:1: case refund_y: missing required field 'case_version'" in problems
+    assert "cases/b.yaml:5: case refund_y: unknown field 'expected_tool_sequence[0].name' (did you mean tool?)" in (
+        problems
+    )
+    said = "unknown field 'expected_tool_sequence[0].arguments' (did you mean args?)"
+    assert f"cases/b.yaml:5: case refund_y: {said}" in problems
+    assert "cases/b.yaml:6: case refund_y: unknown field 'available_tools[0].tool' (did you mean name?)" in problems
+    assert problems[-1] == (
+        "cases/b.yaml:1: case refund_y: negative_behavior is required for P0 cases: say what must not happen "
+        "(001 12.9.3)"
+    )
+    assert not [p for p in problems if not p.startswith("cases/b.yaml:")], problems
+    # said once: a case whose negative_behavior is there but wrong has that fault, not this one
+    wrong = load(tmp_path, {"b.yaml": text + "negative_behavior: 3\n"})
+    assert not [p for p in wrong if "is required for P0" in p] and [p for p in wrong if "negative_behavior" in p]
+    assert not [p for p in load(tmp_path, {"b.yaml": text.replace("P0", "P2")}) if "negative_behavior" in p]
+
+
 def test_a_version_the_comment_would_show_as_another_is_refused(tmp_path: Path) -> None:
     """`case_version: "v1\u00a0"` is a new contract for the diff (so a failing case is not compared), and the
     comment, which collapses spaces, showed it as `v1 → v1`: a regression hidden behind a version nobody could see

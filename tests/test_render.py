@@ -250,6 +250,24 @@ def test_md_text_renders_as_text_in_githubs_own_parser_wherever_the_templates_pu
         assert "$" not in shown and not re.search(r"@\w|:[\w+-]+:|www\.|[a-z]://|#\d|(?i:javascript):", shown), shown
 
 
+@pytest.mark.parametrize(
+    ("name", "as_code"),
+    [
+        ("slice.scenario.order status", True), ("slice.ability_tags.业务规则", True), ("feature/x-1", True),
+        ("a  b", False), (" a", False), ("a ", False), ("a\u200bb", False), ("a\u202eb", False), ("a`b", False),
+        ("a|b", False), ("a\nb", False), ("x" * 101, False), ("@octo :x: $y$", False),
+    ],
+)  # fmt: skip
+def test_a_name_is_code_only_when_nothing_in_it_could_leave_or_hide_in_the_span(name: str, as_code: bool) -> None:
+    """Single spaces and any script's letters are plainly a name (a slice of `scenario: order status`); a backtick,
+    pipe, line break, doubled or edge space, or invisible character makes it escaped text, which renders as text."""
+    shown = markdown.code(name)
+    assert shown.startswith("`") == as_code, shown
+    html = cmarkgfm.github_flavored_markdown_to_html(f"| a | b |\n|---|---|\n| {shown} | x |\n")
+    assert html.count("<td>") == 2, html
+    assert (f"<code>{_html.escape(name, quote=False)}</code>" in html) == as_code, html
+
+
 def test_the_footer_keeps_a_baseline_branch_from_leaving_its_code_span() -> None:
     """A backslash does nothing inside a code span, so an escaped backtick there would close it: a branch name
     that is not plainly a name is shown as escaped text instead."""

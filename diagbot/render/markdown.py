@@ -143,7 +143,7 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else rate(value)
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/+-]{1,100}")
+_PLAIN_NAME = re.compile(r"(?=.{1,100}\Z)[\w.:/+-]+(?: [\w.:/+-]+)*")  # a slice value may hold spaces, any script
 
 
 _RATE_PREFIXES = ("gating.passHatK.", "informational.passHatK.", "metrics.", "slice.")

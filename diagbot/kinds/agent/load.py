@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,18 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return text or "the case"
 
 
+_SYNONYMS = {  # what other tools call a field: `{name: ...}` for a call is as OpenAI writes it, not a case's `tool`
+    "name": "tool", "tool_name": "tool", "function": "tool", "tool": "name",
+    "arguments": "args", "parameters": "args", "params": "args", "input": "args",
+}  # fmt: skip
+
+
+def _synonym(key: Any, known: Sequence[str]) -> str | None:
+    """The known field that another tool's name for it (`_SYNONYMS`) means, when difflib finds none."""
+    meant = _SYNONYMS.get(key) if isinstance(key, str) else None
+    return meant if meant in known and key not in known else None
+
+
 def describe(
     error: Any, model: type[AgentCase] | type[Check] = AgentCase, suggestions: Suggestions | None = None
 ) -> str:
@@ -151,7 +163,7 @@ def describe(
     where = _loc(loc)
     if kind == "extra_forbidden":
         known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
-        close = (suggestions or Suggestions(FIELD_SUGGESTIONS)).closest(str(loc[-1]), known)
+        close = (suggestions or Suggestions(FIELD_SUGGESTIONS)).closest(str(loc[-1]), known) or _synonym(loc[-1], known)
         return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close}?)" if close else "")
     if kind == "missing":
         return f"missing required field '{where}'"
@@ -751,15 +763,20 @@ def _validated(
     try:
         return AgentCase.model_validate(item.data)
     except ValidationError as exc:
-        for error in exc.errors():  # a fault of the defaults is said once for the file, not once a case
+        errors = exc.errors()
+        for error in errors:  # a fault of the defaults is said once for the file, not once a case
             said = describe(error, suggestions=suggestions)
             if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):
                 line = lines.line(item.path, item.index, tuple(error["loc"])) if lines else None
-                problems.append(f"{item.at(line)}: {said}")
+                problems.append(f"{item.at(line or item.line)}: {said}")  # a field not written: the case's line
             elif said not in item.said_of_defaults:
                 item.said_of_defaults.add(said)
                 line = lines.line(item.path, None, tuple(error["loc"])) if lines else None
                 problems.append(f"{item.shown}{f':{line}' if line else ''}: defaults: {said}")
+        risk = item.data.get("risk_level")  # said beside the other faults, not once they are fixed
+        faulted = any(error["loc"][:1] == ("negative_behavior",) for error in errors)
+        if risk in _NEEDS_NEGATIVE and not item.data.get("negative_behavior") and not faulted:
+            problems.append(f"{item.where}: {_negative_required(risk)}")
         return None
 
 
@@ -817,11 +834,16 @@ def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | N
                 "rules in diagbot.yml"
             )
     problems += _metric_problems(case)
-    if case.risk_level in ("P0", "P1") and not case.negative_behavior:
-        problems.append(
-            f"negative_behavior is required for {case.risk_level} cases: say what must not happen (001 12.9.3)"
-        )
+    if case.risk_level in _NEEDS_NEGATIVE and not case.negative_behavior:
+        problems.append(_negative_required(case.risk_level))
     return problems
+
+
+_NEEDS_NEGATIVE = ("P0", "P1")
+
+
+def _negative_required(risk: str) -> str:
+    return f"negative_behavior is required for {risk} cases: say what must not happen (001 12.9.3)"
 
 
 def _metric_problems(case: AgentCase) -> list[str]:
