@@ -372,7 +372,7 @@ def _fixtures_suite(tmp_path: Path, names: list[str]) -> Path:
 
 def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     names = ["fifo", "zero", "outside", "passwd", "folder", "empty", "both", "many", "fifo_trial", "link_trial",
-             "missing", "linked_folder", "dangling"]  # fmt: skip
+             "missing", "linked_folder", "dangling", "cased", "cased_file", "lines"]  # fmt: skip
     root = _fixtures_suite(tmp_path, names)
     fx = root / "fx"
     secret = root / "secret.json"
@@ -399,6 +399,12 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
     (elsewhere / "t.json").write_text(json.dumps(GOOD_RUN))
     os.symlink(elsewhere, fx / "linked_folder")
     os.symlink("nowhere.json", fx / "dangling.json")
+    (fx / "cased").mkdir()  # a passing trial, and beside it the failing run under a name one letter case off
+    (fx / "cased" / "t1.json").write_text(json.dumps(GOOD_RUN))
+    (fx / "cased.JSON").write_text(json.dumps([*GOOD_RUN[:1], {"role": "assistant", "content": "failed"}]))
+    (fx / "cased_file.json").write_text(json.dumps(GOOD_RUN))
+    (fx / "Cased_File.json").write_text(json.dumps([*GOOD_RUN[:1], {"role": "assistant", "content": "no"}]))
+    (fx / "lines.jsonl").write_text(json.dumps(GOOD_RUN))
     result = evaluated(diagbot(root))
     # the listing stops at the 101st trial, so the count is never exact
     failed_with(result, "trace_invalid: many/ holds more than 100 trials; diagbot reads at most 100", case_id="many")
@@ -419,6 +425,12 @@ def test_special_files_and_links_in_the_fixtures_folder(tmp_path: Path) -> None:
         "linked_folder": [[f"trace_invalid: linked_folder/: {outside}"]],
         "dangling": [["trace_missing: dangling.json is a symbolic link to nothing (its target does not exist); record "
                       "the run there, or replace the link with the run file"]],
+        "cased": [["trace_invalid: cased/, cased.JSON all record this case's run (names that differ only in case); "
+                   "keep one"]],
+        "cased_file": [["trace_invalid: Cased_File.json, cased_file.json all record this case's run (names that "
+                        "differ only in case); keep one"]],
+        "lines": [["trace_missing: no run recorded: expected lines.json or a folder lines/ in the fixtures folder "
+                   "(lines.jsonl is there: a JSON Lines (OTLP) run is read as a trial, in the folder lines/)"]],
     }  # fmt: skip
     written = "".join(p.read_text() for p in result.out.rglob("*") if p.is_file()) + result.stdout + result.stderr
     assert "TOP-SECRET-VALUE" not in written and "root:x:" not in written and "SECRET-NAME" not in written

@@ -66,6 +66,7 @@ class Fixtures:
         # named below
         self.left_out_names: list[str] = []
         self._folded: dict[str, str] | None = None  # casefolded name -> name, built when a run is missing
+        self._cased: dict[str, list[str]] = {}  # name case-folded -> the names: one file on macOS and Windows
         with os.scandir(root) as entries:
             for count, entry in enumerate(entries):
                 if count == MAX_FIXTURE_ENTRIES:
@@ -75,6 +76,7 @@ class Fixtures:
                     self._entries[entry.name] = (entry.is_dir(), entry.is_symlink())
                 except OSError:
                     self._entries[entry.name] = (False, True)  # unknowable: treated as a link, resolved when read
+                self._cased.setdefault(entry.name.casefold(), []).append(entry.name)
 
     def trials(self, case_id: str) -> list[tuple[str, str, str, bool]] | str:
         """(trial name, the file as messages name it, the file, whether it may lead outside through a link) of
@@ -85,9 +87,14 @@ class Fixtures:
         if folder is None and single not in self._entries and self.cut:
             return f"the fixtures folder holds more than {MAX_FIXTURE_ENTRIES:,} entries; split the suite"
         if folder is None or not folder[0]:
+            if single in self._entries and (clash := self._cased_alike(case_id)):
+                return clash
             return [(single, single, self._prefix + single, self._entries.get(single, (False, False))[1])]
         if single in self._entries:
             return f"both {single} and the folder {case_id}/ are recorded; keep one"
+        clash = self._cased_alike(case_id)
+        if clash:
+            return clash
         why = _outside(self._prefix + case_id, self.root) if folder[1] else None
         if why:  # listed, it would put the names of what it leads to in the report and the comment
             return f"{case_id}/: {why}"
@@ -118,6 +125,18 @@ class Fixtures:
                     return f"{case_id}/ holds more than {MAX_TRIALS} trials; diagbot reads at most {MAX_TRIALS}"
         return sorted(found)
 
+    def _cased_alike(self, case_id: str) -> str | None:
+        """Why the case's run is not known when more than one entry records it under names that differ only in
+        case (`C1.JSON` beside `c1/` or `c1.json`): one is read, and the other's failing run would go unseen (on
+        macOS and Windows they are one file)."""
+        recorded = self._cased.get(f"{case_id}.json".casefold(), []) + [
+            name for name in self._cased.get(case_id.casefold(), ()) if self._entries[name][0]
+        ]
+        if len(recorded) < 2:
+            return None
+        named = ", ".join(values.one_line(n, 200) + "/" * self._entries[n][0] for n in sorted(recorded)[:3])
+        return f"{named} all record this case's run (names that differ only in case); keep one"
+
     def misnamed(self, case_id: str) -> str | None:
         """The entry a missing run was most likely recorded as: its name in another case or with other separators
         (`C1.JSON` for `c1`, `t-chat.json` for `t_chat`)."""
@@ -129,7 +148,8 @@ class Fixtures:
             found = self._folded.get(look_alike(wanted))
             if found is not None and found != wanted:
                 return found
-        return None
+        lines = f"{case_id}.jsonl"  # JSON Lines is read as a trial in the case's folder, not beside it
+        return lines if lines in self._entries else None
 
     def left_out_warning(self) -> list[str]:
         """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
@@ -502,6 +522,8 @@ def _evaluate_case(
         except TraceMissing:
             near = fixtures.misnamed(case.case_id)
             hint = f" ({values.one_line(near, 200)} is there: names match exactly, so rename it)" if near else ""
+            if near == f"{case.case_id}.jsonl":
+                hint = f" ({near} is there: a JSON Lines (OTLP) run is read as a trial, in the folder {case.case_id}/)"
             failed = [
                 f"{Code.TRACE_MISSING}: {shown} is a symbolic link to nothing (its target does not exist); record "
                 "the run there, or replace the link with the run file"
