@@ -331,7 +331,7 @@ def test_empty_otlp_messages_and_the_old_instrumentation_library_name_are_read()
 
 
 def test_json_lines_with_crlf_and_a_lone_surrogate_are_read() -> None:
-    run = parse(LINES.replace(b"\n", b"\r\n") + b'{"resourceSpans": [], "note": "\\ud800"}\r\n')
+    run = parse(LINES.replace(b"\n", b"\r\n") + b'{"resourceSpans": [{"schemaUrl": "\\ud800"}]}\r\n')
     assert steps(run) == [("user", "Can I return opened earphones?"), ("assistant", "done")]
 
 
@@ -1718,3 +1718,102 @@ def test_an_attribute_read_by_several_steps_is_charged_to_the_run_once() -> None
     chat(rec, [say("user", text("hi"))], [say("assistant", text("done"))])
     run = parse(rec.otlp())
     assert (len(run.calls), run.answer) == (100, "done")
+
+
+# --- calls recorded where the reading would skip them -----------------------------------------------------------------
+
+
+def _refund_tool_export() -> tuple[Any, dict[str, Any]]:
+    """A model call that only answers, and the refund's tool span taken out of the export (to be put elsewhere)."""
+    rec = Recorder()
+    chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    tool(rec, "refund_submit", "c1", arguments='{"order_id": "A1"}', result="refunded")
+    export = rec.otlp()
+    refund = spans_of(export).pop()
+    return export, refund
+
+
+def test_spans_under_a_misspelt_key_beside_the_real_one_are_refused_not_dropped() -> None:
+    """`spanz` beside `spans` (or `scopeSpanz`, `resourceSpanz`) held the refund's span, which went unseen."""
+    export, refund = _refund_tool_export()
+    assert [name for name, *_ in steps(parse(export))] == ["user", "assistant"]  # the refund alone is gone
+    scope = export["resourceSpans"][0]["scopeSpans"][0]
+    beside = copy.deepcopy(export)
+    beside["resourceSpans"][0]["scopeSpans"][0]["spanz"] = [refund]
+    assert problem(beside) == (
+        "$.resourceSpans[0].scopeSpans[0]: holds 'spanz' beside spans, which OTLP/JSON does not have; the spans of a "
+        "misspelt spans would go unseen"
+    )
+    beside = copy.deepcopy(export)
+    beside["resourceSpans"][0]["scopeSpanz"] = [{**scope, "spans": [refund]}]
+    assert "holds 'scopeSpanz' beside scopeSpans" in problem(beside)
+    beside = copy.deepcopy(export)
+    beside["resourceSpanz"] = [{"scopeSpans": [{"spans": [refund]}]}]
+    assert problem(beside).startswith("$: holds 'resourceSpanz' beside resourceSpans, which OTLP/JSON does not have")
+    hidden = copy.deepcopy(export)  # a span whose attributes are under a misspelt key
+    spans_of(hidden).append(
+        {**{k: v for k, v in refund.items() if k != "attributes"}, "attributez": refund["attributes"]}
+    )
+    assert problem(hidden) == (
+        "$.resourceSpans[0].scopeSpans[0].spans[1]: holds "
+        "'attributez', which an OTLP/JSON span does not have; what a misspelt field records would go unseen (export "
+        "with an OTLP/JSON exporter)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("attributes", "where"),
+    [
+        ({"gen_ai.tool.call.id": "c1", "gen_ai.tool.call.arguments": "{}", "gen_ai.tool.call.result": "refunded"},
+         'attributes["gen_ai.tool.call.id"]'),  # no operation name, no tool name: the span's name says it all
+        ({"gen_ai.operation.name": "tool", "gen_ai.tool.call.id": "c1"}, 'attributes["gen_ai.tool.call.id"]'),
+        ({"gen_ai.operation.name": "invoke_agent", "gen_ai.tool.call.arguments": "{}"},
+         'attributes["gen_ai.tool.call.arguments"]'),
+    ],
+)  # fmt: skip
+def test_a_call_recorded_on_a_span_not_read_as_a_tool_is_refused(attributes: dict[str, Any], where: str) -> None:
+    rec = Recorder()
+    chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    rec.span("execute_tool refund_submit", attributes)
+    role = "agent" if attributes.get("gen_ai.operation.name") == "invoke_agent" else "nothing diagbot checks"
+    assert problem(rec.otlp()) == (
+        f"$.resourceSpans[0].scopeSpans[0].spans[1].{where}: records a tool call, but the span is read as {role} "
+        "(OpenTelemetry GenAI), so its call would go unseen; record each call on a tool span (execute_tool, naming "
+        "gen_ai.tool.name)"
+    )
+
+
+def test_a_call_recorded_on_an_event_diagbot_does_not_read_is_refused() -> None:
+    for name in ("tool_call", "gen_ai.tool.call"):  # not a gen_ai event, and a gen_ai event no convention has
+        rec = Recorder()
+        chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+        export = rec.otlp()
+        spans_of(export)[0].setdefault("events", []).append({
+            "timeUnixNano": str(START_NS), "name": name,
+            "attributes": [{"key": "gen_ai.tool.name", "value": {"stringValue": "refund_submit"}}],
+        })  # fmt: skip
+        said = problem(export)
+        assert "an event diagbot does not read records a tool call (gen_ai.tool.name), which would go unseen" in said
+        assert said.startswith("$.resourceSpans[0].scopeSpans[0].spans[0].events[0]"), said
+    rec = Recorder()  # an exception event, as the SDK records one, is read as before
+    chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    export = rec.otlp()
+    spans_of(export)[0]["events"] = [{"timeUnixNano": str(START_NS), "name": "exception", "attributes": [
+        {"key": "exception.type", "value": {"stringValue": "ValueError"}}]}]  # fmt: skip
+    assert steps(parse(export)) == [("user", "refund?"), ("assistant", "done")]
+
+
+def test_an_agent_span_that_ends_early_does_not_shorten_the_run() -> None:
+    """The run lasted from the agent span's start to the last tool span's end; its 0.1 ms agent span gave 0.1 ms, and
+    a `max_duration_ms` the run broke passed."""
+    rec = Recorder()
+    with rec.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent"}, duration_ms=0.1):
+        chat(rec, [say("user", text("refund?"))], [say("assistant", call_part("c1", "order_lookup"))])
+        tool(rec, "order_lookup", "c1", arguments="{}", result="ok")
+        chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    run = parse(rec.otlp())
+    assert run.duration_ms == 4 * STEP_NS / 1e6  # the root's step, then three spans of one step each
+    alone = Recorder()  # a run whose agent span holds all: its own duration, as before
+    with alone.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent"}):
+        chat(alone, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    assert parse(alone.otlp()).duration_ms == 2 * STEP_NS / 1e6

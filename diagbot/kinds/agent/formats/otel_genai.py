@@ -73,6 +73,7 @@ _MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 _CHOICE = "gen_ai.choice"
+READ_EVENTS = frozenset((*_CONTENT_EVENTS, *_MESSAGE_EVENTS, _CHOICE))  # the events of a span diagbot reads
 
 
 _FLAT_INPUT, _FLAT_OUTPUT = "gen_ai.prompt.", "gen_ai.completion."  # OpenLLMetry's indexed keys

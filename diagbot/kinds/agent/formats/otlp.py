@@ -15,8 +15,8 @@ The history's steps are dated by the earlier model calls' outputs, so such a spa
 written after it; a conversation recorded in parts (each model call only what is new) makes the run's messages
 unknown. With no messages recorded (content capture is opt-in) the run is its tool spans and
 retrievals in time order. The agent spans (`invoke_agent`, OpenInference `AGENT`) give the duration (first start to
-last end), and the `diagbot.final_state` attribute (an object, or its JSON text) of the one that ended last the
-final state, for agents that record it.
+last end, or of every span read when those reach further), and the `diagbot.final_state` attribute (an object, or
+its JSON text) of the one that ended last the final state, for agents that record it.
 """
 
 from __future__ import annotations
@@ -117,6 +117,20 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
                 f"({_CONVENTION[convention]}), so its call would go unseen; record each call on a tool span of one "
                 "convention",
             )
+    if role != TOOL:  # a call's id, arguments or result on a span not read as a tool: its call would go unseen
+        recorded = next((key for key in span.attributes if key.startswith(_CALL_PREFIX)), None)
+        if recorded is not None:
+            raise TraceInvalid(
+                span.where(recorded),
+                f"records a tool call, but the span is read as {role or 'nothing diagbot checks'} "
+                f"({_CONVENTION[convention]}), so its call would go unseen; record each call on a tool span "
+                "(execute_tool, naming gen_ai.tool.name)",
+            )
+    for event in span.events:
+        if event.name not in otel_genai.READ_EVENTS:
+            recorded = next((key for key in event.attributes if _records_call(key)), None)
+            if recorded is not None:
+                raise TraceInvalid(event.where(recorded), _UNREAD_EVENT.format(key=recorded[:60]))
     if span.text("traceloop.span.kind") == "tool":
         raise TraceInvalid(
             span.where("traceloop.span.kind"),
@@ -189,20 +203,38 @@ def _list(message: dict[str, Any], key: str, where: str) -> list[Any]:
             where, f"holds both {key} and {old} (its name before OTLP 0.15): the spans of one would go unseen; "
             f"write them all under {key}"
         )  # fmt: skip
+    stray = [str(k) for k in message if k != key and k != old and k not in _BESIDE[key]]
+    if stray:  # beside the list too: spans under `spanz` next to `spans` would go unseen
+        shown = ", ".join(repr(k[:40]) for k in stray[:3])
+        held = f"holds {shown} beside {key}" if key in message or old in message else f"holds no {key}, but {shown}"
+        raise TraceInvalid(
+            where, f"{held}, which OTLP/JSON does not have; the spans of a misspelt {key} would go unseen"
+        )
     if key not in message and old in message:
         return items(message[old], f"{where}.{old}")
-    if key not in message:
-        stray = [str(k) for k in message if k not in _BESIDE[key]]
-        if stray:
-            raise TraceInvalid(
-                where,
-                f"holds no {key}, but {', '.join(repr(k[:40]) for k in stray[:3])}, which OTLP/JSON does not have; "
-                f"the spans of a misspelt {key} would go unseen",
-            )
     return items(message.get(key, []), f"{where}.{key}")
 
 
+_SPAN_FIELDS = frozenset((
+    "traceId", "spanId", "traceState", "parentSpanId", "flags", "name", "kind", "startTimeUnixNano",
+    "endTimeUnixNano", "attributes", "droppedAttributesCount", "events", "droppedEventsCount", "links",
+    "droppedLinksCount", "status",
+))  # fmt: skip  # OTLP/JSON's Span: a misspelt `attributes` or `events` would hide a call's record
+_CALL_KEYS = ("gen_ai.tool.name", "tool.name", "tool_call.function.name")  # what names a call, in either convention
+_CALL_PREFIX = "gen_ai.tool.call."  # its id, arguments and result
+
+
+def _records_call(key: str) -> bool:
+    return key in _CALL_KEYS or key.startswith(_CALL_PREFIX)
+
+
 def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
+    if not span.keys() <= _SPAN_FIELDS:
+        stray = ", ".join(repr(str(k)[:40]) for k in span if k not in _SPAN_FIELDS)
+        raise TraceInvalid(
+            path, f"holds {stray}, which an OTLP/JSON span does not have; what a misspelt field records would go "
+            "unseen (export with an OTLP/JSON exporter)"
+        )  # fmt: skip
     status = obj(span.get("status", {}), f"{path}.status")
     code = status.get("code", 0)
     if isinstance(code, bool) or not isinstance(code, int):
@@ -220,7 +252,8 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         where = f"{path}.events[{i}]"
         event = obj(raw, where)
         event_name = text(event.get("name", ""), f"{where}.name")
-        if not event_name.startswith("gen_ai."):  # exceptions, logs: nothing the conventions read
+        if not event_name.startswith("gen_ai."):  # exceptions, logs: nothing the conventions read, and no call
+            _no_call_in(event, where)
             continue
         at = int64(event.get("timeUnixNano", "0"), f"{where}.timeUnixNano")
         events.append(Span(where, "", event_name, at, at, False, i, _attributes(event, where), quota))
@@ -239,6 +272,21 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
         span_id=span_id,
         parent_id=parent_id,
     )
+
+
+def _no_call_in(event: dict[str, Any], where: str) -> None:
+    """An event diagbot does not read that records a tool call (its name, id or arguments) is refused: skipped,
+    the call would go unseen."""
+    for i, raw in enumerate(items(event.get("attributes", []), f"{where}.attributes")):
+        key = raw.get("key") if isinstance(raw, dict) else None
+        if isinstance(key, str) and _records_call(key):
+            raise TraceInvalid(f"{where}.attributes[{i}]", _UNREAD_EVENT.format(key=key[:60]))
+
+
+_UNREAD_EVENT = (
+    "an event diagbot does not read records a tool call ({key}), which would go unseen; record each call on a "
+    "tool span (execute_tool, naming gen_ai.tool.name)"
+)
 
 
 def _attributes(message: dict[str, Any], path: str) -> dict[str, Any]:
@@ -272,7 +320,10 @@ def _run(roles: Roles) -> Run:
     # one recorded by the agent span that ended last (an outer workflow may not record one)
     for agent in agents:
         agent.duration_ms  # noqa: B018  # refuses a span that ends before it starts
-    duration = (max(a.end for a in agents) - agents[0].start) / 1e6 if agents else None
+    duration = None
+    if agents:  # at least as long as every span read: an agent span that ended early must not shorten the run
+        read = [span for span, _, role in roles if role is not None and 0 < span.start <= span.end] + agents
+        duration = (max(span.end for span in read) - min(span.start for span in read)) / 1e6
     stated = max((a for a in agents if a.has(FINAL_STATE)), key=lambda a: a.end, default=None)
     run = Run(duration_ms=duration, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
