@@ -662,7 +662,9 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "case_id": "named",
         "side_effect_policy": {"tool": "Refund_Submit", "confirmation_required": True},
         "expected_tool_sequence": ["order_lookp"],
-        "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}, {"tool_called": "wire_money"}],
+        "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}, {"tool_called": "wire_money"},
+                             {"tool_not_called": "Order_Lookup\u200b"}],
+        "negative_behavior": [{"tool_called": "refund submit"}],
     }  # fmt: skip
     empty = spec_case() | {"case_id": "empty", "expected_args": {"refund_submit": []}}
     subset = {"tool_sequence": {"match": "subset", "scope": "side_effect"}}
@@ -686,6 +688,11 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "order_lookup?); tool names match exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: success_criteria[1]: 'wire_money' is not in available_tools; tool names match "
         "exactly, so this checks a tool the agent is not given",
+        f"warning: {where} named: negative_behavior[0]: 'refund submit' is not in available_tools (did you mean "
+        "refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
+        f"warning: {where} named: success_criteria[2]: 'Order_Lookup\\u200b' is not in available_tools, but "
+        "order_lookup is, written otherwise; tool names match exactly, so this forbids nothing the agent can call, "
+        "and order_lookup stays allowed",
         f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
         f"warning: {where} scoped: evaluator_config.tool_sequence.scope puts no call in scope (no tool is marked "
         "side_effect or named by a side_effect_policy), so the sequence is compared with nothing",

@@ -899,7 +899,9 @@ def test_a_schema_stopped_at_the_budget_names_the_call_and_the_schema(
     [
         ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a","function":{"name":"\\ud800x",'
          '"arguments":"{}"}}]}]', {"available_tools": ["t"]},
-         "unavailable_tool_called: \ufffdx (call 1) is not in available_tools"),
+         "trace_invalid: hostile.json: $: tool call 1 (in the run's order) is named '\\ufffdx', which holds an "
+         "invisible, control or undecodable character; no tool is named so, and a check of the tool it looks like "
+         "would not see the call: record the name called"),
         ('{"messages":[{"role":"assistant","content":"done"}],"final_state":{"a":"\\ud800"}}',
          {"final_state_check": {"expr": "a", "equals": 1}}, 'final_state_mismatch: a: expected 1, got "\ufffd"'),
     ],
@@ -1227,3 +1229,30 @@ def test_an_integer_past_64_bits_is_read_whole_wherever_a_run_holds_it(where: st
     digits = "9" * 51  # past what any reader of diagbot takes
     with pytest.raises(TraceInvalid, match="a number with 51 digits"):
         parse_run(f'{{"messages": [], "final_state": {{"n": {digits}}}}}'.encode(), "auto")
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("refund_submit\u200b", "holds an invisible, control or undecodable character"),
+        ("refund\u00adsubmit", "holds an invisible, control or undecodable character"),
+        (" refund_submit", "starts or ends with a space"),
+        ("refund_submit\u3000", "starts or ends with a space"),
+        ("\uff52\uff45\uff46\uff55\uff4e\uff44_submit", "NFKC reads as 'refund_submit' (full-width or compatibility "
+         "letters)"),
+    ],
+)  # fmt: skip
+def test_a_call_named_as_no_tool_is_named_is_refused(name: str, why: str) -> None:
+    """`refund_submit` with a zero-width space passed `tool_called: refund_submit` among what must not happen: the
+    name fits no check. Ordinary names, in any script, are read."""
+    from diagbot.kinds.agent.formats import parse_run
+    from diagbot.kinds.agent.run import TraceInvalid
+
+    with pytest.raises(TraceInvalid) as caught:
+        parse_run(json.dumps(calls_run((name, "{}"))).encode(), "auto")
+    assert str(caught.value) == (
+        f"$: tool call 1 (in the run's order) is named {name!a}, which {why}; no tool is named so, and a check of "
+        "the tool it looks like would not see the call: record the name called"
+    )
+    for plain in ("refund_submit", "退款_提交", "get-weather.v2", "Ünïcødé"):
+        assert [c.tool for c in parse_run(json.dumps(calls_run((plain, "{}"))).encode(), "auto").calls] == [plain]

@@ -365,7 +365,25 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                     + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
                     + "; tool names match exactly, so this checks a tool the agent is not given"
                 )
+        alike = {look_alike(name): name for name in names[:_SUGGESTED]}
+        for where, tool in _forbidden(case, rules):  # forbidding a tool the agent is not given is deliberate; a
+            near = alike.get(look_alike(tool)) if tool not in known else None  # slip of one it is given is not
+            if near is not None:
+                found.append(
+                    f"{where}: '{values.one_line(tool, 100)}' is not in available_tools, but {near} is, written "
+                    f"otherwise; tool names match exactly, so this forbids nothing the agent can call, and {near} "
+                    "stays allowed"
+                )
     return found
+
+
+def _forbidden(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
+    """Every tool name a `tool_not_called` check of the case names, with where."""
+    for field, index, ref, _ in criteria(case):
+        check = rules.get(ref) if isinstance(ref, str) else ref
+        if check is not None and check.key == "tool_not_called":
+            where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
+            yield from ((where, tool) for tool in ([check.value] if isinstance(check.value, str) else check.value))
 
 
 _LIMITS = ("max_tool_calls", "max_turns", "max_duration_ms")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -159,7 +160,31 @@ def _parse(data: bytes, fmt: str) -> Run:
     nameless = next((n for n, call in enumerate(run.calls, 1) if not call.tool.strip()), None)
     if nameless is not None:  # a call of "" fits no check that names a tool: not even tool_not_called
         raise TraceInvalid("$", f"tool call {nameless} (in the run's order) has no tool name; record the name called")
+    for n, call in enumerate(run.calls, 1):
+        why = _unplain_name(call.tool)
+        if why:  # `refund_submit\u200b` fits no check of refund_submit: not even tool_not_called
+            raise TraceInvalid(
+                "$", f"tool call {n} (in the run's order) is named {call.tool[:100]!a}, which {why}; no tool is "
+                "named so, and a check of the tool it looks like would not see the call: record the name called"
+            )  # fmt: skip
     return run
+
+
+def _unplain_name(name: str) -> str | None:
+    """Why a tool name is not one a tool has (a space at an end, an invisible or undecodable character, letters
+    that NFKC reads otherwise, as full-width ones), or None."""
+    if name.isascii() and name.isprintable() and name == name.strip():
+        return None  # nearly every name: looked at no further
+    if name != name.strip():
+        return "starts or ends with a space"
+    if any(unicodedata.category(c) in _INVISIBLE or c == "\ufffd" for c in name):
+        return "holds an invisible, control or undecodable character"
+    if unicodedata.normalize("NFKC", name) != name:
+        return f"NFKC reads as {unicodedata.normalize('NFKC', name)[:100]!a} (full-width or compatibility letters)"
+    return None
+
+
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs"))
 
 
 NOTHING_DONE = (
