@@ -80,12 +80,14 @@ class Outcome:
     marker: str
     comment_limit: int = COMMENT_LIMIT
     retired: tuple[str, ...] = ()  # suites the baseline has that gate.retired-suites retires
+    moved: tuple[str, ...] = ()  # what changed since the baseline's run in what decides verdicts (the thresholds)
 
     def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
         failing = self.decision.reason if self.decision.conclusion is Conclusion.FAILURE else None
         notes = headline_notes(self.decision)
         if self.retired:  # a suite a pull request broke may be dropped and retired: said first, not in the footer
             notes.append(f"Retired since the baseline (gate.retired-suites), not compared: {', '.join(self.retired)}")
+        notes += [note[0].upper() + note[1:] for note in self.moved]
         return render_markdown(
             template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems, failing,
             notes,
@@ -155,7 +157,7 @@ def run_config(
         outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), kind=suite.kind)
         outcomes.append(outcome)
         try:
-            inputs = {"cases": suite.cases, "fixtures": suite.fixtures}
+            inputs = {"cases": suite.cases, "fixtures": suite.fixtures, "thresholds": thresholds.named()}
             spec = outcome.input = config.suite_input(suite, run and run.model_copy(update=inputs))
             if progress is not None:
                 spec = dataclasses.replace(spec, progress=progress(suite.name))
@@ -189,9 +191,9 @@ def run_config(
     info = _with_warnings(baseline_info, outcomes)
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
-    return Outcome(
-        outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, _retired(config, baselines)
-    )
+    moved = tuple(_thresholds_moved(outcomes, thresholds))
+    retired = _retired(config, baselines)
+    return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, retired, moved)
 
 
 def headline_notes(decision: Decision) -> list[str]:
@@ -199,23 +201,43 @@ def headline_notes(decision: Decision) -> list[str]:
     return [f"The check passes all the same, as the gate settings say: {decision.reason}"] if decision.waived else []
 
 
+_UNITS = {"tool-calls-pct": "%", "duration-pct": "%", "duration-min-ms": " ms"}
+
+
 def _thresholds_note(t: Thresholds) -> str:
     """The thresholds this run compared with, when they are not the defaults (diagbot.yml's, or the command's or
     the action's inputs), stricter or looser: a pull request may raise them so that an agent looping through many
-    more calls passes, and they are recorded in no report to compare."""
-    d = Thresholds()
+    more calls passes."""
     found = [
-        f"{what} {value:g}{unit} (default {default:g}{unit})"
-        for what, value, default, unit in (
-            ("tool-calls-pct", t.tool_call_pct, d.tool_call_pct, "%"),
-            ("tool-calls-min", t.tool_call_abs, d.tool_call_abs, ""),
-            ("duration-pct", t.duration_pct, d.duration_pct, "%"),
-            ("duration-min-ms", t.duration_abs_ms, d.duration_abs_ms, " ms"),
-            ("score-points", t.score_points, d.score_points, ""),
-        )
+        f"{name} {value:g}{_UNITS.get(name, '')} (default {default:g}{_UNITS.get(name, '')})"
+        for (name, value), default in zip(t.named().items(), Thresholds().named().values(), strict=True)
         if value != default
     ]
     return f"compared with thresholds other than the defaults: {', '.join(found)}"
+
+
+def _thresholds_moved(outcomes: list[SuiteOutcome], t: Thresholds) -> list[str]:
+    """Each change of the thresholds since the baseline's run, as its report records them (reports before they
+    were record none): a pull request that loosens them, or removes the stricter ones a repository set, passes an
+    agent whose costs rose, and the defaults note alone would not say it (it would vanish with them)."""
+    now = t.named()
+    said: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        run = outcome.baseline.run if outcome.baseline is not None and outcome.report is not None else None
+        if run is None or run.thresholds is None:
+            continue
+        moved = [
+            f"{name} {was:g}{_UNITS.get(name, '')} → {now[name]:g}{_UNITS.get(name, '')}"
+            for name, was in run.thresholds.items()
+            if was != now[name]
+        ]
+        if moved:
+            said.setdefault(", ".join(moved), []).append(outcome.name)
+    return [
+        f"the thresholds changed since the baseline's run ({', '.join(suites[:5])}): {moved}; a cost rise is now "
+        "judged against another bar than the baseline's was, so a costlier agent may pass by that alone"
+        for moved, suites in said.items()
+    ]
 
 
 def _baseline_outcomes(config: Config, baselines: Baselines) -> list[SuiteOutcome]:

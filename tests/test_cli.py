@@ -273,6 +273,36 @@ def test_thresholds_other_than_the_defaults_are_said_in_the_comment(
     assert "thresholds other than the defaults" not in (tmp_path / "d/comment.md").read_text()
 
 
+def test_thresholds_put_back_to_the_defaults_since_the_baseline_are_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A red-team pull request deleted the stricter thresholds a repository set: the defaults note vanished with
+    them, and a duration rise the baseline's bar caught passed in silence. Each report now records its thresholds,
+    and the next run names a change."""
+    monkeypatch.chdir(ROOT)
+    config = tmp_path / "diagbot.yml"
+    suite = f"suites:\n  - {{name: diagnosis, cases: {ROOT}/cases/diagnosis-cases.json, fixtures: {ROOT}/fixtures}}\n"
+    config.write_text(suite + "thresholds: {duration-pct: 5, duration-min-ms: 100}\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "base"), "--no-fail"]) == 0
+    report = json.loads((tmp_path / "base/reports/diagnosis.json").read_text())
+    assert report["run"]["thresholds"] == {
+        "tool-calls-pct": 20.0, "tool-calls-min": 1.0, "duration-pct": 5.0, "duration-min-ms": 100.0,
+        "score-points": 5.0,
+    }  # fmt: skip
+    config.write_text(suite)  # back to the defaults
+    main(["run", "--config", str(config), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "pr")])
+    comment = (tmp_path / "pr/comment.md").read_text()
+    assert (
+        "### ✅ diagbot: no regressions\n*The thresholds changed since the baseline's run (diagnosis): duration-pct 5% "
+        "→ 20%, duration-min-ms "
+        "100 ms → 500 ms; a cost rise is now judged against another bar than the baseline's was"
+    ) in comment, comment
+    assert "thresholds other than the defaults" not in comment
+    config.write_text(suite + "thresholds: {duration-pct: 5, duration-min-ms: 100}\n")  # unchanged: nothing said
+    main(["run", "--config", str(config), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "same")])
+    assert "thresholds changed" not in (tmp_path / "same/comment.md").read_text()
+
+
 def _two_reports(tmp_path: Path, before_calls: int, after_calls: int) -> tuple[Path, Path]:
     from diagbot.core.report import dump_model
     from diagbot.kinds.trace.report import CaseResult, build_report
