@@ -432,3 +432,17 @@ def test_a_comment_cut_hard_ends_at_a_line_not_inside_an_escape() -> None:
     body = render_markdown("comment.md.j2", [], ARTIFACT, CURRENT, "diagbot:x", 5_000, problems=problems)
     kept = body.removesuffix("\n\n*(comment truncated)*\n")
     assert len(body) <= 5_000 and kept != body and kept.endswith("</span>"), kept[-40:]
+
+
+def test_removed_cases_are_named_under_a_trace_or_workspace_headline() -> None:
+    """A red-team pull request replaced a workspace suite's cases with one trivial case: the removals were only in
+    the collapsed "Other changes", under a green headline."""
+    from diagbot.core.diff import case_presence, summarize
+
+    items = [case_presence(f"c{n}", in_baseline=True) for n in range(7)] + [case_presence("new", in_baseline=False)]
+    diff = summarize(items, (7, 1, 7, 1), (1.0, 1.0), None)
+    assert markdown.removed_notes(diff) == (
+        "7 cases removed since the baseline (not compared): c0, c1, c2, c3, c4, and 2 more in the report",
+    )
+    assert markdown.removed_notes(summarize(items[-1:], (0, 1, 0, 1), (1.0, 1.0), None)) == ()
+    assert markdown.removed_notes(None) == ()

@@ -139,6 +139,17 @@ def warning_notes(warnings: list[str]) -> tuple[str, ...]:
     return tuple(shown)
 
 
+def removed_notes(diff: DiffReport | None, most: int = 5) -> tuple[str, ...]:
+    """A note under the suite's headline naming the cases only the baseline has: deleting the case a change made
+    fail is a way past the gate that shows as a change only, and a comment cut to size may lose its row."""
+    removed = [i.case_id for i in diff.items if i.metric == "case" and i.current_value is None] if diff else []
+    if not removed:
+        return ()
+    more = f", and {len(removed) - most} more in the report" if len(removed) > most else ""
+    named = ", ".join(str(case_id) for case_id in removed[:most])
+    return (md(f"{plural(len(removed), 'case')} removed since the baseline (not compared): {named}{more}", 1200),)
+
+
 def percent(value: float | None) -> str:
     return "n/a" if value is None else rate(value)
 

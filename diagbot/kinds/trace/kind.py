@@ -15,7 +15,7 @@ from diagbot.kinds.trace.cases import load_case_file
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.evaluate import evaluate_suite
 from diagbot.kinds.trace.report import TraceReport, parse_report
-from diagbot.render.markdown import MAX_NOTES, SuiteView, md, warning_notes
+from diagbot.render.markdown import MAX_NOTES, SuiteView, md, removed_notes, warning_notes
 
 
 def no_cases_warning(label: str) -> str:
@@ -74,7 +74,8 @@ class TraceKind:
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
             pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Verdict", "Failed checks"], result_rows=rows,
-            failing=report.total_cases - report.passed_cases, notes=warning_notes(report.warnings),
+            failing=report.total_cases - report.passed_cases,
+            notes=removed_notes(diff) + warning_notes(report.warnings),
         )  # fmt: skip
 
     def annotations(self, suite: SuiteInput, report: TraceReport) -> list[Annotation]:

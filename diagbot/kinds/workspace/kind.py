@@ -24,7 +24,7 @@ from diagbot.kinds.workspace.judge import (
     judge_suite,
     load_workspace_suite,
 )
-from diagbot.render.markdown import SuiteView, md
+from diagbot.render.markdown import SuiteView, md, removed_notes
 
 _ICONS = {Verdict.PASS: "✅", Verdict.FAIL: "❌", Verdict.INVALID: "⛔"}
 _CONTRACT = (Reason.EVIDENCE_ONLY_ARTIFACTS_MISSING, Reason.EVIDENCE_ONLY_STAGE_BOUNDARY_FAILED)
@@ -98,7 +98,9 @@ class WorkspaceKind:
             pass_rate=report.pass_rate, baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Score", "Reason", *buckets], result_rows=rows,
             failing=report.total_cases - report.passed_cases,
-            notes=(md(_capital(contract_needs()), 500),) if any(r.reason in _CONTRACT for r in report.results) else (),
+            notes=removed_notes(diff) + (
+                (md(_capital(contract_needs()), 500),) if any(r.reason in _CONTRACT for r in report.results) else ()
+            ),
         )  # fmt: skip
 
     def annotations(self, suite: SuiteInput, report: WorkspaceReport) -> list[Annotation]:
