@@ -636,12 +636,16 @@ def test_the_good_suite_still_runs_beside_a_refused_one(tmp_path: Path) -> None:
                                                           "text, so it would make every user message a confirmation"),
         ("    tool-error-pattern: 'x*'\n", "suites.0.tool-error-pattern: the pattern matches empty text, so it would "
                                          "make every call failed"),
+        ("    confirmation-pattern: '\\b'\n", "suites.0.confirmation-pattern: the pattern matches the refusal 'no', so "
+                                          "it would read a user's no as a confirmation"),
+        ("    confirmation-pattern: 'yes|.'\n", "the pattern matches the refusal 'no'"),
+        ("    confirmation-pattern: 'ok|不'\n", "the pattern matches the refusal '不'"),
     ],
     ids=[
         "trials-0", "trials-negative", "trials-float", "trials-string", "trials-bool", "trials-huge", "unknown-format",
         "misspelt-key", "bad-regex", "lookbehind", "backreference", "long-regex", "huge-repeat", "big-program",
         "rule-typo", "rule-name-path", "bad-query", "rules-not-a-map", "zero-bytes", "empty-confirmation",
-        "empty-tool-error",
+        "empty-tool-error", "confirms-a-boundary", "confirms-any-character", "confirms-chinese-no",
     ],
 )  # fmt: skip
 def test_bad_suite_options_are_named(tmp_path: Path, options: str, message: str) -> None:

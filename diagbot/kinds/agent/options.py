@@ -18,6 +18,7 @@ from diagbot.kinds.agent.formats import FORMAT_NAMES
 from diagbot.kinds.agent.report import OptionName
 
 RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+_REFUSALS = ("no", "No.", "nope", "cancel", "stop", "不", "不要", "いいえ")  # what no confirmation pattern may match
 
 
 class AgentOptions(StrictInput):
@@ -71,6 +72,13 @@ class AgentOptions(StrictInput):
             confirms = info.field_name == "confirmation_pattern"
             what = "every user message a confirmation" if confirms else "every call failed"
             raise ValueError(f"the pattern matches empty text, so it would make {what}")
+        if value is not None and info.field_name == "confirmation_pattern":
+            refusal = next((no for no in _REFUSALS if Confirmation.of(value).confirms(no)), None)
+            if refusal is not None:  # `\b`, `.`, `\w`: a pattern that a refusal matches confirms every reply
+                raise ValueError(
+                    f"the pattern matches the refusal {refusal!r}, so it would read a user's no as a confirmation; "
+                    "match the words that confirm (yes|confirm|go ahead)"
+                )
         return value
 
     def required(self, trials: int) -> int:
