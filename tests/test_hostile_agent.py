@@ -1260,3 +1260,16 @@ def test_a_call_named_as_no_tool_is_named_is_refused(name: str, why: str) -> Non
     )
     for plain in ("refund_submit", "退款_提交", "get-weather.v2", "Ünïcødé"):
         assert [c.tool for c in parse_run(json.dumps(calls_run((plain, "{}"))).encode(), "auto").calls] == [plain]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"])
+def test_a_run_saved_in_a_wide_encoding_is_named_so(encoding: str) -> None:
+    """A UTF-16 run (PowerShell's `>`) was "not valid JSON at line 1 column 2 (Expecting value)", which named
+    neither the encoding nor the fix."""
+    from diagbot.kinds.agent.formats import WIDE_HINT, parse_run
+    from diagbot.kinds.agent.run import TraceInvalid
+
+    with pytest.raises(TraceInvalid) as caught:
+        parse_run(json.dumps(GOOD_RUN).encode(encoding), "auto")
+    assert str(caught.value).endswith(WIDE_HINT) and "UTF-16 or UTF-32" in WIDE_HINT
+    assert parse_run(json.dumps(GOOD_RUN).encode(), "auto").answer == "done"

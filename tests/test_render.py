@@ -446,3 +446,15 @@ def test_removed_cases_are_named_under_a_trace_or_workspace_headline() -> None:
     )
     assert markdown.removed_notes(summarize(items[-1:], (0, 1, 0, 1), (1.0, 1.0), None)) == ()
     assert markdown.removed_notes(None) == ()
+
+
+def test_a_stored_report_with_an_infinite_number_is_refused(tmp_path: Path) -> None:
+    """A baseline's `"durationMs": 1e400` was read as infinity and shown as "was inf ms"."""
+    text = (ROOT / "examples/baseline/reports/agent.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    data["results"][0]["durationMs"] = "__INF__"
+    forged = tmp_path / "agent.json"
+    forged.write_text(json.dumps(data).replace('"__INF__"', "1e400"), encoding="utf-8")
+    with pytest.raises(ReportFormatError) as info:
+        read_report_file(forged)
+    assert "results.0.durationMs: input should be a finite number" in str(info.value), str(info.value)

@@ -63,6 +63,8 @@ def parse_run(data: bytes, fmt: str) -> Run:
         hint = _exporter_hint(data, exc) if fmt in (AUTO, otlp.NAME) else ""
         if not hint and fmt in (AUTO, openai_responses.NAME) and _RESPONSE_OBJECT.search(data[:_SDK_PREFIX]):
             hint = RESPONSES_HINT if data[:_SDK_PREFIX].lstrip()[:1] == b"[" else ""
+        if not hint and (data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4:2] or b"\x00" in data[1:4:2]):
+            hint = WIDE_HINT  # JSON is UTF-8: a NUL among its first characters is a wider encoding's zero byte
         if not hint:
             raise
         raise TraceInvalid(exc.path, exc.message + hint) from None
@@ -91,6 +93,7 @@ RESPONSES_HINT = (
     " (this is a list of whole responses, one per request; a run is one conversation: its items in one object's "
     "input and output, each item once: see docs/agent.md, openai-responses)"
 )
+WIDE_HINT = " (it looks like UTF-16 or UTF-32 text, as Windows PowerShell's > and Out-File write; JSON is UTF-8)"
 _SNAKE_CASE = re.compile(rb'"(?:resource_spans|scope_spans)"\s*:')
 _RESPONSE_OBJECT = re.compile(rb'"object"\s*:\s*"response"')
 
