@@ -734,10 +734,16 @@ def test_hostile_thresholds_and_gold_evidence_are_all_listed(tmp_path: Path) -> 
 
 
 def test_a_threshold_of_minus_zero_is_zero(tmp_path: Path) -> None:
+    """A threshold of 0 (or -0) checks nothing: the metrics are computed and compared with the baseline, and a case
+    with no other check is unchecked, never passed (a red-team P0 case passed on it with nothing retrieved)."""
     fields = {**RAG, "evaluator_config": {"thresholds": {"citation_accuracy": -0.0, "evidence_recall_at_5": -0.0}}}
     result = suite_of(tmp_path, {"hostile": (exported("done [made_up]", [{"id": "other"}]), fields)}, CITING)
-    assert failed(result, "hostile") == []
-    assert result.result("hostile")["metrics"] == {"evidence_recall_at_5": 0.0, "citation_accuracy": 0.0}
+    found = result.result("hostile")
+    assert (found["status"], found["failedChecks"]) == ("unchecked", [])
+    assert found["metrics"] == {"evidence_recall_at_5": 0.0, "citation_accuracy": 0.0}
+    said = "0 passes every value, so {0} is only computed and compared with the baseline, never checked"
+    for name in ("citation_accuracy", "evidence_recall_at_5"):
+        assert f"evaluator_config.thresholds.{name}: {said.format(name)}" in result.stderr
 
 
 @pytest.mark.parametrize(

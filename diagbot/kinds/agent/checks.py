@@ -1621,7 +1621,11 @@ def citation_required(case: AgentCase, t: Trial) -> list[str]:
 
 
 def _asks_metric(test: Callable[[str], bool]) -> Callable[[AgentCase], bool]:
-    return lambda case: case.evaluation_metrics is not None and any(test(name) for name in case.evaluation_metrics)
+    """A metric the case asks for with a threshold some value can fall below: at 0 it is only computed."""
+    return lambda case: (
+        case.evaluation_metrics is not None
+        and any(test(name) and _threshold(case, name) > 0 for name in case.evaluation_metrics)
+    )
 
 
 @dataclass(frozen=True)

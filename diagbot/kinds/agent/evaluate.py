@@ -354,6 +354,13 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
         )
     for policy in case.policies:
         found += _unknown_idempotency_args(case, policy)
+    for name, threshold in case.evaluator_config.thresholds.items():
+        shown = values.one_line(name, 80)
+        if threshold <= 0:  # not a check (the case is unchecked on it alone), a figure compared with the baseline's
+            found.append(
+                f"evaluator_config.thresholds.{shown}: 0 passes every value, so {shown} is only computed and "
+                "compared with the baseline, never checked; give the lowest passing value"
+            )
     known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
