@@ -202,6 +202,8 @@ def headline_notes(decision: Decision) -> list[str]:
 
 
 _UNITS = {"tool-calls-pct": "%", "duration-pct": "%", "duration-min-ms": " ms"}
+_COSTS = ("tool-calls-pct", "tool-calls-min", "duration-pct", "duration-min-ms")
+_SCORES = ("score-points",)
 
 
 def _thresholds_note(t: Thresholds) -> str:
@@ -226,16 +228,17 @@ def _thresholds_moved(outcomes: list[SuiteOutcome], t: Thresholds) -> list[str]:
         run = outcome.baseline.run if outcome.baseline is not None and outcome.report is not None else None
         if run is None or run.thresholds is None:
             continue
+        used = _SCORES if outcome.kind == "workspace" else _COSTS  # the thresholds the suite's kind compares with
         moved = [
             f"{name} {was:g}{_UNITS.get(name, '')} → {now[name]:g}{_UNITS.get(name, '')}"
             for name, was in run.thresholds.items()
-            if was != now[name]
+            if name in used and was != now[name]
         ]
         if moved:
             said.setdefault(", ".join(moved), []).append(outcome.name)
     return [
-        f"the thresholds changed since the baseline's run ({', '.join(suites[:5])}): {moved}; a cost rise is now "
-        "judged against another bar than the baseline's was, so a costlier agent may pass by that alone"
+        f"the thresholds changed since the baseline's run ({', '.join(suites[:5])}): {moved}; a rise is now judged "
+        "against another bar than the baseline's was, so a worse agent may pass by that alone"
         for moved, suites in said.items()
     ]
 

@@ -295,7 +295,7 @@ def test_thresholds_put_back_to_the_defaults_since_the_baseline_are_said(
     assert (
         "### ✅ diagbot: no regressions\n*The thresholds changed since the baseline's run (diagnosis): duration-pct 5% "
         "→ 20%, duration-min-ms "
-        "100 ms → 500 ms; a cost rise is now judged against another bar than the baseline's was"
+        "100 ms → 500 ms; a rise is now judged against another bar than the baseline's was"
     ) in comment, comment
     assert "thresholds other than the defaults" not in comment
     config.write_text(suite + "thresholds: {duration-pct: 5, duration-min-ms: 100}\n")  # unchanged: nothing said

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats import parse_run
 from diagbot.kinds.agent.formats.common import Quota, embedded_json, no_unknown_keys
 from diagbot.kinds.agent.kind import AgentKind
@@ -903,9 +904,9 @@ def test_a_schema_stopped_at_the_budget_names_the_call_and_the_schema(
     [
         ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a","function":{"name":"\\ud800x",'
          '"arguments":"{}"}}]}]', {"available_tools": ["t"]},
-         "trace_invalid: hostile.json: $: tool call 1 (in the run's order) is named '\\ufffdx', which holds an "
-         "invisible, control or undecodable character; no tool is named so, and a check of the tool it looks like "
-         "would not see the call: record the name called"),
+         "trace_invalid: hostile.json: $: tool call 1 (in the run's order) is named '\ufffdx', which holds an "
+         "invisible, control or undecodable character; no tool is named so, and no check of the tool it looks like "
+         "would see the call: fix the agent or the recording that wrote the name"),
         ('{"messages":[{"role":"assistant","content":"done"}],"final_state":{"a":"\\ud800"}}',
          {"final_state_check": {"expr": "a", "equals": 1}}, 'final_state_mismatch: a: expected 1, got "\ufffd"'),
     ],
@@ -1242,8 +1243,10 @@ def test_an_integer_past_64_bits_is_read_whole_wherever_a_run_holds_it(where: st
         ("refund\u00adsubmit", "holds an invisible, control or undecodable character"),
         (" refund_submit", "starts or ends with a space"),
         ("refund_submit\u3000", "starts or ends with a space"),
-        ("\uff52\uff45\uff46\uff55\uff4e\uff44_submit", "NFKC reads as 'refund_submit' (full-width or compatibility "
-         "letters)"),
+        ("\uff52\uff45\uff46\uff55\uff4e\uff44_submit", "is not in its composed, compatibility-folded form (NFKC "
+         "reads it as 'refund_submit')"),
+        ("refund_submit\ufe0f", "holds an invisible, control or undecodable character"),
+        ("re\u115ffund", "holds an invisible, control or undecodable character"),
     ],
 )  # fmt: skip
 def test_a_call_named_as_no_tool_is_named_is_refused(name: str, why: str) -> None:
@@ -1255,8 +1258,8 @@ def test_a_call_named_as_no_tool_is_named_is_refused(name: str, why: str) -> Non
     with pytest.raises(TraceInvalid) as caught:
         parse_run(json.dumps(calls_run((name, "{}"))).encode(), "auto")
     assert str(caught.value) == (
-        f"$: tool call 1 (in the run's order) is named {name!a}, which {why}; no tool is named so, and a check of "
-        "the tool it looks like would not see the call: record the name called"
+        f"$: tool call 1 (in the run's order) is named '{one_line(name, 100)}', which {why}; no tool is named so, and "
+        "no check of the tool it looks like would see the call: fix the agent or the recording that wrote the name"
     )
     for plain in ("refund_submit", "退款_提交", "get-weather.v2", "Ünïcødé"):
         assert [c.tool for c in parse_run(json.dumps(calls_run((plain, "{}"))).encode(), "auto").calls] == [plain]

@@ -1823,3 +1823,33 @@ def test_an_agent_span_that_ends_early_does_not_shorten_the_run() -> None:
     with alone.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent"}):
         chat(alone, [say("user", text("refund?"))], [say("assistant", text("done"))])
     assert parse(alone.otlp()).duration_ms == 2 * STEP_NS / 1e6
+
+
+def test_a_scalar_field_otlp_may_add_later_is_read_past() -> None:
+    """OTLP receivers ignore fields they do not know: one a later OTLP adds holds a number or text, and is read past;
+    only a list or an object (which could hold spans, attributes or events) is refused."""
+    export, _ = _refund_tool_export()
+    spans_of(export)[0]["futureField"] = 3
+    export["resourceSpans"][0]["scopeSpans"][0]["note"] = "x"
+    assert steps(parse(export)) == [("user", "refund?"), ("assistant", "done")]
+    spans_of(export)[0]["futureField"] = {"attributes": []}
+    assert "holds 'futureField', which an OTLP/JSON span does not have" in problem(export)
+
+
+def test_an_agent_span_without_its_times_gives_no_duration_from_1970() -> None:
+    """An untimed agent span (start and end 0) beside timed spans: the run lasted from 1970, 54 years."""
+    rec = Recorder()
+    with rec.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent"}):
+        chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    export = rec.otlp()
+    agent = next(span for span in spans_of(export) if span["name"].startswith("invoke_agent"))
+    del agent["startTimeUnixNano"], agent["endTimeUnixNano"]
+    assert parse(export).duration_ms == STEP_NS / 1e6  # the model call's, the one span read with its times
+
+
+def test_a_gzipped_run_is_not_taken_for_a_wide_encoding() -> None:
+    import gzip
+
+    from diagbot.kinds.agent.formats import WIDE_HINT
+
+    assert WIDE_HINT not in problem(gzip.compress(json.dumps(exported()).encode()))

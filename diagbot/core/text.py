@@ -152,7 +152,7 @@ def look_alike(name: str) -> str:
     """A name as a reader sees it, to tell names that differ only in how they are written: NFKC, case-folded, and
     without dashes (`-`, U+2010, U+2212 ...), connectors (`_`), spaces, invisible characters and dots. Reads at
     most 1,000 characters."""
-    folded = unicodedata.normalize("NFKC", name[:1000]).casefold()
+    folded = INVISIBLE.sub("", unicodedata.normalize("NFKC", name[:1000]).casefold())
     return "".join(c for c in folded if unicodedata.category(c) not in _SEPARATORS and c != ".")
 
 

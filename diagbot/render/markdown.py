@@ -154,7 +154,8 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else rate(value)
 
 
-_PLAIN_NAME = re.compile(r"(?=.{1,100}\Z)[\w.:/+-]+(?: [\w.:/+-]+)*")  # a slice value may hold spaces, any script
+# a name shown as code: letters and digits of any script, `_.:/+-`, and single spaces between (a slice value's)
+_PLAIN_NAME = re.compile(r"(?=.{1,100}\Z)[\w.:/+-]+(?: [\w.:/+-]+)*")
 
 
 _RATE_PREFIXES = ("gating.passHatK.", "informational.passHatK.", "metrics.", "slice.")

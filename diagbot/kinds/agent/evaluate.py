@@ -372,7 +372,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                     + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
                     + "; tool names match exactly, so this checks a tool the agent is not given"
                 )
-        alike = {look_alike(name): name for name in names[:_SUGGESTED]}
+        alike = {look_alike(name): name for name in names}
         for where, tool in _forbidden(case, rules):  # forbidding a tool the agent is not given is deliberate; a
             near = alike.get(look_alike(tool)) if tool not in known else None  # slip of one it is given is not
             if near is not None:

@@ -22,6 +22,7 @@ import orjson
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
+from diagbot.core.text import INVISIBLE
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
 from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
@@ -63,8 +64,8 @@ def parse_run(data: bytes, fmt: str) -> Run:
         hint = _exporter_hint(data, exc) if fmt in (AUTO, otlp.NAME) else ""
         if not hint and fmt in (AUTO, openai_responses.NAME) and _RESPONSE_OBJECT.search(data[:_SDK_PREFIX]):
             hint = RESPONSES_HINT if data[:_SDK_PREFIX].lstrip()[:1] == b"[" else ""
-        if not hint and (data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4:2] or b"\x00" in data[1:4:2]):
-            hint = WIDE_HINT  # JSON is UTF-8: a NUL among its first characters is a wider encoding's zero byte
+        if not hint and _wide(data):
+            hint = WIDE_HINT
         if not hint:
             raise
         raise TraceInvalid(exc.path, exc.message + hint) from None
@@ -93,6 +94,19 @@ RESPONSES_HINT = (
     " (this is a list of whole responses, one per request; a run is one conversation: its items in one object's "
     "input and output, each item once: see docs/agent.md, openai-responses)"
 )
+_JSON_START = b"{[ \t\r\n"
+
+
+def _wide(data: bytes) -> bool:
+    """Whether the file looks like UTF-16 or UTF-32 JSON: a byte-order mark, or a JSON start beside zero bytes."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff":
+        return True
+    first, second = data[:1], data[1:2]
+    return (first != b"" and first in _JSON_START and second == b"\x00") or (
+        first == b"\x00" and (second in _JSON_START or data[1:3] == b"\x00\x00") and second != b""
+    )
+
+
 WIDE_HINT = " (it looks like UTF-16 or UTF-32 text, as Windows PowerShell's > and Out-File write; JSON is UTF-8)"
 _SNAKE_CASE = re.compile(rb'"(?:resource_spans|scope_spans)"\s*:')
 _RESPONSE_OBJECT = re.compile(rb'"object"\s*:\s*"response"')
@@ -166,9 +180,10 @@ def _parse(data: bytes, fmt: str) -> Run:
     for n, call in enumerate(run.calls, 1):
         why = _unplain_name(call.tool)
         if why:  # `refund_submit\u200b` fits no check of refund_submit: not even tool_not_called
+            named = values.one_line(call.tool, 100)
             raise TraceInvalid(
-                "$", f"tool call {n} (in the run's order) is named {call.tool[:100]!a}, which {why}; no tool is "
-                "named so, and a check of the tool it looks like would not see the call: record the name called"
+                "$", f"tool call {n} (in the run's order) is named '{named}', which {why}; no tool is named so, and no "
+                "check of the tool it looks like would see the call: fix the agent or the recording that wrote the name"
             )  # fmt: skip
     return run
 
@@ -180,14 +195,15 @@ def _unplain_name(name: str) -> str | None:
         return None  # nearly every name: looked at no further
     if name != name.strip():
         return "starts or ends with a space"
-    if any(unicodedata.category(c) in _INVISIBLE or c == "\ufffd" for c in name):
+    if INVISIBLE.search(name) or "\ufffd" in name or any(unicodedata.category(c) in _UNSEEN for c in name):
         return "holds an invisible, control or undecodable character"
     if unicodedata.normalize("NFKC", name) != name:
-        return f"NFKC reads as {unicodedata.normalize('NFKC', name)[:100]!a} (full-width or compatibility letters)"
+        read = values.one_line(unicodedata.normalize("NFKC", name), 100)
+        return f"is not in its composed, compatibility-folded form (NFKC reads it as '{read}')"
     return None
 
 
-_INVISIBLE = frozenset(("Cc", "Cf", "Cs"))
+_UNSEEN = frozenset(("Cc", "Cf", "Cs"))  # control, format (beside INVISIBLE's) and lone surrogate characters
 
 
 NOTHING_DONE = (

@@ -3,8 +3,9 @@
 or the OpenInference conventions (each span read by the one whose attributes it carries).
 
 The OTLP rules: ids are hex, enums integers (`status.code` 2 is ERROR), 64-bit integers decimal strings,
-unknown fields ignored. One file is one run, so spans of two traces are refused, naming them; spans are taken in
-start-time order.
+unknown fields ignored, but for one that holds a list or an object beside a span's or a list of spans' own fields
+(a misspelt `spanz` or `attributez`: what it holds would go unseen). One file is one run, so spans of two traces
+are refused, naming them; spans are taken in start-time order.
 
 One conversation from many spans: every model call records the history so far, so the run's messages are those
 of the latest inference span that records any (its input messages, then its output messages), or, when no model
@@ -203,8 +204,11 @@ def _list(message: dict[str, Any], key: str, where: str) -> list[Any]:
             where, f"holds both {key} and {old} (its name before OTLP 0.15): the spans of one would go unseen; "
             f"write them all under {key}"
         )  # fmt: skip
-    stray = [str(k) for k in message if k != key and k != old and k not in _BESIDE[key]]
-    if stray:  # beside the list too: spans under `spanz` next to `spans` would go unseen
+    stray = [  # beside the list too, what could hold spans (`spanz` next to `spans`); absent, anything else
+        str(k) for k, v in message.items()
+        if k != key and k != old and k not in _BESIDE[key] and (key not in message or isinstance(v, list | dict))
+    ]  # fmt: skip
+    if stray:
         shown = ", ".join(repr(k[:40]) for k in stray[:3])
         held = f"holds {shown} beside {key}" if key in message or old in message else f"holds no {key}, but {shown}"
         raise TraceInvalid(
@@ -229,12 +233,13 @@ def _records_call(key: str) -> bool:
 
 
 def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
-    if not span.keys() <= _SPAN_FIELDS:
-        stray = ", ".join(repr(str(k)[:40]) for k in span if k not in _SPAN_FIELDS)
-        raise TraceInvalid(
-            path, f"holds {stray}, which an OTLP/JSON span does not have; what a misspelt field records would go "
-            "unseen (export with an OTLP/JSON exporter)"
-        )  # fmt: skip
+    if not span.keys() <= _SPAN_FIELDS:  # a field OTLP may add later holds a scalar; a list or object may hide calls
+        held = [str(k) for k, v in span.items() if k not in _SPAN_FIELDS and isinstance(v, list | dict)]
+        if held:
+            raise TraceInvalid(
+                path, f"holds {', '.join(repr(k[:40]) for k in held[:3])}, which an OTLP/JSON span does not have; "
+                "what a misspelt field records would go unseen (export with an OTLP/JSON exporter)"
+            )  # fmt: skip
     status = obj(span.get("status", {}), f"{path}.status")
     code = status.get("code", 0)
     if isinstance(code, bool) or not isinstance(code, int):
@@ -277,8 +282,9 @@ def _span(span: dict[str, Any], path: str, order: int, quota: Quota) -> Span:
 def _no_call_in(event: dict[str, Any], where: str) -> None:
     """An event diagbot does not read that records a tool call (its name, id or arguments) is refused: skipped,
     the call would go unseen."""
-    for i, raw in enumerate(items(event.get("attributes", []), f"{where}.attributes")):
-        key = raw.get("key") if isinstance(raw, dict) else None
+    attributes = event.get("attributes")
+    for i, raw in enumerate(attributes[:MAX_STEPS] if isinstance(attributes, list) else ()):  # read leniently:
+        key = raw.get("key") if isinstance(raw, dict) else None  # the event is skipped unless it records a call
         if isinstance(key, str) and _records_call(key):
             raise TraceInvalid(f"{where}.attributes[{i}]", _UNREAD_EVENT.format(key=key[:60]))
 
@@ -320,10 +326,10 @@ def _run(roles: Roles) -> Run:
     # one recorded by the agent span that ended last (an outer workflow may not record one)
     for agent in agents:
         agent.duration_ms  # noqa: B018  # refuses a span that ends before it starts
-    duration = None
-    if agents:  # at least as long as every span read: an agent span that ended early must not shorten the run
-        read = [span for span, _, role in roles if role is not None and 0 < span.start <= span.end] + agents
-        duration = (max(span.end for span in read) - min(span.start for span in read)) / 1e6
+    duration = (max(a.end for a in agents) - agents[0].start) / 1e6 if agents else None
+    timed = [span for span, _, role in roles if role is not None and 0 < span.start <= span.end]
+    if agents and timed:  # at least as long as every span read that has its times: an agent span that ended early
+        duration = max(duration or 0.0, (max(s.end for s in timed) - min(s.start for s in timed)) / 1e6)  # is not all
     stated = max((a for a in agents if a.has(FINAL_STATE)), key=lambda a: a.end, default=None)
     run = Run(duration_ms=duration, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
