@@ -372,9 +372,12 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                     + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
                     + "; tool names match exactly, so this checks a tool the agent is not given"
                 )
-        alike = {look_alike(name): name for name in names}
+        alike: dict[str, str] | None = None  # built for the first forbidden name the agent is not given
         for where, tool in _forbidden(case, rules):  # forbidding a tool the agent is not given is deliberate; a
-            near = alike.get(look_alike(tool)) if tool not in known else None  # slip of one it is given is not
+            if tool in known:  # slip of one it is given is not
+                continue
+            alike = alike if alike is not None else {look_alike(name): name for name in names}
+            near = alike.get(look_alike(tool))
             if near is not None:
                 found.append(
                     f"{where}: '{values.one_line(tool, 100)}' is not in available_tools, but {near} is, written "

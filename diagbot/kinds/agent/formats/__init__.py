@@ -174,13 +174,15 @@ def _parse(data: bytes, fmt: str) -> Run:
         )
     if run.final_state is None and not run.unrecorded and not any(_by_the_agent(step) for step in run.steps):
         raise TraceInvalid("$", NOTHING_DONE)
-    nameless = next((n for n, call in enumerate(run.calls, 1) if not call.tool.strip()), None)
-    if nameless is not None:  # a call of "" fits no check that names a tool: not even tool_not_called
-        raise TraceInvalid("$", f"tool call {nameless} (in the run's order) has no tool name; record the name called")
     for n, call in enumerate(run.calls, 1):
-        why = _unplain_name(call.tool)
+        tool = call.tool
+        if tool.isascii() and tool.isprintable() and tool == tool.strip() and tool:
+            continue  # nearly every name: looked at no further
+        if not tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called
+            raise TraceInvalid("$", f"tool call {n} (in the run's order) has no tool name; record the name called")
+        why = _unplain_name(tool)
         if why:  # `refund_submit\u200b` fits no check of refund_submit: not even tool_not_called
-            named = values.one_line(call.tool, 100)
+            named = values.one_line(tool, 100)
             raise TraceInvalid(
                 "$", f"tool call {n} (in the run's order) is named '{named}', which {why}; no tool is named so, and no "
                 "check of the tool it looks like would see the call: fix the agent or the recording that wrote the name"
@@ -191,8 +193,6 @@ def _parse(data: bytes, fmt: str) -> Run:
 def _unplain_name(name: str) -> str | None:
     """Why a tool name is not one a tool has (a space at an end, an invisible or undecodable character, letters
     that NFKC reads otherwise, as full-width ones), or None."""
-    if name.isascii() and name.isprintable() and name == name.strip():
-        return None  # nearly every name: looked at no further
     if name != name.strip():
         return "starts or ends with a space"
     if INVISIBLE.search(name) or "\ufffd" in name or any(unicodedata.category(c) in _UNSEEN for c in name):
