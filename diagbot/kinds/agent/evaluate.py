@@ -66,7 +66,8 @@ class Fixtures:
         # named below
         self.left_out_names: list[str] = []
         self._folded: dict[str, str] | None = None  # casefolded name -> name, built when a run is missing
-        self._cased: dict[str, list[str]] = {}  # name case-folded -> the names: one file on macOS and Windows
+        self._cased: dict[str, list[str]] = {}  # case-folded -> the names that are not (`C1.JSON`), one file with
+        # their folded name on macOS and Windows
         with os.scandir(root) as entries:
             for count, entry in enumerate(entries):
                 if count == MAX_FIXTURE_ENTRIES:
@@ -76,7 +77,9 @@ class Fixtures:
                     self._entries[entry.name] = (entry.is_dir(), entry.is_symlink())
                 except OSError:
                     self._entries[entry.name] = (False, True)  # unknowable: treated as a link, resolved when read
-                self._cased.setdefault(entry.name.casefold(), []).append(entry.name)
+                folded = entry.name.casefold()
+                if folded != entry.name:
+                    self._cased.setdefault(folded, []).append(entry.name)
 
     def trials(self, case_id: str) -> list[tuple[str, str, str, bool]] | str:
         """(trial name, the file as messages name it, the file, whether it may lead outside through a link) of
@@ -129,9 +132,10 @@ class Fixtures:
         """Why the case's run is not known when more than one entry records it under names that differ only in
         case (`C1.JSON` beside `c1/` or `c1.json`): one is read, and the other's failing run would go unseen (on
         macOS and Windows they are one file)."""
-        recorded = self._cased.get(f"{case_id}.json".casefold(), []) + [
-            name for name in self._cased.get(case_id.casefold(), ()) if self._entries[name][0]
-        ]
+        single, folder = f"{case_id}.json".casefold(), case_id.casefold()
+        folders = [folder] * (folder in self._entries) + self._cased.get(folder, [])
+        recorded = [single] * (single in self._entries) + self._cased.get(single, [])
+        recorded += [name for name in folders if self._entries[name][0]]
         if len(recorded) < 2:
             return None
         named = ", ".join(values.one_line(n, 200) + "/" * self._entries[n][0] for n in sorted(recorded)[:3])
