@@ -1845,6 +1845,15 @@ def test_an_agent_span_without_its_times_gives_no_duration_from_1970() -> None:
     agent = next(span for span in spans_of(export) if span["name"].startswith("invoke_agent"))
     del agent["startTimeUnixNano"], agent["endTimeUnixNano"]
     assert parse(export).duration_ms == STEP_NS / 1e6  # the model call's, the one span read with its times
+    rec = Recorder()  # an untimed agent span beside a timed one: the run is the timed spans'
+    with rec.root("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}):
+        chat(rec, [say("user", text("refund?"))], [say("assistant", text("done"))])
+    with rec.root("invoke_agent b", {"gen_ai.operation.name": "invoke_agent"}):
+        rec.span("plan", {})
+    export = rec.otlp()
+    untimed = next(span for span in spans_of(export) if span["name"] == "invoke_agent b")
+    del untimed["startTimeUnixNano"], untimed["endTimeUnixNano"]
+    assert parse(export).duration_ms == 2 * STEP_NS / 1e6  # agent a's: b has no times, and plan is not read
 
 
 def test_a_gzipped_run_is_not_taken_for_a_wide_encoding() -> None:

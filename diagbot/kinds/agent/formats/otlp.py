@@ -326,10 +326,11 @@ def _run(roles: Roles) -> Run:
     # one recorded by the agent span that ended last (an outer workflow may not record one)
     for agent in agents:
         agent.duration_ms  # noqa: B018  # refuses a span that ends before it starts
-    duration = (max(a.end for a in agents) - agents[0].start) / 1e6 if agents else None
-    timed = [span for span, _, role in roles if role is not None and 0 < span.start <= span.end]
-    if agents and timed:  # at least as long as every span read that has its times: an agent span that ended early
-        duration = max(duration or 0.0, (max(s.end for s in timed) - min(s.start for s in timed)) / 1e6)  # is not all
+    # from the first start to the last end of the spans read that have their times, the agent spans among them:
+    # an agent span that ended early is not the whole run, and one without its times did not start in 1970
+    timed = [span for span, _, role in roles if role is not None and span.start != 0 and span.start <= span.end]
+    timed = timed or agents
+    duration = (max(s.end for s in timed) - min(s.start for s in timed)) / 1e6 if agents else None
     stated = max((a for a in agents if a.has(FINAL_STATE)), key=lambda a: a.end, default=None)
     run = Run(duration_ms=duration, final_state=_final_state(stated))
     # The latest model call that records a message (one whose message lists are empty records none); else the
