@@ -19,6 +19,7 @@ from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
 from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
+from diagbot.core.text import listing
 from diagbot.io.baselines import Baselines
 from diagbot.io.config import Config
 from diagbot.io.files import remove_stale, write_file
@@ -237,7 +238,7 @@ def _thresholds_moved(outcomes: list[SuiteOutcome], t: Thresholds) -> list[str]:
         if moved:
             said.setdefault(", ".join(moved), []).append(outcome.name)
     return [
-        f"the thresholds changed since the baseline's run ({', '.join(suites[:5])}): {moved}; a rise is now judged "
+        f"the thresholds changed since the baseline's run ({listing(suites, 5)}): {moved}; a rise is now judged "
         "against another bar than the baseline's was, so a worse agent may pass by that alone"
         for moved, suites in said.items()
     ]
