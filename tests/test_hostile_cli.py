@@ -114,7 +114,7 @@ def test_init_where_no_folder_can_be_made_says_so_and_writes_nothing(tmp_path: P
     assert _files(tmp_path) == ["afile"] and (tmp_path / "afile").read_text() == "mine\n"
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs the /dev/full device")
 def test_init_into_a_device_is_refused_as_a_file_in_the_way(tmp_path: Path) -> None:
     done = diagbot(tmp_path, "init", "/dev/full")
     assert (done.returncode, done.stdout) == (2, "")
@@ -222,7 +222,7 @@ def test_an_empty_out_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "comment.md").exists() and not (tmp_path / "reports").exists()
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs the /dev/full device")
 def test_a_full_stdout_is_a_clear_error(tmp_path: Path) -> None:
     _started(tmp_path)
     with open("/dev/full", "w") as full:
@@ -231,7 +231,7 @@ def test_a_full_stdout_is_a_clear_error(tmp_path: Path) -> None:
     assert done.stderr == "error: stdout cannot be written (No space left on device)\n"
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs the /dev/full device")
 def test_a_full_stderr_does_not_turn_a_pass_into_a_regression(tmp_path: Path) -> None:
     _started(tmp_path)
     with open("/dev/full", "w") as full:

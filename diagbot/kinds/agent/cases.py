@@ -33,7 +33,7 @@ from pydantic.json_schema import SkipJsonSchema
 from diagbot.core import values
 from diagbot.core.models import StrictInput
 from diagbot.core.query import valid_query
-from diagbot.core.regex import compile_regex, valid_regex
+from diagbot.core.regex import compile_regex, matches_empty, valid_regex
 
 Role = Literal["golden", "regression", "hard_case", "red_team", "manual_review"]
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
@@ -49,6 +49,18 @@ MAX_COUNT = 10**9  # the largest count a case may give (calls, turns, characters
 MAX_MS = 10.0**12  # the largest duration a case may give, in milliseconds (about 30 years)
 
 Regex = Annotated[str, AfterValidator(valid_regex)]
+
+
+def _finds_something(pattern: str) -> str:
+    if matches_empty(pattern):  # `""`, `x*`, `refunded|`: it matches every text, so the check decides nothing
+        raise ValueError(
+            f"the pattern {values.one_line(pattern, 80)!r} matches empty text, so it matches every text and checks "
+            "nothing; write what must (or must not) be there"
+        )
+    return pattern
+
+
+TextPattern = Annotated[str, AfterValidator(valid_regex), AfterValidator(_finds_something)]
 Query = Annotated[str, AfterValidator(valid_query)]
 Texts = Annotated[list[str], Field(max_length=MAX_ITEMS)]
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a rate from 0 to 1
@@ -197,11 +209,11 @@ class Check(Model):
     id: str | None = Field(None, min_length=1, max_length=200)
     answer_contains: ContainsSpec | None = None
     answer_not_contains: Needles | None = None
-    answer_matches: Regex | None = None
-    answer_not_matches: Regex | None = None
+    answer_matches: TextPattern | None = None
+    answer_not_matches: TextPattern | None = None
     replies_contain: ContainsSpec | None = None
-    replies_matches: Regex | None = None  # some reply matches (each searched as the answer is)
-    replies_not_matches: Regex | None = None  # no reply matches: a card number said before the last reply fails it
+    replies_matches: TextPattern | None = None  # some reply matches (each searched as the answer is)
+    replies_not_matches: TextPattern | None = None  # no reply matches: a card number said before the last reply fails
     tool_called: ToolRef | None = None
     tool_not_called: Needles | None = None
     called_before: CalledBefore | None = None
