@@ -39,6 +39,10 @@ from tests.conftest import case_dict, trace_dict, write_json
             "f.json: not valid JSON (duplicate key 'session' in the object that starts here; keep one, line 1 "
             "column 1)",
         ),
+        (  # a NaN (or a 60-digit number) before it stopped the repeated key from being looked for
+            b'{"meta": {"score": NaN}, "session": {"answer": "restart the database", "answer": "disk is full"}}',
+            "f.json: not valid JSON (duplicate key 'answer'; keep one)",
+        ),
     ],
     ids=[
         "array",
@@ -52,6 +56,7 @@ from tests.conftest import case_dict, trace_dict, write_json
         "empty",
         "whitespace",
         "repeated-key",  # pydantic's parser kept the last one, hiding the first from every check
+        "repeated-key-after-nan",
     ],
 )
 def test_parse_problems(data: bytes, message: str) -> None:

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from diagbot.core.errors import OutputError
+from diagbot.core.fs import file_kind
 from diagbot.render.markdown import escape_inline
 
 MASK = "***"
@@ -98,6 +99,11 @@ def write_file(path: Path, text: str | bytes, root: Path | None = None, anchor: 
     else:
         _make(path.parent, parents=True)
     try:
+        if path.exists() and not path.is_file():  # written beside and renamed, it would replace a device or a
+            raise OutputError(  # FIFO (`--output /dev/full` replaced the device with the report)
+                f"{path}: is not a regular file ({file_kind(path.stat().st_mode)}), so diagbot does not write over "
+                f"it; {_ELSEWHERE}"
+            )
         _write(path, text)
     except OSError as exc:
         raise OutputError(f"{path}: cannot be written ({exc.strerror or exc}); {_ELSEWHERE}") from None
