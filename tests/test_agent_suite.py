@@ -663,7 +663,7 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "side_effect_policy": {"tool": "Refund_Submit", "confirmation_required": True},
         "expected_tool_sequence": ["order_lookp"],
         "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}, {"tool_called": "wire_money"},
-                             {"tool_not_called": "Order_Lookup\u200b"}],
+                             {"tool_not_called": "Order-Lookup"}],
         "negative_behavior": [{"tool_called": "refund submit"}],
     }  # fmt: skip
     empty = spec_case() | {"case_id": "empty", "expected_args": {"refund_submit": []}}
@@ -690,7 +690,7 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: negative_behavior[0]: 'refund submit' is not in available_tools (did you mean "
         "refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
-        f"warning: {where} named: success_criteria[2]: 'Order_Lookup\\u200b' is not in available_tools, but "
+        f"warning: {where} named: success_criteria[2]: 'Order-Lookup' is not in available_tools, but "
         "order_lookup is, written otherwise; tool names match exactly, so this forbids nothing the agent can call, "
         "and order_lookup stays allowed",
         f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
@@ -1415,3 +1415,22 @@ def test_defaults_that_are_no_mapping_and_ids_in_comments(tmp_path: Path) -> Non
     assert "cases/c.json:1: case a1: duplicate case_id (first defined in cases/c.json)" in load(
         tmp_path, {"c.json": twice}
     )
+
+
+def test_validate_warns_of_a_tool_name_no_tool_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tool_called: "refund_submit "` among what must not happen forbade a tool no run can call (a run calling one
+    so named is refused), and validate said nothing."""
+    case = spec_case() | {
+        "available_tools": ["order_lookup", "refund_submit\u200b"],
+        "negative_behavior": [{"tool_called": "refund_submit "}, {"tool_called": "\uff52efund_submit"}],
+    }
+    where = f"{tmp_path}/cases/all.json:1: case refund_eligibility_001"
+    tail = ": no tool is named so, and this checks a tool no run can call; write the name as the agent's tool has it"
+    warnings = _validate_warnings(tmp_path, [case], capsys)
+    for said in (
+        "negative_behavior[0]: the tool name 'refund_submit ' starts or ends with a space",
+        "negative_behavior[1]: the tool name '\uff52efund_submit' is not in its composed, compatibility-folded form "
+        "(NFKC reads it as 'refund_submit')",
+        "available_tools: the tool name 'refund_submit\\u200b' holds an invisible, control or undecodable character",
+    ):
+        assert f"warning: {where}: {said}{tail}" in warnings, warnings

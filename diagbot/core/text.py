@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from diagbot.core.values import one_line
+
 MAX_TEXT_CHARS = 1024 * 1024  # characters of a text that `fold` normalises; the rest is not read
 MAX_FOLDED_CHARS = 4 * MAX_TEXT_CHARS  # characters of the normal form that are kept and searched
 _CHUNK_CHARS = 64 * 1024  # longer texts are normalised in pieces, so `fold` can stop once it has enough
@@ -207,3 +209,21 @@ def listing(names: Sequence[str], most: int = 12) -> str:
 def with_article(word: str) -> str:
     """`a trace`, `an agent`: the word with the article its first letter asks for."""
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def unplain_name(name: str) -> str | None:
+    """Why a tool name is not one a tool has (a space at an end, an invisible or undecodable character, letters
+    that NFKC reads otherwise, as full-width ones), or None."""
+    if name.isascii() and name.isprintable() and name == name.strip():
+        return None  # nearly every name: looked at no further
+    if name != name.strip():
+        return "starts or ends with a space"
+    if INVISIBLE.search(name) or "\ufffd" in name or any(unicodedata.category(c) in _UNSEEN for c in name):
+        return "holds an invisible, control or undecodable character"
+    if unicodedata.normalize("NFKC", name) != name:
+        read = one_line(unicodedata.normalize("NFKC", name), 100)
+        return f"is not in its composed, compatibility-folded form (NFKC reads it as '{read}')"
+    return None
+
+
+_UNSEEN = frozenset(("Cc", "Cf", "Cs"))  # control, format (beside INVISIBLE's) and lone surrogate characters

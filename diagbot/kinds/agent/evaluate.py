@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from diagbot.core import stack, values
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
-from diagbot.core.text import Suggestions, closest, look_alike
+from diagbot.core.text import Suggestions, closest, look_alike, unplain_name
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
     CHECK_KEYS,
@@ -365,11 +365,22 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                 f"evaluator_config.thresholds.{shown}: 0 passes every value, so {shown} is only computed and "
                 "compared with the baseline, never checked; give the lowest passing value"
             )
+    named = [*_tools_named(case, rules), *_forbidden(case, rules)]
+    named += [("available_tools", name) for name in sorted(case.tool_names or ())]
+    unplain = set()
+    for where, tool in named:  # `refund_submit ` forbids nothing: a run calling a tool so named is refused
+        why = unplain_name(tool)
+        if why:
+            unplain.add(tool)
+            found.append(
+                f"{where}: the tool name '{values.one_line(tool, 100)}' {why}: no tool is named so, and this checks "
+                "a tool no run can call; write the name as the agent's tool has it"
+            )
     known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
         for where, tool in _tools_named(case, rules):
-            if tool not in known:
+            if tool not in known and tool not in unplain:
                 close = suggestions.closest(tool, names)
                 found.append(
                     f"{where}: {values.one_line(tool, 100)!r} is not in available_tools"
@@ -378,7 +389,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                 )
         alike: dict[str, str] | None = None  # built for the first forbidden name the agent is not given
         for where, tool in _forbidden(case, rules):  # forbidding a tool the agent is not given is deliberate; a
-            if tool in known:  # slip of one it is given is not
+            if tool in known or tool in unplain:  # slip of one it is given is not
                 continue
             alike = alike if alike is not None else {look_alike(name): name for name in names}
             near = alike.get(look_alike(tool))

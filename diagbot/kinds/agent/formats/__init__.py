@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +21,7 @@ import orjson
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
-from diagbot.core.text import INVISIBLE
+from diagbot.core.text import unplain_name
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
 from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
@@ -180,7 +179,7 @@ def _parse(data: bytes, fmt: str) -> Run:
             continue  # nearly every name: looked at no further
         if not tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called
             raise TraceInvalid("$", f"tool call {n} (in the run's order) has no tool name; record the name called")
-        why = _unplain_name(tool)
+        why = unplain_name(tool)
         if why:  # `refund_submit\u200b` fits no check of refund_submit: not even tool_not_called
             named = values.one_line(tool, 100)
             raise TraceInvalid(
@@ -188,22 +187,6 @@ def _parse(data: bytes, fmt: str) -> Run:
                 "check of the tool it looks like would see the call: fix the agent or the recording that wrote the name"
             )  # fmt: skip
     return run
-
-
-def _unplain_name(name: str) -> str | None:
-    """Why a tool name is not one a tool has (a space at an end, an invisible or undecodable character, letters
-    that NFKC reads otherwise, as full-width ones), or None."""
-    if name != name.strip():
-        return "starts or ends with a space"
-    if INVISIBLE.search(name) or "\ufffd" in name or any(unicodedata.category(c) in _UNSEEN for c in name):
-        return "holds an invisible, control or undecodable character"
-    if unicodedata.normalize("NFKC", name) != name:
-        read = values.one_line(unicodedata.normalize("NFKC", name), 100)
-        return f"is not in its composed, compatibility-folded form (NFKC reads it as '{read}')"
-    return None
-
-
-_UNSEEN = frozenset(("Cc", "Cf", "Cs"))  # control, format (beside INVISIBLE's) and lone surrogate characters
 
 
 NOTHING_DONE = (
