@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 from diagbot.core.errors import OutputError
-from diagbot.core.fs import file_kind
 from diagbot.render.markdown import escape_inline
 
 MASK = "***"
@@ -99,10 +98,9 @@ def write_file(path: Path, text: str | bytes, root: Path | None = None, anchor: 
     else:
         _make(path.parent, parents=True)
     try:
-        if path.exists() and not path.is_file():  # written beside and renamed, it would replace a device or a
-            raise OutputError(  # FIFO (`--output /dev/full` replaced the device with the report)
-                f"{path}: is not a regular file ({file_kind(path.stat().st_mode)}), so diagbot does not write over "
-                f"it; {_ELSEWHERE}"
+        if path.is_char_device() or path.is_block_device():  # written beside and renamed, it would replace the
+            raise OutputError(  # device (`--output /dev/full`, run as root, did); a link or a FIFO is replaced
+                f"{path}: is a device, so diagbot does not write over it; {_ELSEWHERE}"
             )
         _write(path, text)
     except OSError as exc:
