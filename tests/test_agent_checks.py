@@ -2589,6 +2589,19 @@ def test_a_phrase_split_by_an_invisible_character_is_found() -> None:
     assert failures(case, native(say("assistant", "Your refund\u200b issued today"))) == []
 
 
+@pytest.mark.parametrize("answer", ["We will refund\nimmediately.", "refund\timmediately", "refund  immediately",
+                                    "refund \r\n immediately", "REFUND\u200b \nIMMEDIATELY"])  # fmt: skip
+def test_a_phrase_wrapped_over_lines_or_spaced_out_is_found(answer: str) -> None:
+    """A model that wraps its answer (`refund\nimmediately`) passed `answer_not_contains: [refund immediately]`
+    and the constraint `must_not_include`: matching reads a run of whitespace as one space."""
+    for case in (
+        make_case(evaluator_config={"rule_checks": [{"id": "promise", "answer_not_contains": ["refund immediately"]}]}),
+        make_case(constraints={"must_not_include": ["refund  immediately"]}),
+    ):
+        assert len(failures(case, native(say("assistant", answer)))) == 1, (case, answer)
+        assert failures(case, native(say("assistant", "refund, immediately"))) == []
+
+
 def test_arguments_that_repeat_a_key_are_invalid() -> None:
     """Which `amount` the tool acted on is not known: the call's arguments are invalid, not the last one's."""
     case = make_case(expected_args={"refund": {"amount": 10}}, tool_schema={"refund": {"type": "object"}})

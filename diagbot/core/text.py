@@ -39,15 +39,24 @@ def normalize(text: str) -> str:
     return _normalized(text)[0]
 
 
-def _normalized(text: str) -> tuple[str, str]:
+def _normalized(text: str, lines: bool = False) -> tuple[str, str]:
     """`normalize(text)`, and the INVISIBLE characters it dropped, each once (in their NFKC form, as a needle's
     are compared: U+3164 and U+FFA0 are U+1160). One search of the text finds both, and the second part is only
-    made when there was something to drop."""
+    made when there was something to drop. `lines`: keep its whitespace as it is (`_SPACES`)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
+    if not lines:
+        folded = _SPACES.sub(" ", folded)
     if folded.isascii():
         return folded, ""
     visible, dropped = INVISIBLE.subn("", folded)
+    if dropped and not lines:  # `a \u200b b`: the spaces an invisible character kept apart are one run too
+        visible = _SPACES.sub(" ", visible)
     return visible, "".join(sorted(set(INVISIBLE.findall(folded)))) if dropped else ""
+
+
+_SPACES = re.compile(r"\s{2,}|[^\S ]")
+"""A run of spaces, or a line break or tab, which matching reads as one space: a model that wraps `restart\nthe
+database` still says `restart the database`."""
 
 
 def _found(needle: str, folded: str | None, text: str, invisible: str) -> bool:
@@ -89,11 +98,14 @@ class Folded:
         return found
 
 
-def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDED_CHARS) -> Folded:
+def fold(
+    text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDED_CHARS, lines: bool = False
+) -> Folded:
     """`normalize(text)` when the text and its normal form fit the caps; otherwise the normal form of the
-    text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most."""
+    text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most.
+    `lines`: its whitespace kept as it is, for a reader of its lines (whitespace runs are one space otherwise)."""
     cut = len(text) > max_chars
-    folded, over, invisible = _normalize_upto(text[:max_chars] if cut else text, max_folded)
+    folded, over, invisible = _normalize_upto(text[:max_chars] if cut else text, max_folded, lines)
     return Folded(folded, cut or over, invisible)
 
 
@@ -106,23 +118,24 @@ def _fold_needle(needle: str) -> str | None:
 _fold_short_needle = lru_cache(maxsize=4096)(_fold_needle)  # keywords repeat across cases; keep only short ones
 
 
-def _normalize_upto(text: str, limit: int) -> tuple[str, bool, str]:
+def _normalize_upto(text: str, limit: int, lines: bool = False) -> tuple[str, bool, str]:
     """(normal form cut to `limit`, whether it was longer, the INVISIBLE characters dropped from what was read),
     normalising no more of `text` than it needs."""
     if len(text) <= _CHUNK_CHARS:
-        folded, invisible = _normalized(text)  # the usual case: one call, exactly as `normalize`
+        folded, invisible = _normalized(text, lines)  # the usual case: one call, exactly as `normalize`
     else:
         parts: list[str] = []
         dropped: set[str] = set()
         size = 0
         for piece in _pieces(text):
-            visible, found = _normalized(piece)
+            visible, found = _normalized(piece, lines)
             parts.append(visible)
             dropped.update(found)
             size += len(visible)
             if size > limit:
                 break
         folded, invisible = "".join(parts), "".join(sorted(dropped))
+        folded = folded if lines else _SPACES.sub(" ", folded)  # a run across two pieces is one too
     return (folded[:limit], True, invisible) if len(folded) > limit else (folded, False, invisible)
 
 

@@ -221,7 +221,7 @@ class Confirmation:
         needing the confirmation names, which do not refuse its call."""
         if len(text) > MAX_MATCHED_CHARS:
             return False
-        folded = fold(text).text
+        folded = fold(text, lines=True).text
         if not (self.pattern.search_text(text) or self.pattern.search_text(folded)):
             return False
         return not self.refuses(text, folded, named)
@@ -241,7 +241,8 @@ class Confirmation:
             return None
         if len(text) > MAX_MATCHED_CHARS:
             return f"more than {MAX_MATCHED_CHARS:,} characters, too long to read whole"
-        folded = _AGREEING.sub(" ", fold(text).text if folded is None else folded)  # fold drops invisible characters
+        folded = fold(text, lines=True).text if folded is None else folded  # fold drops invisible characters
+        folded = _AGREEING.sub(" ", folded)
         for word in named:
             folded = _NAMED_ACTIONS[word].sub(" ", folded)
         data = folded.encode("utf-8", "replace")
@@ -264,7 +265,7 @@ class Confirmation:
         confirming word back, or a confirmation before it, else what would confirm."""
         if not self.refusals or len(text) > MAX_MATCHED_CHARS:
             return self.hint
-        folded = fold(text).text
+        folded = fold(text, lines=True).text
         refused = self.refusal(text, folded, named, earliest=True)
         if refused is None:
             return self.hint
