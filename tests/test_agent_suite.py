@@ -843,6 +843,9 @@ def test_a_usage_right_is_suggested_only_when_a_letter_or_two_off() -> None:
     allowed = ("approved_for_evaluation",)
     assert near_miss("approved_for_evalution", allowed) == "approved_for_evaluation"
     assert near_miss("Approved_for_evaluaton", allowed) == "approved_for_evaluation"
+    for capitals in ("Approved_For_Evaluation", "APPROVED_FOR_EVALUATION"):  # was no warning: 3 or more edits off
+        assert near_miss(capitals, allowed) == "approved_for_evaluation", capitals
+    assert near_miss("approved_for_evaluation", allowed) is None
     for deliberate in ("revoked_for_evaluation", "not_approved_for_evaluation", "approved_for_training", "app"):
         assert near_miss(deliberate, allowed) is None, deliberate
 

@@ -202,7 +202,11 @@ def slip_of(given: str, allowed: tuple[str, ...]) -> str | None:
 def near_miss(given: str, allowed: tuple[str, ...]) -> str | None:
     """The one of the first 10 allowed values that `given` misspells by a letter or two (`approved_for_evalution`),
     or None: a usage right that differs by more (`revoked_for_evaluation`) is deliberate, and never suggested."""
-    return next((name for name in allowed[:10] if _within_two_edits(given, name)), None)
+    folded = given.casefold()  # `Approved_For_Evaluation` is the same right written otherwise
+    for name in allowed[:10]:
+        if name != given and (name.casefold() == folded or _within_two_edits(folded, name.casefold())):
+            return name
+    return None
 
 
 def _within_two_edits(a: str, b: str) -> bool:
