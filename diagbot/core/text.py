@@ -98,9 +98,7 @@ class Folded:
         return found
 
 
-def fold(
-    text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDED_CHARS, lines: bool = False
-) -> Folded:
+def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDED_CHARS, lines: bool = False) -> Folded:
     """`normalize(text)` when the text and its normal form fit the caps; otherwise the normal form of the
     text's first `max_chars` characters, cut to `max_folded`, with `cut` set. Costs O(max_chars) at most.
     `lines`: its whitespace kept as it is, for a reader of its lines (whitespace runs are one space otherwise)."""

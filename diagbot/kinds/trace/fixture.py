@@ -112,6 +112,8 @@ class Session(_Lenient):
         alias="totalDurationMs",
         allow_inf_nan=False,
         ge=0,  # a negative duration read as a 7,418,397,726% improvement
+        le=1e12,  # about 30 years; 1e51 was kept as a 51-digit integer that no report may hold, so the next run
+        # refused the report as its baseline
         description="the run's duration in milliseconds, compared with the baseline",
     )
     self_evaluation: SelfEvaluation | None = Field(default=None, alias="selfEvaluation")
