@@ -505,8 +505,10 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("deep.yaml", "[" * 100_000 + "]" * 100_000, "deep.yaml: nested too deeply to be a case file"),
     ("dotdot.yaml", yaml_case("../etc/passwd"), "dotdot.yaml: case #1: 'case_id': string should match "
                                                 "pattern"),
-    ("scalars.yaml", "- 1\n- two\n", "scalars.yaml: case #1: expected a mapping of case fields, found int"),
-    ("scalar.yaml", "hello\n", "scalar.yaml: expected a case, a list of cases, or {defaults, cases}; found str"),
+    ("scalars.yaml", "- 1\n- two\n", "scalars.yaml: case #1: expected a mapping of case fields, found a number"),
+    ("scalar.yaml", "hello\n", "scalar.yaml: expected a case, a list of cases, or {defaults, cases}; found a string"),
+    ("comments.yaml", "# cases to come\n", "comments.yaml: expected a case, a list of cases, or {defaults, cases}; "
+                                          "found nothing (only comments)"),
     ("rule.yaml", yaml_case("ru", evaluator_config={"rule_checks": ["no_privcy_leak"]}),
      "rule.yaml: case ru: evaluator_config.rule_checks[0]: unknown rule 'no_privcy_leak' (did you mean "
      "no_privacy_leak?)"),

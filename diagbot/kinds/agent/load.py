@@ -216,7 +216,8 @@ def _split(
         return {}, data
     if not isinstance(data, dict):
         problems.append(
-            f"{label}: expected a case, a list of cases, or {{defaults, cases}}; found {type(data).__name__}"
+            f"{label}: expected a case, a list of cases, or {{defaults, cases}}; found "
+            + ("nothing (only comments)" if data is None else values.type_name(data))
         )
         return {}, []
     if "cases" not in data and "defaults" not in data:
@@ -456,7 +457,7 @@ def _raw_case(
     said (not a mapping, a lone surrogate). `surrogates`: whether its text may hold one."""
     named = f"case #{index + 1}"
     if not isinstance(raw, dict):
-        problems.append(f"{shown}: {named}: expected a mapping of case fields, found {type(raw).__name__}")
+        problems.append(f"{shown}: {named}: expected a mapping of case fields, found {values.type_name(raw)}")
         return None
     case_id = raw.get("case_id")
     found = lines.get(case_id) if lines and isinstance(case_id, str) else None
