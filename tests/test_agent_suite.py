@@ -1437,3 +1437,20 @@ def test_validate_warns_of_a_tool_name_no_tool_has(tmp_path: Path, capsys: pytes
         "available_tools: the tool name 'refund_submit\\u200b' holds an invisible, control or undecodable character",
     ):
         assert f"warning: {where}: {said}{tail}" in warnings, warnings
+
+
+def test_validate_warns_of_a_double_quoted_text_in_a_state_query(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`refund_status == "refunded"` compares with a field named refunded (JMESPath's double quotes name a field):
+    among what must not happen, it never held, and the case passed a run that refunded."""
+    case = spec_case() | {
+        "negative_behavior": [{"state": {"expr": 'refund_status == "refunded"'}}],
+        "final_state_check": [{"expr": "refund_status != 'refunded'"}, {"expr": '"order-id" == `1`'}],
+    }
+    where = f"{tmp_path}/cases/all.json:1: case refund_eligibility_001"
+    assert [w for w in _validate_warnings(tmp_path, [case], capsys) if "JMESPath" in w] == [
+        f'warning: {where}: negative_behavior[0].state.expr: "refunded" is a field name in JMESPath, not a text, '
+        "so this compares with the field refunded (null when there is none); write the text 'refunded' or "
+        '`"refunded"`'
+    ]  # a raw string, and a quoted field compared with a literal, are what they say

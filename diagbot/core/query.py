@@ -37,6 +37,27 @@ file a check reads (8 MiB), so `to_string(@)` of any file fits, and a string dou
 _SHOWN_CHARS = 80
 
 
+_COMPARATORS = frozenset(("eq", "ne", "lt", "lte", "gt", "gte"))
+
+
+def quoted_comparisons(expr: str) -> list[str]:
+    """The double-quoted names compared in a (valid) expression: `status == "refunded"` compares `status` with a
+    field named refunded (null, most likely), not with the text, which JMESPath writes 'refunded'."""
+    try:
+        tokens = list(jmespath.lexer.Lexer().tokenize(expr))
+    except JMESPathError:
+        return []
+    names = ("quoted_identifier", "unquoted_identifier")
+    found = []
+    for n, token in enumerate(tokens):  # compared with a field (not a literal): `"order-id" == `1`` is a field's
+        if token["type"] != "quoted_identifier":
+            continue
+        beside = [n + 2 * step for step in (-1, 1) if 0 <= n + 2 * step < len(tokens)]
+        if any(tokens[(m + n) // 2]["type"] in _COMPARATORS and tokens[m]["type"] in names for m in beside):
+            found.append(str(token["value"]))
+    return found
+
+
 def valid_query(expr: str) -> str:
     """A pydantic AfterValidator: the expression itself when it parses within the bounds, else a ValueError."""
     shown = repr(expr[:_SHOWN_CHARS]) + ("..." if len(expr) > _SHOWN_CHARS else "")

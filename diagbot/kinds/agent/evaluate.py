@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from diagbot.core import stack, values
+from diagbot.core.query import quoted_comparisons
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, closest, look_alike, unplain_name
@@ -362,6 +363,13 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
         )
     for policy in case.policies:
         found += _unknown_idempotency_args(case, policy)
+    for where, expr in _queries(case, rules):
+        for name in quoted_comparisons(expr)[:3]:
+            shown = values.one_line(name, 60)
+            found.append(
+                f'{where}: "{shown}" is a field name in JMESPath, not a text, so this compares with the field '
+                f"{shown} (null when there is none); write the text '{shown}' or `\"{shown}\"`"
+            )
     for name, threshold in case.evaluator_config.thresholds.items():
         shown = values.one_line(name, 80)
         if threshold <= 0:  # not a check (the case is unchecked on it alone), a figure compared with the baseline's
@@ -404,6 +412,17 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                     "stays allowed"
                 )
     return found
+
+
+def _queries(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
+    """Every JMESPath expression of the case's state checks, with where."""
+    for field, index, ref, _ in criteria(case):
+        check = rules.get(ref) if isinstance(ref, str) else ref
+        if check is not None and check.key == "state":
+            yield (f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]") + ".state.expr", check.value.expr
+    checks = case.final_state_check
+    for n, item in enumerate(checks if isinstance(checks, list) else [checks] if checks is not None else []):
+        yield f"final_state_check[{n}].expr", item.expr
 
 
 def _forbidden(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
