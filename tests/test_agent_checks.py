@@ -171,6 +171,16 @@ def test_minimal_case_is_unchecked() -> None:
     assert failures(case, calls("anything")) == []
 
 
+def test_an_empty_sequence_over_an_empty_scope_checks_nothing() -> None:
+    """`expected_tool_sequence: []` under `strict` forbids every call in scope; with no call in scope it forbids
+    nothing, and such a case was counted passed (validate warns of it) instead of unchecked."""
+    for scope in ([], "side_effect"):
+        config = {"tool_sequence": {"match": "strict", "scope": scope}}
+        assert applied_codes(make_case(expected_tool_sequence=[], evaluator_config=config)) == [], scope
+    config = {"tool_sequence": {"match": "strict", "scope": ["refund"]}}
+    assert applied_codes(make_case(expected_tool_sequence=[], evaluator_config=config)) == ["tool_sequence_mismatch"]
+
+
 # --- tool_sequence_mismatch ------------------------------------------------------------------------------------
 
 SEQ = "tool_sequence_mismatch: expected [a, b]"

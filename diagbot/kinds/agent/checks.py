@@ -1642,14 +1642,16 @@ def _asks_args(case: AgentCase) -> bool:
 
 
 def _asks_sequence(case: AgentCase) -> bool:
-    """An empty expected sequence asks something only where it forbids every call (strict, unordered, subset)."""
+    """An empty expected sequence asks something only where it forbids every call (strict, unordered, subset) of a
+    scope that holds some."""
     if case.expected_tool_sequence is None:
         return False
-    return bool(case.expected_tool_sequence) or case.evaluator_config.tool_sequence.match in (
-        "strict",
-        "unordered",
-        "subset",
-    )
+    if case.expected_tool_sequence:
+        return True
+    scope = case.evaluator_config.tool_sequence.scope  # forbidding every call of an empty scope forbids nothing
+    if scope == [] or (scope == "side_effect" and not case.side_effect_tools):
+        return False
+    return case.evaluator_config.tool_sequence.match in ("strict", "unordered", "subset")
 
 
 def _has_policy(test: Callable[[Any], Any]) -> Callable[[AgentCase], bool]:
