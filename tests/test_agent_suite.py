@@ -694,6 +694,8 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "order_lookup is, written otherwise; tool names match exactly, so this forbids nothing the agent can call, "
         "and order_lookup stays allowed",
         f"warning: {where} empty: expected_args.refund_submit: an empty list of argument sets asks for nothing",
+        f"warning: {where} scoped: nothing in it is machine-checked, so it can never fail; add "
+        "expected_tool_sequence, rule_checks, success_criteria objects or another check",
         f"warning: {where} scoped: evaluator_config.tool_sequence.scope puts no call in scope (no tool is marked "
         "side_effect or named by a side_effect_policy), so the sequence is compared with nothing",
         f"warning: {where} keyed: side_effect_policy.idempotency_key: 'refund_amout' is not an argument of "
