@@ -363,7 +363,9 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
         )
     for policy in case.policies:
         found += _unknown_idempotency_args(case, policy)
-    for where, expr in _queries(case, rules):
+    refs = criteria(case)  # looked through once for the names and queries below
+    named, forbidden = list(_tools_named(case, rules, refs)), list(_forbidden(rules, refs))
+    for where, expr in _queries(case, rules, refs):
         for name in quoted_comparisons(expr)[:3]:
             shown = values.one_line(name, 60)
             found.append(
@@ -377,11 +379,10 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                 f"evaluator_config.thresholds.{shown}: 0 passes every value, so {shown} is only computed and "
                 "compared with the baseline, never checked; give the lowest passing value"
             )
-    named = [*_tools_named(case, rules), *_forbidden(case, rules)]
-    named += [("available_tools", name) for name in sorted(case.tool_names or ())]
     unplain = set()
-    for where, tool in named:  # `refund_submit ` forbids nothing: a run calling a tool so named is refused
-        why = unplain_name(tool)
+    listed = [("available_tools", name) for name in sorted(case.tool_names or ())]
+    for where, tool in [*named, *forbidden, *listed]:  # `refund_submit ` forbids nothing: a run calling a tool so
+        why = unplain_name(tool)  # named is refused
         if why:
             unplain.add(tool)
             found.append(
@@ -391,7 +392,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
-        for where, tool in _tools_named(case, rules):
+        for where, tool in named:
             if tool not in known and tool not in unplain:
                 close = suggestions.closest(tool, names)
                 found.append(
@@ -400,7 +401,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                     + "; tool names match exactly, so this checks a tool the agent is not given"
                 )
         alike: dict[str, str] | None = None  # built for the first forbidden name the agent is not given
-        for where, tool in _forbidden(case, rules):  # forbidding a tool the agent is not given is deliberate; a
+        for where, tool in forbidden:  # forbidding a tool the agent is not given is deliberate; a
             if tool in known or tool in unplain:  # slip of one it is given is not
                 continue
             alike = alike if alike is not None else {look_alike(name): name for name in names}
@@ -414,9 +415,9 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     return found
 
 
-def _queries(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
-    """Every JMESPath expression of the case's state checks, with where."""
-    for field, index, ref, _ in criteria(case):
+def _queries(case: AgentCase, rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
+    """Every JMESPath expression of the case's state checks (`refs`: its `criteria`), with where."""
+    for field, index, ref, _ in refs:
         check = rules.get(ref) if isinstance(ref, str) else ref
         if check is not None and check.key == "state":
             yield (f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]") + ".state.expr", check.value.expr
@@ -425,15 +426,16 @@ def _queries(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, st
         yield f"final_state_check[{n}].expr", item.expr
 
 
-def _forbidden(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
-    """Every tool name a `tool_not_called` check of the case names, with where."""
-    for field, index, ref, _ in criteria(case):
+def _forbidden(rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
+    """Every tool name a `tool_not_called` check of the case (`refs`: its `criteria`) names, with where."""
+    for field, index, ref, _ in refs:
         check = rules.get(ref) if isinstance(ref, str) else ref
         if check is not None and check.key == "tool_not_called":
             where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
             yield from ((where, tool) for tool in ([check.value] if isinstance(check.value, str) else check.value))
 
 
+Criteria = list[tuple[str, int, Check | str, bool]]  # `checks.criteria` of a case
 _LIMITS = ("max_tool_calls", "max_turns", "max_duration_ms")
 
 
@@ -512,8 +514,8 @@ def _check_inside(value: Any) -> str | None:
     return None
 
 
-def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str, str]]:
-    """Every tool name the case's checks refer to, with where."""
+def _tools_named(case: AgentCase, rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
+    """Every tool name the case's checks refer to (`refs`: its `criteria`), with where."""
     for i, policy in enumerate(case.policies):
         yield f"side_effect_policy[{i}].tool", policy.tool
     for i, item in enumerate(case.expected_tool_sequence or ()):
@@ -524,7 +526,7 @@ def _tools_named(case: AgentCase, rules: dict[str, Check]) -> Iterator[tuple[str
     scope = case.evaluator_config.tool_sequence.scope
     for tool in scope if isinstance(scope, list) else ():
         yield "evaluator_config.tool_sequence.scope", tool
-    for field, index, ref, _ in criteria(case):
+    for field, index, ref, _ in refs:
         check = rules.get(ref) if isinstance(ref, str) else ref
         where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
         if check is None:
