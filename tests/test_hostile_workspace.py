@@ -721,3 +721,18 @@ def test_a_forbidden_path_held_by_something_other_than_a_file_is_not_absent(tmp_
         checks = {c.id: c for b in judge_case(case, tmp_path / "fixtures").packet.buckets.values() for c in b.checks}
     assert (checks["no_x"].passed, checks["no_x"].detail) == (False, "present, but not as a regular file: x.json")
     assert (checks["no_y"].passed, checks["no_y"].detail) == (False, "present, but not as a regular file: d/y.json")
+
+
+def test_what_a_folder_link_hides_is_not_absent(tmp_path: Path) -> None:
+    """`diagnosis -> real/diag` held `rollback-plan.md`, and `file_absent: diagnosis/rollback-plan.md` passed: a
+    folder link is not followed, so what lies behind it is unknown, as in a folder that cannot be listed."""
+    root = write(tmp_path / "ws", {"real/diag/rollback-plan.md": "roll back"})
+    os.symlink("real/diag", root / "diagnosis")
+    workspace = Workspace(str(root))
+    said = "folder diagnosis/ cannot be listed (it is a link to a folder, which diagbot does not follow)"
+    for pattern in ("diagnosis/rollback-plan.md", "diagnosis/*.md"):
+        absent = run_check(workspace, CheckSpec.model_validate({"id": "a", "file_absent": pattern}))
+        assert absent == Outcome(False, f"no file matches {pattern!r}; {said}, so a file in it may match"), absent
+        exists = run_check(workspace, CheckSpec.model_validate({"id": "e", "file_exists": pattern}))
+        assert not exists.passed and said in exists.detail
+    assert run_check(workspace, CheckSpec.model_validate({"id": "r", "file_absent": "real/nothing.md"})).passed

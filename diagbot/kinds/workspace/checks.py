@@ -290,6 +290,9 @@ class Workspace:
             self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
         elif os.path.isfile(target):
             self.files[rel] = target
+        elif os.path.isdir(target):  # not followed, so what it holds is unknown, not absent (`file_absent` is unsure)
+            self.refused[rel] = "a link to a folder (not followed)"
+            self.unlisted.append((rel + "/", "it is a link to a folder, which diagbot does not follow"))
         else:
             self.refused[rel] = "a link to something other than a regular file (ignored)"
 
