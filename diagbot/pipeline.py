@@ -21,7 +21,7 @@ from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.core.text import listing
 from diagbot.io.baselines import Baselines
-from diagbot.io.config import Config
+from diagbot.io.config import Config, ThresholdConfig
 from diagbot.io.files import remove_stale, write_file
 from diagbot.kinds import registry
 from diagbot.kinds.base import Progress, SuiteInput
@@ -154,11 +154,12 @@ def run_config(
     processes a suite may be judged in (the kinds that can use them do; the report is the same either way)."""
     outcomes: list[SuiteOutcome] = []
     thresholds = config.thresholds.to_thresholds()
+    named = config.thresholds.model_dump(by_alias=True)  # as diagbot.yml names them, as `run.thresholds` keeps them
     for suite in config.suites:
         outcome = SuiteOutcome(suite.name, baseline=baselines.reports.get(suite.name), kind=suite.kind)
         outcomes.append(outcome)
         try:
-            inputs = {"cases": suite.cases, "fixtures": suite.fixtures, "thresholds": thresholds.named()}
+            inputs = {"cases": suite.cases, "fixtures": suite.fixtures, "thresholds": named}
             spec = outcome.input = config.suite_input(suite, run and run.model_copy(update=inputs))
             if progress is not None:
                 spec = dataclasses.replace(spec, progress=progress(suite.name))
@@ -188,11 +189,11 @@ def run_config(
             )
     outcomes += _baseline_outcomes(config, baselines)
     if thresholds != Thresholds() and any(o.diff is not None for o in outcomes):
-        outcomes.append(SuiteOutcome(BASELINE, warnings=[_thresholds_note(thresholds)]))
+        outcomes.append(SuiteOutcome(BASELINE, warnings=[_thresholds_note(named)]))
     info = _with_warnings(baseline_info, outcomes)
     views = [registry.view(s.name, s.report, s.diff) for s in outcomes if s.report is not None]
     marker = f"diagbot:{config.marker_id}"
-    moved = tuple(_thresholds_moved(outcomes, thresholds))
+    moved = tuple(_thresholds_moved(outcomes, named))
     retired = _retired(config, baselines)
     return Outcome(outcomes, gate_outcome(outcomes, gate), views, info, current, marker, comment_limit, retired, moved)
 
@@ -205,25 +206,25 @@ def headline_notes(decision: Decision) -> list[str]:
 _UNITS = {"tool-calls-pct": "%", "duration-pct": "%", "duration-min-ms": " ms"}
 _COSTS = ("tool-calls-pct", "tool-calls-min", "duration-pct", "duration-min-ms")
 _SCORES = ("score-points",)
+_DEFAULTS = ThresholdConfig().model_dump(by_alias=True)
 
 
-def _thresholds_note(t: Thresholds) -> str:
+def _thresholds_note(now: dict[str, float]) -> str:
     """The thresholds this run compared with, when they are not the defaults (diagbot.yml's, or the command's or
     the action's inputs), stricter or looser: a pull request may raise them so that an agent looping through many
     more calls passes."""
     found = [
         f"{name} {value:g}{_UNITS.get(name, '')} (default {default:g}{_UNITS.get(name, '')})"
-        for (name, value), default in zip(t.named().items(), Thresholds().named().values(), strict=True)
+        for (name, value), default in zip(now.items(), _DEFAULTS.values(), strict=True)
         if value != default
     ]
     return f"compared with thresholds other than the defaults: {', '.join(found)}"
 
 
-def _thresholds_moved(outcomes: list[SuiteOutcome], t: Thresholds) -> list[str]:
+def _thresholds_moved(outcomes: list[SuiteOutcome], now: dict[str, float]) -> list[str]:
     """Each change of the thresholds since the baseline's run, as its report records them (reports before they
     were record none): a pull request that loosens them, or removes the stricter ones a repository set, passes an
     agent whose costs rose, and the defaults note alone would not say it (it would vanish with them)."""
-    now = t.named()
     said: dict[str, list[str]] = {}
     for outcome in outcomes:
         run = outcome.baseline.run if outcome.baseline is not None and outcome.report is not None else None

@@ -52,16 +52,6 @@ class Thresholds(Output):
     duration_abs_ms: float = 500.0
     score_points: float = 5.0
 
-    def named(self) -> dict[str, float]:
-        """The thresholds by their names in diagbot.yml, as a report's `run.thresholds` records them."""
-        return {
-            "tool-calls-pct": self.tool_call_pct,
-            "tool-calls-min": self.tool_call_abs,
-            "duration-pct": self.duration_pct,
-            "duration-min-ms": self.duration_abs_ms,
-            "score-points": self.score_points,
-        }
-
 
 class DiffReport(Output):
     """The comparison of two reports (the documents' DiagnosisEvalDiffReport)."""

@@ -38,6 +38,7 @@ _SHOWN_CHARS = 80
 
 
 _COMPARATORS = frozenset(("eq", "ne", "lt", "lte", "gt", "gte"))
+_IDENTIFIERS = frozenset(("quoted_identifier", "unquoted_identifier"))
 
 
 def quoted_comparisons(expr: str) -> list[str]:
@@ -47,15 +48,17 @@ def quoted_comparisons(expr: str) -> list[str]:
         tokens = list(jmespath.lexer.Lexer().tokenize(expr))
     except JMESPathError:
         return []
-    names = ("quoted_identifier", "unquoted_identifier")
-    found = []
-    for n, token in enumerate(tokens):  # compared with a field (not a literal): `"order-id" == `1`` is a field's
-        if token["type"] != "quoted_identifier":
-            continue
-        beside = [n + 2 * step for step in (-1, 1) if 0 <= n + 2 * step < len(tokens)]
-        if any(tokens[(m + n) // 2]["type"] in _COMPARATORS and tokens[m]["type"] in names for m in beside):
-            found.append(str(token["value"]))
-    return found
+    kinds = [str(token["type"]) for token in tokens]
+
+    def compared_with_a_field(n: int, step: int) -> bool:  # `"order-id" == `1``: a field compared with a literal
+        other = n + 2 * step
+        return 0 <= other < len(kinds) and kinds[n + step] in _COMPARATORS and kinds[other] in _IDENTIFIERS
+
+    return [
+        str(token["value"])
+        for n, token in enumerate(tokens)
+        if kinds[n] == "quoted_identifier" and (compared_with_a_field(n, -1) or compared_with_a_field(n, 1))
+    ]
 
 
 def valid_query(expr: str) -> str:

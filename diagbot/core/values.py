@@ -174,6 +174,25 @@ def _first_repeat(pairs: list[tuple[str, Any]]) -> str | None:
     return None
 
 
+def first_repeated_key(source: str | bytes) -> str | None:
+    """The first key that an object of the JSON document repeats, read with every number as its text, so that
+    a NaN or a 60-digit number (which `loads_written` refuses before it gets to a repeat) does not hide one; None
+    when no key repeats, or the document cannot be read at all."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        held = dict(items)
+        if not found and len(held) != len(items):
+            found.append(str(_first_repeat(items)))
+        return held
+
+    try:
+        json.loads(source, object_pairs_hook=pairs, parse_int=str, parse_float=str, parse_constant=str)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) != len(pairs):

@@ -139,15 +139,22 @@ def warning_notes(warnings: list[str]) -> tuple[str, ...]:
     return tuple(shown)
 
 
-def removed_notes(diff: DiffReport | None, most: int = 5) -> tuple[str, ...]:
-    """A note under the suite's headline naming the cases only the baseline has: deleting the case a change made
-    fail is a way past the gate that shows as a change only, and a comment cut to size may lose its row."""
-    removed = [i.case_id for i in diff.items if i.metric == "case" and i.current_value is None] if diff else []
-    if not removed:
-        return ()
-    more = f", and {len(removed) - most} more in the report" if len(removed) > most else ""
-    named = ", ".join(str(case_id) for case_id in removed[:most])
-    return (md(f"{plural(len(removed), 'case')} removed since the baseline (not compared): {named}{more}", 1200),)
+NAMED_CASES = 5  # cases a note under a headline names before it counts the rest
+
+
+def cases_note(noun: str, what: str, names: list[str]) -> str:
+    """An escaped note under a headline naming cases, the count first (`2 gating cases removed since the baseline:
+    a (P0), b (P1)`): a comment cut to size may lose their rows among the other changes, never this."""
+    shown = ", ".join(names[:NAMED_CASES])
+    more = f", and {len(names) - NAMED_CASES} more in the report" if len(names) > NAMED_CASES else ""
+    return md(f"{plural(len(names), noun)} {what}: {shown}{more}", 1200)
+
+
+def removed_notes(diff: DiffReport | None) -> tuple[str, ...]:
+    """The note naming the cases only the baseline has: deleting the case a change made fail is a way past the
+    gate that shows as a change only."""
+    removed = [str(i.case_id) for i in diff.items if i.metric == "case" and i.current_value is None] if diff else []
+    return (cases_note("case", "removed since the baseline (not compared)", removed),) if removed else ()
 
 
 def percent(value: float | None) -> str:

@@ -363,9 +363,9 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
         )
     for policy in case.policies:
         found += _unknown_idempotency_args(case, policy)
-    refs = criteria(case)  # looked through once for the names and queries below
-    named, forbidden = list(_tools_named(case, rules, refs)), list(_forbidden(rules, refs))
-    for where, expr in _queries(case, rules, refs):
+    placed = _placed(rules, criteria(case))  # looked through once for the names and queries below
+    named, forbidden = list(_tools_named(case, placed)), list(_forbidden(placed))
+    for where, expr in _queries(case, placed):
         for name in quoted_comparisons(expr)[:3]:
             shown = values.one_line(name, 60)
             found.append(
@@ -415,23 +415,27 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     return found
 
 
-def _queries(case: AgentCase, rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
-    """Every JMESPath expression of the case's state checks (`refs`: its `criteria`), with where."""
+def _placed(rules: dict[str, Check], refs: Criteria) -> list[tuple[str, Check]]:
+    """Each check object of the case (`refs`: its `criteria`), a suite rule's name resolved to its definition,
+    with where messages name it (an unknown rule name is a case problem, said elsewhere)."""
+    placed = []
     for field, index, ref, _ in refs:
         check = rules.get(ref) if isinstance(ref, str) else ref
-        if check is not None and check.key == "state":
-            yield (f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]") + ".state.expr", check.value.expr
-    checks = case.final_state_check
-    for n, item in enumerate(checks if isinstance(checks, list) else [checks] if checks is not None else []):
-        yield f"final_state_check[{n}].expr", item.expr
+        if check is not None:
+            placed.append((f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]", check))
+    return placed
 
 
-def _forbidden(rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
-    """Every tool name a `tool_not_called` check of the case (`refs`: its `criteria`) names, with where."""
-    for field, index, ref, _ in refs:
-        check = rules.get(ref) if isinstance(ref, str) else ref
-        if check is not None and check.key == "tool_not_called":
-            where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
+def _queries(case: AgentCase, placed: list[tuple[str, Check]]) -> Iterator[tuple[str, str]]:
+    """Every JMESPath expression of the case's state checks (`placed`: its check objects), with where."""
+    yield from ((f"{where}.state.expr", check.value.expr) for where, check in placed if check.key == "state")
+    yield from ((f"final_state_check[{n}].expr", item.expr) for n, item in enumerate(case.state_checks))
+
+
+def _forbidden(placed: list[tuple[str, Check]]) -> Iterator[tuple[str, str]]:
+    """Every tool name a `tool_not_called` check of the case (`placed`: its check objects) names, with where."""
+    for where, check in placed:
+        if check.key == "tool_not_called":
             yield from ((where, tool) for tool in ([check.value] if isinstance(check.value, str) else check.value))
 
 
@@ -514,8 +518,8 @@ def _check_inside(value: Any) -> str | None:
     return None
 
 
-def _tools_named(case: AgentCase, rules: dict[str, Check], refs: Criteria) -> Iterator[tuple[str, str]]:
-    """Every tool name the case's checks refer to (`refs`: its `criteria`), with where."""
+def _tools_named(case: AgentCase, placed: list[tuple[str, Check]]) -> Iterator[tuple[str, str]]:
+    """Every tool name the case's checks refer to (`placed`: its check objects), with where."""
     for i, policy in enumerate(case.policies):
         yield f"side_effect_policy[{i}].tool", policy.tool
     for i, item in enumerate(case.expected_tool_sequence or ()):
@@ -526,11 +530,7 @@ def _tools_named(case: AgentCase, rules: dict[str, Check], refs: Criteria) -> It
     scope = case.evaluator_config.tool_sequence.scope
     for tool in scope if isinstance(scope, list) else ():
         yield "evaluator_config.tool_sequence.scope", tool
-    for field, index, ref, _ in refs:
-        check = rules.get(ref) if isinstance(ref, str) else ref
-        where = f"rules.{ref}" if isinstance(ref, str) else f"{field}[{index}]"
-        if check is None:
-            continue
+    for where, check in placed:
         value = check.value
         if check.key == "tool_called":
             yield where, value if isinstance(value, str) else value.tool

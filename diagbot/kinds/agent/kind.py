@@ -39,7 +39,7 @@ from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
 from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked
 from diagbot.kinds.workers import can_fork
-from diagbot.render.markdown import MAX_NOTES, SuiteView, md, plural, warning_notes
+from diagbot.render.markdown import MAX_NOTES, SuiteView, cases_note, md, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
 _SHOWN_CHECKS = 2
@@ -51,9 +51,6 @@ def _options(suite: SuiteInput) -> AgentOptions:
 
 def _blocking(result: AgentCaseResult) -> bool:
     return result.gating and result.risk_level == "P0" and result.status == "failed"
-
-
-_GONE_NAMED = 5  # cases a note on removed or demoted gating cases names
 
 
 def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
@@ -84,9 +81,7 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
         (retried, "recorded with another number of trials than in the baseline"),
     ):
         if items:
-            names = ", ".join(f"{i.case_id} ({i.severity})" for i in items[:_GONE_NAMED])
-            more = f", and {len(items) - _GONE_NAMED} more in the report" if len(items) > _GONE_NAMED else ""
-            notes.append(md(f"{plural(len(items), 'gating case')} {what}: {names}{more}", 1200))
+            notes.append(cases_note("gating case", what, [f"{i.case_id} ({i.severity})" for i in items]))
     return notes
 
 

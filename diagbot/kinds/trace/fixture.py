@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.text import Folded
-from diagbot.core.values import count_values, loads_unique, one_line
+from diagbot.core.values import count_values, first_repeated_key, loads_unique, one_line
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.search import AnswerSearch
 
@@ -270,35 +270,13 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
         detail = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
         return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where}: not valid JSON ({detail})")
     except (ValueError, RecursionError):  # what only `json` refuses (NaN, 60 digits), which the fixture's parser
-        repeated = _repeated_key(data)  # reads: looked at again for a repeated key, which it would hide all the same
+        repeated = first_repeated_key(data)  # reads: a repeated key would hide a value all the same
         if repeated is not None:
             return FixtureProblem(
                 code=Code.FIXTURE_INVALID,
                 message=f"{where}: not valid JSON (duplicate key {one_line(repeated, 100)!r}; keep one)",
             )
     return trace
-
-
-def _repeated_key(data: bytes) -> str | None:
-    """The first key repeated in an object of the document, read with every number as its text (NaN included)."""
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        held = dict(items)
-        if not found and len(held) != len(items):
-            seen: set[str] = set()
-            for key, _ in items:
-                if key in seen:
-                    found.append(key)
-                    break
-                seen.add(key)
-        return held
-
-    try:
-        json.loads(data, object_pairs_hook=pairs, parse_int=str, parse_float=str, parse_constant=str)
-    except (ValueError, RecursionError):
-        return None
-    return found[0] if found else None
 
 
 def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> Trace | FixtureProblem:

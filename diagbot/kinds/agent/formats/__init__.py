@@ -174,14 +174,11 @@ def _parse(data: bytes, fmt: str) -> Run:
     if run.final_state is None and not run.unrecorded and not any(_by_the_agent(step) for step in run.steps):
         raise TraceInvalid("$", NOTHING_DONE)
     for n, call in enumerate(run.calls, 1):
-        tool = call.tool
-        if tool.isascii() and tool.isprintable() and tool == tool.strip() and tool:
-            continue  # nearly every name: looked at no further
-        if not tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called
+        if not call.tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called
             raise TraceInvalid("$", f"tool call {n} (in the run's order) has no tool name; record the name called")
-        why = unplain_name(tool)
+        why = unplain_name(call.tool)
         if why:  # `refund_submit\u200b` fits no check of refund_submit: not even tool_not_called
-            named = values.one_line(tool, 100)
+            named = values.one_line(call.tool, 100)
             raise TraceInvalid(
                 "$", f"tool call {n} (in the run's order) is named '{named}', which {why}; no tool is named so, and no "
                 "check of the tool it looks like would see the call: fix the agent or the recording that wrote the name"
