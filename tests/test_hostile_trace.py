@@ -22,7 +22,14 @@ from diagbot.core import values
 from diagbot.core.text import MAX_FOLDED_CHARS, MAX_TEXT_CHARS, Folded, fold, normalize
 from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.kinds.trace.evaluate import evaluate_suite
-from diagbot.kinds.trace.fixture import MAX_JSON_VALUES, MAX_LIST_ITEMS, Trace, count_values, parse_trace
+from diagbot.kinds.trace.fixture import (
+    MAX_JSON_VALUES,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    Trace,
+    count_values,
+    parse_trace,
+)
 from diagbot.kinds.trace.report import CaseResult
 from tests.conftest import VERIFIER, case_dict, hang_guard, trace_dict, write_json
 
@@ -128,6 +135,45 @@ def test_every_list_the_checks_read_is_capped(dotted: str, path: str) -> None:
     assert getattr(problem, "message", None) == (
         f"f.json: {path} has more than {MAX_LIST_ITEMS:,} items; diagbot reads at most {MAX_LIST_ITEMS:,}"
     )
+
+
+LABELS = {
+    f"{VERIFIER}.verdict": "$.session.selfEvaluation.verifier_evaluation.verdict",
+    f"{VERIFIER}.gatekeeper_result.status": "$.session.selfEvaluation.verifier_evaluation.gatekeeper_result.status",
+    f"{VERIFIER}.gatekeeper_result.rule_set_version": (
+        "$.session.selfEvaluation.verifier_evaluation.gatekeeper_result.rule_set_version"
+    ),
+    f"{VERIFIER}.composer_output.status": "$.session.selfEvaluation.verifier_evaluation.composer_output.status",
+}
+
+
+@pytest.mark.parametrize(("dotted", "path"), LABELS.items(), ids=[p.rsplit(".", 2)[-2] for p in LABELS])
+def test_every_label_the_report_keeps_is_capped(dotted: str, path: str) -> None:
+    """The report keeps a verdict or a status whole: one the size of the fixture made a report the next run could
+    not read as its baseline (over its 64 MiB cap)."""
+    assert isinstance(parse_trace(json.dumps(trace_dict(**{dotted: "V" * MAX_LABEL_CHARS})).encode(), "f.json"), Trace)
+    problem = parse_trace(json.dumps(trace_dict(**{dotted: "V" * (MAX_LABEL_CHARS + 1)})).encode(), "f.json")
+    assert getattr(problem, "message", None) == (
+        f"f.json: {path} is 1,001 characters long; diagbot reads a verdict or a status of at most 1,000"
+    )
+
+
+def test_labels_in_messages_are_cut(tmp_path: Path) -> None:
+    label = "V" * MAX_LABEL_CHARS
+    trace = trace_dict(
+        **{
+            f"{VERIFIER}.verdict": label,
+            f"{VERIFIER}.gatekeeper_result.status": label,
+            f"{VERIFIER}.claim_checks": [{"claim_id": "c1", "verification": label, "detail": "d"}],
+        }
+    )
+    result, _ = _evaluate(tmp_path, "long.json", json.dumps(trace).encode(), expectedGatekeeperStatuses=["pass"],
+                          requireV2AuditClosure=True)  # fmt: skip
+    shown = "V" * 99 + "…"
+    assert f"verdict_not_allowed: verdict '{shown}' is not one of 'PASS', 'LOW_CONFID'" in result.failed_checks
+    assert f"gatekeeper_status: gatekeeper status is '{shown}', expected 'pass'" in result.failed_checks
+    assert any(f"has verification '{shown}'," in failure for failure in result.failed_checks)
+    assert result.verdict == label  # kept whole in the report, as the diff compares it
 
 
 def test_evidence_bindings_are_capped() -> None:

@@ -19,7 +19,7 @@ from diagbot.cli import main
 from diagbot.core import values
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import ConfigError, ReportFormatError
-from diagbot.core.report import dump_model, load_json_object
+from diagbot.core.report import dump_model, dump_model_bytes, load_json_object
 from diagbot.core.text import closest
 from diagbot.io.baselines import baselines_in_archive, read_report_file
 from diagbot.io.config import ThresholdConfig, checked_fixture_bytes, load_config, parse_config
@@ -188,6 +188,14 @@ def test_warnings_reach_the_console_the_comment_and_the_report(tmp_path: Path) -
     assert not list(jsonschema.Draft202012Validator(SCHEMAS["trace-report"]()).iter_errors(data))
     del data["warnings"]  # a report written before warnings existed
     assert parse_report(data, "old.json").warnings == []
+
+
+def test_a_report_naming_an_undecodable_file_is_one_the_next_run_reads() -> None:
+    """A name with a byte that is not UTF-8 reaches Python as a lone surrogate; written as its escape, the next run
+    refused the report as its baseline. It is written as U+FFFD, by both writers."""
+    report = TraceReport(total_cases=0, passed_cases=0, pass_rate=0.0, results=[], warnings=["run-\udcff.json"])
+    for written in (dump_model(report), dump_model_bytes(report).decode("utf-8")):
+        assert load_json_object(written, "report.json")["warnings"] == ["run-\ufffd.json"]
 
 
 def test_warnings_from_a_report_are_capped_and_escaped() -> None:

@@ -78,8 +78,9 @@ def dump_model(model: Output | SuiteReport) -> str:
         raise TypeError(f"not a model: {type(model).__name__}")
     try:  # pydantic writes the same text as json.dumps(indent=2, ensure_ascii=False), without a copy as dicts
         return model.model_dump_json(indent=2) + "\n"
-    except PydanticSerializationError:  # a lone surrogate: json writes it as an escape
-        return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    except PydanticSerializationError:  # a lone surrogate (an undecodable byte of a name): written as U+FFFD, since
+        data = values.replace_surrogates(model.model_dump(mode="json"))  # its escape is refused as a baseline
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def dump_model_bytes(model: Output | SuiteReport) -> bytes:
@@ -89,7 +90,7 @@ def dump_model_bytes(model: Output | SuiteReport) -> bytes:
     try:
         return model.__pydantic_serializer__.to_json(model, indent=2) + b"\n"
     except PydanticSerializationError:
-        return dump_model(model).encode("utf-8", "backslashreplace")
+        return dump_model(model).encode("utf-8")
 
 
 def load_json_object(text: str, where: str) -> dict[str, Any]:

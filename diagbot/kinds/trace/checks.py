@@ -67,7 +67,7 @@ def _quote(items: Sequence[str]) -> str:
 
 
 def _found(value: str | None) -> str:
-    return f"'{value}'" if value else "absent"
+    return f"'{one_line(value, _SHOWN_NAME_CHARS)}'" if value else "absent"
 
 
 CUT_NOTE = (
@@ -133,7 +133,7 @@ def verdict_missing(case: TraceCase, trace: Trace) -> list[str]:
 def verdict_not_allowed(case: TraceCase, trace: Trace) -> list[str]:
     if not trace.verdict or not case.allowed_verdicts or trace.verdict in case.allowed_verdicts:
         return []
-    return [f"verdict '{trace.verdict}' is not one of {_quote(case.allowed_verdicts)}"]
+    return [f"verdict '{one_line(trace.verdict, _SHOWN_NAME_CHARS)}' is not one of {_quote(case.allowed_verdicts)}"]
 
 
 @check(Code.FORBIDDEN_ANSWER_KEYWORD)
@@ -219,7 +219,7 @@ def claim_check_invalid(case: TraceCase, trace: Trace) -> list[str]:
             problems.append(f"claim_checks[{index}] lacks {_quote(lacking)}")
         elif item["verification"] not in CLAIM_VERIFICATIONS:
             problems.append(
-                f"claim_checks[{index}] has verification '{item['verification']}', "
+                f"claim_checks[{index}] has verification '{one_line(str(item['verification']), _SHOWN_NAME_CHARS)}', "
                 f"expected one of {_quote(CLAIM_VERIFICATIONS)}"
             )
     return problems

@@ -32,6 +32,10 @@ UTF8_BOM = b"\xef\xbb\xbf"
 MAX_JSON_VALUES = 1_000_000  # values in one fixture: objects, arrays, strings, numbers, booleans and nulls
 
 _Items = Field(max_length=MAX_LIST_ITEMS)  # over it, pydantic stops at the first item past the limit
+MAX_LABEL_CHARS = 1_000
+"""Characters of a verdict, a status or a rule set version: the report keeps them whole (and a diff compares them),
+so a label the size of the fixture would make a report too large for the next run to read as its baseline."""
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
 
 
 class _Lenient(BaseModel):
@@ -72,20 +76,20 @@ class ExecutorOutput(_Lenient):
 
 
 class GatekeeperResult(_Lenient):
-    status: str | None = Field(
+    status: Label | None = Field(
         default=None, description="compared with expectedGatekeeperStatuses; `fail` with a PASS verdict fails"
     )
-    rule_set_version: str | None = Field(default=None, description="compared with expectedGatekeeperRuleSetVersion")
+    rule_set_version: Label | None = Field(default=None, description="compared with expectedGatekeeperRuleSetVersion")
 
 
 class ComposerOutput(_Lenient):
-    status: str | None = Field(default=None, description="compared with expectedComposerStatuses")
+    status: Label | None = Field(default=None, description="compared with expectedComposerStatuses")
 
 
 class VerifierEvaluation(_Lenient):
     """The verifier's judgement of the run, and the V2 audit artifacts."""
 
-    verdict: str | None = Field(default=None, description="PASS, REJECT, ...: checked against allowedVerdicts")
+    verdict: Label | None = Field(default=None, description="PASS, REJECT, ...: checked against allowedVerdicts")
     tool_trace_summary: Annotated[list[ToolSummary] | None, _Items] = Field(
         default=None, description="tools the verifier saw used, besides toolInvocations"
     )
@@ -256,6 +260,12 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
                 code=Code.FIXTURE_INVALID,
                 message=f"{where}: {_json_path(first['loc'])} has more than {MAX_LIST_ITEMS:,} items; "
                 f"diagbot reads at most {MAX_LIST_ITEMS:,}",
+            )
+        if first["type"] == "string_too_long":
+            return FixtureProblem(
+                code=Code.FIXTURE_INVALID,
+                message=f"{where}: {_json_path(first['loc'])} is {len(first['input']):,} characters long; diagbot "
+                f"reads a verdict or a status of at most {MAX_LABEL_CHARS:,}",
             )
         expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
