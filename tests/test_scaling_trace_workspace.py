@@ -224,7 +224,7 @@ def test_a_file_is_checked_as_json_once_however_many_checks_ask(
 ) -> None:
     """200 json_valid checks on one file parse it once (each check parsed the whole file again)."""
     root = write(tmp_path, {"a.json": {"k": list(range(1_000))}})
-    parsed = calls(monkeypatch, workspace_checks, "_plainly_valid")
+    parsed = calls(monkeypatch, workspace_checks, "_parse")
     ws = Workspace(str(root))
 
     outcomes = [run_check(ws, check) for check in specs(200, json_valid="a.json")]

@@ -31,7 +31,7 @@ from typing import Annotated, Any, NamedTuple, TypeVar
 
 from jmespath.exceptions import JMESPathError, JMESPathTypeError
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
-from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
+from pydantic_core import from_json
 
 from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy, valid_query
@@ -228,7 +228,7 @@ class _Blob:
     text_note: str = ""
     utf8: bytes | None = None  # the text as UTF-8, for RE2: the bytes read themselves when they decoded cleanly
     folded: Folded | None = None  # the text normalised for `contains`, once however many checks search it
-    plain: bool | None = None  # whether `_plainly_valid`, once however many json_valid checks ask
+    valid: tuple[bool, str] | None = None  # json_valid's (ok, problem), once however many checks ask; no value kept
     parsed: tuple[bool, Any, str] | None = None
 
 
@@ -418,16 +418,17 @@ class Workspace:
         return blob.utf8, blob.text_note
 
     def json_ok(self, rel: str) -> tuple[bool, str]:
-        """(ok, problem) without building the value, when the file is plainly valid; else as `json`."""
+        """(ok, problem) as `json` says, without keeping the value when no check has asked for it. Always the full
+        parse: a syntax-only shortcut passed a file that repeats a key, which `json` refuses, so the verdict
+        depended on whether a json_query had read the file first."""
         blob = self.blob(rel)
-        if blob.parsed is None:
-            if blob.plain is None:
-                self.spend(_parse_cost(blob))
-                blob.plain = _plainly_valid(blob)
-            if blob.plain:
-                return True, "valid JSON"
-        ok, _, problem = self.json(rel)
-        return ok, problem
+        if blob.parsed is not None:
+            return blob.parsed[0], blob.parsed[2]
+        if blob.valid is None:
+            self.spend(_parse_cost(blob))
+            ok, _, problem = _parse(blob)
+            blob.valid = ok, problem
+        return blob.valid
 
     def json(self, rel: str) -> tuple[bool, Any, str]:
         """(ok, value, problem): JSON must be strict UTF-8 and fit under the read cap to be judged at all."""
@@ -455,22 +456,6 @@ def _decode(blob: _Blob) -> tuple[str, str, bytes | None]:
             return whole.decode(), cut, whole
         bad = f"not valid UTF-8 (bad byte at offset {exc.start}; bad bytes replaced)"
         return blob.data.decode(errors="replace"), "; ".join(filter(None, [cut, bad])), None
-
-
-# Parses JSON in Rust and keeps nothing of an object's members, so no Python value is built. It is as strict as
-# `from_json` (same parser) except that it lets NaN and Infinity through; `_plainly_valid` sends those to `_parse`.
-_SYNTAX_ONLY = SchemaValidator(core_schema.typed_dict_schema({}, extra_behavior="ignore"))
-
-
-def _plainly_valid(blob: _Blob) -> bool:
-    """True only when the whole file is certainly valid JSON; any doubt is left to `_parse`, which explains it."""
-    if blob.size > len(blob.data) or b"NaN" in blob.data or b"Infinity" in blob.data:
-        return False
-    try:
-        _SYNTAX_ONLY.validate_json(blob.data)
-    except ValidationError as exc:
-        return exc.errors()[0]["type"] != "json_invalid"  # parsed fine, but the top level is not an object
-    return True
 
 
 def _parse(blob: _Blob) -> tuple[bool, Any, str]:
