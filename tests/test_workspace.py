@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from diagbot.core.diff import ItemType, Scope, Thresholds
 from diagbot.core.errors import ReportFormatError
@@ -439,6 +440,41 @@ judge:
         f"{tmp_path}/cases/hostile/case.yaml: case hostile: bucket critical_evidence: check 'sneaky': "
         "field regex.file: path 'evidences/../../x' contains '..'; paths must stay inside the workspace",
     ]
+
+
+@pytest.mark.parametrize(
+    ("glob", "problem"),
+    [
+        (
+            "diagnosis/{report,summary}.md",
+            "glob 'diagnosis/{report,summary}.md' has a brace; diagbot's globs have no {a,b} alternatives (only *, ?, "
+            "** and [...]), so it would name no file: write one check per name",
+        ),
+        (
+            "diagnosis\\rollback-plan.md",
+            "path 'diagnosis\\\\rollback-plan.md' has a backslash; separate folders with '/' (a backslash is no "
+            "separator and no escape here, so the path would name no file)",
+        ),
+        (
+            "diagnosis/rollback-plan.md ",
+            "path 'diagnosis/rollback-plan.md ' has a space at the start or end of a part; remove it (no file is "
+            "named so)",
+        ),
+        (
+            "diagnosis /rollback-plan.md",
+            "path 'diagnosis /rollback-plan.md' has a space at the start or end of a part; remove it (no file is "
+            "named so)",
+        ),
+    ],
+    ids=["brace", "backslash", "trailing-space", "space-in-a-folder"],
+)
+def test_globs_that_name_no_file_are_validation_errors(tmp_path: Path, glob: str, problem: str) -> None:
+    """Each of these matched nothing, so a file_absent check of the file it meant passed whatever the run left."""
+    write(tmp_path / "ws", {"diagnosis/rollback-plan.md": "roll back"})
+    with pytest.raises(ValidationError) as raised:
+        CheckSpec.model_validate({"id": "c", "file_absent": glob})
+    assert raised.value.errors()[0]["msg"] == f"Value error, {problem}"
+    assert not outcome(tmp_path / "ws", file_absent="diagnosis/rollback-plan.md").passed
 
 
 def test_workspace_folder_linked_outside_the_fixtures_is_invalid(tmp_path: Path) -> None:

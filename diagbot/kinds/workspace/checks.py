@@ -97,6 +97,18 @@ def safe_relative_path(value: str) -> str:
         raise ValueError(f"absolute path {value!r}; paths are relative to the workspace root")
     if ".." in re.split(r"[/\\]", value):
         raise ValueError(f"path {value!r} contains '..'; paths must stay inside the workspace")
+    if "\\" in value:
+        raise ValueError(
+            f"path {value!r} has a backslash; separate folders with '/' (a backslash is no separator and no escape "
+            "here, so the path would name no file)"
+        )
+    if "{" in value or "}" in value:
+        raise ValueError(
+            f"glob {value!r} has a brace; diagbot's globs have no {{a,b}} alternatives (only *, ?, ** and [...]), "
+            "so it would name no file: write one check per name"
+        )
+    if any(part != part.strip() for part in value.split("/")):
+        raise ValueError(f"path {value!r} has a space at the start or end of a part; remove it (no file is named so)")
     segments = _segments(value)
     if len(segments) > MAX_GLOB_PARTS:
         raise ValueError(f"glob {value!r} has {len(segments)} parts between '/'; the limit is {MAX_GLOB_PARTS}")
