@@ -635,12 +635,17 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
     assert main(["validate", "--config", str(config)]) == 0
     out, err = capsys.readouterr()
     where = f"{tmp_path}/cases/all.json:1: case"
+    held_back = (
+        "its failures are shown but never fail the check; if it should, see its metadata, and gate.roles and "
+        "gate.usage-rights in diagbot.yml"
+    )
     assert err.splitlines() == [
         f"warning: {where} prose_only: no negative_behavior; say what must not happen (001 12.9.3)",
         f"warning: {where} prose_only: nothing in it is machine-checked, so it can never fail; add "
         "expected_tool_sequence, rule_checks, success_criteria objects or another check",
         f"warning: {where} reviewed: metadata.review_status is approved but the latest review (qa) is rejected",
-        f"warning: {where} lapsed: usage rights lapsed on 2026-01-31 (retain_until); it does not gate",
+        f"warning: {where} reviewed: a P1 case that does not gate (the latest review (qa) is rejected): {held_back}",
+        f"warning: {where} lapsed: a P1 case that does not gate (usage rights lapsed on 2026-01-31): {held_back}",
         f"warning: {where} labelled: side_effect_policy.forbidden_state_transition: 'no_dup' is a label for people, "
         "not machine-checked; write {key, from, to} to check it",
         f"warning: {where} named: failure_criteria[0]: 'no_privacy_leak' is the name of a suite rule, but a text "
@@ -650,17 +655,16 @@ def test_validate_lists_every_warning_and_exits_0(tmp_path: Path, capsys: pytest
         "but a text here is for people and is not checked; write the check object itself here (a rule is named "
         "only in evaluator_config.rule_checks, where it must hold)",
     ]
-    assert out == "diagbot validate: 1 suite, 0 errors, 7 warnings\n"
+    assert out == "diagbot validate: 1 suite, 0 errors, 8 warnings\n"
 
 
 def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Each of these passed against a run that broke it, and validate said nothing: a policy, a sequence item and a
-    required tool named otherwise than available_tools names them (a forbidden one the agent is not given is
+    """Each of these passed against a run that broke it, and validate said nothing: a sequence item and a required
+    tool named otherwise than available_tools names them (a forbidden one the agent is not given is
     deliberate), an empty list of argument sets, a scope that holds no call."""
     tools = {"available_tools": ["order_lookup", {"name": "refund_submit", "side_effect": True}]}
     named = spec_case() | tools | {
         "case_id": "named",
-        "side_effect_policy": {"tool": "Refund_Submit", "confirmation_required": True},
         "expected_tool_sequence": ["order_lookp"],
         "success_criteria": [{"tool_not_called": ["refund_submit", "wire_money"]}, {"tool_called": "wire_money"},
                              {"tool_not_called": "Order-Lookup"}],
@@ -682,8 +686,6 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
     }
     where = f"{tmp_path}/cases/all.json:1: case"
     assert _validate_warnings(tmp_path, [named, empty, scoped, keyed, composed], capsys) == [
-        f"warning: {where} named: side_effect_policy[0].tool: 'Refund_Submit' is not in available_tools (did you "
-        "mean refund_submit?); tool names match exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: expected_tool_sequence[0]: 'order_lookp' is not in available_tools (did you mean "
         "order_lookup?); tool names match exactly, so this checks a tool the agent is not given",
         f"warning: {where} named: success_criteria[1]: 'wire_money' is not in available_tools; tool names match "
@@ -702,6 +704,44 @@ def test_validate_warns_of_checks_that_check_nothing(tmp_path: Path, capsys: pyt
         "refund_submit in its tool_schema (properties: amount, order_id, refund_amount); a call without it repeats "
         "nothing, so no duplicate would be found",
     ]
+
+
+def test_a_policy_or_schema_for_a_tool_the_agent_is_not_given_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's P0 case named its policy's tool `book_flights` for `book_flight`: validate only warned, and a run
+    that booked without a confirmation passed the gate. Such a policy or schema checks no call the case allows (a
+    call of a tool not given fails unavailable_tool_called already), so it is an error and the suite is unusable."""
+    case = spec_case() | {
+        "case_id": "booking",
+        "risk_level": "P0",
+        "available_tools": ["search_flights", {"name": "book_flight", "side_effect": True}],
+        "side_effect_policy": [{"tool": "book_flight"}, {"tool": "book_flights", "confirmation_required": True}],
+        "tool_schema": {"book_flight": {"type": "object"}, "Search_Flights": {"required": ["to"]}, "wire": {}},
+    }
+    config = _suite_folder(tmp_path, [case])
+    run = {"messages": [{"role": "user", "content": "Book BA117"}, {"role": "assistant", "content": None,
+           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "book_flight", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c1", "content": "booked"}, {"role": "assistant", "content": "Booked."}]}  # fmt: skip
+    (tmp_path / "runs" / "booking.json").write_text(json.dumps(run), encoding="utf-8")
+    where = f"{tmp_path}/cases/all.json:1: case booking"
+    tail = (
+        "; a call of a tool the agent is not given fails unavailable_tool_called already, so this checks no call the "
+        "case allows: name the tool as available_tools does"
+    )
+    assert main(["validate", "--config", str(config)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {where}: side_effect_policy[1].tool: 'book_flights' is not in available_tools (did you mean "
+        f"book_flight?){tail}",
+        f"error: {where}: tool_schema.Search_Flights: 'Search_Flights' is not in available_tools (did you mean "
+        f"search_flights?){tail}",
+        f"error: {where}: tool_schema.wire: 'wire' is not in available_tools{tail}",
+    ]
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    case["side_effect_policy"][1]["tool"] = "book_flight"  # named right, the booking fails the gate
+    del case["tool_schema"]
+    (tmp_path / "cases" / "all.json").write_text(json.dumps([case], ensure_ascii=False, default=str), encoding="utf-8")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 1
 
 
 def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1123,7 +1163,7 @@ def test_validate_checks_every_kind_of_the_bundled_config(
 ) -> None:
     monkeypatch.chdir(ROOT)
     assert main(["validate"]) == 0
-    assert capsys.readouterr().out == "diagbot validate: 3 suites, 0 errors, 5 warnings\n"
+    assert capsys.readouterr().out == "diagbot validate: 3 suites, 0 errors, 7 warnings\n"
 
 
 # --- config --------------------------------------------------------------------------------------------------------

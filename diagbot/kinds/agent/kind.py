@@ -229,10 +229,18 @@ class AgentKind:
                         f"metadata.review_status is {case.metadata.review_status} but the latest review "
                         f"({latest.reviewer}) is {latest.review_result}"
                     )
-            said += governance_slips(case, suite.governance)
-            lapsed = case.metadata.retain_until
-            if lapsed is not None and lapsed < today:
-                said.append(f"usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate")
+            slips = governance_slips(case, suite.governance)
+            held_back = not_gating_because(case, suite.governance, today)
+            if held_back and case.risk_level in ("P0", "P1") and not slips:  # a slip says why already
+                said.append(
+                    f"a {case.risk_level} case that does not gate ({held_back}): its failures are shown but never fail "
+                    "the check; if it should, see its metadata, and gate.roles and gate.usage-rights in diagbot.yml"
+                )
+            else:
+                lapsed = case.metadata.retain_until
+                if lapsed is not None and lapsed < today:
+                    said.append(f"usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate")
+            said += slips
             said += ignored_checks(case, rules, _options(suite).folded_rules) + authoring_slips(case)
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):

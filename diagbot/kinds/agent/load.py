@@ -835,12 +835,36 @@ def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | N
                 "rules in diagbot.yml"
             )
     problems += _metric_problems(case)
+    if case.available_tools is not None and (case.side_effect_policy is not None or case.tool_schema):
+        problems += _ungiven_tools(case)
     if case.risk_level in _NEEDS_NEGATIVE and not case.negative_behavior:
         problems.append(_negative_required(case.risk_level))
     return problems
 
 
 _NEEDS_NEGATIVE = ("P0", "P1")
+_SUGGESTED_TOOLS = 20  # names of one case looked up for the closest tool of available_tools
+
+
+def _ungiven_tools(case: AgentCase) -> list[str]:
+    """side_effect_policy and tool_schema entries for a tool that available_tools does not list. A call of such a
+    tool fails unavailable_tool_called already, so the entry applies to no call the case allows; and a misspelt
+    name (`book_flights` for `book_flight`) left the tool it meant unchecked: a P0 booking without confirmation
+    passed."""
+    known = sorted(case.tool_names or ())
+    named = [(f"side_effect_policy[{i}].tool", policy.tool) for i, policy in enumerate(case.policies)]
+    named += [(f"tool_schema.{values.one_line(tool, 100)}", tool) for tool in case.tool_schema or {}]
+    suggestions, problems = Suggestions(_SUGGESTED_TOOLS), []
+    for where, tool in named:
+        if tool not in known:
+            close = suggestions.closest(tool, known)
+            problems.append(
+                f"{where}: '{values.one_line(tool, 100)}' is not in available_tools"
+                + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
+                + "; a call of a tool the agent is not given fails unavailable_tool_called already, so this checks no "
+                "call the case allows: name the tool as available_tools does"
+            )
+    return problems
 
 
 def _negative_required(risk: str) -> str:
