@@ -1041,9 +1041,12 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
     replied: str | None = None  # the last thing the user said since the agent's last text
     spoke = False  # the agent has said something to the user: before that there is nothing to confirm
     said_with = 0  # calls still to come of an agent's message whose text is said with them: it counts after them
+    beside, beside_left = "", 0  # the text of the agent's message whose calls come next, and how many are to come
     for step in t.run.steps:
         if said_with and not isinstance(step, ToolCall):  # its calls are past: now its text is the agent's last
             confirmed, replied, said_with, spoke = dict.fromkeys(confirmed, False), None, 0, True
+        if isinstance(step, Message):
+            beside, beside_left = (step.text, step.calls) if step.role == "assistant" else ("", 0)
         if isinstance(step, Message) and step.text:
             if step.role == "assistant" and step.calls and not _asks(step.text):
                 said_with = step.calls  # "Submitting it now." beside the call asks nothing: the call is confirmed
@@ -1063,7 +1066,9 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
             and not (spoke and confirmed[named_by[step.tool]])
             and failures.wants()
         ):
-            failures.add(_unconfirmed(t, step, spoke, replied, named_by[step.tool]))
+            failures.add(_unconfirmed(t, step, spoke, replied, named_by[step.tool], beside if beside_left else ""))
+        if beside_left and isinstance(step, ToolCall):
+            beside_left -= 1
         if said_with and isinstance(step, ToolCall):
             said_with -= 1
             if not said_with:
@@ -1071,10 +1076,19 @@ def confirmations(case: AgentCase, t: Trial) -> list[str]:
     return failures.messages()
 
 
-def _unconfirmed(t: Trial, call: ToolCall, spoke: bool, replied: str | None, named: tuple[str, ...]) -> str:
+def _unconfirmed(
+    t: Trial, call: ToolCall, spoke: bool, replied: str | None, named: tuple[str, ...], beside: str
+) -> str:
     """Why a call needing confirmation was not confirmed. Before any text of the agent there was nothing to
     confirm: the user's own request, whatever its words ("refund it, go ahead"), confirms no action the agent put
-    to them."""
+    to them. `beside`: the text of the agent's message that makes the call; when no user reply came after an earlier text
+    of the agent, the user had no turn to answer it."""
+    if beside.strip() and (replied is None or not spoke):
+        quoted = json.dumps(excerpt(one_line(beside, 200), 60), ensure_ascii=False)
+        return (
+            f"{_call_label(t.run, call)} was made together with the agent's text {quoted} (one model turn), so the "
+            "user had no chance to confirm it; the agent must say what it will do, and wait for a yes before the call"
+        )
     if not spoke:
         return (
             f"{_call_label(t.run, call)} was made before any text of the agent that the run records, so nothing "
