@@ -440,6 +440,21 @@ def test_unknown_fields_and_enum_values_name_file_case_field_and_the_closest_nam
     ]
 
 
+def test_a_field_written_at_the_wrong_level_is_told_where_it_belongs(tmp_path: Path) -> None:
+    """A newcomer's top-level `confirmation_required` was told "did you mean citation_requirement?"; a field that
+    only one part of the case has is now said to belong there, and a call's `name` still gets `tool`."""
+    case = spec_case() | {"confirmation_required": True, "evaluator_config": {"match": "strict"}, "owner": "me"}
+    case["expected_tool_sequence"] = [{"name": "order_lookup"}]
+    problems = load(tmp_path, {"c.json": case})
+    assert [p.split(": case refund_eligibility_001: ")[1] for p in problems] == [
+        "unknown field 'evaluator_config.match' (it belongs under evaluator_config.tool_sequence)",
+        "missing required field 'expected_tool_sequence[0].tool'",
+        "unknown field 'expected_tool_sequence[0].name' (did you mean tool?)",
+        "unknown field 'confirmation_required' (it belongs under side_effect_policy)",
+        "unknown field 'owner' (it belongs under metadata)",
+    ]
+
+
 def test_every_fault_of_a_case_is_said_at_once_each_at_a_line(tmp_path: Path) -> None:
     """A field left out is said at the line of the case's id (it has no line of its own); a P0 case without
     negative_behavior is said beside the other faults, not once they are fixed; a call written as OpenAI writes it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -38,6 +39,29 @@ def field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         current = [_field(models[0], part).annotation] if models else _elements(current)
     models = _models_in(current)
     return [f.alias or name for name, f in models[0].model_fields.items()] if models else []
+
+
+_HOME_DEPTH = 3  # levels of fields looked into for `field_homes`: a model that holds itself would never end
+
+
+@functools.cache
+def field_homes(model: type[BaseModel]) -> dict[str, str]:
+    """Each field name (alias where given) that one model inside `model` has and no other, to the dotted path of
+    the field holding that model (`confirmation_required` -> `side_effect_policy`); the model's own fields map to
+    "". For a key written at the wrong level: it says where the key goes (a name many models have, `id` or
+    `tool`, says nothing)."""
+    homes: dict[str, set[str]] = {}
+    todo: list[tuple[type[BaseModel], str]] = [(model, "")]
+    while todo:
+        current, path = todo.pop()
+        if path.count(".") >= _HOME_DEPTH:
+            continue
+        for name, field in current.model_fields.items():
+            key = field.alias or name
+            homes.setdefault(key, set()).add(path)
+            inner = _models_in([field.annotation]) + _models_in(_elements([field.annotation]))
+            todo += [(sub, f"{path}.{key}" if path else key) for sub in inner]
+    return {key: next(iter(paths)) for key, paths in homes.items() if len(paths) == 1}
 
 
 def _field(model: type[BaseModel], name: Any) -> Any:

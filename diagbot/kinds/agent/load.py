@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from diagbot.core import stack, values
 from diagbot.core.errors import CaseFileError
 from diagbot.core.fs import FileProblem, read_bounded
-from diagbot.core.models import error_message, field_names_at, literal_choices
+from diagbot.core.models import error_message, field_homes, field_names_at, literal_choices
 from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import CASE_ID_PATTERN, FIELD_NAMES, SHAPE_TAGS, AgentCase, Check
@@ -163,6 +163,10 @@ def describe(
     where = _loc(loc)
     if kind == "extra_forbidden":
         known = field_names_at(model, tuple(p for p in loc if p not in SHAPE_TAGS))
+        home = field_homes(model).get(loc[-1]) if isinstance(loc[-1], str) else None
+        parent = ".".join(p for p in loc[:-1] if isinstance(p, str) and p not in SHAPE_TAGS)
+        if home and home != parent and not _synonym(loc[-1], known):  # a field of another part of the case
+            return f"unknown field '{values.one_line(where, 200)}' (it belongs under {home})"
         close = (suggestions or Suggestions(FIELD_SUGGESTIONS)).closest(str(loc[-1]), known) or _synonym(loc[-1], known)
         return f"unknown field '{values.one_line(where, 200)}'" + (f" (did you mean {close}?)" if close else "")
     if kind == "missing":
