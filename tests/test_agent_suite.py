@@ -735,9 +735,10 @@ def test_a_policy_or_schema_for_a_tool_the_agent_is_not_given_is_an_error(
         "tool_schema": {"book_flight": {"type": "object"}, "Search_Flights": {"required": ["to"]}, "wire": {}},
     }
     config = _suite_folder(tmp_path, [case])
+    booking = {"id": "c1", "type": "function", "function": {"name": "book_flight", "arguments": "{}"}}
     run = {"messages": [{"role": "user", "content": "Book BA117"}, {"role": "assistant", "content": None,
-           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "book_flight", "arguments": "{}"}}]},
-           {"role": "tool", "tool_call_id": "c1", "content": "booked"}, {"role": "assistant", "content": "Booked."}]}  # fmt: skip
+           "tool_calls": [booking]}, {"role": "tool", "tool_call_id": "c1", "content": "booked"},
+           {"role": "assistant", "content": "Booked."}]}  # fmt: skip
     (tmp_path / "runs" / "booking.json").write_text(json.dumps(run), encoding="utf-8")
     where = f"{tmp_path}/cases/all.json:1: case booking"
     tail = (

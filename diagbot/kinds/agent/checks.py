@@ -1081,8 +1081,8 @@ def _unconfirmed(
 ) -> str:
     """Why a call needing confirmation was not confirmed. Before any text of the agent there was nothing to
     confirm: the user's own request, whatever its words ("refund it, go ahead"), confirms no action the agent put
-    to them. `beside`: the text of the agent's message that makes the call; when no user reply came after an earlier text
-    of the agent, the user had no turn to answer it."""
+    to them. `beside`: the text of the agent's message that makes the call; when no user reply came after an
+    earlier text of the agent, the user had no turn to answer it."""
     if beside.strip() and (replied is None or not spoke):
         quoted = json.dumps(excerpt(one_line(beside, 200), 60), ensure_ascii=False)
         return (
