@@ -320,18 +320,31 @@ MAX_CLEARED = 10_000  # report and diff files of an earlier run that `clear_outp
 
 
 def clear_outputs(
-    out: Path, anchor: Path | None = None, quiet: bool = False, keep: frozenset[Path] = frozenset()
+    out: Path,
+    anchor: Path | None = None,
+    quiet: bool = False,
+    keep: frozenset[Path] = frozenset(),
+    everything: bool = False,
 ) -> None:
     """Remove what an earlier run wrote to the report folder but for the files in `keep` (this run's): its
     reports, diffs, comment, summary and pull-request record would read as this run's. `quiet`: remove what can
-    be removed and raise nothing (after a failed write, whose error is the one to report)."""
+    be removed and raise nothing (after a failed write, whose error is the one to report). `everything`: every
+    JSON file in reports/ and diff/, whoever wrote it (the action's folder is diagbot's alone: a pull request
+    that commits one there would have it uploaded as the run's report, and read as a baseline)."""
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
     for folder in (out / "reports", out / "diff"):
         try:
             if folder.is_dir() and not folder.is_symlink():
                 with os.scandir(folder) as entries:
-                    listed = [Path(e.path) for _, e in zip(range(MAX_CLEARED), entries, strict=False)]
-                stale += [path for path in listed if path.suffix == ".json" and _written_by_diagbot(path)]
+                    listed = [Path(e.path) for _, e in zip(range(MAX_CLEARED + 1), entries, strict=False)]
+                if everything and len(listed) > MAX_CLEARED:
+                    raise OutputError(
+                        f"{folder}: holds more than {MAX_CLEARED:,} entries, so what it holds cannot all be removed "
+                        "before this run; the report folder is diagbot's: do not commit it"
+                    )
+                stale += [
+                    p for p in listed[:MAX_CLEARED] if p.suffix == ".json" and (everything or _written_by_diagbot(p))
+                ]
         except OSError as exc:
             if not quiet:
                 message = f"{folder}: an earlier run's outputs cannot be listed ({exc.strerror or exc})"

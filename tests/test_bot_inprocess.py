@@ -16,6 +16,7 @@ import pytest
 from diagbot.action import bot
 from diagbot.action.record import PrRecord
 from diagbot.action.settings import Settings
+from diagbot.core.errors import ConfigError
 from diagbot.github.client import PyGithubPort, make_client
 from tests.conftest import made_at
 from tests.github_server import GitHubTestServer
@@ -227,6 +228,20 @@ def test_a_bare_json_baseline_artifact_serves_a_one_suite_config(gh: GitHubTestS
     assert "Compared against the baseline from `main`" in comment_body(gh)
 
 
+def test_a_bare_json_baseline_artifact_serves_its_own_suite_when_the_config_has_more(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """Adding a suite to diagbot.yml made the bare report "no report for these suites", so no baseline at all, and
+    the regression in the suite it holds passed: it is compared by the suite the report names."""
+    report = baseline_files(gh, ws)["reports/diagnosis.json"]
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="push", created_at=NOW)
+    gh.add_artifact(pushed.id, "diagbot-report", made_at(report, BASE), created_at=NOW)
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 1, log
+    assert "Compared against the baseline from `main`" in comment_body(gh)
+
+
 @pytest.mark.parametrize(
     ("method", "path", "status", "unknown"),
     [
@@ -259,20 +274,90 @@ def test_a_baseline_github_would_not_hand_over_fails_the_gate_never_passes_it(
     assert "::warning::" in log and "::error::" not in log
 
 
-@pytest.mark.parametrize("expired", [True, False], ids=["expired", "unreadable"])
-def test_an_unusable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path, expired: bool) -> None:
-    """Expired or unreadable candidates are skipped as before: only GitHub not answering makes the baseline
-    unknown. The older artifact is the baseline, so the broken case is a regression (no baseline would pass)."""
+def test_an_expired_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path) -> None:
+    """An expired artifact is no baseline any more: the older one is, so the broken case is a regression."""
     files = baseline_files(gh, ws)
     upload(gh, files, sha="e" * 40)
-    newest = upload(gh, {"reports/diagnosis.json": b"not json"})
-    gh.artifacts[newest].expired = expired
+    newest = upload(gh, files)
+    gh.artifacts[newest].expired = True
     break_a_case(ws)
     code, log = run(gh, ws)
     assert code == 1, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure" and "regression" in (check.output_title or "")
     assert "No baseline" not in comment_body(gh)
+
+
+def test_a_newest_artifact_that_cannot_be_read_fails_a_pull_request_rather_than_an_older_one_passing_it(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """The base commit's artifact was there but unreadable, and the older one it fell back to (or "none", when it
+    was the only one) passed a pull request that an older baseline could not show regress. Its baseline is
+    unknown, which fails; a push falls back to the older one with a warning."""
+    upload(gh, baseline_files(gh, ws), sha="e" * 40)
+    newest = upload(gh, {"reports/diagnosis.json": b"not json"})
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert (
+        "::error::the baseline could not be fetched, so this pull request cannot be compared (a gate never passes on "
+        f"a baseline it could not read): artifact {newest} ('diagbot-report', run {newest - 1}): baseline of suite "
+        "diagnosis: reports/diagnosis.json:1:1: not a JSON report (Expecting value)"
+    ) in log
+    code, log = run(gh, ws, "push")
+    assert code == 0 and f"::warning::artifact {newest}" in log, log
+
+
+def test_a_search_stopped_at_its_limit_fails_a_pull_request_rather_than_passing_it(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """Ten reruns of pull requests on main (each holding pr.json) filled the search's ten candidates, and the
+    honest baseline behind them read as "no baseline": a regression passed. Whether an older run holds the
+    baseline is unknown when the search stopped at a limit, which fails the pull request."""
+    upload(gh, baseline_files(gh, ws), sha="e" * 40)
+    break_a_case(ws)
+    evaluated = {**baseline_files(gh, ws), "pr.json": b"{}"}
+    for _ in range(10):
+        upload(gh, evaluated, event="workflow_dispatch")
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert (
+        "the search of main's runs stopped before it found a usable 'diagbot-report' artifact (10 candidates found, "
+        "after 10 unusable candidate(s)); push to main or rerun its workflow, so that its newest run uploads a "
+        "baseline"
+    ) in log
+
+
+def test_an_older_artifact_that_cannot_be_fetched_for_a_missing_suite_fails_a_pull_request(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """The newest artifact lacked the workspace suite's report, and the older one holding it answered 503: the
+    suite was not compared, and a regression in it passed with a warning."""
+    files = baseline_files(gh, ws)
+    older = upload(gh, files, sha="e" * 40)
+    upload(gh, {k: v for k, v in files.items() if k != "reports/workspace.json"})
+    gh.inject("GET", rf"/{older}\.zip$", 503, times=3)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    assert f"downloading artifact {older} ('diagbot-report'): the blob store answered 503 3 times" in log
+    assert "(looked in for suites workspace)" in log
+
+
+def test_a_pull_request_s_own_report_folder_is_emptied_before_anything_else(gh: GitHubTestServer, ws: Path) -> None:
+    """A pull request committed diagbot-report/reports/*.json (every case failing) and broke diagbot.yml: the run
+    stopped early, the committed reports stayed, and upload-artifact uploaded them as a rerun's report on main,
+    the next pull requests' baseline. The folder is emptied first, whoever wrote what it holds."""
+    planted = ws / "diagbot-report"
+    (planted / "reports").mkdir(parents=True)
+    (planted / "diff").mkdir()
+    (planted / "reports" / "diagnosis.json").write_text('{"kind": "trace", "schemaVersion": 1}')
+    (planted / "diff" / "diagnosis.json").write_text("{}")
+    (planted / "pr.json").write_text("{}")
+    (planted / "notes.txt").write_text("kept: no baseline reader reads it")
+    (ws / "diagbot.yml").write_text("suites: [\n")
+    with pytest.raises(ConfigError):
+        run(gh, ws)
+    assert sorted(p.relative_to(planted).as_posix() for p in planted.rglob("*")) == ["diff", "notes.txt", "reports"]
 
 
 def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_workflow_names_one(

@@ -27,8 +27,11 @@ def resolve_baseline(
     suites is the baseline, and every problem of its files is kept (they fail the gate, named).
 
     `strict` is a pull request's gate: when GitHub could not be asked (an outage, the rate limit, a missing
-    `actions: read`) and no candidate was usable, whether a baseline exists is unknown, and that must never read
-    as "there is none", which passes: it is a problem, and the check fails naming it. A push only warns."""
+    `actions: read`), when a newer candidate is there but could not be read (too large, not a zip, a report of a
+    newer diagbot), or when the search stopped at one of its limits before a usable candidate, whether a newer
+    baseline exists is unknown, and that must never read as "there is none" or as an older one, either of which
+    can pass a regression: it is a problem, and the check fails naming it. A push only warns. An expired or
+    deleted artifact, and a pull request's own evaluation, are no baseline: the next one is tried."""
     name = settings.baseline_artifact
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
@@ -41,34 +44,35 @@ def resolve_baseline(
         found = Baselines(problems=_unknown(exc.problems) if strict else [])
         return found, BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
     tried: list[str] = []
-    unreachable: list[str] = []  # candidates GitHub did not hand over: they may be the baseline
+    unreachable: list[str] = []  # candidates GitHub did not hand over, or that could not be read: may be the baseline
     for at, candidate in enumerate(search.candidates):
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
-            found = _read(files, config, where)
-        except (ArtifactGone, UnsafeArtifact) as exc:  # expired, deleted or unreadable: the next one may do
+            found = Baselines() if PR_RECORD in files else _read(files, config, where)  # said below, unread
+        except ArtifactGone as exc:  # expired or deleted: no baseline any more, the next one may do
             tried.extend(exc.problems)
             continue
-        except GitHubError as exc:  # forbidden or unavailable: the next one may do, but this one is unknown
+        except GitHubError as exc:  # forbidden, unavailable or unreadable: the next one may do, this one is unknown
             tried.extend(exc.problems)
             unreachable.extend(exc.problems)
             continue
-        if not found.reports and not found.problems and not found.names:
+        foreign = _not_a_baseline(files, found, candidate)
+        if not foreign and not found.reports and not found.problems and not found.names:
             tried.append(f"{where}: holds no report for these suites")
             continue
-        foreign = _not_a_baseline(files, found, candidate)
         if foreign:
             tried.append(f"{where}: {foreign}")
             continue
         if strict and unreachable:  # a newer candidate, or the base commit's own, may be the baseline
             warnings.extend(p for p in tried if p not in unreachable)
-            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be downloaded"
+            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be fetched or read"
             return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
-        older = _older_reports(port, config, found, search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT], warnings)
+        older_ones = search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT]
+        older = _older_reports(port, config, found, older_ones, warnings, strict)
         if older:
             info = info.model_copy(update={"warnings": [*info.warnings, *older]})
         if search.other_workflows:
@@ -80,8 +84,17 @@ def resolve_baseline(
         return found, info
     if strict and unreachable:
         warnings.extend(p for p in tried if p not in unreachable)
-        reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be downloaded"
+        reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be fetched or read"
         return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
+    if strict and search.stopped_because:  # an older run, not looked at, may hold the baseline
+        warnings.extend(tried)
+        stopped = (
+            f"the search of {base_branch}'s runs stopped before it found a usable '{name}' artifact "
+            f"({search.stopped_because}, after {len(search.candidates)} unusable candidate(s)); push to {base_branch} "
+            "or rerun its workflow, so that its newest run uploads a baseline"
+        )
+        reason = f"the search for a baseline stopped at a limit ({search.stopped_because})"
+        return Baselines(problems=_unknown([stopped])), BaselineInfo(source="none", missing_reason=reason)
     warnings.extend(tried)
     runs = f"{search.runs_scanned} run" + ("" if search.runs_scanned == 1 else "s")
     passed = (
@@ -105,11 +118,18 @@ OLDER_LOOKED_AT = 2  # older artifacts looked in for a suite the newest usable o
 
 
 def _older_reports(
-    port: GitHubPort, config: Config, found: Baselines, older: list[ArtifactCandidate], warnings: list[str]
+    port: GitHubPort,
+    config: Config,
+    found: Baselines,
+    older: list[ArtifactCandidate],
+    warnings: list[str],
+    strict: bool = False,
 ) -> list[str]:
     """A suite the baseline artifact has no report for (its push run could not evaluate it, as when a case file
     was broken on the base branch for a while) is compared with the report of the next older artifact that has
-    one: read as missing, it could not regress. Returns what the comment says of each one so taken."""
+    one: read as missing, it could not regress. Returns what the comment says of each one so taken. `strict`: an
+    older artifact GitHub does not hand over (or that cannot be read) may hold that report, so it is a problem of
+    `found`, as for the newest one."""
     said: list[str] = []
     for candidate in older:
         missing = [s.name for s in config.suites if s.name not in found.names]
@@ -118,7 +138,13 @@ def _older_reports(
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
-        except GitHubError as exc:  # expired, unreadable or not handed over: the next one may do
+        except ArtifactGone as exc:  # expired or deleted: the next one may do
+            warnings.extend(exc.problems)
+            continue
+        except GitHubError as exc:  # not handed over or unreadable: the report it may hold is unknown
+            if strict:
+                found.problems += _unknown([f"{p} (looked in for suites {', '.join(missing)})" for p in exc.problems])
+                break
             warnings.extend(exc.problems)
             continue
         extra = baselines_in_archive(files, missing)

@@ -38,7 +38,7 @@ from diagbot.io.config import Config, load_config
 from diagbot.io.files import register_secret, write_file
 from diagbot.kinds import registry
 from diagbot.kinds.workers import default_workers
-from diagbot.pipeline import Outcome, run_config, write_outputs
+from diagbot.pipeline import Outcome, clear_outputs, run_config, write_outputs
 from diagbot.render.markdown import CHECK_SUMMARY_LIMIT, BaselineInfo, CurrentInfo
 
 
@@ -51,7 +51,9 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     register_secret(token)  # masked in every file and annotation diagbot writes from here on
     if settings.mode is RunMode.COMMENT:
         return relay.run(settings, port, out=stream)
-    notes = Notes()
+    report_dir = settings.workspace / settings.report_dir
+    clear_outputs(report_dir, settings.workspace, everything=True)  # before anything can stop this run: reports
+    notes = Notes()  # a pull request committed there would be uploaded as this run's, and read as a baseline
     target = resolve_target(settings, port)
     config = _config(settings, target)
     gate = _gate(settings, config, target)
@@ -62,7 +64,6 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=timestamp(now))
     current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
     outcome = run_config(config, baselines, info, current, run_info, gate, workers=default_workers())
-    report_dir = settings.workspace / settings.report_dir
     write_outputs(outcome, report_dir, settings.workspace)
 
     comment_url: str | None = None

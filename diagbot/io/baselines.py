@@ -101,6 +101,13 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
         found.names = list(suites)
         _parse(found, suites[0], files["report.json"], "report.json")
         return found
+    if list(files) == ["report.json"]:  # with more suites, the one the report names (a suite added since is new)
+        _parse(found, "report.json", files["report.json"], "report.json")
+        report = found.reports.pop("report.json", None)
+        source = found.sources.pop("report.json", "report.json")
+        if report is not None and report.suite in suites:
+            found.names, found.reports[report.suite], found.sources[report.suite] = [report.suite], report, source
+        return found
     listed = sorted(p for p in files if p.startswith("reports/") and _SUITE_FILE.fullmatch(p.removeprefix("reports/")))
     if len(listed) > MAX_REPORTS:
         found.problems.append(f"reports/: {len(listed)} reports, more than the {MAX_REPORTS} diagbot reads")
