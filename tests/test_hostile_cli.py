@@ -134,6 +134,32 @@ def test_init_prints_a_dir_with_control_characters_escaped(tmp_path: Path) -> No
 # --- run --out -------------------------------------------------------------------------------------------------
 
 
+LONG = "a" * 300  # a path part longer than the 255 bytes a file name may have: `exists` raises, not says False
+
+
+@pytest.mark.parametrize(
+    ("args", "config", "said"),
+    [
+        (("validate",), {"cases": f"cases/agent/{LONG}"}, "suites.0.cases: 'cases/agent/aaa"),
+        (("validate",), {"fixtures": f"fixtures/agent/{LONG}"}, "suites.0.fixtures: 'fixtures/agent/aaa"),
+        (("run", "-q", "--baseline", LONG, "--out", "o"), {}, f"{LONG}: cannot be looked at (File name too long)"),
+        (("run", "-q", "--out", f"{LONG}/o"), {}, f"{LONG}: cannot be looked at (File name too long)"),
+    ],
+    ids=["cases", "fixtures", "baseline", "out"],
+)
+def test_a_path_part_too_long_for_a_file_name_is_named(
+    tmp_path: Path, args: tuple[str, ...], config: dict[str, str], said: str
+) -> None:
+    """Each ended in "diagbot failed unexpectedly (OSError: [Errno 36] File name too long)", and in the action
+    without a comment or a check run."""
+    suite = {"name": "agent", "kind": "agent", "cases": "cases/agent", "fixtures": "fixtures/agent"} | config
+    _started(tmp_path, yaml.safe_dump({"suites": [suite]}))
+    done = diagbot(tmp_path, *args)
+    assert done.returncode == 2, done.stderr
+    assert "failed unexpectedly" not in done.stderr and "Traceback" not in done.stderr
+    assert said in done.stderr
+
+
 @pytest.mark.parametrize(
     "out", ["afile", "/dev/full", "build/diagbot"], ids=["a-file", "dev-full", "report-is-a-folder"]
 )

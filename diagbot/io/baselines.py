@@ -47,6 +47,11 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
     found = Baselines()
     if location is None:
         return found
+    try:
+        location.exists()  # False for a path that is not there; raises for one that cannot be looked at
+    except OSError as exc:  # a part over 255 bytes, a folder that may not be entered
+        found.problems.append(f"{location}: cannot be looked at ({exc.strerror or exc}); give a report folder")
+        return found
     if location.is_file():
         if len(suites) != 1:
             found.problems.append(f"{location}: a single baseline file fits a single suite; give a report folder")

@@ -306,6 +306,10 @@ class Config(StrictInput):
             raise ConfigError(
                 f"{where} resolves outside the workspace ({resolved}); give a path inside the repository{base}"
             )
+        try:  # `exists` says False for a path that is not there, and raises for one that cannot be looked at
+            path.exists()
+        except OSError as exc:  # a part over 255 bytes, a folder that may not be entered
+            raise ConfigError(f"{where} cannot be looked at ({exc.strerror or exc}); give a plain path{base}") from None
         return path
 
     def _existing(self, suite: SuiteConfig, index: int) -> tuple[Path, Path]:

@@ -56,7 +56,11 @@ def real_folder(folder: Path, root: Path, anchor: Path | None = None) -> None:
             _make(at, parents=True)  # above the output folder, outside the checkout: as the user gave it
     for part in parts:
         at = at / part
-        if at.is_symlink():
+        try:
+            linked = at.is_symlink()
+        except OSError as exc:  # a part over 255 bytes: `is_symlink` raises for all but a missing path
+            raise OutputError(f"{at}: cannot be looked at ({exc.strerror or exc}); {_ELSEWHERE}") from None
+        if linked:
             raise OutputError(
                 f"{at}: is a symbolic link; diagbot writes its outputs only into real folders (remove the link, "
                 f"or {_ELSEWHERE})"
