@@ -189,6 +189,34 @@ def test_another_forks_run_at_the_same_commit_cannot_post_on_this_pull_request(
     gh.assert_no_violations()
 
 
+@pytest.mark.parametrize("conclusion", ["failure", "cancelled", "timed_out"])
+def test_a_passing_artifact_of_a_run_that_did_not_succeed_fails_the_check(
+    gh: GitHubTestServer, tmp_path: Path, conclusion: str
+) -> None:
+    """A fork's run stopped early (exit 2 on a broken diagbot.yml) and uploaded the passing pr.json and reports
+    the pull request had committed; the relay, told by GitHub that the run failed, posted a success."""
+    write_artifact(tmp_path)
+    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
+    code, log = _relay_for(gh, tmp_path, {**fork, "conclusion": conclusion})
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure"
+    assert (
+        f"the evaluating run (run 5555) ended as {conclusion}, but its artifact would pass: it may not hold what the "
+        "run would have written, so it is not taken as passing; rerun it"
+    ) in next(iter(gh.comments.values())).body.replace("\\_", "_")
+
+
+def test_a_regression_of_a_failed_run_is_still_told_as_a_regression(gh: GitHubTestServer, tmp_path: Path) -> None:
+    write_artifact(tmp_path, before=True, after=False)
+    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
+    code, log = _relay_for(gh, tmp_path, {**fork, "conclusion": "failure"})
+    assert code == 0, log
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "failure" and "regression" in (check.output_title or "")
+    assert "ended as failure" not in next(iter(gh.comments.values())).body
+
+
 def test_closed_pull_request_gets_nothing(gh: GitHubTestServer, tmp_path: Path) -> None:
     gh.add_pull(REPO, 8, head_sha=HEAD, state="closed")
     write_artifact(tmp_path, {"number": 8})

@@ -31,7 +31,7 @@ from diagbot.core import values
 from diagbot.core.diff import parse_diff
 from diagbot.core.errors import DiagbotError
 from diagbot.core.fs import FileProblem, read_text_bounded
-from diagbot.core.gate import Conclusion, GateSettings, decide
+from diagbot.core.gate import Conclusion, Decision, GateSettings, decide
 from diagbot.github.port import GitHubPort, PullInfo
 from diagbot.io.config import MAX_SUITES
 from diagbot.kinds.registry import parse_any_report, view
@@ -97,17 +97,24 @@ def _relay(
     baseline = _baseline(settings, record, any(v.diff is not None for v in views))
     current = CurrentInfo(sha=record.head_sha, run_url=settings.run_link(evaluating.id if evaluating else None))
     marker = f"diagbot:{record.marker_id}"
-    # The evaluating run's own input problems fail the check as they failed that run.
-    broken = [SuiteOutcome("(evaluating run)", problems=record.problems)] if record.problems else []
+    # The evaluating run's own input problems fail the check as they failed that run; so does a run GitHub says
+    # did not succeed when its artifact would pass (it may have stopped before writing what the artifact holds).
+    problems = list(record.problems)
     counts = record.baselines or {}
-    facts = [s.facts() for s in [*suites, *broken]]
-    facts = [replace(f, baseline_cases=c.cases, baseline_gating=c.gating) if (c := counts.get(f.name)) else f
-             for f in facts]  # fmt: skip
-    decision = decide(facts, _gate(settings, record))
+    decision = _decide(settings, record, suites, problems, counts)
+    if decision.conclusion is not Conclusion.FAILURE and evaluating is not None and evaluating.conclusion not in (
+        None, "success"
+    ):  # fmt: skip
+        problems.append(
+            f"the evaluating run (run {evaluating.id}) ended as {values.one_line(evaluating.conclusion, 40)}, but "
+            "its artifact would pass: it may not hold what the run would have written, so it is not taken as "
+            "passing; rerun it"
+        )
+        decision = _decide(settings, record, suites, problems, counts)
     failing = decision.reason if decision.conclusion is Conclusion.FAILURE else None  # the headline says why
     said = headline_notes(decision)
     comment = render_markdown(
-        "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=record.problems,
+        "comment.md.j2", views, baseline, current, marker, COMMENT_LIMIT, problems=problems,
         gate_failure=failing, headline_notes=said,
     )  # fmt: skip
     notes = Notes(warnings, errors)
@@ -127,7 +134,7 @@ def _relay(
             current,
             marker,
             CHECK_SUMMARY_LIMIT,
-            problems=record.problems,
+            problems=problems,
             gate_failure=failing,
             headline_notes=said,
         ),
@@ -273,6 +280,17 @@ class EvaluatingRun:
     head_repository: str | None
     head_branch: str | None
     pull_numbers: tuple[int, ...]
+    conclusion: str | None = None
+
+
+def _decide(
+    settings: Settings, record: PrRecord, suites: list[SuiteOutcome], problems: list[str], counts: dict[str, Any]
+) -> Decision:
+    broken = [SuiteOutcome("(evaluating run)", problems=problems)] if problems else []
+    facts = [s.facts() for s in [*suites, *broken]]
+    facts = [replace(f, baseline_cases=c.cases, baseline_gating=c.gating) if (c := counts.get(f.name)) else f
+             for f in facts]  # fmt: skip
+    return decide(facts, _gate(settings, record))
 
 
 def _same_pull(run: EvaluatingRun, pull: PullInfo) -> None:
@@ -316,6 +334,7 @@ def _check_event(settings: Settings, record: PrRecord) -> EvaluatingRun | None:
     repository = workflow_run.get("head_repository")
     name = repository.get("full_name") if isinstance(repository, dict) else None
     branch = workflow_run.get("head_branch")
+    conclusion = workflow_run.get("conclusion")
     pulls = workflow_run.get("pull_requests")
     numbers = [p.get("number") for p in pulls if isinstance(p, dict)] if isinstance(pulls, list) else []
     return EvaluatingRun(
@@ -323,6 +342,7 @@ def _check_event(settings: Settings, record: PrRecord) -> EvaluatingRun | None:
         head_repository=name if isinstance(name, str) else None,
         head_branch=branch if isinstance(branch, str) else None,
         pull_numbers=tuple(n for n in numbers if isinstance(n, int) and not isinstance(n, bool)),
+        conclusion=conclusion if isinstance(conclusion, str) else None,
     )
 
 
