@@ -415,6 +415,19 @@ def test_a_newer_baseline_that_cannot_be_downloaded_fails_the_gate_rather_than_a
     assert code == 0 and "::warning::" in log, log
 
 
+def test_a_pull_request_stops_downloading_once_its_baseline_is_unknown(gh: GitHubTestServer, ws: Path) -> None:
+    """Every older candidate was downloaded after the newest one failed, though the gate could only fail by then:
+    ten slow ones took longer than the job's timeout, which then ended with no comment and no check run."""
+    files = baseline_files(gh, ws)
+    older = [upload(gh, files, sha=c * 40) for c in "def"]
+    newest = upload(gh, files)
+    gh.inject("GET", r"/\d+\.zip$", 503, times=30)
+    code, log = run(gh, ws)
+    assert code == 2, log
+    asked = {r.path for r in gh.requests if r.server == "blob"}
+    assert any(f"/{newest}." in path for path in asked) and not any(f"/{o}." in p for o in older for p in asked)
+
+
 def test_one_blob_store_hiccup_is_retried(gh: GitHubTestServer, ws: Path) -> None:
     exact = upload(gh, baseline_files(gh, ws))
     break_a_case(ws)

@@ -17,6 +17,7 @@ from github import Github
 
 from diagbot.github import client as dg
 from diagbot.github.port import BaselineSearch
+from tests.conftest import hang_guard
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -192,6 +193,20 @@ def test_a_blob_store_that_trickles_the_archive_is_given_up_on(
     monkeypatch.setattr(dg, "BLOB_SECONDS", 60.0)
     gh.blob_pace = 0.001
     assert dg.unpack_artifact(dg.download_artifact(g.requester, candidate), "a") == {"reports/diagnosis.json": noise}
+
+
+def test_a_blob_store_that_stalls_is_given_up_on_at_the_deadline_not_after_each_read_timeout(
+    g: Github, gh: GitHubTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that sent a piece and then stalled was waited for a 60 s read timeout, three times over: past the
+    job's own timeout, with no comment and no check run. Every wait now ends at the download's one deadline."""
+    artifact(gh, data=zip_of({"reports/diagnosis.json": random.Random(1).randbytes(8_000)}), head_sha=BASE)
+    [candidate] = search(g).candidates
+    gh.blob_pace = 30.0  # a piece, then nothing for 30 s
+    monkeypatch.setattr(dg, "BLOB_SECONDS", 0.5)
+    with hang_guard(10), pytest.raises(dg.GitHubUnavailable, match="downloading artifact"):
+        dg.download_artifact(g.requester, candidate)
+    assert len([r for r in gh.requests if r.server == "blob"]) == 1  # the deadline passed: not asked again
 
 
 def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestServer) -> None:

@@ -56,6 +56,8 @@ def resolve_baseline(
         except GitHubError as exc:  # forbidden, unavailable or unreadable: the next one may do, this one is unknown
             tried.extend(exc.problems)
             unreachable.extend(exc.problems)
+            if strict:  # the baseline is unknown now, whatever an older one holds: no more downloads to wait for
+                break
             continue
         foreign = _not_a_baseline(files, found, candidate)
         if not foreign and not found.reports and not found.problems and not found.names:

@@ -325,17 +325,20 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
 
 BLOB_ATTEMPTS = 3  # the blob store is asked this often, a new signed URL each time, when it does not answer
 BLOB_SECONDS = 120.0  # how long one download may take: a store that trickles the bytes must not hold the job
+BLOB_READ_SECONDS = 60.0  # the longest wait for the store to connect or send the next piece
 
 
 def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_bytes: int = MAX_ARCHIVE_BYTES) -> bytes:
     """The archive's bytes: ask GitHub for the signed URL (302), then fetch it without our token. A blob store that
     answers 429 or 5xx, or not at all, is asked again (after 1 s, then 2 s): one hiccup on the newest baseline
-    would otherwise fail a pull request's gate."""
+    would otherwise fail a pull request's gate. All the attempts together take at most BLOB_SECONDS: a store that
+    sends a little and then stalls is not waited for three times over."""
+    deadline = time.monotonic() + BLOB_SECONDS
     for attempt in range(BLOB_ATTEMPTS):
         try:
-            return _download_once(requester, candidate, max_bytes)
+            return _download_once(requester, candidate, max_bytes, deadline)
         except _BlobUnavailable as exc:
-            if attempt == BLOB_ATTEMPTS - 1:
+            if attempt == BLOB_ATTEMPTS - 1 or time.monotonic() + 2**attempt >= deadline:
                 raise GitHubUnavailable(str(exc)) from None
             time.sleep(2**attempt)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -345,7 +348,7 @@ class _BlobUnavailable(Exception):
     """The blob store did not hand over the archive, in a way a retry may mend."""
 
 
-def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes: int) -> bytes:
+def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes: int, deadline: float) -> bytes:
     doing = f"downloading artifact {candidate.id} ('{candidate.name}')"
     if candidate.size > max_bytes:
         raise UnsafeArtifact(
@@ -364,7 +367,8 @@ def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes
     session = requests.Session()
     session.trust_env = False  # no .netrc credentials for the blob store
     try:
-        with session.get(headers["location"], stream=True, timeout=60, allow_redirects=True) as response:
+        wait = max(1.0, min(BLOB_READ_SECONDS, deadline - time.monotonic()))  # each wait for the store ends by then
+        with session.get(headers["location"], stream=True, timeout=wait, allow_redirects=True) as response:
             if response.status_code != 200:
                 answered = (
                     f"{doing}: the blob store answered {response.status_code}"
@@ -374,7 +378,7 @@ def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes
                 if response.status_code == 429 or response.status_code >= 500:
                     raise _BlobUnavailable(answered)
                 raise GitHubUnavailable(answered)
-            return _body(response, doing, max_bytes, time.monotonic() + BLOB_SECONDS)
+            return _body(response, doing, max_bytes, deadline)
     except (requests.ConnectionError, requests.Timeout, Urllib3Error) as exc:  # urllib3's: read as they arrive
         raise _BlobUnavailable(str(_explain(exc, doing))) from None  # a broken connection, before or mid-body
     except requests.RequestException as exc:
