@@ -211,3 +211,14 @@ def test_a_token_holding_a_line_break_is_refused_unechoed() -> None:
         "character; pass the token alone; set it in the workflow step's `with:`"
     ]
     assert "SECONDHALF" not in str(caught.value) and "firstHalf" not in str(caught.value)
+
+
+def test_a_token_with_a_character_no_header_carries_is_refused_unechoed() -> None:
+    """`ghs_€...` passed the settings and failed the first request: "diagbot failed unexpectedly"."""
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(env(**{"INPUT_GITHUB-TOKEN": "ghs_€secretpart"}))
+    assert caught.value.problems == [
+        "input 'github-token' (INPUT_GITHUB-TOKEN): Value error, the token holds a character that is not ASCII, "
+        "which no GitHub token has; pass the token; set it in the workflow step's `with:`"
+    ]
+    assert "secretpart" not in str(caught.value)

@@ -85,6 +85,8 @@ class Settings(BaseModel):
         would show its other lines in the log."""
         if any(c.isspace() or not c.isprintable() for c in token.get_secret_value()):
             raise ValueError("the token holds a line break, a space or a control character; pass the token alone")
+        if not token.get_secret_value().isascii():  # an HTTP header carries no other: the first request would fail
+            raise ValueError("the token holds a character that is not ASCII, which no GitHub token has; pass the token")
         return token
 
     @classmethod
