@@ -3115,6 +3115,24 @@ def test_a_responses_file_holding_the_history_twice_is_refused() -> None:
     assert [c.id for c in shared.calls] == ["call_1", "call_2"]
 
 
+def test_a_compaction_item_is_refused_not_skipped() -> None:
+    """A `compaction` item (the Responses compact endpoint's, the Agents SDK's compaction session's) stands for
+    the conversation before it, encrypted: skipped, a refund made before it went unseen and a P0 case passed."""
+    compacted = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAB..."}
+    user = {"type": "message", "role": "user", "content": "thanks, anything else?"}
+    reply = {"type": "message", "role": "assistant", "content": "Your refund of order A went through."}
+    with pytest.raises(TraceInvalid) as raised:
+        parse({"input": [compacted, user], "output": [reply]})
+    assert (raised.value.path, raised.value.message) == (
+        "$.input[0].type",
+        "'compaction' holds encrypted content standing for earlier conversation (a compaction), which diagbot cannot "
+        "read, so a call made in it would go unseen; record the run before it was compacted: every request's input "
+        "items and output items, in order, in one file",
+    )
+    thought = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB..."}
+    assert parse({"input": [user], "output": [thought, reply]}).answer == "Your refund of order A went through."
+
+
 def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided() -> None:
     """A chat run cannot record state changes: without a final_state its "final state" was the case's initial
     state, so a forbidden `refund_status == refunded` and a final_state_check that nothing changed both passed a
