@@ -681,6 +681,31 @@ def test_precondition_state_falls_back_to_state_and_reports_an_absent_key() -> N
     ]
 
 
+def test_a_state_precondition_after_a_side_effect_the_run_cannot_record_is_unmet() -> None:
+    """A chat run cannot record state changes: a second refund was judged against the initial `refund_status:
+    none`, though the first refund had succeeded (its result said "refunded"), and a double refund passed a P0
+    case. After a successful side-effect call such a run's state is not known; a read-only call changes nothing."""
+    case = make_case(
+        initial_state={"refund_status": "none"},
+        available_tools=["order_lookup", "refund_submit"],
+        side_effect_policy={"tool": "refund_submit", "precondition": [{"refund_status": "none"}]},
+    )
+    turns = [{"role": "user", "content": "refund order A"}]
+    for n in (1, 2):
+        turns += [assistant_calls(chat_call(f"c{n}", "refund_submit", {})), tool_result(f"c{n}", "refunded")]
+    assert failures(case, [*turns, {"role": "assistant", "content": "Refunded."}]) == [
+        "precondition_unmet: refund_submit (call 2): refund_status just before it is not known: refund_submit (call "
+        "1), a side effect, succeeded before it, and the run records no state changes (record state_change steps, "
+        "as diagbot's own trace does)"
+    ]
+    looked_up = [turns[0], assistant_calls(chat_call("l", "order_lookup", {})), tool_result("l", "ok"), *turns[3:5]]
+    assert failures(case, [*looked_up, {"role": "assistant", "content": "Refunded."}]) == []
+    recorded = native(call("refund_submit"), change("refund_status", "none", "refunded"), call("refund_submit"))
+    assert failures(case, recorded) == [
+        'precondition_unmet: refund_submit (call 2): refund_status is "refunded" just before it, expected "none"'
+    ]
+
+
 # --- confirmation_missing --------------------------------------------------------------------------------------
 
 CONFIRM = make_case(side_effect_policy={"tool": "refund", "confirmation_required": True})

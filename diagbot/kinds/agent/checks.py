@@ -961,16 +961,23 @@ class _Successes:
         return False
 
 
-def _before_calls(
-    case: AgentCase, t: Trial
-) -> tuple[list[tuple[ToolCall, int, dict[str, Any]]], dict[str, _Successes]]:
-    """Each call of a tool with preconditions, with its position and the state just before it (only the keys the
-    preconditions name), and where each tool was called successfully: one walk of the run."""
+Before = tuple[ToolCall, int, dict[str, Any], ToolCall | None]
+"""A call of a tool with preconditions: the call, its position, the state just before it (the keys the
+preconditions name), and the first successful side-effect call before it when the run records no state changes
+(that call may have changed the state unseen), else None."""
+
+
+def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _Successes]]:
+    """Each call of a tool with preconditions (`Before`), and where each tool was called successfully: one walk of
+    the run."""
     tools = {p.tool for p in case.policies if p.preconditions}
     keys = {k for p in case.policies for item in p.preconditions for k in item}
     state = {k: v for k, v in t.initial_state.items() if k in keys}
+    blind = not t.run.records_state and not t.run.state_changes  # chat: a refund's result says "refunded" only
+    acting: set[str] = case.side_effect_tools
+    unseen: ToolCall | None = None
     successes: dict[str, _Successes] = {}
-    found = []
+    found: list[Before] = []
     for position, step in enumerate(t.run.steps):
         if isinstance(step, StateChange):
             if step.key in keys or step.key.partition(".")[0] in keys:  # `order.status` changes `order`
@@ -978,9 +985,11 @@ def _before_calls(
         elif isinstance(step, ToolCall):
             if step.tool in tools:
                 t.spend(1 + len(state))
-                found.append((step, position, dict(state)))
+                found.append((step, position, dict(state), unseen))
             if not step.failed:
                 successes.setdefault(step.tool, _Successes(position, step.made)).add(position, step)
+                if blind and unseen is None and step.tool in acting:
+                    unseen = step
     return found, successes
 
 
@@ -1003,11 +1012,11 @@ def _called_first(want: str, call: ToolCall, position: int, successes: dict[str,
 def preconditions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
     walked, successes = _before_calls(case, t)
-    by_tool: dict[str, list[tuple[ToolCall, int, dict[str, Any]]]] = {}
+    by_tool: dict[str, list[Before]] = {}
     for entry in walked:
         by_tool.setdefault(entry[0].tool, []).append(entry)
     for policy in case.policies:
-        for call, position, state in by_tool.get(policy.tool, ()):
+        for call, position, state, unseen in by_tool.get(policy.tool, ()):
             for item in policy.preconditions:
                 for key, want in item.items():
                     t.spend(1)
@@ -1015,6 +1024,13 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
                         why = _called_first(want, call, position, successes, t)
                         if why and failures.wants():
                             failures.add(f"{_call_label(t.run, call)}: {why}")
+                    elif unseen is not None:  # the state the case starts in may be gone: undecided, so unmet
+                        if failures.wants():
+                            failures.add(
+                                f"{_call_label(t.run, call)}: {key} just before it is not known: "
+                                f"{_call_label(t.run, unseen)}, a side effect, succeeded before it, and the run "
+                                "records no state changes (record state_change steps, as diagbot's own trace does)"
+                            )
                     elif key not in state:
                         if failures.wants():
                             failures.add(
