@@ -96,6 +96,30 @@ def test_a_repeated_call_id_is_answered_by_the_nearest_call_either_way(monkeypat
                                                               ("refund", "third")]  # fmt: skip
 
 
+def test_results_of_parallel_calls_sharing_an_id_go_by_the_tool_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parallel calls of one message sharing an id were answered in the order the calls were made, whatever tool
+    each result named: the order results finished in decided which call failed, and so a P0 verdict."""
+    refund = {"id": "call_0", "type": "function", "function": {"name": "refund_submit", "arguments": "{}"}}
+    lookup = {"id": "call_0", "type": "function", "function": {"name": "order_lookup", "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [refund, lookup]},
+        {"role": "tool", "tool_call_id": "call_0", "name": "order_lookup", "content": "Error: timeout"},
+        {"role": "tool", "tool_call_id": "call_0", "name": "refund_submit", "content": "refunded"},
+    ]
+    read = _read(messages)
+    assert read == _read_fully(messages, monkeypatch)
+    assert [(s[1], s[4]) for s in read if s[0] == "call"] == [("refund_submit", "refunded"),
+                                                              ("order_lookup", "Error: timeout")]  # fmt: skip
+    named_otherwise = [*messages[:1], {**messages[1], "name": "wire_money"}]
+    refused = (
+        "refused",
+        "$[1].name",
+        "a tool result named 'wire_money' for 'call_0', whose waiting calls are of order_lookup, refund_submit: "
+        "which call it answers is unknown; record each result with its call's name and id",
+    )
+    assert _read(named_otherwise) == _read_fully(named_otherwise, monkeypatch) == refused
+
+
 def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
     messages = [{"role": "assistant", "content": "x", "tool_calls": [call] * 40}] * (MAX_STEPS // 41 + 1)

@@ -128,7 +128,7 @@ def read(data: Any) -> Run:
                     where,
                     f"a second tool result for {answered!r}: every earlier call with this {keyed} is already answered",
                 )
-            call = pending.pop()  # the nearest earlier call with this id
+            call = _answered(pending, message.get("name"), f"{prefix}[{index}]", str(answered))
             call.result, call.has_result, call.seen = content, True, index
             continue
         if role != "assistant" and role not in SPEAKERS:
@@ -164,6 +164,24 @@ def read(data: Any) -> Run:
     return run
 
 
+def _answered(pending: list[ToolCall], name: Any, where: str, answered: str) -> ToolCall:
+    """The call a tool result answers: the nearest earlier one waiting with its id; among several waiting with the
+    id (parallel calls of servers that reuse ids), the one of the tool the result names, when it names one: the
+    results of parallel calls come back in the order they finish."""
+    if len(pending) < 2 or name is None:
+        return pending.pop()
+    for at in range(len(pending) - 1, -1, -1):
+        if pending[at].tool == name:
+            return pending.pop(at)
+    tools = ", ".join(sorted({call.tool for call in pending}))
+    raise TraceInvalid(
+        f"{where}.name",
+        f"a tool result named {values.one_line(str(name), 80)!r} for {values.one_line(answered, 80)!r}, whose "
+        f"waiting calls are of {values.one_line(tools, 200)}: which call it answers is unknown; record each result "
+        "with its call's name and id",
+    )
+
+
 def _too_many(prefix: str) -> TraceInvalid:
     return TraceInvalid(
         prefix, f"holds more than {MAX_STEPS:,} messages and tool calls; diagbot reads at most {MAX_STEPS:,} per run"
@@ -187,8 +205,8 @@ def _plain(message: dict[str, Any], index: int, waiting: dict[str, list[ToolCall
     if role == "tool":
         answered = message.get("tool_call_id")
         pending = waiting.get(answered) if type(answered) is str else None
-        if not pending or message.get("tool_calls"):
-            return False
+        if not pending or message.get("tool_calls") or (len(pending) > 1 and message.get("name") is not None):
+            return False  # a name among calls sharing the id: `_answered` picks the call
         call = pending.pop()  # the nearest earlier call with this id
         call.result, call.has_result, call.seen = content, True, index
         return True
