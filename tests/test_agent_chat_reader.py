@@ -120,6 +120,25 @@ def test_results_of_parallel_calls_sharing_an_id_go_by_the_tool_they_name(monkey
     assert _read(named_otherwise) == _read_fully(named_otherwise, monkeypatch) == refused
 
 
+def test_text_under_unread_keys_is_compared_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """5,000 pieces of text beside a 1 MB content were each searched for in it: seconds per file, before any check's
+    budget applied. A piece is searched once however often it repeats, and the searches stop at a bound."""
+    from diagbot.kinds.agent.formats import common
+
+    monkeypatch.setattr(common, "MAX_COMPARED_CHARS", 200_000)
+    pieces = [f"z{n}" for n in range(100)]
+    content = "a" * 10_000 + " " + " ".join(pieces)
+    repeated = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": content, "text": ["z7"] * 5_000}]
+    assert _read(repeated)[-1][:2] == ("message", "assistant")  # said by the content: read, searched once
+    distinct = [repeated[0], {**repeated[1], "text": pieces}]
+    assert _read(distinct) == (
+        "refused",
+        "$[1].text",
+        "holds more text under keys diagbot does not read than it compares with the message's content (200,000 "
+        "characters searched), so what it says may go unseen: write it as the message's content",
+    )
+
+
 def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
     messages = [{"role": "assistant", "content": "x", "tool_calls": [call] * 40}] * (MAX_STEPS // 41 + 1)

@@ -220,6 +220,11 @@ blob's `content` is its data), a document given to it, and what a tool or code i
 _PART_DEPTH = 4  # levels of lists and parts looked into (`message: {content: [{type: text, text: {value}}]}`)
 
 
+MAX_COMPARED_CHARS = 50_000_000
+"""Characters of a message's content searched for the text under its unread keys (each distinct piece is one
+search): 5,000 pieces beside a 1 MB content had taken seconds per file, before any check's budget applied."""
+
+
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
     """A message's text under a key its format does not read (`{role: assistant, text: ...}`, Vercel's `parts`)
     would leave the answer without it, and every check that something was not said would pass: such a message is
@@ -228,12 +233,26 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
     if message.get("role") in ("tool", "function"):
         return
     said_here: str | None = None  # the content, spaced as the pieces are compared: made only when one is found
+    looked_for: set[str] = set()
+    compared = 0  # characters of the content searched: each piece is a search of it
     for key, value in message.items():
         if key in read or any(word in str(key).casefold() for word in _NOT_SAID):
             continue
         for said in _texts(value, key in _TEXT_KEYS, _PART_DEPTH):
             said_here = " ".join(content.split()) if said_here is None else said_here
-            if " ".join(said.split()) not in said_here:
+            piece = " ".join(said.split())
+            if piece in looked_for:
+                continue
+            looked_for.add(piece)
+            compared += len(said_here) + len(piece)
+            if compared > MAX_COMPARED_CHARS:
+                raise TraceInvalid(
+                    f"{where}.{key}",
+                    f"holds more text under keys diagbot does not read than it compares with the message's content "
+                    f"({MAX_COMPARED_CHARS:,} characters searched), so what it says may go unseen: write it as the "
+                    "message's content",
+                )
+            if piece not in said_here:
                 raise TraceInvalid(
                     f"{where}.{key}",
                     f"a message's text under {key!r}, which diagbot does not read, so what it says would go unseen: "
