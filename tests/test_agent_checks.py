@@ -2255,7 +2255,7 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交",
+    ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交", "同意します。かまいません",
      "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
@@ -3091,7 +3091,8 @@ def test_a_hosted_tool_s_recorded_request_is_its_arguments() -> None:
 @pytest.mark.parametrize(
     "reply",
     ["未确认", "无法确认", "尚未同意", "确认无效", "je ne confirme rien", "yes, nvm", "Yes... disregard that",
-     "yes — scrap that", "Yes. Ignore that, wrong order", "yes oops", "sí, nunca"],
+     "yes — scrap that", "Yes. Ignore that, wrong order", "yes oops", "sí, nunca",
+     "同意しません", "いいえ、同意できません", "同意。やっぱりキャンセルしてください", "可以才怪", "同意才怪"],
 )  # fmt: skip
 def test_a_reply_that_takes_the_confirmation_back_is_none(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

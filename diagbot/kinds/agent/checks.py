@@ -118,6 +118,10 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"^\W*(?:please|pls|plz|kindly)\s+(?:re-?)?confirm\w*\s+(?:the|my|your|our|his|her|their|this|that|these|those)\b",
     r"\bconfirm\w*\s+(?:whether|which|who|where|why|how)\b",
     r"\b(?:pas|não|nao|nein|nicht|non|nee|niet)\b",  # other languages' no (their verbs match confirm\w*)
+    # Japanese, whose 同意 and 確認 are the default's words: not (同意しません, 同意できない), no, stop, wait,
+    # cancel, on second thought, later, refused, opposed
+    r"ません|ない|いいえ|いや|やめ|止め|待って|まって|キャンセル|やっぱり|後で|あとで|だめ|ダメ|拒否|反対",
+    r"才怪",  # Chinese "as if": 同意才怪
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
@@ -156,6 +160,7 @@ _NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries)\b|\bwhy not\b\??|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
     r"|无误|無誤|无问题|無問題|特別|不錯|沒問題|沒錯|沒關係"  # "确认无误": confirmed, nothing wrong
+    r"|問題ない|問題ありません|問題ございません|かまいません|構いません|かまわない|構わない"  # no problem, I don't mind
 )
 
 
