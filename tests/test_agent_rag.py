@@ -260,6 +260,22 @@ def test_the_diff_treats_a_lower_metric_as_a_regression(tmp_path: Path) -> None:
     assert [i.type.value for i in back if i.metric == "metrics.evidence_recall_at_5"] == ["IMPROVEMENT"]
 
 
+def test_a_metric_computed_on_one_side_only_is_a_change_in_the_diff(tmp_path: Path) -> None:
+    """citation_accuracy is computed only for an answer that cites something: a pull request whose answer stopped
+    citing the gold evidence made the metric vanish with no item at all."""
+    case = rag_case(["citation_accuracy"])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _recorded(tmp_path / "a", "t1.json", answer("No [policy_audio#p12].", ("policy_audio", "p12")))
+    _recorded(tmp_path / "b", "t1.json", answer("All items can be refunded any time."))
+    before, after = evaluate(case, tmp_path / "a"), evaluate(case, tmp_path / "b")
+    assert (before.metrics, after.metrics) == ({"citation_accuracy": 1.0}, {})
+    items = diff_agent(build_report([before]), build_report([after])).items
+    assert [(i.type.value, i.baseline_value, i.current_value, i.message) for i in items if "metrics" in i.metric] == [
+        ("CHANGED", 1.0, None, "citation_accuracy 100.0% → not computed")
+    ]
+
+
 # --- hostile sizes: the work is linear and every message bounded ---------------------------------------------------
 
 

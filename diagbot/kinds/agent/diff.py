@@ -102,8 +102,13 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds, costs_
         items += cost(cid, "toolCallCount", old.tool_call_count, new.tool_call_count, t.tool_call_pct, t.tool_call_abs,
                       "")  # fmt: skip
         items += cost(cid, "durationMs", old.duration_ms, new.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
-    for name in sorted(set(old.metrics) & set(new.metrics)):  # RAG metrics: higher is better
-        items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
+    for name in sorted(set(old.metrics) | set(new.metrics)):  # RAG metrics: higher is better
+        if name in old.metrics and name in new.metrics:
+            items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
+        else:  # computed on one side only (citation_accuracy of an answer that cites nothing): shown, not compared
+            was_computed, now_computed = old.metrics.get(name), new.metrics.get(name)
+            said = " → ".join("not computed" if v is None else percent(v) for v in (was_computed, now_computed))
+            items += changed(cid, f"metrics.{name}", was_computed, now_computed, f"{name} {said}")
     items += changed(
         cid, "riskLevel", old.risk_level, new.risk_level, f"risk level {old.risk_level} → {new.risk_level}"
     )
