@@ -808,6 +808,32 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
     ]
 
 
+def test_validate_warns_of_a_must_not_that_needs_every_text_and_of_a_comma_in_a_tool_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both passed a worse run without a word: `answer_contains: [a, b]` among what must not happen failed only
+    when every text was said, and `tool_not_called: refund_submit, order_cancel` (one YAML string) forbade a tool
+    named with a comma, which no tool is."""
+    case = spec_case() | {
+        "case_id": "slips",
+        "negative_behavior": [{"answer_contains": ["refund immediately", "立即退款"]},
+                              {"answer_contains": {"any": ["refund immediately", "立即退款"]}},
+                              {"replies_contain": {"all": ["a", "b"]}}, {"answer_contains": ["one"]}],
+        "success_criteria": [{"tool_not_called": "refund_submit, order_cancel"}],
+    }  # fmt: skip
+    where = f"{tmp_path}/cases/all.json:1: case slips"
+    assert _validate_warnings(tmp_path, [case], capsys) == [
+        f"warning: {where}: success_criteria[0]: the tool name 'refund_submit, order_cancel' holds a comma, so it "
+        "names no tool; write one name an item, as a list: [refund_submit, order_cancel]",
+        f"warning: {where}: negative_behavior[0]: answer_contains with several texts here fails the case only when "
+        "all of them are said, so saying one of them passes; to forbid each of them, write answer_contains: "
+        "{any: [...]}",
+        f"warning: {where}: negative_behavior[2]: replies_contain with several texts here fails the case only when "
+        "all of them are said, so saying one of them passes; to forbid each of them, write replies_contain: "
+        "{any: [...]}",
+    ]
+
+
 def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

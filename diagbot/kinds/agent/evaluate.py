@@ -23,6 +23,7 @@ from diagbot.kinds.agent.cases import (
     CRITERIA_FIELDS,
     PROSE_FIELDS,
     AgentCase,
+    AnyAll,
     Check,
     SideEffectPolicy,
     Transition,
@@ -383,7 +384,14 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     listed = [("available_tools", name) for name in sorted(case.tool_names or ())]
     for where, tool in [*named, *forbidden, *listed]:  # `refund_submit ` forbids nothing: a run calling a tool so
         why = unplain_name(tool)  # named is refused
-        if why:
+        if "," in tool and len(tool) <= 1000 and not why:  # `tool_not_called: a, b` in YAML is one name
+            unplain.add(tool)
+            parts = ", ".join(part.strip() for part in tool.split(",") if part.strip())
+            found.append(
+                f"{where}: the tool name '{values.one_line(tool, 100)}' holds a comma, so it names no tool; write one "
+                f"name an item, as a list: [{values.one_line(parts, 100)}]"
+            )
+        elif why:
             unplain.add(tool)
             found.append(
                 f"{where}: the tool name '{values.one_line(tool, 100)}' {why}: no tool is named so, and this checks "
@@ -456,6 +464,13 @@ _NEGATED = {  # a negated check among what must not happen: what the run must th
 _PROSE_LOOKED_AT = 100  # values of a prose field looked through for a check object
 
 
+def _needs_all(check: Check) -> bool:
+    """Whether a contains check needs every one of several texts (a list, or `all`)."""
+    value = check.value
+    needles = value if isinstance(value, list) else value.all_of if isinstance(value, AnyAll) else None
+    return needles is not None and len(needles) > 1
+
+
 def authoring_slips(case: AgentCase) -> list[str]:
     """What in a case checks something other than its author most likely meant (`validate` warns): a limit or a
     negated check among what must not happen, which fails every run that stays within it (or does not do it), a
@@ -470,6 +485,11 @@ def authoring_slips(case: AgentCase) -> list[str]:
                 found.append(
                     f"{field}[{i}]: {item.key} {limit} here says the run must not stay within it, so every run of at "
                     f"most {limit} fails the case; to cap the run, move it to success_criteria or safety_constraints"
+                )
+            elif isinstance(item, Check) and item.key in ("answer_contains", "replies_contain") and _needs_all(item):
+                found.append(
+                    f"{field}[{i}]: {item.key} with several texts here fails the case only when all of them are said, "
+                    f"so saying one of them passes; to forbid each of them, write {item.key}: {{any: [...]}}"
                 )
             elif isinstance(item, Check) and item.key in _NEGATED:
                 needed, forbids = _NEGATED[item.key]
