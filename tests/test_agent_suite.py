@@ -30,7 +30,7 @@ from diagbot.kinds.agent.report import AgentReport, TrialResult, build_report
 from diagbot.kinds.base import SuiteInput
 from diagbot.kinds.schemas import SCHEMAS
 from diagbot.pipeline import run_config
-from diagbot.render.markdown import BaselineInfo, CurrentInfo
+from diagbot.render.markdown import BaselineInfo, CurrentInfo, render_markdown
 from tests.conftest import ROOT, check_golden
 
 RUN = RunInfo(git_sha="0" * 40, ref="refs/pull/7/merge", time="2026-12-01T10:00:00Z")
@@ -321,6 +321,21 @@ def test_an_informational_case_that_regresses_is_shown_and_never_gates() -> None
     assert (item.type, item.gating) == (ItemType.REGRESSION, False)
     assert item.message.startswith("informational (this case does not gate): ")
     assert diff.regression_count >= 1 and diff.gating_regressions == 0 and not diff.has_regression
+
+
+def test_a_comment_with_only_informational_regressions_says_so_in_its_headline() -> None:
+    """A newcomer read "✅ diagbot: no regressions" right above "1 regression (0 gating)": the headline now says
+    the regressions it passes are of cases that do not gate."""
+    current = _variant(bundled_report(), "refund_submit_confirmed_011", status="passed")  # no failing P0 left
+    baseline = _variant(current, "incident_canary_rollback_003", status="passed", passed=True, trials_passed=1)
+    diff = diff_agent(baseline, current)
+    view = AgentKind().view("agent", current, diff)
+    info = BaselineInfo(source="file", label="base")
+    body = render_markdown("comment.md.j2", [view], info, CurrentInfo(), "diagbot:agent", 60_000)
+    count = diff.regression_count
+    assert count >= 1 and diff.gating_regressions == 0
+    plural = "regression" if count == 1 else "regressions"
+    assert f"### ✅ diagbot: no regressions that gate ({count} {plural} of cases that do not gate, below)" in body
 
 
 def test_a_gating_case_that_regresses_gates_and_carries_its_severity_and_version() -> None:
