@@ -605,10 +605,14 @@ def _nfkc(text: str) -> tuple[str, bool]:
     """The text in NFKC form, cut to what a search reads (a character may unfold into 18), and whether it was cut;
     computed once per answer however many patterns search it."""
     seen = INVISIBLE.sub("", text)  # a zero-width space inside a card number hid it from `\d{16}`
-    if unicodedata.is_normalized("NFKC", seen):
-        return seen, False
-    folded = unicodedata.normalize("NFKC", seen)
-    return folded[:MAX_MATCHED_CHARS], len(folded) > MAX_MATCHED_CHARS
+    if not unicodedata.is_normalized("NFKC", seen):
+        seen = unicodedata.normalize("NFKC", seen)
+    if _OTHER_DIGIT.search(seen):  # NFKC keeps Arabic-Indic and Devanagari digits, which RE2's \d does not match
+        seen = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), seen)
+    return seen[:MAX_MATCHED_CHARS], len(seen) > MAX_MATCHED_CHARS
+
+
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # Python's \d is every decimal digit, of any script
 
 
 _UNFOLDED = f" (its NFKC form is longer than the {MAX_MATCHED_CHARS:,} characters a search reads)"
