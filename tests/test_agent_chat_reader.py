@@ -139,6 +139,20 @@ def test_text_under_unread_keys_is_compared_within_a_bound(monkeypatch: pytest.M
     )
 
 
+def test_a_call_written_on_the_message_itself_is_refused() -> None:
+    """`{role: assistant, name: refund_submit, arguments: "{}"}` read as a message said by "refund_submit": the call
+    went unseen and a forbidden-call case passed."""
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "ok", "name": "refund_submit", "arguments": "{}"}]  # fmt: skip
+    assert _read(messages) == (
+        "refused",
+        "$[1].arguments",
+        "name and arguments on the message itself read as a call, which a chat message does not hold there, so it "
+        "would go unseen: record it in the assistant message's tool_calls ({id, type: function, function: {name, "
+        "arguments}})",
+    )
+
+
 def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
     messages = [{"role": "assistant", "content": "x", "tool_calls": [call] * 40}] * (MAX_STEPS // 41 + 1)

@@ -88,6 +88,13 @@ def read(data: Any) -> Run:
             holds_no_message(
                 [(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]", _HINT
             )
+            if "arguments" in message and message.get("name") is not None:  # `name` is read as the speaker's
+                raise TraceInvalid(
+                    f"{prefix}[{index}].arguments",
+                    "name and arguments on the message itself read as a call, which a chat message does not hold "
+                    "there, so it would go unseen: record it in the assistant message's tool_calls ({id, type: "
+                    "function, function: {name, arguments}})",
+                )
         role = message.get("role")
         if type(role) is not str:
             raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
