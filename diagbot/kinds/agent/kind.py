@@ -327,7 +327,8 @@ class AgentKind:
             name=name, kind=self.name, passed=report.passed_cases, total=report.total_cases,
             # the rate that gates, of the gating cases (with a baseline, of the comparable ones: same id and
             # case_version, as the diff's); the notes give the informational cases' beside it
-            pass_rate=diff.current_pass_rate if diff else report.pass_rate, rate_label="gating pass rate",
+            pass_rate=diff.current_pass_rate if diff else report.pass_rate,
+            rate_label="gating pass rate of the comparable cases" if diff else "gating pass rate",
             no_rate=_no_rate(report, diff),
             baseline_pass_rate=diff.baseline_pass_rate if diff else None, diff=diff,
             result_headers=["", "Case", "Risk", "Trials", "Gating", "Failed checks"], result_rows=rows,
