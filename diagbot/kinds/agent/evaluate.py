@@ -797,13 +797,16 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
     not pass unseen in a long table."""
     missing = invalid = 0
     named: list[str] = []
+    first = ""  # why the first of them could not be judged: the console's --quiet shows no table to look it up in
     for result in results:
         said = [c for t in result.trial_results for c in t.failed_checks] + result.failed_checks
-        lost = any(c.startswith(Code.TRACE_MISSING) for c in said)
-        unread = any(c.startswith(Code.TRACE_INVALID) for c in said)
-        missing, invalid = missing + lost, invalid + unread
-        if lost or unread:
-            named.append(values.one_line(result.case_id, 100))
+        why = next((c for c in said if c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID))), None)
+        if why is None:
+            continue
+        missing += any(c.startswith(Code.TRACE_MISSING) for c in said)
+        invalid += any(c.startswith(Code.TRACE_INVALID) for c in said)
+        named.append(values.one_line(result.case_id, 100))
+        first = first or f"; {named[0]}: {values.one_line(why, 300)}"
     if not named:
         return []
     shown = ", ".join(named[:_UNJUDGED_NAMED])
@@ -811,7 +814,7 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
     return [
         f"runs: {len(named):,} of {len(results):,} cases could not be judged on every trial ({missing:,} with a run "
         f"missing, {invalid:,} with a run that could not be read): {shown}{more}; such a trial fails unjudged, and "
-        "a baseline where a case fails cannot show it regress: record the runs"
+        f"a baseline where a case fails cannot show it regress: record the runs{first}"
     ]
 
 
