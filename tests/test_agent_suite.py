@@ -1018,6 +1018,21 @@ def test_upper_case_suffixes_are_case_files_and_a_misnamed_run_is_pointed_at(tmp
     ]
 
 
+def test_a_run_spelt_close_to_its_case_is_asked_about(tmp_path: Path) -> None:
+    """A newcomer's `book_flight_confirm_002.json` for `book_flight_confirmed_002` got only "no run recorded"; a close
+    name is now asked about (it may be another case's run, so it is not said to be this one's)."""
+    config = _suite_folder(tmp_path, [spec_case() | {"case_id": "book_flight_confirmed_002"}])
+    (tmp_path / "runs" / "book_flight_confirm_002.json").write_text("[]", encoding="utf-8")
+    (tmp_path / "runs" / "unrelated.json").write_text("[]", encoding="utf-8")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
+    assert report["results"][0]["failedChecks"] == [
+        "trace_missing: no run recorded: expected book_flight_confirmed_002.json or a folder book_flight_confirmed_002/ "
+        "in the fixtures folder (is book_flight_confirm_002.json this case's run? a run is named by its case_id "
+        "exactly)"
+    ]
+
+
 def test_run_reports_parts_of_cases_that_check_nothing_in_the_report_the_comment_and_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

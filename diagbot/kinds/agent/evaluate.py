@@ -54,6 +54,7 @@ _SUGGESTED = 20  # tool names of one case looked up for a closest known name
 
 
 MAX_FIXTURE_ENTRIES = 1_000_000  # entries listed in the fixtures folder; past this the listing stops
+MAX_NEAR_LOOKED_AT = 200  # fixtures entries a missing run's close name is looked for among
 
 
 class Fixtures:
@@ -156,6 +157,16 @@ class Fixtures:
                 return found
         lines = f"{case_id}.jsonl"  # JSON Lines is read as a trial in the case's folder, not beside it
         return lines if lines in self._entries else None
+
+    def spelt_near(self, case_id: str) -> str | None:
+        """A run file or folder whose name is close to the case's (`book_flight_confirm_002.json` for
+        `book_flight_confirmed_002`), looked for only in a folder of at most MAX_NEAR_LOOKED_AT entries: each
+        missing run is a difflib pass over the names (about a millisecond), whichever process judges it."""
+        if len(self._entries) > MAX_NEAR_LOOKED_AT:
+            return None
+        names = [n for n in self._entries if n.endswith(".json") or self._entries[n][0]]
+        found = closest(f"{case_id}.json", [n for n in names if n.endswith(".json")], cutoff=0.8)
+        return found or closest(case_id, [n for n in names if self._entries[n][0]], cutoff=0.8)
 
     def left_out_warning(self) -> list[str]:
         """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
@@ -614,6 +625,9 @@ def _evaluate_case(
         except TraceMissing:
             near = fixtures.misnamed(case.case_id)
             hint = f" ({values.one_line(near, 200)} is there: names match exactly, so rename it)" if near else ""
+            close = None if near else fixtures.spelt_near(case.case_id)
+            if close:  # perhaps another case's run: asked, not told
+                hint = f" (is {values.one_line(close, 200)} this case's run? a run is named by its case_id exactly)"
             if near == f"{case.case_id}.jsonl":
                 hint = f" ({near} is there: a JSON Lines (OTLP) run is read as a trial, in the folder {case.case_id}/)"
             failed = [
