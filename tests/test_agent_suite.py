@@ -1027,9 +1027,9 @@ def test_a_run_spelt_close_to_its_case_is_asked_about(tmp_path: Path) -> None:
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--no-fail", "--quiet"]) == 0
     report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
     assert report["results"][0]["failedChecks"] == [
-        "trace_missing: no run recorded: expected book_flight_confirmed_002.json or a folder book_flight_confirmed_002/ "
-        "in the fixtures folder (is book_flight_confirm_002.json this case's run? a run is named by its case_id "
-        "exactly)"
+        "trace_missing: no run recorded: expected book_flight_confirmed_002.json or a folder "
+        "book_flight_confirmed_002/ in the fixtures folder (is book_flight_confirm_002.json this case's run? a run "
+        "is named by its case_id exactly)"
     ]
 
 
