@@ -7,6 +7,7 @@ gets. Pure but for reading the suites' own files; writing the report folder is `
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, de
 from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.core.text import listing
-from diagbot.io.baselines import Baselines
+from diagbot.io.baselines import REPORT_BYTES, Baselines
 from diagbot.io.config import Config, ThresholdConfig
 from diagbot.io.files import remove_stale, write_file
 from diagbot.kinds import registry
@@ -328,10 +329,12 @@ def clear_outputs(
 ) -> None:
     """Remove what an earlier run wrote to the report folder but for the files in `keep` (this run's): its
     reports, diffs, comment, summary and pull-request record would read as this run's. `quiet`: remove what can
-    be removed and raise nothing (after a failed write, whose error is the one to report). `everything`: every
-    JSON file in reports/ and diff/, whoever wrote it (the action's folder is diagbot's alone: a pull request
-    that commits one there would have it uploaded as the run's report, and read as a baseline)."""
+    be removed and raise nothing (after a failed write, whose error is the one to report). `everything`: also
+    what reads as a report whoever wrote it, `report.json` beside them included (what a pull request commits
+    there would be uploaded as the run's report, and read as a baseline); other tools' files stay."""
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
+    if everything and _reads_as_report(out / "report.json"):  # an artifact of it alone is read as a bare report
+        stale.append(out / "report.json")
     for folder in (out / "reports", out / "diff"):
         try:
             if folder.is_dir() and not folder.is_symlink():
@@ -343,7 +346,9 @@ def clear_outputs(
                         "before this run; the report folder is diagbot's: do not commit it"
                     )
                 stale += [
-                    p for p in listed[:MAX_CLEARED] if p.suffix == ".json" and (everything or _written_by_diagbot(p))
+                    p
+                    for p in listed[:MAX_CLEARED]
+                    if p.suffix == ".json" and (_written_by_diagbot(p) or (everything and _reads_as_report(p)))
                 ]
         except OSError as exc:
             if not quiet:
@@ -360,6 +365,18 @@ def clear_outputs(
 
 
 _OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open
+
+
+def _reads_as_report(path: Path) -> bool:
+    """Whether a file would be read as a report (a JSON object with a schemaVersion, however its keys are ordered
+    or escaped) by a baseline reader: one over the reader's size cap, or not JSON, is refused there anyway."""
+    if path.is_symlink():
+        return True
+    try:
+        data = json.loads(read_bounded(path, REPORT_BYTES))
+    except (FileProblem, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "schemaVersion" in data
 
 
 def _written_by_diagbot(path: Path) -> bool:

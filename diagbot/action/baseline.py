@@ -27,11 +27,12 @@ def resolve_baseline(
     suites is the baseline, and every problem of its files is kept (they fail the gate, named).
 
     `strict` is a pull request's gate: when GitHub could not be asked (an outage, the rate limit, a missing
-    `actions: read`), when a newer candidate is there but could not be read (too large, not a zip, a report of a
-    newer diagbot), or when the search stopped at one of its limits before a usable candidate, whether a newer
-    baseline exists is unknown, and that must never read as "there is none" or as an older one, either of which
-    can pass a regression: it is a problem, and the check fails naming it. A push only warns. An expired or
-    deleted artifact, and a pull request's own evaluation, are no baseline: the next one is tried."""
+    `actions: read`), or the search stopped at one of its limits after candidates that were all unusable,
+    whether a newer baseline exists is unknown, and that must never read as "there is none" or as an older one,
+    either of which can pass a regression: it is a problem, and the check fails naming it (a rerun mends an
+    outage). A push only warns. An expired, deleted or unreadable artifact (too large, not a zip, a report this
+    diagbot cannot read), and a pull request's own evaluation, are no baseline: the next one is tried, with a
+    warning, since failing on what no rerun mends would fail every pull request until the base branch changes."""
     name = settings.baseline_artifact
     if base_branch is None:
         return Baselines(), BaselineInfo(source="none", missing_reason="this run has no base branch to compare against")
@@ -44,16 +45,16 @@ def resolve_baseline(
         found = Baselines(problems=_unknown(exc.problems) if strict else [])
         return found, BaselineInfo(source="none", missing_reason=f"the '{name}' artifacts could not be listed")
     tried: list[str] = []
-    unreachable: list[str] = []  # candidates GitHub did not hand over, or that could not be read: may be the baseline
+    unreachable: list[str] = []  # candidates GitHub did not hand over: they may be the baseline
     for at, candidate in enumerate(search.candidates):
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
             found = Baselines() if PR_RECORD in files else _read(files, config, where)  # said below, unread
-        except ArtifactGone as exc:  # expired or deleted: no baseline any more, the next one may do
-            tried.extend(exc.problems)
+        except (ArtifactGone, UnsafeArtifact) as exc:  # expired, deleted or unreadable for good: the next one may do
+            tried.extend(exc.problems)  # (a rerun cannot mend it, so failing on it would fail every pull request)
             continue
-        except GitHubError as exc:  # forbidden, unavailable or unreadable: the next one may do, this one is unknown
+        except GitHubError as exc:  # forbidden or unavailable: the next one may do, but this one is unknown
             tried.extend(exc.problems)
             unreachable.extend(exc.problems)
             if strict:  # the baseline is unknown now, whatever an older one holds: no more downloads to wait for
@@ -68,7 +69,7 @@ def resolve_baseline(
             continue
         if strict and unreachable:  # a newer candidate, or the base commit's own, may be the baseline
             warnings.extend(p for p in tried if p not in unreachable)
-            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be fetched or read"
+            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be downloaded"
             return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
         warnings.extend(tried)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
@@ -86,9 +87,10 @@ def resolve_baseline(
         return found, info
     if strict and unreachable:
         warnings.extend(p for p in tried if p not in unreachable)
-        reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be fetched or read"
+        reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be downloaded"
         return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
-    if strict and search.stopped_because:  # an older run, not looked at, may hold the baseline
+    if strict and search.stopped_because and search.candidates:  # all unusable; an older one may be the baseline
+        # (with none found at all, as on the pull request that adds diagbot to a busy repository, there is none)
         warnings.extend(tried)
         stopped = (
             f"the search of {base_branch}'s runs stopped before it found a usable '{name}' artifact "
@@ -130,8 +132,8 @@ def _older_reports(
     """A suite the baseline artifact has no report for (its push run could not evaluate it, as when a case file
     was broken on the base branch for a while) is compared with the report of the next older artifact that has
     one: read as missing, it could not regress. Returns what the comment says of each one so taken. `strict`: an
-    older artifact GitHub does not hand over (or that cannot be read) may hold that report, so it is a problem of
-    `found`, as for the newest one."""
+    older artifact GitHub does not hand over may hold that report, so it is a problem of `found`, as for the
+    newest one."""
     said: list[str] = []
     for candidate in older:
         missing = [s.name for s in config.suites if s.name not in found.names]
@@ -140,10 +142,10 @@ def _older_reports(
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
-        except ArtifactGone as exc:  # expired or deleted: the next one may do
+        except (ArtifactGone, UnsafeArtifact) as exc:  # expired, deleted or unreadable: the next one may do
             warnings.extend(exc.problems)
             continue
-        except GitHubError as exc:  # not handed over or unreadable: the report it may hold is unknown
+        except GitHubError as exc:  # not handed over: the report it may hold is unknown
             if strict:
                 found.problems += _unknown([f"{p} (looked in for suites {', '.join(missing)})" for p in exc.problems])
                 break

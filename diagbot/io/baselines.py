@@ -108,6 +108,7 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
         return found
     if list(files) == ["report.json"]:  # with more suites, the one the report names (a suite added since is new)
         _parse(found, "report.json", files["report.json"], "report.json")
+        found.problems = [p.replace("baseline of suite report.json: ", "baseline ", 1) for p in found.problems]
         report = found.reports.pop("report.json", None)
         source = found.sources.pop("report.json", "report.json")
         if report is not None and report.suite in suites:
