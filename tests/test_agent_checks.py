@@ -704,6 +704,31 @@ def test_a_state_precondition_after_a_side_effect_the_run_cannot_record_is_unmet
     assert failures(case, recorded) == [
         'precondition_unmet: refund_submit (call 2): refund_status is "refunded" just before it, expected "none"'
     ]
+    both = [
+        turns[0],
+        assistant_calls(chat_call("c1", "refund_submit", {}), chat_call("c2", "refund_submit", {})),
+        tool_result("c1", "refunded"),
+        tool_result("c2", "refunded"),
+        {"role": "assistant", "content": "Done."},
+    ]
+    assert failures(case, both) == []  # made in one model output: neither had run when the other was made
+
+
+def test_another_side_effect_makes_only_the_keys_its_transitions_name_unknown() -> None:
+    """An address change before an order left `authenticated` unknown, though nothing says it changes it: only a
+    repeat of the same side effect, or one whose policy's transitions name the key, may have changed it."""
+    policies = [{"tool": "place_order", "precondition": {"authenticated": True}}, {"tool": "update_address"}]
+    case = make_case(initial_state={"authenticated": True}, side_effect_policy=policies)
+    turns = [{"role": "user", "content": "ship it home"}]
+    for n, tool in enumerate(("update_address", "place_order")):
+        turns += [assistant_calls(chat_call(f"c{n}", tool, {})), tool_result(f"c{n}", "ok")]
+    assert failures(case, turns) == []
+    logout = {"tool": "update_address", "forbidden_state_transition": [{"key": "authenticated", "from": True,
+                                                                        "to": False}]}  # fmt: skip
+    named = make_case(initial_state={"authenticated": True}, side_effect_policy=[policies[0], logout])
+    assert [f.split(": ", 2)[2][:41] for f in failures(named, turns) if f.startswith("precondition_unmet")] == [
+        "authenticated just before it is not known"
+    ]
 
 
 # --- confirmation_missing --------------------------------------------------------------------------------------

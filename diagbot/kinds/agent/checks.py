@@ -970,10 +970,10 @@ class _Successes:
         return False
 
 
-Before = tuple[ToolCall, int, dict[str, Any], ToolCall | None]
+Before = tuple[ToolCall, int, dict[str, Any], dict[str, ToolCall]]
 """A call of a tool with preconditions: the call, its position, the state just before it (the keys the
-preconditions name), and the first successful side-effect call before it when the run records no state changes
-(that call may have changed the state unseen), else None."""
+preconditions name), and, when the run records no state changes, the first successful call of each acting tool
+before it (each may have changed the state unseen; `_changed_unseen` says which key it may have changed)."""
 
 
 def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _Successes]]:
@@ -983,8 +983,8 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
     keys = {k for p in case.policies for item in p.preconditions for k in item}
     state = {k: v for k, v in t.initial_state.items() if k in keys}
     blind = not t.run.records_state and not t.run.state_changes  # chat: a refund's result says "refunded" only
-    acting: set[str] = case.side_effect_tools
-    unseen: ToolCall | None = None
+    acting = case.side_effect_tools if blind else set()  # marked so, or held to a side_effect_policy (issue 12)
+    done: dict[str, ToolCall] = {}  # acting tool -> its first successful call so far
     successes: dict[str, _Successes] = {}
     found: list[Before] = []
     for position, step in enumerate(t.run.steps):
@@ -993,13 +993,30 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
                 set_state(state, step.key, step.after)
         elif isinstance(step, ToolCall):
             if step.tool in tools:
-                t.spend(1 + len(state))
-                found.append((step, position, dict(state), unseen))
+                t.spend(1 + len(state) + len(done))
+                found.append((step, position, dict(state), dict(done)))
             if not step.failed:
                 successes.setdefault(step.tool, _Successes(position, step.made)).add(position, step)
-                if blind and unseen is None and step.tool in acting:
-                    unseen = step
+                if step.tool in acting:
+                    done.setdefault(step.tool, step)
     return found, successes
+
+
+def _changed_unseen(case: AgentCase, call: ToolCall, key: str, done: dict[str, ToolCall]) -> ToolCall | None:
+    """An earlier successful call that may have changed `key` where the run records no state change: a call of the
+    same acting tool (a second refund after the first), or of another whose policy's transitions name the key; one
+    made in the same model output as `call` had not run when it was made."""
+    for tool, earlier in done.items():
+        if earlier.made is not None and earlier.made == call.made:
+            continue
+        if tool == call.tool or any(
+            isinstance(item, Transition) and item.key is not None and item.key.partition(".")[0] == key
+            for p in case.policies if p.tool == tool
+            for field in (p.allowed_state_transition, p.forbidden_state_transition)
+            for item in p.transitions(field)
+        ):  # fmt: skip
+            return earlier
+    return None
 
 
 def _called_first(want: str, call: ToolCall, position: int, successes: dict[str, _Successes], t: Trial) -> str:
@@ -1025,10 +1042,11 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
     for entry in walked:
         by_tool.setdefault(entry[0].tool, []).append(entry)
     for policy in case.policies:
-        for call, position, state, unseen in by_tool.get(policy.tool, ()):
+        for call, position, state, done in by_tool.get(policy.tool, ()):
             for item in policy.preconditions:
                 for key, want in item.items():
-                    t.spend(1)
+                    t.spend(1 + len(done))
+                    unseen = _changed_unseen(case, call, key, done) if done and key != "called" else None
                     if key == "called" and isinstance(want, str) and len(item) == 1:
                         why = _called_first(want, call, position, successes, t)
                         if why and failures.wants():
