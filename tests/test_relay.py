@@ -202,8 +202,9 @@ def test_a_passing_artifact_of_a_run_that_did_not_succeed_fails_the_check(
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure"
     assert (
-        f"the evaluating run (run 5555) ended as {conclusion}, but its artifact would pass: it may not hold what the "
-        "run would have written, so it is not taken as passing; rerun it"
+        f"the evaluating workflow run (run 5555) ended as {conclusion}, though its artifact passes the gate that run "
+        "recorded: another job or step of it failed, or it stopped before writing what its artifact holds, so the "
+        "artifact is not taken as passing; look at that run, and rerun it"
     ) in next(iter(gh.comments.values())).body.replace("\\_", "_")
 
 
@@ -214,6 +215,25 @@ def test_a_regression_of_a_failed_run_is_still_told_as_a_regression(gh: GitHubTe
     assert code == 0, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure" and "regression" in (check.output_title or "")
+    assert "ended as failure" not in next(iter(gh.comments.values())).body
+
+
+def test_the_relay_s_own_gate_inputs_still_win_over_a_run_that_failed_on_a_regression(
+    gh: GitHubTestServer, tmp_path: Path
+) -> None:
+    """The evaluating run failed on its regression (its recorded gate fails on one), and the relay step sets
+    fail-on-regression: false, which wins as the README says: no "did not succeed" problem is made of that."""
+    write_artifact(tmp_path, before=True, after=False)
+    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"action": "completed", "workflow_run": {"id": 5555, "head_sha": HEAD, **fork,
+                                                                           "conclusion": "failure"}}))  # fmt: skip
+    with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
+        given = settings(gh, tmp_path, fail_on_regression="false").model_copy(update={"event_path": event})
+        code = relay.run(given, PyGithubPort(github, REPO), io.StringIO())
+    assert code == 0
+    [check] = gh.check_runs.values()
+    assert check.conclusion == "success"
     assert "ended as failure" not in next(iter(gh.comments.values())).body
 
 

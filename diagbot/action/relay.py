@@ -101,16 +101,19 @@ def _relay(
     # did not succeed when its artifact would pass (it may have stopped before writing what the artifact holds).
     problems = list(record.problems)
     counts = record.baselines or {}
-    decision = _decide(settings, record, suites, problems, counts)
-    if decision.conclusion is not Conclusion.FAILURE and evaluating is not None and evaluating.conclusion not in (
-        None, "success"
-    ):  # fmt: skip
+    gate = _gate(settings, record)
+    decision = _decide(gate, suites, problems, counts)
+    ended = evaluating.conclusion if evaluating is not None else None
+    if ended not in (None, "success") and _decide(_gate(None, record), suites, problems, counts).conclusion not in (
+        Conclusion.FAILURE,
+    ):  # its artifact passes the gate the run recorded, yet it did not succeed
         problems.append(
-            f"the evaluating run (run {evaluating.id}) ended as {values.one_line(evaluating.conclusion, 40)}, but "
-            "its artifact would pass: it may not hold what the run would have written, so it is not taken as "
-            "passing; rerun it"
+            f"the evaluating workflow run (run {evaluating.id if evaluating else '?'}) ended as "
+            f"{values.one_line(str(ended), 40)}, though its artifact passes the gate that run recorded: another job or "
+            "step of it failed, or it stopped before writing what its artifact holds, so the artifact is not taken as "
+            "passing; look at that run, and rerun it"
         )
-        decision = _decide(settings, record, suites, problems, counts)
+        decision = _decide(gate, suites, problems, counts)
     failing = decision.reason if decision.conclusion is Conclusion.FAILURE else None  # the headline says why
     said = headline_notes(decision)
     comment = render_markdown(
@@ -152,11 +155,12 @@ def _relay(
     }
 
 
-def _gate(settings: Settings, record: PrRecord) -> GateSettings:
-    """The settings the evaluating run decided with (from pr.json), unless this workflow's inputs say otherwise."""
+def _gate(settings: Settings | None, record: PrRecord) -> GateSettings:
+    """The settings the evaluating run decided with (from pr.json), unless this workflow's inputs say otherwise
+    (`settings`; None: the recorded ones alone)."""
     given = record.gate
-    fail = settings.fail_on_regression
-    require = settings.require_baseline
+    fail = settings.fail_on_regression if settings else None
+    require = settings.require_baseline if settings else None
     return GateSettings(
         fail_on_regression=(given.fail_on_regression if given else True) if fail is None else fail,
         require_baseline=(given.require_baseline if given else False) if require is None else require,
@@ -283,14 +287,12 @@ class EvaluatingRun:
     conclusion: str | None = None
 
 
-def _decide(
-    settings: Settings, record: PrRecord, suites: list[SuiteOutcome], problems: list[str], counts: dict[str, Any]
-) -> Decision:
+def _decide(gate: GateSettings, suites: list[SuiteOutcome], problems: list[str], counts: dict[str, Any]) -> Decision:
     broken = [SuiteOutcome("(evaluating run)", problems=problems)] if problems else []
     facts = [s.facts() for s in [*suites, *broken]]
     facts = [replace(f, baseline_cases=c.cases, baseline_gating=c.gating) if (c := counts.get(f.name)) else f
              for f in facts]  # fmt: skip
-    return decide(facts, _gate(settings, record))
+    return decide(facts, gate)
 
 
 def _same_pull(run: EvaluatingRun, pull: PullInfo) -> None:
