@@ -2281,7 +2281,8 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
 @pytest.mark.parametrize(
     "reply",
     ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交",
-     "同意します。かまいません", "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
+     "同意します。かまいません", "同意します。すみません、よろしくお願いします", "はい、同意します。間違いありません",
+     "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))

@@ -161,6 +161,8 @@ _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no prob
     r"\b(?:no problem|not a problem|no worries)\b|\bwhy not\b\??|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
     r"|无误|無誤|无问题|無問題|特別|不錯|沒問題|沒錯|沒關係"  # "确认无误": confirmed, nothing wrong
     r"|問題ない|問題ありません|問題ございません|かまいません|構いません|かまわない|構わない"  # no problem, I don't mind
+    r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
+    r"|異存ありません|異存はありません|(?:いただけ|もらえ|くれ)ません(?:か|でしょうか)"  # sorry, that's right, please
 )
 
 
