@@ -151,6 +151,10 @@ def test_a_call_written_on_the_message_itself_is_refused() -> None:
         "would go unseen: record it in the assistant message's tool_calls ({id, type: function, function: {name, "
         "arguments}})",
     )
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    echoed = [messages[0], {"role": "assistant", "content": None, "tool_calls": [call]},
+              {"role": "tool", "tool_call_id": "c1", "name": "lookup", "arguments": "{}", "content": "ok"}]  # fmt: skip
+    assert [s[0] for s in _read(echoed)] == ["message", "message", "call"]  # a result echoing its call is read
 
 
 def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:

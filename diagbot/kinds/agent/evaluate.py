@@ -411,13 +411,11 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
-        for where, tool in named:  # a policy's or a schema's is a case problem (`load._ungiven_tools`)
-            if (
-                tool not in known
-                and tool not in unplain
-                and not where.startswith(("side_effect_policy", "tool_schema"))
-            ):
+        for where, tool in named:
+            if tool not in known and tool not in unplain:
                 close = suggestions.closest(tool, names)
+                if close is not None and where.startswith("side_effect_policy"):
+                    continue  # a case problem (`load._misspelt_policy_tools`)
                 found.append(
                     f"{where}: {values.one_line(tool, 100)!r} is not in available_tools"
                     + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")

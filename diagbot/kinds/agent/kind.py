@@ -198,8 +198,10 @@ class AgentKind:
         """The warnings of the suite's cases; with problems, CaseFileError carries the usable cases' warnings."""
         problems: list[str] = []
         unread: list[str] = []
-        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, _options(suite).rules, problems, None, unread))
-        warnings = unread_warning(unread) + self._warnings(suite, loaded_cases)
+        valid: list[LoadedCase] = []  # a case with a problem in this suite is warned of too: all said at once
+        rules = _options(suite).rules
+        loaded_cases = list(iter_cases(suite.cases, suite.cases_label, rules, problems, None, unread, valid))
+        warnings = unread_warning(unread) + self._warnings(suite, valid)
         if problems:
             raise CaseFileError(*problems, warnings=warnings)
         if not loaded_cases:  # the same words as the trace kind's (kinds never import each other)

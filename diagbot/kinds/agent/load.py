@@ -349,11 +349,14 @@ def iter_cases(
     problems: list[str],
     read: list[RawCase] | None = None,
     unread: list[str] | None = None,
+    valid: list[LoadedCase] | None = None,
 ) -> Iterator[LoadedCase]:
     """The suite's valid cases one at a time, in file order, each problem found appended to `problems` meanwhile.
     A caller that needs all cases to be valid checks `problems` once the iterator is exhausted: evaluation does,
     so that a suite of 10,000 cases never holds 10,000 case models at once. `read`: the suite's files as
-    `read_cases` read them, when they were read already; `unread`: as `case_files` takes it."""
+    `read_cases` read them, when they were read already; `unread`: as `case_files` takes it; `valid`, when given,
+    also gets, in order, each case whose fields are valid but that has a problem in this suite (`case_problems`),
+    for `validate` to warn of it all the same."""
     suggestions = Suggestions(FIELD_SUGGESTIONS)  # one for the whole suite: every file's misspelt fields share it
     rule_names = RuleNames(rules)
     ids = CaseIds()
@@ -373,8 +376,11 @@ def iter_cases(
             continue
         found = case_problems(case, rules, rule_names)
         problems += [f"{item.where}: {p}" for p in found]
+        loaded = LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
+        if valid is not None:
+            valid.append(loaded)
         if not found:
-            yield LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
+            yield loaded
 
 
 def raw_cases(
@@ -839,8 +845,8 @@ def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | N
                 "rules in diagbot.yml"
             )
     problems += _metric_problems(case)
-    if case.available_tools is not None and (case.side_effect_policy is not None or case.tool_schema):
-        problems += _ungiven_tools(case)
+    if case.available_tools is not None and case.side_effect_policy is not None:
+        problems += _misspelt_policy_tools(case)
     if case.risk_level in _NEEDS_NEGATIVE and not case.negative_behavior:
         problems.append(_negative_required(case.risk_level))
     return problems
@@ -850,23 +856,21 @@ _NEEDS_NEGATIVE = ("P0", "P1")
 _SUGGESTED_TOOLS = 20  # names of one case looked up for the closest tool of available_tools
 
 
-def _ungiven_tools(case: AgentCase) -> list[str]:
-    """side_effect_policy and tool_schema entries for a tool that available_tools does not list. A call of such a
-    tool fails unavailable_tool_called already, so the entry applies to no call the case allows; and a misspelt
-    name (`book_flights` for `book_flight`) left the tool it meant unchecked: a P0 booking without confirmation
-    passed."""
+def _misspelt_policy_tools(case: AgentCase) -> list[str]:
+    """side_effect_policy entries for a tool that available_tools does not list but one it lists is spelt close to
+    (`book_flights` for `book_flight`): the policy applies to no call the case allows (a call of a tool not given
+    fails unavailable_tool_called already), and the tool it meant goes unchecked: a P0 booking without a
+    confirmation passed. A name close to none is warned of instead (`evaluate.ignored_checks`): a policy shared
+    through a file's defaults may be for a tool some of its cases do not give."""
     known = sorted(case.tool_names or ())
-    named = [(f"side_effect_policy[{i}].tool", policy.tool) for i, policy in enumerate(case.policies)]
-    named += [(f"tool_schema.{values.one_line(tool, 100)}", tool) for tool in case.tool_schema or {}]
     suggestions, problems = Suggestions(_SUGGESTED_TOOLS), []
-    for where, tool in named:
-        if tool not in known:
-            close = suggestions.closest(tool, known)
+    for i, policy in enumerate(case.policies):
+        close = None if policy.tool in known else suggestions.closest(policy.tool, known)
+        if close is not None:
             problems.append(
-                f"{where}: '{values.one_line(tool, 100)}' is not in available_tools"
-                + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")
-                + "; a call of a tool the agent is not given fails unavailable_tool_called already, so this checks no "
-                "call the case allows: name the tool as available_tools does"
+                f"side_effect_policy[{i}].tool: '{values.one_line(policy.tool, 100)}' is not in available_tools (did "
+                f"you mean {values.one_line(close, 100)}?); the policy checks no call the case allows, and "
+                f"{values.one_line(close, 100)} goes unchecked: name the tool as available_tools does"
             )
     return problems
 

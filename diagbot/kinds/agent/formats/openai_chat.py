@@ -88,7 +88,12 @@ def read(data: Any) -> Run:
             holds_no_message(
                 [(k, v) for k, v in message.items() if k not in _MESSAGE_FIELDS], f"{prefix}[{index}]", _HINT
             )
-            if "arguments" in message and message.get("name") is not None and message.get("type") is None:
+            if (  # a tool result may echo its call's name and arguments: its call is in tool_calls already
+                "arguments" in message
+                and message.get("name") is not None
+                and message.get("type") is None
+                and message.get("role") not in ("tool", "function")
+            ):
                 raise TraceInvalid(
                     f"{prefix}[{index}].arguments",
                     "name and arguments on the message itself read as a call, which a chat message does not hold "
