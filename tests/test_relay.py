@@ -237,6 +237,12 @@ def test_the_relay_s_own_gate_inputs_still_win_over_a_run_that_failed_on_a_regre
     assert "ended as failure" not in next(iter(gh.comments.values())).body
 
 
+def test_a_report_dir_with_a_part_too_long_for_a_file_name_is_named(gh: GitHubTestServer, tmp_path: Path) -> None:
+    code, log = relay_run(gh, tmp_path, report_dir="a" * 300)
+    assert code == 2 and "cannot be looked at (File name too long); set report-dir to a plain path" in log
+    assert "failed unexpectedly" not in log and not gh.comments
+
+
 def test_closed_pull_request_gets_nothing(gh: GitHubTestServer, tmp_path: Path) -> None:
     gh.add_pull(REPO, 8, head_sha=HEAD, state="closed")
     write_artifact(tmp_path, {"number": 8})

@@ -196,7 +196,13 @@ def _no_links(path: Path, root: Path, what: str) -> None:
     current = root
     for part in parts:
         current = current / part
-        if current.is_symlink():
+        try:
+            linked = current.is_symlink()
+        except OSError as exc:  # a part over 255 bytes: `is_symlink` raises for all but a missing path
+            raise RelayError(
+                f"{current}: cannot be looked at ({exc.strerror or exc}); set report-dir to a plain path"
+            ) from None
+        if linked:
             raise RelayError(f"{current}: a symbolic link on the way to {what}; {FIX}")
 
 

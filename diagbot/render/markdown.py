@@ -371,7 +371,7 @@ def render_markdown(
             has_regression=any(v.diff is not None and v.diff.has_regression for v in suites),
             blocking=sum(v.blocking for v in suites),
             regressions=sum(v.diff.gating_regressions for v in suites if v.diff is not None),
-            informational=sum(v.diff.regression_count - v.diff.gating_regressions for v in suites if v.diff),
+            informational=sum(max(0, v.diff.regression_count - v.diff.gating_regressions) for v in suites if v.diff),
             gate_failure=None if gate_failure is None else md(gate_failure, 300),
             headline_notes=[md(note, 600) for note in (headline_notes or [])[:5]],
         )
