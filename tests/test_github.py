@@ -209,6 +209,19 @@ def test_a_blob_store_that_stalls_is_given_up_on_at_the_deadline_not_after_each_
     assert len([r for r in gh.requests if r.server == "blob"]) == 1  # the deadline passed: not asked again
 
 
+def test_a_retry_past_the_deadline_is_not_waited_for_and_the_count_is_true(
+    g: Github, gh: GitHubTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retries end at the download's deadline; the message said "3 times" when the store was asked once."""
+    artifact(gh, head_sha=BASE)
+    [candidate] = search(g).candidates
+    gh.inject("GET", r"/\d+\.zip$", 503, times=5)
+    monkeypatch.setattr(dg, "BLOB_SECONDS", 0.5)  # the 1 s pause before a second try would pass it
+    with pytest.raises(dg.GitHubUnavailable, match="the blob store answered 503 1 time; rerun the job"):
+        dg.download_artifact(g.requester, candidate)
+    assert len([r for r in gh.requests if r.server == "blob"]) == 1
+
+
 def test_expired_between_listing_and_download_is_gone(g: Github, gh: GitHubTestServer) -> None:
     aid = artifact(gh, head_sha=BASE)
     [candidate] = search(g).candidates

@@ -331,24 +331,30 @@ BLOB_READ_SECONDS = 60.0  # the longest wait for the store to connect or send th
 def download_artifact(requester: Requester, candidate: ArtifactCandidate, max_bytes: int = MAX_ARCHIVE_BYTES) -> bytes:
     """The archive's bytes: ask GitHub for the signed URL (302), then fetch it without our token. A blob store that
     answers 429 or 5xx, or not at all, is asked again (after 1 s, then 2 s): one hiccup on the newest baseline
-    would otherwise fail a pull request's gate. All the attempts together take at most BLOB_SECONDS: a store that
-    sends a little and then stalls is not waited for three times over."""
-    deadline = time.monotonic() + BLOB_SECONDS
-    for attempt in range(BLOB_ATTEMPTS):
+    would otherwise fail a pull request's gate. All the attempts together take at most BLOB_SECONDS from the blob
+    store's first request (GitHub's own answers wait as every API call does): a store that sends a little and then
+    stalls is not waited for three times over."""
+    deadline: list[float] = []  # set at the first request to the blob store
+    for attempt in range(1, BLOB_ATTEMPTS + 1):
         try:
             return _download_once(requester, candidate, max_bytes, deadline)
         except _BlobUnavailable as exc:
-            if attempt == BLOB_ATTEMPTS - 1 or time.monotonic() + 2**attempt >= deadline:
-                raise GitHubUnavailable(str(exc)) from None
-            time.sleep(2**attempt)
+            pause = 2 ** (attempt - 1)
+            if attempt == BLOB_ATTEMPTS or (deadline and time.monotonic() + pause >= deadline[0]):
+                said = str(exc).replace(_TIMES, f" {attempt} time{'' if attempt == 1 else 's'}")
+                raise GitHubUnavailable(said) from None
+            time.sleep(pause)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+_TIMES = " {times}"  # in a blob store's answer, replaced by how often it was asked
 
 
 class _BlobUnavailable(Exception):
     """The blob store did not hand over the archive, in a way a retry may mend."""
 
 
-def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes: int, deadline: float) -> bytes:
+def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes: int, deadline: list[float]) -> bytes:
     doing = f"downloading artifact {candidate.id} ('{candidate.name}')"
     if candidate.size > max_bytes:
         raise UnsafeArtifact(
@@ -367,18 +373,20 @@ def _download_once(requester: Requester, candidate: ArtifactCandidate, max_bytes
     session = requests.Session()
     session.trust_env = False  # no .netrc credentials for the blob store
     try:
-        wait = max(1.0, min(BLOB_READ_SECONDS, deadline - time.monotonic()))  # each wait for the store ends by then
+        if not deadline:
+            deadline.append(time.monotonic() + BLOB_SECONDS)
+        wait = max(1.0, min(BLOB_READ_SECONDS, deadline[0] - time.monotonic()))  # each wait for it ends by then
         with session.get(headers["location"], stream=True, timeout=wait, allow_redirects=True) as response:
             if response.status_code != 200:
                 answered = (
                     f"{doing}: the blob store answered {response.status_code}"
-                    + (f" {BLOB_ATTEMPTS} times" if response.status_code == 429 or response.status_code >= 500 else "")
+                    + (_TIMES if response.status_code == 429 or response.status_code >= 500 else "")
                     + "; rerun the job (signed URLs expire in 1 minute)"
                 )
                 if response.status_code == 429 or response.status_code >= 500:
                     raise _BlobUnavailable(answered)
                 raise GitHubUnavailable(answered)
-            return _body(response, doing, max_bytes, deadline)
+            return _body(response, doing, max_bytes, deadline[0])
     except (requests.ConnectionError, requests.Timeout, Urllib3Error) as exc:  # urllib3's: read as they arrive
         raise _BlobUnavailable(str(_explain(exc, doing))) from None  # a broken connection, before or mid-body
     except requests.RequestException as exc:
