@@ -157,6 +157,20 @@ def test_a_call_written_on_the_message_itself_is_refused() -> None:
     assert [s[0] for s in _read(echoed)] == ["message", "message", "call"]  # a result echoing its call is read
 
 
+def test_the_bound_on_text_under_unread_keys_is_one_per_run_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reset for every message, 300 messages each just under the bound took half a minute for one file."""
+    import json
+
+    from diagbot.kinds.agent.formats import common, parse_run
+
+    monkeypatch.setattr(common, "MAX_COMPARED_CHARS", 100_000)
+    said = {"role": "assistant", "content": "a" * 10_000 + " zq", "text": ["zq"]}
+    messages = [{"role": "user", "content": "hi"}, *[said] * 30]
+    assert _read(messages)[0][0] == "message"  # read alone, each message has the bound
+    with pytest.raises(TraceInvalid, match="holds more text under keys diagbot does not read"):
+        parse_run(json.dumps(messages).encode(), "openai-chat")
+
+
 def test_too_many_steps_is_refused_at_the_same_message_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     call = {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
     messages = [{"role": "assistant", "content": "x", "tool_calls": [call] * 40}] * (MAX_STEPS // 41 + 1)

@@ -23,7 +23,14 @@ from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
 from diagbot.core.text import unplain_name
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
-from diagbot.kinds.agent.formats.common import DECODE_ERRORS, MAX_JSON_VALUES, JsonLines, count_json, json_problem
+from diagbot.kinds.agent.formats.common import (
+    DECODE_ERRORS,
+    MAX_JSON_VALUES,
+    JsonLines,
+    count_json,
+    counting_compared,
+    json_problem,
+)
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
@@ -160,7 +167,8 @@ def _parse(data: bytes, fmt: str) -> Run:
     else:
         adapter = ADAPTERS[fmt]
     try:
-        run: Run = adapter.read(decoded)
+        with counting_compared():
+            run: Run = adapter.read(decoded)
     except TraceInvalid as exc:  # its path and message quote the run: cut and escaped, for the report and the log
         path, message = values.one_line(exc.path, MAX_PROBLEM_CHARS), values.one_line(exc.message, MAX_PROBLEM_CHARS)
         message += f" (read as {adapter.NAME}, the format it resembles)" if guessed else _format_hint(decoded, fmt)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,8 +223,20 @@ _PART_DEPTH = 4  # levels of lists and parts looked into (`message: {content: [{
 
 
 MAX_COMPARED_CHARS = 50_000_000
-"""Characters of a message's content searched for the text under its unread keys (each distinct piece is one
-search): 5,000 pieces beside a 1 MB content had taken seconds per file, before any check's budget applied."""
+"""Characters of messages' contents searched for the text under their unread keys, in one run file (each distinct
+piece of a message is one search of its content): 5,000 pieces beside a 1 MB content had taken seconds, and 300
+such messages half a minute, before any check's budget applied."""
+COMPARED: ContextVar[list[int] | None] = ContextVar("compared", default=None)
+
+
+@contextlib.contextmanager
+def counting_compared() -> Iterator[None]:
+    """One MAX_COMPARED_CHARS for the run file read inside (without it, each message has one)."""
+    token = COMPARED.set([0])
+    try:
+        yield
+    finally:
+        COMPARED.reset(token)
 
 
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
@@ -234,7 +248,7 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
         return
     said_here: str | None = None  # the content, spaced as the pieces are compared: made only when one is found
     looked_for: set[str] = set()
-    compared = 0  # characters of the content searched: each piece is a search of it
+    compared = COMPARED.get() or [0]  # characters searched in this run file (`counting_compared`), else message
     for key, value in message.items():
         if key in read or any(word in str(key).casefold() for word in _NOT_SAID):
             continue
@@ -244,8 +258,8 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
             if piece in looked_for:
                 continue
             looked_for.add(piece)
-            compared += len(said_here) + len(piece)
-            if compared > MAX_COMPARED_CHARS:
+            compared[0] += len(said_here) + len(piece)
+            if compared[0] > MAX_COMPARED_CHARS:
                 raise TraceInvalid(
                     f"{where}.{key}",
                     f"holds more text under keys diagbot does not read than it compares with the message's content "
