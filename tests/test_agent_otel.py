@@ -277,6 +277,28 @@ def test_the_run_is_read_in_start_time_order_whatever_the_file_order() -> None:
     assert steps(parse(export)) == TWO_TURNS
 
 
+def test_tool_spans_of_parallel_calls_sharing_an_id_go_to_their_own_tools_calls() -> None:
+    """One model call made a refund and a lookup, both `call_1`; the lookup's span started first and took the
+    refund's call (its arguments and its error too): the refund read as a failed lookup of ORDER_123, and a case
+    forbidding a refund of ORDER_999 passed."""
+    for lookup_first in (True, False):
+        rec = Recorder()
+        history = [say("user", text("Refund order 999?"))]
+        calling = say("assistant", call_part("call_1", "refund_submit", {"order_id": "ORDER_999"}),
+                      call_part("call_1", "order_lookup", {"order_id": "ORDER_123"}))  # fmt: skip
+        chat(rec, history, [calling])
+        spans = [("order_lookup", "ORDER_123", True), ("refund_submit", "ORDER_999", False)]
+        for name, order, failed in spans if lookup_first else spans[::-1]:
+            tool(rec, name, "call_1", error=failed, arguments=json.dumps({"order_id": order}), result="done")
+        answered = [say("tool", response_part("call_1", "done", "response"))] * 2
+        chat(rec, [*history, calling, *answered], [say("assistant", text("Done."))])
+        calls = parse(rec.otlp()).calls  # in the order their spans started
+        assert sorted((c.tool, c.args["order_id"], c.failed) for c in calls) == [
+            ("order_lookup", "ORDER_123", True),
+            ("refund_submit", "ORDER_999", False),
+        ], lookup_first
+
+
 def test_structured_messages_and_result_parts_read_as_json_text_and_response_parts() -> None:
     rec = Recorder()
     two_turns(rec, structured=True, result_key="result")

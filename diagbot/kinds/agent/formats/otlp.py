@@ -785,7 +785,8 @@ def _attach(
     """Tool spans onto the conversation's calls; returns the steps of their own (tool spans of calls no message
     made, retrievals) with their start times, in time order.
 
-    A span takes the first call not yet taken with its call id. A span without an id (OpenInference often records
+    A span takes the first call not yet taken with its call id (of its tool, when calls of several tools share the
+    id: parallel spans start in any order). A span without an id (OpenInference often records
     none), or whose id no message has while some calls have none, takes the first free call of its tool, or, when
     it records arguments, the first free one with those arguments. A span
     whose id the messages have but whose calls are all taken repeats the last of them (a retry): counted once,
@@ -806,7 +807,8 @@ def _attach(
             ).append((i, step))
     taken: set[int] = set()
     decoded: dict[int, tuple[Any, str | None]] = {}  # a call's arguments, decoded once for matching spans to it
-    first: dict[str, tuple[ToolCall, Span]] = {}  # call id -> the last call of that id a span took, and that span
+    first: dict[tuple[str, str], tuple[ToolCall, Span]] = {}  # (call id, tool) -> the last call of them a span
+    # took, and that span
     later: list[tuple[int, Step]] = []
     for span, convention, role in roles:
         if role == RETRIEVAL:
@@ -822,9 +824,13 @@ def _attach(
                     f"a tool span of {found.tool!r} answers call id {found.id!r}, which the conversation "
                     f"gave a call of {sorted(named)[0]!r}; a call id names one call of one tool",
                 )
-            match = _first_free(by_id[found.id], taken)
+            if len(named) > 1:  # calls of several tools share the id (parallel calls of servers that reuse ids):
+                # the span is its own tool's, whichever of them started first
+                match = next(((i, c) for i, c in by_id[found.id] if i not in taken and c.tool == found.tool), None)
+            else:
+                match = _first_free(by_id[found.id], taken)
             if match is None:
-                done, attempt = first[found.id]
+                done, attempt = first[(found.id, found.tool)]
                 if not done.failed and not found.failed and span.start >= attempt.end:  # run again after it
                     # succeeded: its side effect twice (a span within the first one's time is that run, recorded twice)
                     later.append((span.start, _call(found, span)))
@@ -840,7 +846,7 @@ def _attach(
         i, call = match
         taken.add(i)
         if call.id is not None:
-            first[call.id] = (call, span)
+            first[(call.id, call.tool)] = (call, span)
         _enrich(call, found, span)
         anchors[i] = span.start
         owner = owners.get(i)
