@@ -2360,13 +2360,19 @@ def test_responses_items_give_the_verdict_the_same_chat_conversation_gets() -> N
 
 
 def test_responses_pair_on_call_id_the_nearest_unanswered_call_first() -> None:
+    """Calls of one model output that share an id are answered in the order they were made, as in openai-chat (the
+    last-made first had given one conversation other verdicts in the two formats); an earlier output's call with
+    the id is answered after them."""
     items = [
+        {"type": "function_call", "id": "w", "call_id": "c", "name": "z", "arguments": "{}"},
+        {"type": "message", "role": "user", "content": "and?"},
         {"type": "function_call", "id": "x", "call_id": "c", "name": "a", "arguments": "{}"},
         {"type": "function_call", "id": "y", "call_id": "c", "name": "b", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c", "output": "for b"},
         {"type": "function_call_output", "call_id": "c", "output": "for a"},
+        {"type": "function_call_output", "call_id": "c", "output": "for b"},
+        {"type": "function_call_output", "call_id": "c", "output": "for z"},
     ]
-    assert [(c.tool, c.result) for c in parse(items).calls] == [("a", "for a"), ("b", "for b")]
+    assert [(c.tool, c.result) for c in parse(items).calls] == [("z", "for z"), ("a", "for a"), ("b", "for b")]
     with pytest.raises(TraceInvalid, match=r"an output for 'x', which no earlier call made"):
         parse([{"type": "function_call_output", "call_id": "x", "output": "?"}])
 

@@ -392,8 +392,8 @@ def test_repeated_call_ids_pair_in_order_and_tool_spans_attach_in_order() -> Non
 
 def test_results_pair_with_the_nearest_earlier_call_of_their_id() -> None:
     rec = Recorder()
-    both = say("assistant", call_part("c", "a", {}), call_part("c", "b", {}))
-    answers = [say("tool", response_part("c", "for b")), say("tool", response_part("c", "for a"))]
+    both = say("assistant", call_part("c", "a", {}), call_part("c", "b", {}))  # answered in order, as in chat
+    answers = [say("tool", response_part("c", "for a")), say("tool", response_part("c", "for b"))]
     chat(rec, [say("user", text("go")), both, *answers], [say("assistant", text("done"))])
     assert [(c.tool, c.result) for c in parse(rec.otlp()).calls] == [("a", "for a"), ("b", "for b")]
     rec = Recorder()

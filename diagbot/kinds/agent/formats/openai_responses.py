@@ -167,7 +167,11 @@ def read(data: Any) -> Run:
                 call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
                 call.made = made_here()  # the function calls of one model output are made together
                 run.steps.append(call)
-                waiting.setdefault(call_id, []).append(call)
+                queue = waiting.setdefault(call_id, [])
+                at = len(queue)  # results take the last one waiting; those of one output sharing an id (as some
+                while at and queue[at - 1].made == call.made:  # servers write them) are answered in the order
+                    at -= 1  # they were made, as openai-chat answers them
+                queue.insert(at, call)
             elif kind == "mcp_call":
                 error = item.get("error")
                 call = ToolCall(

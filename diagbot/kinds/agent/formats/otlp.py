@@ -715,11 +715,9 @@ class _Waiting:
         self.made_idless = False
 
     def add(self, calls: list[ToolCall]) -> None:
-        batch: deque[ToolCall] = deque()
-        for call in calls:
-            if call.id is None:
-                batch.append(call)
-            else:
+        batch: deque[ToolCall] = deque(call for call in calls if call.id is None)
+        for call in reversed(calls):  # results take the last one waiting: one message's calls sharing an id are
+            if call.id is not None:  # answered in the order they were made, as openai-chat answers them
                 self.by_id.setdefault(call.id, []).append(call)
         if batch:
             self.batches.append(batch)
