@@ -3183,10 +3183,13 @@ def test_a_compaction_item_is_refused_not_skipped() -> None:
         parse({"input": [compacted, user], "output": [reply]})
     assert (raised.value.path, raised.value.message) == (
         "$.input[0].type",
-        "'compaction' holds encrypted content standing for earlier conversation (a compaction), which diagbot cannot "
-        "read, so a call made in it would go unseen; record the run before it was compacted: every request's input "
-        "items and output items, in order, in one file",
+        "'compaction' stands for earlier conversation (a compaction), which diagbot cannot read, so a call made in it "
+        "would go unseen; record the run before it was compacted: every request's input items and output items, in "
+        "order, in one file",
     )
+    for bare in ({"type": "compaction", "id": "cmp_1"}, {"type": "compacted_history"}):  # its blob dropped
+        with pytest.raises(TraceInvalid, match="stands for earlier conversation"):
+            parse({"input": [bare, user], "output": [reply]})
     thought = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB..."}
     assert parse({"input": [user], "output": [thought, reply]}).answer == "Your refund of order A went through."
 

@@ -219,12 +219,13 @@ def read(data: Any) -> Run:
                     output = content_text(output, f"{where}.output")
                 call.result, call.has_result, call.seen = output, True, 2 * turn  # seen by the next model output
                 turn, spoke, stand_in = turn + 1, None, None
-            elif kind not in _SKIPPED and "encrypted_content" in item:  # a compaction: the conversation before it
+            elif kind not in _SKIPPED and ("encrypted_content" in item or "compact" in str(kind).casefold()):
+                # a compaction (with its encrypted content or without): it stands for the conversation before it
                 raise TraceInvalid(
                     f"{where}.type",
-                    f"{str(kind)[:40]!r} holds encrypted content standing for earlier conversation (a compaction), "
-                    "which diagbot cannot read, so a call made in it would go unseen; record the run before it was "
-                    "compacted: every request's input items and output items, in order, in one file",
+                    f"{str(kind)[:40]!r} stands for earlier conversation (a compaction), which diagbot cannot read, "
+                    "so a call made in it would go unseen; record the run before it was compacted: every request's "
+                    "input items and output items, in order, in one file",
                 )
             elif kind not in _SKIPPED and (is_call_part(kind, item) or not _SAID_KEYS.isdisjoint(item)):
                 raise TraceInvalid(  # skipped, the call or the text in it would go unseen
