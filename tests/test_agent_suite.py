@@ -829,15 +829,21 @@ def test_validate_warns_of_a_must_not_that_needs_every_text_and_of_a_comma_in_a_
     named with a comma, which no tool is."""
     case = spec_case() | {
         "case_id": "slips",
+        "available_tools": ["refund_submit", "order_cancel"],
         "negative_behavior": [{"answer_contains": ["refund immediately", "立即退款"]},
                               {"answer_contains": {"any": ["refund immediately", "立即退款"]}},
-                              {"replies_contain": {"all": ["a", "b"]}}, {"answer_contains": ["one"]}],
-        "success_criteria": [{"tool_not_called": "refund_submit, order_cancel"}],
+                              {"replies_contain": {"all": ["a", "b"]}}, {"answer_contains": ["one"]},
+                              {"tool_called": "refund_submit order_cancel"}],
+        "success_criteria": [{"tool_not_called": "refund_submit, order_cancel"}, {"tool_not_called": "a、b"}],
     }  # fmt: skip
     where = f"{tmp_path}/cases/all.json:1: case slips"
+    listed = "reads as a list of names, so it names no tool; write one name an item, as a list:"
     assert _validate_warnings(tmp_path, [case], capsys) == [
-        f"warning: {where}: success_criteria[0]: the tool name 'refund_submit, order_cancel' holds a comma, so it "
-        "names no tool; write one name an item, as a list: [refund_submit, order_cancel]",
+        f"warning: {where}: negative_behavior[4]: the tool name 'refund_submit order_cancel' {listed} "
+        "[refund_submit, order_cancel]",
+        f"warning: {where}: success_criteria[0]: the tool name 'refund_submit, order_cancel' {listed} "
+        "[refund_submit, order_cancel]",
+        f"warning: {where}: success_criteria[1]: the tool name 'a、b' {listed} [a, b]",
         f"warning: {where}: negative_behavior[0]: answer_contains with several texts here fails the case only when "
         "all of them are said, so saying one of them passes; to forbid each of them, write answer_contains: "
         "{any: [...]}",

@@ -6,6 +6,7 @@ import bisect
 import datetime as dt
 import functools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -395,12 +396,14 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     listed = [("available_tools", name) for name in sorted(case.tool_names or ())]
     for where, tool in [*named, *forbidden, *listed]:  # `refund_submit ` forbids nothing: a run calling a tool so
         why = unplain_name(tool)  # named is refused
-        if "," in tool and len(tool) <= 1000 and not why:  # `tool_not_called: a, b` in YAML is one name
+        parts = _LISTED.split(tool.strip()) if len(tool) <= 1000 and not why else []
+        if len(parts) < 2 and case.tool_names and len(spaced := tool.split()) > 1 and set(spaced) <= case.tool_names:
+            parts = spaced  # `refund_submit order_cancel`, both given tools (`refund submit` is a misspelt one)
+        if len(parts) > 1:  # `tool_not_called: a, b` in YAML is one name, as are `a、b` and `a|b`
             unplain.add(tool)
-            parts = ", ".join(part.strip() for part in tool.split(",") if part.strip())
             found.append(
-                f"{where}: the tool name '{values.one_line(tool, 100)}' holds a comma, so it names no tool; write one "
-                f"name an item, as a list: [{values.one_line(parts, 100)}]"
+                f"{where}: the tool name '{values.one_line(tool, 100)}' reads as a list of names, so it names no "
+                f"tool; write one name an item, as a list: [{values.one_line(', '.join(p for p in parts if p), 100)}]"
             )
         elif why:
             unplain.add(tool)
@@ -471,6 +474,9 @@ _NEGATED = {  # a negated check among what must not happen: what the run must th
     "replies_not_matches": ("a reply matches it", "replies_matches"),
 }
 _PROSE_LOOKED_AT = 100  # values of a prose field looked through for a check object
+
+
+_LISTED = re.compile(r"\s*[,，、;；|]\s*")  # what separates the names of a list written as one string
 
 
 def _needs_all(check: Check) -> bool:
