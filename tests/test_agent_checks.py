@@ -3196,8 +3196,28 @@ def test_a_compaction_item_is_refused_not_skipped() -> None:
 
 @pytest.mark.parametrize(
     "card",
-    ["٤١١١ ١١١١ ١١١١ ١١١١", "۴۱۱۱۱۱۱۱۱۱۱۱۱۱۱۱", "४१११ ११११ ११११ ११११", "４１１１ １１１１ １１１１ １１１１"],
-    ids=["arabic-indic", "persian", "devanagari", "full-width"],
+    [
+        "٤١١١ ١١١١ ١١١١ ١١١١",
+        "۴۱۱۱۱۱۱۱۱۱۱۱۱۱۱۱",
+        "४१११ ११११ ११११ ११११",
+        "４１１１ １１１１ １１１１ １１１１",
+        "4\ufe0f\u20e31\ufe0f\u20e31\ufe0f\u20e31\ufe0f\u20e3" * 4,
+        "4\u03361\u03361\u03361\u0336" * 4,
+        "➃➀➀➀" * 4,
+        "4111\u20111111\u20111111\u20111111",
+        "4111\u20131111\u20131111\u20131111",
+    ],
+    ids=[
+        "arabic-indic",
+        "persian",
+        "devanagari",
+        "full-width",
+        "keycaps",
+        "struck-through",
+        "dingbats",
+        "non-breaking-hyphens",
+        "en-dashes",
+    ],
 )
 def test_a_digit_rule_sees_digits_of_any_script(card: str) -> None:
     """NFKC folds full-width digits but keeps Arabic-Indic, Persian and Devanagari ones, and RE2's \\d is ASCII:

@@ -611,10 +611,18 @@ def _nfkc(text: str) -> tuple[str, bool]:
         seen = unicodedata.normalize("NFKC", seen)
     if _OTHER_DIGIT.search(seen):  # NFKC keeps Arabic-Indic and Devanagari digits, which RE2's \d does not match
         seen = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), seen)
+    seen = seen.translate(_DIGITS_AND_DASHES)  # dingbat digits (➀ ❶ ➊), and dashes as "-" (U+2011 between groups)
+    if _MARKED_DIGIT.search(seen):  # a keycap or a strike-through on a digit: the digit is what is read
+        seen = _MARKED_DIGIT.sub("", seen)
     return seen[:MAX_MATCHED_CHARS], len(seen) > MAX_MATCHED_CHARS
 
 
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # Python's \d is every decimal digit, of any script
+_MARKED_DIGIT = re.compile("(?<=[0-9])[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff\ufe20-\ufe2f]+")
+_DIGITS_AND_DASHES = {
+    **{start + n: str(n + 1) for start in (0x2776, 0x2780, 0x278A) for n in range(10)},
+    **dict.fromkeys((0x2010, 0x2011, 0x2012, 0x2013, 0x2014, 0x2015, 0x2212), "-"),
+}
 
 
 _UNFOLDED = f" (its NFKC form is longer than the {MAX_MATCHED_CHARS:,} characters a search reads)"
