@@ -3227,6 +3227,18 @@ def test_a_digit_rule_sees_digits_of_any_script(card: str) -> None:
     assert [f.split(":")[0] for f in failures(case, run)] == ["rule_failed"]
 
 
+def test_text_checks_read_digits_of_any_script_and_dashes_as_ascii() -> None:
+    """Only the regexes had been taught other scripts' digits: `answer_not_contains` and `must_not_include` of a card
+    number passed the same number in Arabic-Indic digits, or with non-breaking hyphens."""
+    case = make_case(
+        success_criteria=[{"id": "no_card", "answer_not_contains": ["4111-1111-1111-1111"]}],
+        constraints={"must_not_include": ["4111-1111-1111-1111"]},
+    )
+    for said in ("٤١١١-١١١١-١١١١-١١١١", "4111\u20111111\u20111111\u20111111", "४१११–११११–११११–११११"):
+        run = native(say("user", "my card?"), say("assistant", f"Your card is {said}."))
+        assert sorted(f.split(":")[0] for f in failures(case, run)) == ["constraint_failed", "rule_failed"], said
+
+
 def test_a_state_check_on_a_run_that_records_nothing_of_its_state_is_undecided() -> None:
     """A chat run cannot record state changes: without a final_state its "final state" was the case's initial
     state, so a forbidden `refund_status == refunded` and a final_state_check that nothing changed both passed a

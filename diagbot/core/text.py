@@ -34,8 +34,8 @@ nothing else is looked for among the ones the text held (`Folded.hidden`)."""
 
 
 def normalize(text: str) -> str:
-    """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`, and drop the
-    INVISIBLE characters."""
+    """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`, read every decimal
+    digit as its ASCII digit and every dash as `-` (`٤١١١‑١١١١` is `4111-1111`), and drop the INVISIBLE characters."""
     return _normalized(text)[0]
 
 
@@ -48,12 +48,23 @@ def _normalized(text: str, lines: bool = False) -> tuple[str, str]:
         folded = _SPACES.sub(" ", folded)
     if folded.isascii():
         return folded, ""
+    folded = ascii_digits(folded).translate(DASHES)
     visible, dropped = INVISIBLE.subn("", folded)
     if dropped and not lines:  # `a \u200b b`: the spaces an invisible character kept apart are one run too
         visible = _SPACES.sub(" ", visible)
     return visible, "".join(sorted(set(INVISIBLE.findall(folded)))) if dropped else ""
 
 
+def ascii_digits(text: str) -> str:
+    """The text with every decimal digit as its ASCII digit: NFKC keeps Arabic-Indic and Devanagari digits, and a
+    number is one in any script (RE2's `\\d` is ASCII)."""
+    if not _OTHER_DIGIT.search(text):
+        return text
+    return _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
+
+
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # Python's \d is every decimal digit, of any script
+DASHES = dict.fromkeys((0x2010, 0x2011, 0x2012, 0x2013, 0x2014, 0x2015, 0x2212), "-")  # read as "-" (str.translate)
 _SPACES = re.compile(r"\s{2,}|[^\S ]")
 """A run of spaces, or a line break or tab, which matching reads as one space: a model that wraps `restart\nthe
 database` still says `restart the database`."""

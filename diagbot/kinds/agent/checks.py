@@ -23,7 +23,7 @@ from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
-from diagbot.core.text import INVISIBLE, MAX_TEXT_CHARS, Folded, fold
+from diagbot.core.text import DASHES, INVISIBLE, MAX_TEXT_CHARS, Folded, ascii_digits, fold
 from diagbot.core.values import excerpt, one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
@@ -609,20 +609,14 @@ def _nfkc(text: str) -> tuple[str, bool]:
     seen = INVISIBLE.sub("", text)  # a zero-width space inside a card number hid it from `\d{16}`
     if not unicodedata.is_normalized("NFKC", seen):
         seen = unicodedata.normalize("NFKC", seen)
-    if _OTHER_DIGIT.search(seen):  # NFKC keeps Arabic-Indic and Devanagari digits, which RE2's \d does not match
-        seen = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), seen)
-    seen = seen.translate(_DIGITS_AND_DASHES)  # dingbat digits (➀ ❶ ➊), and dashes as "-" (U+2011 between groups)
+    seen = ascii_digits(seen).translate(_DIGITS_AND_DASHES)  # dingbat digits (➀ ❶ ➊), dashes as "-" (U+2011)
     if _MARKED_DIGIT.search(seen):  # a keycap or a strike-through on a digit: the digit is what is read
         seen = _MARKED_DIGIT.sub("", seen)
     return seen[:MAX_MATCHED_CHARS], len(seen) > MAX_MATCHED_CHARS
 
 
-_OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # Python's \d is every decimal digit, of any script
 _MARKED_DIGIT = re.compile("(?<=[0-9])[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff\ufe20-\ufe2f]+")
-_DIGITS_AND_DASHES = {
-    **{start + n: str(n + 1) for start in (0x2776, 0x2780, 0x278A) for n in range(10)},
-    **dict.fromkeys((0x2010, 0x2011, 0x2012, 0x2013, 0x2014, 0x2015, 0x2212), "-"),
-}
+_DIGITS_AND_DASHES = {**{start + n: str(n + 1) for start in (0x2776, 0x2780, 0x278A) for n in range(10)}, **DASHES}
 
 
 _UNFOLDED = f" (its NFKC form is longer than the {MAX_MATCHED_CHARS:,} characters a search reads)"
