@@ -35,7 +35,8 @@ nothing else is looked for among the ones the text held (`Folded.hidden`)."""
 
 def normalize(text: str) -> str:
     """Fold width and compatibility forms (NFKC) and case, so `ＴＩＭＥＯＵＴ` matches `timeout`, read every decimal
-    digit as its ASCII digit and every dash as `-` (`٤١١١‑١١١١` is `4111-1111`), and drop the INVISIBLE characters."""
+    digit as its ASCII digit and every hyphen as `-` (`٤١١١‑١١١١` is `4111-1111`), and drop the INVISIBLE
+    characters."""
     return _normalized(text)[0]
 
 
@@ -64,7 +65,8 @@ def ascii_digits(text: str) -> str:
 
 
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # Python's \d is every decimal digit, of any script
-DASHES = dict.fromkeys((0x2010, 0x2011, 0x2012, 0x2013, 0x2014, 0x2015, 0x2212), "-")  # read as "-" (str.translate)
+DASHES = dict.fromkeys((0x2010, 0x2011, 0x2012, 0x2212), "-")  # hyphens and minus read as "-" (str.translate); en
+# and em dashes are not: they open a clause where the confirmation reader looks for a question ("Yes—could you")
 _SPACES = re.compile(r"\s{2,}|[^\S ]")
 """A run of spaces, or a line break or tab, which matching reads as one space: a model that wraps `restart\nthe
 database` still says `restart the database`."""

@@ -121,7 +121,11 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     # Japanese, whose 同意 and 確認 are the default's words: not (同意しません, 同意できない), no, stop, wait,
     # cancel, on second thought, later, refused, opposed
     r"ません|ない|いいえ|いや|やめ|止め|待って|まって|キャンセル|やっぱり|後で|あとで|だめ|ダメ|拒否|反対",
-    r"才怪",  # Chinese "as if": 同意才怪
+    r"才怪|改天|下周|下星期|下礼拜|下禮拜|等会|等會|回头再|回頭再|下次|以后再|以後再|晚些|过两天|過兩天",  # later
+    # no, wait, cancel, later, but in other languages whose verbs the default words match (confirmo, je confirme)
+    r"\b(?:espera\w*|canc[eé]l\S*|mañana|pero|attend\w*|demain|mais|amanhã|mas|aber|warte\w*|morgen)\b",
+    r"нет|стоп|подожд|отмен|아니|잠깐|취소|(?:^|\s)(?:لا|انتظر|إلغاء)(?:$|\s|[،,.!؟])",
+    r"\bnext (?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
@@ -616,7 +620,11 @@ def _nfkc(text: str) -> tuple[str, bool]:
 
 
 _MARKED_DIGIT = re.compile("(?<=[0-9])[\u0300-\u036f\u1ab0-\u1aff\u20d0-\u20ff\ufe20-\ufe2f]+")
-_DIGITS_AND_DASHES = {**{start + n: str(n + 1) for start in (0x2776, 0x2780, 0x278A) for n in range(10)}, **DASHES}
+_DIGITS_AND_DASHES = {
+    **{start + n: str(n + 1) for start in (0x2776, 0x2780, 0x278A) for n in range(10)},
+    **DASHES,
+    **dict.fromkeys((0x2013, 0x2014, 0x2015), "-"),  # a regex reads every dash as "-" too
+}
 
 
 _UNFOLDED = f" (its NFKC form is longer than the {MAX_MATCHED_CHARS:,} characters a search reads)"
@@ -1150,7 +1158,9 @@ def _unconfirmed(
 
 _ASKS = re.compile(
     r"[?？吗呢]|confirm|approv|permission|consent|reply|respond|let me know|tell me|okay with|ok with|shall i|should i"
-    r"|would you|do you want|確認|确认|同意|是否|请回复",
+    r"|would you|do you want|確認|确认|同意|是否|请回复"
+    # questions without a mark: Japanese, Korean, Chinese forms, and a few other languages' "shall I"
+    r"|でしょうか|ますか|ですか|까요|습니까|好不好|要不要|行不行|可不可以|对不对|是不是|¿|soll ich|dois-je|puedo|debo",
     re.IGNORECASE,
 )
 """What asks, in the text an agent writes beside its own calls: a question ("Shall I refund $500?"), or a request
