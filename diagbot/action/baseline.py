@@ -67,11 +67,7 @@ def resolve_baseline(
         if foreign:
             tried.append(f"{where}: {foreign}")
             continue
-        if strict and unreachable:  # a newer candidate, or the base commit's own, may be the baseline
-            warnings.extend(p for p in tried if p not in unreachable)
-            reason = f"{len(unreachable)} newer '{name}' artifact(s) from {base_branch} could not be downloaded"
-            return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
-        warnings.extend(tried)
+        warnings.extend(tried)  # (strict, a candidate not handed over ended the search: see below)
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
         older_ones = search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT]
@@ -85,7 +81,7 @@ def resolve_baseline(
             )
             info = info.model_copy(update={"warnings": [*info.warnings, elsewhere]})
         return found, info
-    if strict and unreachable:
+    if strict and unreachable:  # a newer candidate, or the base commit's own, may be the baseline
         warnings.extend(p for p in tried if p not in unreachable)
         reason = f"{len(unreachable)} '{name}' artifact(s) from {base_branch} could not be downloaded"
         return Baselines(problems=_unknown(unreachable)), BaselineInfo(source="none", missing_reason=reason)
