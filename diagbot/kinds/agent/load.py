@@ -853,7 +853,7 @@ def case_problems(case: AgentCase, rules: dict[str, Check], names: RuleNames | N
 
 
 _NEEDS_NEGATIVE = ("P0", "P1")
-_SUGGESTED_TOOLS = 20  # names of one case looked up for the closest tool of available_tools
+_SUGGESTED_TOOLS = 20  # policies of one case whose tool is looked up among available_tools
 
 
 def _misspelt_policy_tools(case: AgentCase) -> list[str]:
@@ -863,9 +863,9 @@ def _misspelt_policy_tools(case: AgentCase) -> list[str]:
     confirmation passed. A name close to none is warned of instead (`evaluate.ignored_checks`): a policy shared
     through a file's defaults may be for a tool some of its cases do not give."""
     known = sorted(case.tool_names or ())
-    suggestions, problems = Suggestions(_SUGGESTED_TOOLS), []
-    for i, policy in enumerate(case.policies):
-        close = None if policy.tool in known else suggestions.closest(policy.tool, known)
+    problems = []
+    for i, policy in enumerate(case.policies[:_SUGGESTED_TOOLS]):  # each a difflib pass over the names
+        close = None if policy.tool in known else closest(policy.tool, known, cutoff=0.85)  # a slip, not a kin
         if close is not None:
             problems.append(
                 f"side_effect_policy[{i}].tool: '{values.one_line(policy.tool, 100)}' is not in available_tools (did "
