@@ -853,7 +853,8 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
                      "Dois-je procéder au remboursement de 500 €."):  # fmt: skip
         asking = [*asked, assistant_calls(refund, content=question), tool_result("c1", "ok")]
         assert failures(CONFIRM, asking) == [together(question)], question
-    for said in ("那么我现在为您提交退款。", "Refunding order A now."):  # statements, 那么 included
+    for said in ("那么我现在为您提交退款。", "Refunding order A now.", "返金処理を行いますから、少々お待ちください",
+                 "Perfecto, ya puedo procesar el reembolso.", "处理完会告诉你是不是到账"):  # statements, 那么 included
         stating = [*asked, assistant_calls(refund, content=said), tool_result("c1", "ok")]
         assert failures(CONFIRM, stating) == [], said
 
@@ -2285,6 +2286,10 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
     "reply",
     ["Yes, go ahead, no problem", "特别好，确认", "Not a problem, yes please", "不错，确认提交",
      "同意します。かまいません", "同意します。すみません、よろしくお願いします", "はい、同意します。間違いありません",
+     # not refusing, in a reply that confirms (a review of the words added for the other languages)
+     "Yes, I'd like to attend.", "Yes, book it for next Monday.", "好的，确认报名，谢谢，下次见！",
+     "确认，订下周二的会议室", "确认，同意平等会话", "Mais oui, je confirme.",
+     "Sí, confirmo, es justo lo que esperaba.", "Yes, send it to Morgen Smith",
      "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
@@ -2479,7 +2484,9 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      # later, no, wait or cancel in the default words' languages and in those whose verbs they match (a red-team)
      "可以，改天吧", "同意，下周再退款", "可以，等会儿", "同意，回头再弄", "可以，下次吧",
      "Sí, confirmo... espera, mejor cancélalo", "Je confirme, mais attendez demain", "Confirmo, mas só amanhã",
-     "yes... 아니요, 잠깐만요", "Yes... нет, стоп", "yes... لا، انتظر", "Yes, aber warte bitte", "Yes, next Monday"],
+     "yes... 아니요, 잠깐만요", "Yes... нет, стоп", "yes... لا، انتظر", "Yes, aber warte bitte",
+     "Sim, confirmo amanhã.",
+     "同意の前に、詳細を教えていただけませんか"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""

@@ -121,11 +121,10 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     # Japanese, whose 同意 and 確認 are the default's words: not (同意しません, 同意できない), no, stop, wait,
     # cancel, on second thought, later, refused, opposed
     r"ません|ない|いいえ|いや|やめ|止め|待って|まって|キャンセル|やっぱり|後で|あとで|だめ|ダメ|拒否|反対",
-    r"才怪|改天|下周|下星期|下礼拜|下禮拜|等会|等會|回头再|回頭再|下次|以后再|以後再|晚些|过两天|過兩天",  # later
+    r"才怪|改天|下次再|下次吧|下周再|下星期再|等会儿|等一会|等會兒|回头再|回頭再|以后再|以後再|晚些再|过两天|過兩天",
     # no, wait, cancel, later, but in other languages whose verbs the default words match (confirmo, je confirme)
-    r"\b(?:espera\w*|canc[eé]l\S*|mañana|pero|attend\w*|demain|mais|amanhã|mas|aber|warte\w*|morgen)\b",
+    r"\b(?:espera|espere|esperad|canc[eé]l\S*|pero|attendez|attends|aber|warte|warten)\b|mañana|demain|amanhã",
     r"нет|стоп|подожд|отмен|아니|잠깐|취소|(?:^|\s)(?:لا|انتظر|إلغاء)(?:$|\s|[،,.!؟])",
-    r"\bnext (?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
     r"不|否|别|別|没|沒|勿|莫|拒绝|拒絕|算了|取消|等一下|等等|稍后|稍後|再说|再說|想想|考虑|考慮|？",
     r"明天|等我|晚点|晚點|再确认|再確認|除非|收回|错了|錯了|问问|問問",  # later, a condition, taken back
     r"吗|嗎|么|麼|嘛|呢|但|可是",  # a question's particle; but
@@ -166,7 +165,8 @@ _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no prob
     r"|无误|無誤|无问题|無問題|特別|不錯|沒問題|沒錯|沒關係"  # "确认无误": confirmed, nothing wrong
     r"|問題ない|問題ありません|問題ございません|かまいません|構いません|かまわない|構わない"  # no problem, I don't mind
     r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
-    r"|異存ありません|異存はありません|(?:いただけ|もらえ|くれ)ません(?:か|でしょうか)"  # sorry, that's right, please
+    r"|異存ありません|異存はありません"  # sorry, that's right, no objection
+    r"|\bmais oui\b"  # French "but of course"
 )
 
 
@@ -1159,8 +1159,10 @@ def _unconfirmed(
 _ASKS = re.compile(
     r"[?？吗呢]|confirm|approv|permission|consent|reply|respond|let me know|tell me|okay with|ok with|shall i|should i"
     r"|would you|do you want|確認|确认|同意|是否|请回复"
-    # questions without a mark: Japanese, Korean, Chinese forms, and a few other languages' "shall I"
-    r"|でしょうか|ますか|ですか|까요|습니까|好不好|要不要|行不行|可不可以|对不对|是不是|¿|soll ich|dois-je|puedo|debo",
+    # questions without a mark, where a sentence or clause ends: Japanese, Korean and Chinese forms; and a few
+    # other languages' "shall I"
+    r"|(?:でしょうか|ますか|ですか|까요|습니까|好不好|要不要|行不行|可不可以|对不对|是不是)(?=[。．.,，!！\s」]|$)"
+    r"|¿|soll ich|dois-je",
     re.IGNORECASE,
 )
 """What asks, in the text an agent writes beside its own calls: a question ("Shall I refund $500?"), or a request
