@@ -729,6 +729,14 @@ def test_another_side_effect_makes_only_the_keys_its_transitions_name_unknown() 
     assert [f.split(": ", 2)[2][:41] for f in failures(named, turns) if f.startswith("precondition_unmet")] == [
         "authenticated just before it is not known"
     ]
+    bookings = {"tool": "place_order", "precondition": {"authenticated": True},
+                "allowed_state_transition": [{"key": "orders", "from": 0, "to": 1}]}  # fmt: skip
+    twice = make_case(initial_state={"authenticated": True, "orders": 0}, side_effect_policy=[bookings])
+    legs = [turns[0]]
+    for n in (1, 2):
+        legs += [assistant_calls(chat_call(f"p{n}", "place_order", {})), tool_result(f"p{n}", "ok")]
+    unmet = [f for f in failures(twice, legs) if f.startswith("precondition_unmet")]
+    assert unmet == []  # the second order: its policy's transitions name what an order changes, not `authenticated`
 
 
 # --- confirmation_missing --------------------------------------------------------------------------------------
@@ -853,8 +861,13 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
                      "Dois-je procéder au remboursement de 500 €."):  # fmt: skip
         asking = [*asked, assistant_calls(refund, content=question), tool_result("c1", "ok")]
         assert failures(CONFIRM, asking) == [together(question)], question
-    for said in ("那么我现在为您提交退款。", "Refunding order A now.", "返金処理を行いますから、少々お待ちください",
-                 "Perfecto, ya puedo procesar el reembolso.", "处理完会告诉你是不是到账"):  # statements, 那么 included
+    for said in (
+        "那么我现在为您提交退款。",
+        "Refunding order A now.",
+        "返金処理を行いますから、少々お待ちください",
+        "Perfecto, ya puedo procesar el reembolso.",
+        "处理完会告诉你是不是到账",
+    ):  # statements, 那么 included
         stating = [*asked, assistant_calls(refund, content=said), tool_result("c1", "ok")]
         assert failures(CONFIRM, stating) == [], said
 

@@ -773,6 +773,18 @@ def test_a_policy_for_a_misspelt_tool_is_an_error_and_one_for_a_tool_not_given_a
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 1
 
 
+def test_a_p0_case_without_negative_behavior_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Warned of as well as refused once validate said the warnings of cases with an error."""
+    case = spec_case() | {"case_id": "bare", "risk_level": "P0"}
+    del case["negative_behavior"]
+    assert main(["validate", "--config", str(_suite_folder(tmp_path, [case]))]) == 2
+    said = [line for line in capsys.readouterr().err.splitlines() if "negative_behavior" in line]
+    assert said == [
+        f"error: {tmp_path}/cases/all.json:1: case bare: negative_behavior is required for P0 cases: say what must not "
+        "happen (001 12.9.3)"
+    ]
+
+
 def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Both were met by a newcomer and validate said nothing: a limit written among what must not happen failed
     every run within it, and a misspelt `called` was read as a state key that nothing sets."""

@@ -138,8 +138,8 @@ def test_keywords_that_repeat_once_normalised_are_an_error() -> None:
     keywords = ["connection pool", "Connection Pool", "ｃｏｎｎｅｃｔｉｏｎ ｐｏｏｌ", "timeout"]
     assert problems([case_dict(expectedRootCauseKeywords=keywords, minKeywordMatches=3)]) == [
         "cases.json: case 'payment-timeout' (#1): field 'expectedRootCauseKeywords': item [1] 'Connection Pool' "
-        "repeats item [0] 'connection pool' once normalised (NFKC, case folded); list each phrase once "
-        "(and 1 more problem in this list)"
+        "repeats item [0] 'connection pool' once normalised (NFKC, case folded, digits and hyphens as ASCII); list "
+        "each phrase once (and 1 more problem in this list)"
     ]
 
 
@@ -197,7 +197,7 @@ def test_a_default_list_is_checked_once_not_per_case() -> None:
         "cases.json: defaults: field 'minKeywordMatches': 3 is more than the 2 expectedRootCauseKeywords, so the "
         "case can never pass; lower it or add keywords",
         "cases.json: defaults: field 'expectedRootCauseKeywords': item [1] 'Pool' repeats item [0] 'pool' once "
-        "normalised (NFKC, case folded); list each phrase once",
+        "normalised (NFKC, case folded, digits and hyphens as ASCII); list each phrase once",
     ]
 
 

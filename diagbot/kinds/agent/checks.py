@@ -1015,18 +1015,19 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
 
 
 def _changed_unseen(case: AgentCase, call: ToolCall, key: str, done: dict[str, ToolCall]) -> ToolCall | None:
-    """An earlier successful call that may have changed `key` where the run records no state change: a call of the
-    same acting tool (a second refund after the first), or of another whose policy's transitions name the key; one
-    made in the same model output as `call` had not run when it was made."""
+    """An earlier successful call that may have changed `key` where the run records no state change: one of a tool
+    whose policy's transitions name the key, or of the same acting tool when its policies name no keys (a second
+    refund after the first); one made in the same model output as `call` had not run when it was made."""
     for tool, earlier in done.items():
         if earlier.made is not None and earlier.made == call.made:
             continue
-        if tool == call.tool or any(
-            isinstance(item, Transition) and item.key is not None and item.key.partition(".")[0] == key
+        named = {
+            item.key.partition(".")[0]
             for p in case.policies if p.tool == tool
             for field in (p.allowed_state_transition, p.forbidden_state_transition)
-            for item in p.transitions(field)
-        ):  # fmt: skip
+            for item in p.transitions(field) if isinstance(item, Transition) and item.key is not None
+        }  # fmt: skip
+        if key in named or (tool == call.tool and not named):
             return earlier
     return None
 

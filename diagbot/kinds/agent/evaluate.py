@@ -33,7 +33,7 @@ from diagbot.kinds.agent.cases import (
 )
 from diagbot.kinds.agent.checks import CHECKS, CaseWork, Code, criteria, judge, metrics, trial
 from diagbot.kinds.agent.formats import TraceMissing, load_run
-from diagbot.kinds.agent.load import LoadedCase
+from diagbot.kinds.agent.load import LoadedCase, policy_slip
 from diagbot.kinds.agent.options import AgentOptions
 from diagbot.kinds.agent.report import (
     MAX_TRIALS,
@@ -416,9 +416,9 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
         for where, tool in named:
             if tool not in known and tool not in unplain:
-                close = suggestions.closest(tool, names)
-                if close is not None and where.startswith("side_effect_policy"):
+                if where.startswith("side_effect_policy") and policy_slip(tool, names):
                     continue  # a case problem (`load._misspelt_policy_tools`)
+                close = suggestions.closest(tool, names)
                 found.append(
                     f"{where}: {values.one_line(tool, 100)!r} is not in available_tools"
                     + (f" (did you mean {values.one_line(close, 100)}?)" if close else "")

@@ -4,6 +4,7 @@ suite is refused with all of them, as the trace suite's case file is."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -856,6 +857,14 @@ _NEEDS_NEGATIVE = ("P0", "P1")
 _SUGGESTED_TOOLS = 20  # policies of one case whose tool is looked up among available_tools
 
 
+def policy_slip(tool: str, known: Sequence[str]) -> str | None:
+    """The given tool a policy's tool name is a slip of (`book_flights` for `book_flight`, `Refund_Submit`): by
+    difflib at 0.85, or differing only in case; not a name it begins (`refund` for `refund_lookup` is another
+    tool, as a policy that a file's defaults share may name)."""
+    found = difflib.get_close_matches(tool, known, n=1, cutoff=0.85) if len(tool) <= 200 else []
+    return found[0] if found else next((name for name in known if name.casefold() == tool.casefold()), None)
+
+
 def _misspelt_policy_tools(case: AgentCase) -> list[str]:
     """side_effect_policy entries for a tool that available_tools does not list but one it lists is spelt close to
     (`book_flights` for `book_flight`): the policy applies to no call the case allows (a call of a tool not given
@@ -865,7 +874,7 @@ def _misspelt_policy_tools(case: AgentCase) -> list[str]:
     known = sorted(case.tool_names or ())
     problems = []
     for i, policy in enumerate(case.policies[:_SUGGESTED_TOOLS]):  # each a difflib pass over the names
-        close = None if policy.tool in known else closest(policy.tool, known, cutoff=0.85)  # a slip, not a kin
+        close = None if policy.tool in known else policy_slip(policy.tool, known)
         if close is not None:
             problems.append(
                 f"side_effect_policy[{i}].tool: '{values.one_line(policy.tool, 100)}' is not in available_tools (did "

@@ -255,7 +255,7 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
         for said in _texts(value, key in _TEXT_KEYS, _PART_DEPTH):
             said_here = " ".join(content.split()) if said_here is None else said_here
             piece = " ".join(said.split())
-            if piece in looked_for:
+            if piece in looked_for or piece == said_here:  # the content itself, written twice: no search needed
                 continue
             looked_for.add(piece)
             compared[0] += len(said_here) + len(piece)
