@@ -87,8 +87,8 @@ def _list_problems(raw: dict[str, Any]) -> list[str]:
             if not key.strip():
                 bad.append(f"item [{index}] is empty or blank, so it {verb} nothing; remove it")
             elif (earlier := first.setdefault(key, index)) != index:
-                folded = " once normalised (NFKC, case folded, digits and hyphens as ASCII)"
-                how = folded if items[earlier] != item else ""
+                normalised = " once normalised (NFKC, case folded, digits and hyphens as ASCII)"
+                how = normalised if items[earlier] != item else ""
                 bad.append(
                     f"item [{index}] {_shown(item)} repeats item [{earlier}] {_shown(items[earlier])}{how}; "
                     f"list each {what} once"
