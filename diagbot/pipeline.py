@@ -333,7 +333,8 @@ def clear_outputs(
     what reads as a report whoever wrote it, `report.json` beside them included (what a pull request commits
     there would be uploaded as the run's report, and read as a baseline); other tools' files stay."""
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
-    if everything and _reads_as_report(out / "report.json"):  # an artifact of it alone is read as a bare report
+    looked = [MAX_LOOKED_AT_BYTES]  # bytes still to be read to tell another tool's JSON from a report
+    if everything and _reads_as_report(out / "report.json", looked):  # an artifact of it alone is a bare report
         stale.append(out / "report.json")
     for folder in (out / "reports", out / "diff"):
         try:
@@ -348,7 +349,7 @@ def clear_outputs(
                 stale += [
                     p
                     for p in listed[:MAX_CLEARED]
-                    if p.suffix == ".json" and (_written_by_diagbot(p) or (everything and _reads_as_report(p)))
+                    if p.suffix == ".json" and (_written_by_diagbot(p) or (everything and _reads_as_report(p, looked)))
                 ]
         except OSError as exc:
             if not quiet:
@@ -367,11 +368,22 @@ def clear_outputs(
 _OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open
 
 
-def _reads_as_report(path: Path) -> bool:
+MAX_LOOKED_AT_BYTES = 256 * 1024 * 1024  # what `clear_outputs` reads of one folder's JSON files to tell reports
+
+
+def _reads_as_report(path: Path, looked: list[int]) -> bool:
     """Whether a file would be read as a report (a JSON object with a schemaVersion, however its keys are ordered
-    or escaped) by a baseline reader: one over the reader's size cap, or not JSON, is refused there anyway."""
+    or escaped) by a baseline reader: one over the reader's size cap, or not JSON, is refused there anyway. Past
+    the bytes `looked` has left, a file is taken for one unread (removed, never kept unknown)."""
     if path.is_symlink():
         return True
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False  # not there: nothing to remove
+    if size > looked[0]:
+        return size <= REPORT_BYTES
+    looked[0] -= size
     try:
         data = json.loads(read_bounded(path, REPORT_BYTES))
     except (FileProblem, ValueError, RecursionError):

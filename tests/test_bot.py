@@ -202,23 +202,23 @@ def test_annotation_messages_are_cut_by_utf8_bytes_not_characters(
     assert made["short"] == "short"
 
 
-def test_a_token_holding_a_line_break_is_refused_unechoed() -> None:
-    """The runner masks a secret line by line, and diagbot masked the whole token: its second line showed."""
+@pytest.mark.parametrize(
+    ("token", "why", "secret"),
+    [
+        # the runner masks a secret line by line, and diagbot masked the whole token: its second line showed
+        ("ghp_firstHalf\nSECONDHALF", "holds a line break, a space or a control character; pass the token alone",
+         "SECONDHALF"),
+        # `ghs_€...` passed the settings and failed the first request: "diagbot failed unexpectedly"
+        ("ghs_€secretpart", "holds a character that is not ASCII, which no GitHub token has; pass the token",
+         "secretpart"),
+    ],
+    ids=["line-break", "not-ascii"],
+)  # fmt: skip
+def test_a_token_no_header_can_carry_whole_is_refused_unechoed(token: str, why: str, secret: str) -> None:
     with pytest.raises(SettingsError) as caught:
-        Settings.from_env(env(**{"INPUT_GITHUB-TOKEN": "ghp_firstHalf\nSECONDHALF"}))
+        Settings.from_env(env(**{"INPUT_GITHUB-TOKEN": token}))
     assert caught.value.problems == [
-        "input 'github-token' (INPUT_GITHUB-TOKEN): Value error, the token holds a line break, a space or a control "
-        "character; pass the token alone; set it in the workflow step's `with:`"
+        f"input 'github-token' (INPUT_GITHUB-TOKEN): Value error, the token {why}; set it in the workflow step's "
+        "`with:`"
     ]
-    assert "SECONDHALF" not in str(caught.value) and "firstHalf" not in str(caught.value)
-
-
-def test_a_token_with_a_character_no_header_carries_is_refused_unechoed() -> None:
-    """`ghs_€...` passed the settings and failed the first request: "diagbot failed unexpectedly"."""
-    with pytest.raises(SettingsError) as caught:
-        Settings.from_env(env(**{"INPUT_GITHUB-TOKEN": "ghs_€secretpart"}))
-    assert caught.value.problems == [
-        "input 'github-token' (INPUT_GITHUB-TOKEN): Value error, the token holds a character that is not ASCII, "
-        "which no GitHub token has; pass the token; set it in the workflow step's `with:`"
-    ]
-    assert "secretpart" not in str(caught.value)
+    assert secret not in str(caught.value) and token[:8] not in str(caught.value)

@@ -107,8 +107,7 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
         _parse(found, suites[0], files["report.json"], "report.json")
         return found
     if list(files) == ["report.json"]:  # with more suites, the one the report names (a suite added since is new)
-        _parse(found, "report.json", files["report.json"], "report.json")
-        found.problems = [p.replace("baseline of suite report.json: ", "baseline ", 1) for p in found.problems]
+        _parse(found, "report.json", files["report.json"], "report.json", label="baseline")
         report = found.reports.pop("report.json", None)
         source = found.sources.pop("report.json", "report.json")
         if report is not None and report.suite in suites:
@@ -133,7 +132,7 @@ def _read(found: Baselines, name: str, path: Path) -> None:
         found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]
 
 
-def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
+def _parse(found: Baselines, name: str, data: bytes, where: str, label: str | None = None) -> None:
     """A report of a baseline artifact, which diagbot's workflow uploaded: a version 0 report (the Java evaluator's,
     which a local `--baseline` may give) is none, and would skip the checks of a stored result that version 1 has."""
     try:
@@ -152,4 +151,5 @@ def _parse(found: Baselines, name: str, data: bytes, where: str) -> None:
         found.reports[name] = report
         found.sources[name] = where
     except DiagbotError as exc:
-        found.problems += [f"baseline of suite {name}: {problem}" for problem in exc.problems]
+        said = label or f"baseline of suite {name}"  # `label`: a report not yet known to be a suite's
+        found.problems += [f"{said}: {problem}" for problem in exc.problems]

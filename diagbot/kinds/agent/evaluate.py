@@ -165,9 +165,9 @@ class Fixtures:
         missing run is a difflib pass over the names (about a millisecond), whichever process judges it."""
         if len(self._entries) > MAX_NEAR_LOOKED_AT:
             return None
-        names = [n for n in self._entries if n.endswith(".json") or self._entries[n][0]]
-        found = closest(f"{case_id}.json", [n for n in names if n.endswith(".json")], cutoff=0.8)
-        return found or closest(case_id, [n for n in names if self._entries[n][0]], cutoff=0.8)
+        files = [name for name in self._entries if name.endswith(".json")]
+        folders = [name for name, (is_folder, _) in self._entries.items() if is_folder]
+        return closest(f"{case_id}.json", files, cutoff=0.8) or closest(case_id, folders, cutoff=0.8)
 
     def left_out_warning(self) -> list[str]:
         """What the trial folders hold that is not a trial, said once for the suite: a failing trial recorded under
@@ -393,11 +393,12 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                 "compared with the baseline, never checked; give the lowest passing value"
             )
     unplain = set()
-    listed = [("available_tools", name) for name in sorted(case.tool_names or ())]
+    known = case.tool_names  # a set built per call: once here
+    listed = [("available_tools", name) for name in sorted(known or ())]
     for where, tool in [*named, *forbidden, *listed]:  # `refund_submit ` forbids nothing: a run calling a tool so
         why = unplain_name(tool)  # named is refused
         parts = _LISTED.split(tool.strip()) if len(tool) <= 1000 and not why else []
-        if len(parts) < 2 and case.tool_names and len(spaced := tool.split()) > 1 and set(spaced) <= case.tool_names:
+        if len(parts) < 2 and known and len(spaced := tool.split()) > 1 and set(spaced) <= known:
             parts = spaced  # `refund_submit order_cancel`, both given tools (`refund submit` is a misspelt one)
         if len(parts) > 1:  # `tool_not_called: a, b` in YAML is one name, as are `a、b` and `a|b`
             unplain.add(tool)
@@ -411,7 +412,6 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
                 f"{where}: the tool name '{values.one_line(tool, 100)}' {why}: no tool is named so, and this checks "
                 "a tool no run can call; write the name as the agent's tool has it"
             )
-    known = case.tool_names
     if known is not None:
         names, suggestions = sorted(known), Suggestions(_SUGGESTED)  # difflib is bounded per case, not per name
         for where, tool in named:

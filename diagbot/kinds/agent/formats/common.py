@@ -226,17 +226,17 @@ MAX_COMPARED_CHARS = 50_000_000
 """Characters of messages' contents searched for the text under their unread keys, in one run file (each distinct
 piece of a message is one search of its content): 5,000 pieces beside a 1 MB content had taken seconds, and 300
 such messages half a minute, before any check's budget applied."""
-COMPARED: ContextVar[list[int] | None] = ContextVar("compared", default=None)
+_COMPARED: ContextVar[list[int] | None] = ContextVar("compared", default=None)
 
 
 @contextlib.contextmanager
 def counting_compared() -> Iterator[None]:
     """One MAX_COMPARED_CHARS for the run file read inside (without it, each message has one)."""
-    token = COMPARED.set([0])
+    token = _COMPARED.set([0])
     try:
         yield
     finally:
-        COMPARED.reset(token)
+        _COMPARED.reset(token)
 
 
 def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str], where: str) -> None:
@@ -248,7 +248,7 @@ def no_text_elsewhere(message: dict[str, Any], content: str, read: frozenset[str
         return
     said_here: str | None = None  # the content, spaced as the pieces are compared: made only when one is found
     looked_for: set[str] = set()
-    compared = COMPARED.get() or [0]  # characters searched in this run file (`counting_compared`), else message
+    compared = _COMPARED.get() or [0]  # characters searched in this run file (`counting_compared`), else message
     for key, value in message.items():
         if key in read or any(word in str(key).casefold() for word in _NOT_SAID):
             continue
