@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from diagbot import pipeline
 from diagbot.action import bot
 from diagbot.action.record import PrRecord
 from diagbot.action.settings import Settings
 from diagbot.core.errors import ConfigError
 from diagbot.github.client import PyGithubPort, make_client
+from diagbot.pipeline import clear_outputs
 from tests.conftest import made_at
 from tests.github_server import GitHubTestServer
 
@@ -346,6 +348,21 @@ def test_a_pull_request_s_own_report_folder_is_emptied_before_anything_else(gh: 
         run(gh, ws)
     left = sorted(p.relative_to(planted).as_posix() for p in planted.rglob("*"))
     assert left == ["diff", "notes.txt", "reports", "reports/coverage.json"]
+
+
+def test_clearing_reads_a_bounded_amount_and_removes_what_it_could_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telling another tool's JSON from a report reads the file; past the bytes a folder may take, a file is taken
+    for a report unread (removed), never kept unknown."""
+    reports = tmp_path / "out" / "reports"
+    reports.mkdir(parents=True)
+    (reports / "coverage.json").write_text('{"lines": 91}')
+    clear_outputs(tmp_path / "out", tmp_path, everything=True)
+    assert (reports / "coverage.json").exists()  # read, and not a report
+    monkeypatch.setattr(pipeline, "MAX_LOOKED_AT_BYTES", 5)
+    clear_outputs(tmp_path / "out", tmp_path, everything=True)
+    assert not (reports / "coverage.json").exists()
 
 
 def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_workflow_names_one(
