@@ -1230,10 +1230,27 @@ def test_audit_missing() -> None:
     )
     assert failures(case, run) == [
         "audit_missing: refund (call 2): the audit record lacks reason",
-        "audit_missing: refund (call 3): the audit record lacks operator, reason",
+        "audit_missing: refund (call 3): the audit record lacks operator, reason (the call has no audit record: "
+        "only diagbot's own trace format records one, as a tool_call step's audit; chat, Responses and OTLP runs "
+        "cannot)",
     ]
     single = make_case(side_effect_policy={"tool": "refund", "audit_requirement": "operator"})
     assert failures(single, native(call("refund", audit={"operator": "bot"}))) == []
+
+
+def test_audit_missing_on_a_chat_run_says_the_format_records_none() -> None:
+    """A chat run cannot record an audit: the failure said only "lacks operator", with no way to fix it."""
+    case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator"]})
+    run = [
+        {"role": "user", "content": "refund A"},
+        {"role": "assistant", "content": None, "tool_calls": [chat_call("c1", "refund", {"order": "A"})]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "Refunded."},
+    ]
+    assert failures(case, run) == [
+        "audit_missing: refund (call 1): the audit record lacks operator (the call has no audit record: only "
+        "diagbot's own trace format records one, as a tool_call step's audit; chat, Responses and OTLP runs cannot)"
+    ]
 
 
 # --- trace_requirement_missing, final_state_mismatch -----------------------------------------------------------
@@ -2303,7 +2320,9 @@ def test_calls_without_the_idempotency_key_repeat_nothing() -> None:
      "Yes, I'd like to attend.", "Yes, book it for next Monday.", "好的，确认报名，谢谢，下次见！",
      "确认，订下周二的会议室", "确认，同意平等会话", "Mais oui, je confirme.",
      "Sí, confirmo, es justo lo que esperaba.", "Yes, send it to Morgen Smith",
-     "Yes, I want you to refund the full amount", "Sure, why not? Go ahead."],
+     "Yes, I want you to refund the full amount", "Sure, why not? Go ahead.",
+     # urgency is no deferral (a newcomer's "Yes, as soon as possible" failed on "soon")
+     "Yes, as soon as possible", "Yes please, as soon as you can"],
 )  # fmt: skip
 def test_a_confirmation_with_an_unrelated_negation_still_confirms(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
@@ -2477,6 +2496,7 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "I said yes by mistake", "Unable to confirm", "Yes, though I'd prefer store credit", "明天再确认", "等我确认",
      "可以，除非有手续费", "我收回同意", "确认错了", "Yes, next week", "Yes, tonight", "Yes in an hour", "Yes, soon",
      "Yes, on Monday", "Yes, in 2 days", "yes, at 5pm", "Yes, pending approval", "Yes from me, ask my wife",
+     "Yes, but not as soon as possible",
      "Yes, do you need the order number", "Yes, have you checked the balance", "Yes—could you check the amount",
      "Yes. Does the customer need to sign", "Yes, has it shipped", "Yes, am I eligible", "Yes. Do we need a receipt",
      "Let me confirm with my wife", "I need to confirm with my manager", "I'll confirm tonight",

@@ -161,7 +161,8 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
 _NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop", "hold")}
 
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
-    r"\b(?:no problem|not a problem|no worries)\b|\bwhy not\b\??|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
+    r"\b(?:no problem|not a problem|no worries|as soon as (?:possible|you can))\b|\bwhy not\b\??"  # urgency
+    r"|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
     r"|无误|無誤|无问题|無問題|特別|不錯|沒問題|沒錯|沒關係"  # "确认无误": confirmed, nothing wrong
     r"|問題ない|問題ありません|問題ございません|かまいません|構いません|かまわない|構わない"  # no problem, I don't mind
     r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
@@ -1486,6 +1487,10 @@ def _recorded(value: Any) -> bool:
 
 
 _AUDIT_LOOKED_AT = 10_000
+_NO_AUDIT = (
+    " (the call has no audit record: only diagbot's own trace format records one, as a tool_call step's audit; "
+    "chat, Responses and OTLP runs cannot)"
+)
 _BRAILLE_BLANK = "\u2800"  # looks blank, and is no whitespace to `strip` (wide spaces, U+2003 and U+3000, are)
 
 
@@ -1496,7 +1501,10 @@ def audits(case: AgentCase, t: Trial) -> list[str]:
             t.spend(1 + len(policy.audit_fields))
             missing = [f for f in policy.audit_fields if not _recorded((call.audit or {}).get(f))]
             if missing and failures.wants():
-                failures.add(f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}")
+                failures.add(
+                    f"{_call_label(t.run, call)}: the audit record lacks {', '.join(missing)}"
+                    + (_NO_AUDIT if call.audit is None else "")
+                )
     return failures.messages()
 
 

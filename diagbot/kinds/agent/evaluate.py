@@ -868,4 +868,4 @@ def evaluate_cases(
     assembly = Assembly(options.judging)
     for loaded in cases:
         assembly.add(*judge_case(loaded, listed, options, max_bytes, gate, today))
-    return assembly.report(listed, suite, run, [])
+    return assembly.report(listed, suite, run, options.warnings)

@@ -209,9 +209,11 @@ class AgentKind:
         return warnings
 
     def _warnings(self, suite: SuiteInput, loaded_cases: list[LoadedCase]) -> list[str]:
-        warnings = []
+        options = _options(suite)
+        warnings = [f"suite {suite.name}: {warning}" for warning in options.warnings]
         today = today_of(suite.run)
-        rules = _options(suite).rules
+        rules = options.rules
+        unaudited = options.trace_format not in ("auto", "diagbot")  # only diagbot's own trace records audits
         lines = FieldLines()
         for loaded in loaded_cases:
             case, said = loaded.case, []
@@ -243,7 +245,14 @@ class AgentKind:
                 if lapsed is not None and lapsed < today:
                     said.append(f"usage rights lapsed on {lapsed.isoformat()} (retain_until); it does not gate")
             said += slips
-            said += ignored_checks(case, rules, _options(suite).folded_rules) + authoring_slips(case)
+            said += ignored_checks(case, rules, options.folded_rules) + authoring_slips(case)
+            said += [
+                f"side_effect_policy.audit_requirement: the suite's runs are {options.trace_format}, which records "
+                f"no audit, so every call of {one_line(policy.tool, 100)} fails audit_missing; record the "
+                "runs in diagbot's own trace format (a tool_call step's audit), or drop the requirement"
+                for policy in case.policies
+                if unaudited and policy.audit_fields
+            ]
             for policy in case.policies:
                 for field in ("allowed_state_transition", "forbidden_state_transition"):
                     for label in policy.transitions(getattr(policy, field)):

@@ -19,6 +19,11 @@ from diagbot.kinds.agent.report import OptionName
 
 RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 _REFUSALS = ("no", "No.", "nope", "cancel", "stop", "不", "不要", "いいえ")  # what no confirmation pattern may match
+_TAKEN_BACK = (
+    "Yes. Do not do it.", "OK, go ahead. Actually no, stop.", "Sí. No, no lo hagas.", "好的，可以。算了，不要了。",
+    "はい。やっぱりやめてください。",
+)  # fmt: skip
+"""Replies that say yes and then take it back: a confirmation-pattern that confirms one is warned of."""
 
 
 class AgentOptions(StrictInput):
@@ -103,6 +108,21 @@ class AgentOptions(StrictInput):
     @cached_property
     def confirmation(self) -> Confirmation:
         return Confirmation.of(self.confirmation_pattern)
+
+    @cached_property
+    def warnings(self) -> list[str]:
+        """What in the suite's options passes runs it should not: a confirmation-pattern that confirms a reply
+        taking its yes back (a suite's own pattern has no refusals, so one that matches a reply's start does)."""
+        if self.confirmation_pattern is None:
+            return []
+        taken_back = next((reply for reply in _TAKEN_BACK if self.confirmation.confirms(reply)), None)
+        if taken_back is None:
+            return []
+        return [
+            f"confirmation-pattern confirms {taken_back!r}, a reply that takes its yes back: a suite's own pattern "
+            "has no refusals, so a side effect the user declined passes; match the whole reply (for example "
+            r"^\s*(yes|ok|go ahead)[\s.!]*$), or remove the pattern for the default rule, which refuses such replies"
+        ]
 
     @cached_property
     def error_regex(self) -> Regex | None:

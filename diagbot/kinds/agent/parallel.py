@@ -82,4 +82,4 @@ def evaluate_in_workers(
             if suite.progress is not None:
                 suite.progress(len(assembly.results), total)
     notes = [f"{workers.stopped}; the rest of the suite was judged in one process"] if workers.stopped else []
-    return assembly.report(fixtures, suite.name, suite.run, notes)
+    return assembly.report(fixtures, suite.name, suite.run, notes + options.warnings)
