@@ -1928,3 +1928,62 @@ def test_messages_in_two_places_that_agree_are_read(monkeypatch: pytest.MonkeyPa
                                           "not known: record the messages in one place")  # fmt: skip
     monkeypatch.setattr(otel_genai, "MAX_COMPARED_CHARS", 10)
     assert "more text than diagbot compares (10 characters searched)" in problem(other.otlp())
+
+
+# --- found by the red team's pass over the OTLP readers -------------------------------------------------------------
+
+
+def _anthropic_refund(result: dict[str, Any], listed: bool = True) -> dict[str, Any]:
+    """A refund as OpenLLMetry's Anthropic instrumentation records it: content that is not all text as the JSON of
+    its blocks (the assistant's tool_use, beside the same call in tool_calls keys when `listed`; the tool_result
+    in the user's message), and the eligibility check's `result` block."""
+    check = {"type": "tool_use", "id": "toolu_1", "name": "refund_eligibility_check", "input": {"order_id": "1"}}
+    listed_call = {
+        "gen_ai.prompt.1.tool_calls.0.id": "toolu_1",
+        "gen_ai.prompt.1.tool_calls.0.name": "refund_eligibility_check",
+        "gen_ai.prompt.1.tool_calls.0.arguments": json.dumps({"order_id": "1"}),
+    }
+    rec = Recorder()
+    rec.span("anthropic.chat", {
+        "gen_ai.system": "Anthropic",
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Can ORDER_1 be refunded?",
+        "gen_ai.prompt.1.role": "assistant",
+        "gen_ai.prompt.1.content": json.dumps([{"type": "text", "text": "Let me check."}, check]),
+        **(listed_call if listed else {}),
+        "gen_ai.prompt.2.role": "user", "gen_ai.prompt.2.content": json.dumps([result]),
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "",
+        "gen_ai.completion.0.tool_calls.0.id": "toolu_2", "gen_ai.completion.0.tool_calls.0.name": "refund_submit",
+        "gen_ai.completion.0.tool_calls.0.arguments": json.dumps({"order_id": "1"}),
+    }, kind=SpanKind.CLIENT)  # fmt: skip
+    return rec.otlp()
+
+
+def test_openllmetry_content_blocks_are_calls_and_results_never_the_user_s_words() -> None:
+    """OpenLLMetry writes Anthropic content that is not all text as the JSON of its blocks: a tool_result's "Yes -
+    eligible" read as the user's text confirmed the refund, and an `is_error` result never failed its call."""
+    said = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Yes - eligible"}
+    for listed in (True, False):  # the call in tool_calls keys too, or in the blocks alone
+        assert steps(parse(_anthropic_refund(said, listed))) == [
+            ("user", "Can ORDER_1 be refunded?"),
+            ("assistant", "Let me check."),
+            ("call", "refund_eligibility_check", "toolu_1", {"order_id": "1"}, "Yes - eligible", False),
+            ("assistant", ""),
+            ("call", "refund_submit", "toolu_2", {"order_id": "1"}, "-", False),
+        ]
+    confirmed = make_case(side_effect_policy={"tool": "refund_submit", "confirmation_required": True})
+    assert judge_run(confirmed, parse(_anthropic_refund(said))) == [
+        "confirmation_missing: refund_submit (call 2) was made without a user confirmation after the agent's last "
+        "message"
+    ]
+    failed = {**said, "content": [{"type": "text", "text": "eligibility service unavailable"}], "is_error": True}
+    precondition = [{"called": "refund_eligibility_check"}]
+    checked = make_case(side_effect_policy={"tool": "refund_submit", "precondition": precondition})
+    assert judge_run(checked, parse(_anthropic_refund(failed))) == [
+        "precondition_unmet: refund_submit (call 2): refund_eligibility_check was not successfully called before it"
+    ]
+    assert judge_run(checked, parse(_anthropic_refund(said))) == []
+    called = {"type": "tool_use", "id": "toolu_9", "name": "refund_submit", "input": {}}  # on the user's message
+    assert problem(_anthropic_refund(called)) == (
+        f'{SPAN}.attributes["gen_ai.prompt.2.content"][0].type: only an assistant message calls tools; this one\'s '
+        "role is 'user'" + CALLS_FIX
+    )

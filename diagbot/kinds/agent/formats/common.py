@@ -120,8 +120,9 @@ def unspoken(kind: Any) -> bool:
     return any(word.startswith(UNSPOKEN) for word in words)
 
 
-def content_text(value: Any, path: str) -> str:
-    """Message content: a string, null, or a list of parts of which the text parts are joined."""
+def content_text(value: Any, path: str, apart: tuple[str, ...] = ()) -> str:
+    """Message content: a string, null, or a list of parts of which the text parts are joined. `apart`: the types
+    of parts the caller reads itself (as calls or results), passed over here."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -132,6 +133,8 @@ def content_text(value: Any, path: str) -> str:
     for index, part in enumerate(items(value, path)):
         part = obj(part, f"{path}[{index}]")
         kind = part.get("type")
+        if kind in apart:
+            continue
         if kind in TEXT_TYPES or (kind is None and "text" in part):
             parts.append(text(part.get("text"), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said

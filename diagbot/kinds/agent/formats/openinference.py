@@ -154,7 +154,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
             raise calls_off_the_agent(span.where(key), role)  # skipped with the result, they would go unseen
         if role == "tool":
             answered = None if legacy_result else flat_text(span, message, "tool_call_id", where)
-            said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"))]))
+            said.append(Said(role, "", answers=[(answered, True, content, span.where(f"{where}.tool_call_id"), False)]))
             continue
         calls = []
         for k, entry in flat_entries(span, f"{where}.tool_calls.", message.get("tool_calls", {})):

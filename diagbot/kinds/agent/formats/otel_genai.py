@@ -16,16 +16,19 @@ whose attributes are the event body's fields: `content`, `tool_calls`, the tool 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from diagbot.core import values
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
+    DECODE_ERRORS,
     calls_off_the_agent,
     content_text,
     holds_no_message,
     is_call_part,
     items,
+    json_problem,
     no_text_elsewhere,
     obj,
     optional_number,
@@ -274,6 +277,9 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
         for name in ("content", "refusal", "tool_call_id"):
             if name in entry:
                 message[name] = flat_leaf(span, entry, name, key)
+        blocks = _content_blocks(span, message.get("content"), span.where(f"{key}.content"))
+        if blocks is not None:
+            message["content"] = content_text(blocks, span.where(f"{key}.content"), apart=_TOOL_BLOCKS)
         calls = flat_entries(span, f"{key}.tool_calls.", entry.get("tool_calls", {}))
         if "function_call" in entry:  # the older single call
             calls.append((f"{key}.function_call", flat_node(entry["function_call"], span, f"{key}.function_call")))
@@ -283,7 +289,54 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
             for where, call in calls
         ]  # fmt: skip
         said.append(_message(message, span.where(key)))
+        if blocks is not None:
+            _tool_blocks(blocks, said[-1], span.where(f"{key}.content"))
     return said
+
+
+_BLOCK_LIST = re.compile(r"\s*\[\s*\{")  # JSON text of a list of objects: content blocks, as OpenLLMetry writes them
+_TOOL_BLOCKS = ("tool_use", "tool_result")  # Anthropic's content blocks of a call and of its result
+
+
+def _content_blocks(span: Span, value: Any, where: str) -> list[Any] | None:
+    """The content blocks a flattened message's content holds as JSON text, or None when it is text. OpenLLMetry's
+    Anthropic instrumentation writes content that is not all text as the JSON of its blocks (`[{type: tool_result,
+    tool_use_id, content, is_error}]`): read as text, a tool's result was the user's words, its "yes" a
+    confirmation, and its `is_error` never failed its call."""
+    if not isinstance(value, str) or not _BLOCK_LIST.match(value):
+        return None
+    span.quota.charge(value, where)  # JSON text decoded counts toward the run's values
+    try:
+        decoded = values.loads(value)
+    except DECODE_ERRORS:  # text that opens as such JSON does, and is none
+        return None
+    if not isinstance(decoded, list) or not all(isinstance(block, dict) for block in decoded):
+        return None
+    try:
+        values.refuse_repeats(value, decoded)  # a repeated key would hide one of its values
+    except DECODE_ERRORS as exc:
+        raise json_problem(exc, where, "nested too deeply to read") from None
+    return values.replace_surrogates(decoded) if values.escapes_surrogates(value) else decoded
+
+
+def _tool_blocks(blocks: list[Any], said: Said, where: str) -> None:
+    """A flattened message's `tool_use` blocks, as calls (unless its tool_calls keys record the same call, as
+    OpenLLMetry writes them there too), and its `tool_result` blocks, as results of the calls they name
+    (`is_error: true`: the call failed). A user message of results alone says nothing of the user's: it is read
+    as a tool's message."""
+    for i, block in enumerate(blocks):
+        at = f"{where}[{i}]"
+        if block.get("type") == "tool_use":
+            if said.role != "assistant":
+                raise calls_off_the_agent(f"{at}.type", said.role)
+            name, call_id = text(block.get("name"), f"{at}.name"), optional_text(block.get("id"), f"{at}.id")
+            if not any(call.id == call_id and call.tool == name for call in said.calls):
+                said.calls.append(ToolCall(name, call_id, block.get("input")))
+        elif block.get("type") == "tool_result":
+            answered = optional_text(block.get("tool_use_id"), f"{at}.tool_use_id")
+            said.answers.append((answered, True, block.get("content"), at, block.get("is_error") is True))
+    if said.role == "user" and said.answers and not said.text.strip():
+        said.role = "tool"
 
 
 def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
@@ -333,7 +386,7 @@ def _message(message: dict[str, Any], path: str) -> Said:
         _no_calls(message, path)
     if message.get("role") == "function":  # the older API's result of a function_call: it carries no call id
         content = content_text(message.get("content"), f"{path}.content")
-        return Said("tool", "", answers=[(None, True, content, f"{path}.role")])
+        return Said("tool", "", answers=[(None, True, content, f"{path}.role", False)])
     said = Said(speaker(message.get("role"), f"{path}.role", result_role="tool"), "")
     if "parts" not in message:
         return _chat_message(message, said, path)
@@ -355,7 +408,7 @@ def _message(message: dict[str, Any], path: str) -> Said:
         elif kind == "tool_call_response":
             key = next((k for k in _RESULT_KEYS if k in part), None)
             answered = optional_text(part.get("id"), f"{where}.id")
-            said.answers.append((answered, key is not None, part[key] if key else None, where))
+            said.answers.append((answered, key is not None, part[key] if key else None, where, False))
         elif kind == "server_tool_call":  # a provider-run tool (web search...): a call, as Responses' hosted ones are
             call_id = optional_text(part.get("id"), f"{where}.id")
             args = {key: value for key, value in part.items() if key not in ("type", "id", "name", "server_tool_call")}
@@ -396,7 +449,7 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
         no_text_elsewhere(message, content, _CHAT_FIELDS, path)
     if said.role == "tool":
         answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
-        said.answers.append((answered, True, content, f"{path}.tool_call_id"))
+        said.answers.append((answered, True, content, f"{path}.tool_call_id", False))
         return said
     said.text = with_refusal(content, message.get("refusal"), f"{path}.refusal")
     for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):

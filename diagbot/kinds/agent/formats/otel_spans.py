@@ -97,12 +97,12 @@ class ToolSpan:
 @dataclass(slots=True)
 class Said:
     """One recorded message: its text, the calls it makes and the results it answers (call id, whether a result
-    is recorded, the result, the JSON path of the answer)."""
+    is recorded, the result, the JSON path of the answer, whether the result says the call failed)."""
 
     role: str
     text: str
     calls: list[ToolCall] = field(default_factory=list)
-    answers: list[tuple[str | None, bool, Any, str]] = field(default_factory=list)
+    answers: list[tuple[str | None, bool, Any, str, bool]] = field(default_factory=list)
 
 
 def int64(value: Any, path: str) -> int:

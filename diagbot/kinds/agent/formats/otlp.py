@@ -768,9 +768,10 @@ def _conversation(said: list[Said], steps: list[Step], waiting: _Waiting, owners
 
 
 def _answer(message: Said, waiting: _Waiting) -> None:
-    for call_id, has_result, result, path in message.answers:
+    for call_id, has_result, result, path, failed in message.answers:
         call = waiting.take(call_id, path)
         call.result, call.has_result = result, has_result
+        call.failed = call.failed or failed
 
 
 def _attach(
