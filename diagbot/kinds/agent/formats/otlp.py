@@ -14,10 +14,12 @@ spans attach to that conversation's calls by call id, in order, adding status, d
 out (result, arguments); a tool span whose call is in no message, and every retrieval, is placed by its start time.
 The history's steps are dated by the earlier model calls' outputs, so such a span goes before what was
 written after it; a conversation recorded in parts (each model call only what is new) makes the run's messages
-unknown. With no messages recorded (content capture is opt-in) the run is its tool spans and
-retrievals in time order. The agent spans (`invoke_agent`, OpenInference `AGENT`) give the duration (first start to
-last end, or of every span read when those reach further), and the `diagbot.final_state` attribute (an object, or
-its JSON text) of the one that ended last the final state, for agents that record it.
+unknown, and so does a latest model call given only the user's messages that an earlier one answered otherwise (a
+title written after the answer, or a guardrail before it: which is the agent's is not known). With no messages
+recorded (content capture is opt-in) the run is its tool spans and retrievals in time order. The agent spans
+(`invoke_agent`, OpenInference `AGENT`) give the duration (first start to last end, or of every span read when
+those reach further), and the `diagbot.final_state` attribute (an object, or its JSON text) of the one that ended
+last the final state, for agents that record it.
 """
 
 from __future__ import annotations
@@ -384,7 +386,7 @@ def _run(roles: Roles) -> Run:
             for step, when in enumerate(dates()):
                 if anchors[step] is None:
                     anchors[step] = when
-        run.unrecorded = run.unrecorded or _left_out(latest, earlier)
+        run.unrecorded = run.unrecorded or _left_out(latest, earlier) or _answered_apart(latest, earlier)
     seen = None
     if latest is not None and any(isinstance(step, ToolCall) for _, step in later):
         seen = _seen(roles, latest[0], role_of, history, message_of, len(steps))
@@ -494,6 +496,39 @@ def _left_out(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[
 
 
 _INPUTS_LOOKED_AT = 8  # earlier model calls whose text the history lacks, whose inputs are looked at
+
+
+def _answered_apart(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier: list[_Output]) -> str | None:
+    """Why the run's messages are not known when the latest model call is given the user's messages alone (no
+    message of the agent's) that an earlier model call was given too and answered with a text the latest does not
+    hold: a call after the answer (a title or a summary of the conversation, from the system prompt and the user's
+    first message) read as the run, its output replacing the agent's reply, and a guardrail's call before the
+    agent's only one looks the same, so which of the two is the agent's is not known."""
+    span, (history, said_out) = latest
+    if any(m.role == "assistant" for m in history):
+        return None  # it continues the agent's conversation
+    asked = {_words(m.text) for m in history if m.role == "user" and m.text.strip()}
+    if not asked:
+        return None
+    held = {_words(m.text) for m in said_out if m.role == "assistant"}
+    looked = 0
+    for output in earlier:  # its calls are the run's all the same (`_unseen_calls`): its text is what is lost
+        wrote = next(
+            (m.text for m in output.said if m.role == "assistant" and m.text.strip() and _words(m.text) not in held),
+            None,
+        )
+        if output.role == AGENT or wrote is None or looked >= _INPUTS_LOOKED_AT:
+            continue
+        looked += 1
+        if asked <= {_words(m.text) for m in _inputs(output) if m.role == "user"}:
+            return (
+                f"the latest model call ({span.path}) is given only the user's messages, which an earlier model call "
+                f"({output.span.path}) was given too and answered with a text the latest does not hold "
+                f"({json.dumps(excerpt(wrote, 60), ensure_ascii=False)}), so which of them is the agent's reply is "
+                "not known (a title or summary written after the answer, or a guardrail before it): the run's "
+                "messages and turns are not known; leave the model calls that are not the agent's out of the run file"
+            )
+    return None
 
 
 def _words(text: str) -> str:
