@@ -3395,6 +3395,24 @@ def test_a_result_written_as_text_parts_is_searched_by_the_error_pattern(tmp_pat
     ]
 
 
+def test_an_mcp_result_that_says_is_error_fails_its_call_and_its_parts_are_searched(tmp_path: Path) -> None:
+    """MCP's CallToolResult, `{content: [{type: text, text}], isError: true}`, as a native result was a success,
+    and the error pattern searched only its JSON: the refund went ahead on a failed eligibility check."""
+    case = make_case(side_effect_policy={"tool": "refund", "precondition": [{"called": "check"}]})
+    parts = [{"type": "text", "text": "Error: eligibility service unavailable"}]
+    unmet = ["precondition_unmet: refund (call 2): check was not successfully called before it"]
+    assert failures(case, native(call("check", result={"content": parts, "isError": True}), call("refund"))) == unmet
+    write_json(tmp_path / "c1.json", native(call("check", result={"content": parts}), call("refund")))
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).failed_checks == unmet
+    too_long = json.dumps({"content": [0] * 1_000_001, "isError": True})  # more values than diagbot decodes
+    with pytest.raises(TraceInvalid) as refused:
+        parse(native(call("check", result=too_long), call("refund")))
+    assert str(refused.value) == (
+        "$: tool call 1 (in the run's order) records a result of more than 1,000,000 JSON values that may say the "
+        "call failed (isError), which diagbot does not decode: record a shorter result"
+    )
+
+
 def test_audit_fields_of_nothing_record_nothing() -> None:
     """`[null]`, `{text: ""}` and the Braille blank (which shows as nothing) passed as recorded."""
     case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator", "reason", "ticket"]})

@@ -1987,3 +1987,29 @@ def test_openllmetry_content_blocks_are_calls_and_results_never_the_user_s_words
         f'{SPAN}.attributes["gen_ai.prompt.2.content"][0].type: only an assistant message calls tools; this one\'s '
         "role is 'user'" + CALLS_FIX
     )
+
+
+def test_an_mcp_result_that_says_is_error_fails_its_call(tmp_path: Path) -> None:
+    """MCP's CallToolResult, `{content: [{type: text, text}], isError: true}`, as a tool span's result (JSON text)
+    was a success, and `^Error` never met its parts' text: the refund went ahead on a failed eligibility check."""
+    precondition = [{"called": "refund_eligibility_check"}]
+    case = make_case(side_effect_policy={"tool": "refund_submit", "precondition": precondition})
+
+    def recorded(result: dict[str, Any]) -> dict[str, Any]:
+        rec = Recorder()
+        tool(rec, "refund_eligibility_check", "c1", arguments='{"order_id": "1"}', result=json.dumps(result))
+        tool(rec, "refund_submit", "c2", arguments='{"order_id": "1"}', result="ok")
+        return rec.otlp()
+
+    said = {"content": [{"type": "text", "text": "Error: eligibility service down"}], "isError": True}
+    assert [(c.tool, c.failed) for c in parse(recorded(said)).calls] == [
+        ("refund_eligibility_check", True), ("refund_submit", False)
+    ]  # fmt: skip
+    assert judge_run(case, parse(recorded(said))) == [
+        "precondition_unmet: refund_submit (call 2): refund_eligibility_check was not successfully called before it"
+    ]
+    write_json(tmp_path / "c1.json", recorded({"content": said["content"]}))  # no isError: the pattern reads the text
+    assert evaluate(case, tmp_path, {"tool-error-pattern": "^Error"}).failed_checks == [
+        "precondition_unmet: refund_submit (call 2): refund_eligibility_check was not successfully called before it"
+    ]
+    assert judge_run(case, parse(recorded({**said, "isError": False}))) == []

@@ -93,11 +93,41 @@ class ToolCall:
         return "" if self.result is None else _compact(self.result)
 
     @property
+    def result_value(self) -> Any:
+        """The result as a value: as recorded, or, for JSON text of an object or a list (as an OTLP span records a
+        structured result, MCP's `CallToolResult`), what it encodes; text that is no such JSON, or holds more than
+        MAX_ARG_VALUES values, stays the text."""
+        result = self.result
+        if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "["):
+            return result
+        if _too_many_values(result):
+            return result
+        try:
+            return values.loads(result)
+        except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError):
+            return result
+
+    @property
+    def result_is_error(self) -> bool | None:
+        """Whether the result says the call failed: MCP's `CallToolResult` with `isError: true`; None when it may,
+        in JSON text of more values than diagbot decodes."""
+        if isinstance(self.result, str):
+            if "isError" not in self.result:
+                return False  # no JSON text needs decoding to tell
+            if _too_many_values(self.result):
+                return None
+        value = self.result_value
+        return isinstance(value, dict) and value.get("isError") is True
+
+    @property
     def result_parts_text(self) -> str | None:
         """The text of the result's parts, one a line, when it is a list of parts that hold text (as MCP and the
         Responses API write results: `[{type: text, text: "Error: ..."}]`, whose JSON no pattern anchored at the
-        start of the text matches); else None."""
-        result = self.result
+        start of the text matches), or an object whose `content` is one (MCP's `CallToolResult`), as a value or
+        its JSON text; else None."""
+        result = self.result_value
+        if isinstance(result, dict):
+            result = result.get("content")
         if not isinstance(result, list) or not result:
             return None
         texts = [part.get("text") for part in result if isinstance(part, dict)]
@@ -252,6 +282,11 @@ def decode_args(raw: Any) -> tuple[Any, str | None]:
     if not isinstance(decoded, dict):  # `null`, `5`, a list, a JSON text inside the text: what the tool got is unknown
         return None, f"arguments are {values.type_name(decoded)}, not an object: {values.excerpt(raw)!r}"
     return decoded, None
+
+
+def _too_many_values(raw: str) -> bool:
+    """Whether JSON text holds more than MAX_ARG_VALUES values (counted only when it is long enough to)."""
+    return len(raw) > 2 * MAX_ARG_VALUES and values.count_values(raw.encode("utf-8", "replace")) > MAX_ARG_VALUES
 
 
 def _compact(value: Any) -> str:

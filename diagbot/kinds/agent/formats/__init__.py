@@ -31,7 +31,7 @@ from diagbot.kinds.agent.formats.common import (
     counting_compared,
     json_problem,
 )
-from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, ToolCall, TraceInvalid
+from diagbot.kinds.agent.run import MAX_ARG_VALUES, MAX_STEPS, Message, Run, ToolCall, TraceInvalid
 
 # `auto` asks each in this order: the Responses check comes before chat's, whose items also carry `role`.
 ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (native, openai_responses, openai_chat, otlp)}
@@ -182,6 +182,13 @@ def _parse(data: bytes, fmt: str) -> Run:
     if run.final_state is None and not run.unrecorded and not any(_by_the_agent(step) for step in run.steps):
         raise TraceInvalid("$", NOTHING_DONE)
     for n, call in enumerate(run.calls, 1):
+        said = call.result_is_error if call.has_result and not call.failed else False  # MCP's `isError: true`
+        if said is None:  # read as a success, a failed call would count as done
+            raise TraceInvalid(
+                "$", f"tool call {n} (in the run's order) records a result of more than {MAX_ARG_VALUES:,} JSON "
+                "values that may say the call failed (isError), which diagbot does not decode: record a shorter result"
+            )  # fmt: skip
+        call.failed = call.failed or said
         if not call.tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called
             raise TraceInvalid("$", f"tool call {n} (in the run's order) has no tool name; record the name called")
         why = unplain_name(call.tool)
