@@ -2013,3 +2013,43 @@ def test_an_mcp_result_that_says_is_error_fails_its_call(tmp_path: Path) -> None
         "precondition_unmet: refund_submit (call 2): refund_eligibility_check was not successfully called before it"
     ]
     assert judge_run(case, parse(recorded({**said, "isError": False}))) == []
+
+
+TEXT_UNREAD = (
+    "a message's text under '{key}', which diagbot does not read, so what it says would go unseen: write it as the "
+    "message's content"
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "where", "message"),
+    [
+        ({"gen_ai.completion.0.text": "Your card is 4111111111111111"}, '["gen_ai.completion.0"].text',
+         TEXT_UNREAD.format(key="text")),
+        ({"gen_ai.completion.0.additional_kwargs.tool_calls.0.function.name": "refund_submit"},
+         '["gen_ai.completion.0"].additional_kwargs.tool_calls',
+         "what reads as a message, a reply or a call ('tool_calls') where diagbot reads none would go unread (a call "
+         "in it unseen): record the message's text as its content and its calls as its tool_calls"),
+        ({"openinference.span.kind": "LLM", "llm.output_messages.0.message.text": "Your card is 4111111111111111"},
+         '["llm.output_messages.0.message"].text', TEXT_UNREAD.format(key="text")),
+        ({"openinference.span.kind": "LLM", "llm.output_messages.0.message.contents.0.message_content.type": "text",
+          "llm.output_messages.0.message.contents.0.message_content.value": "Your card is 4111111111111111"},
+         '["llm.output_messages.0.message.contents.0.message_content"].value', TEXT_UNREAD.format(key="value")),
+    ],
+    ids=["openllmetry-text", "openllmetry-additional-kwargs", "openinference-text", "openinference-part-value"],
+)  # fmt: skip
+def test_a_flattened_message_hides_no_call_or_text(said: dict[str, Any], where: str, message: str) -> None:
+    """A flattened message's keys that are not read were skipped (the card number under `text`, a refund under
+    `additional_kwargs`), where the same keys in a message list's message are refused."""
+    flat = "llm.output_messages.0.message." if "openinference.span.kind" in said else "gen_ai.completion.0."
+    asked = "llm.input_messages.0.message." if flat.startswith("llm") else "gen_ai.prompt.0."
+    rec = Recorder()
+    rec.span("chat", {f"{asked}role": "user", f"{asked}content": "my card?", f"{flat}role": "assistant",
+                      f"{flat}content": "Here it is.", **said}, kind=SpanKind.CLIENT)  # fmt: skip
+    assert problem(rec.otlp()) == f"{SPAN}.attributes{where}: {message}"
+    rec = Recorder()  # keys that say nothing unread are read past, as in a message list
+    rec.span("chat", {f"{asked}role": "user", f"{asked}content": "my card?", f"{flat}role": "assistant",
+                      f"{flat}content": "Here it is.", f"{flat}finish_reason": "stop", f"{flat}name": "agent",
+                      f"{flat}text": "Here it is.", **{k: v for k, v in said.items() if "openinference" in k}},
+             kind=SpanKind.CLIENT)  # fmt: skip
+    assert parse(rec.otlp()).answer == "Here it is."

@@ -11,7 +11,16 @@ spans hold one call (`tool.name`, `tool.id`, the arguments as JSON in `input.val
 
 from __future__ import annotations
 
-from diagbot.kinds.agent.formats.common import TEXT_TYPES, calls_off_the_agent, optional_number, speaker
+from typing import Any
+
+from diagbot.kinds.agent.formats.common import (
+    TEXT_TYPES,
+    calls_off_the_agent,
+    holds_no_message,
+    no_text_elsewhere,
+    optional_number,
+    speaker,
+)
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -26,6 +35,7 @@ from diagbot.kinds.agent.formats.otel_spans import (
     flat_node,
     flat_text,
     flat_tree,
+    flat_value,
 )
 from diagbot.kinds.agent.run import Document, Retrieval, ToolCall, TraceInvalid
 
@@ -135,6 +145,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
             kind = flat_text(span, part, "type", f"{k}.message_content") or "text"
             if kind in TEXT_TYPES:
                 texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
+                _nothing_unread(span, part, ("type", "text"), texts[-1], f"{k}.message_content")
             elif kind != "image" and "text" in part:  # `Text`: skipped, what it says would go unseen
                 raise TraceInvalid(
                     span.where(f"{k}.message_content.type"),
@@ -149,6 +160,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
                     "tool_calls",
                 )
         content = "\n".join(texts)
+        _nothing_unread(span, message, _MESSAGE_READ, content, where, role)
         if role == "tool" and ("tool_calls" in message or "function_call_name" in message):
             key = f"{where}.tool_calls" if "tool_calls" in message else f"{where}.function_call_name"
             raise calls_off_the_agent(span.where(key), role)  # skipped with the result, they would go unseen
@@ -170,3 +182,21 @@ def _messages(span: Span, prefix: str) -> list[Said]:
             calls.append(ToolCall(legacy, None, flat_leaf(span, message, "function_call_arguments_json", where)))
         said.append(Said(role, content, calls))
     return said
+
+
+_MESSAGE_READ = (
+    "role", "content", "contents", "tool_calls", "tool_call_id", "function_call_name", "function_call_arguments_json",
+)  # fmt: skip
+_HINT = "record the message's text as its content (or text parts of its contents) and its calls as its tool_calls"
+
+
+def _nothing_unread(
+    span: Span, node: dict[str, Any], read: tuple[str, ...], said: str, where: str, role: str | None = None
+) -> None:
+    """A message's (or a text part's) keys that are not read, held to what a message list's message is in the
+    other conventions: a call under them (`additional_kwargs.tool_calls`) or a text its content does not say
+    (`text`, a part's `value`) would go unseen, and is refused."""
+    unread = [(name, flat_value(span, value)) for name, value in node.items() if name not in read]
+    if unread:
+        holds_no_message(unread, span.where(where), _HINT)
+        no_text_elsewhere({"role": role, **dict(unread)}, said, frozenset(("role",)), span.where(where))

@@ -52,6 +52,7 @@ from diagbot.kinds.agent.formats.otel_spans import (
     flat_node,
     flat_text,
     flat_tree,
+    flat_value,
 )
 from diagbot.kinds.agent.run import Document, Retrieval, ToolCall, TraceInvalid
 
@@ -277,6 +278,9 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
         for name in ("content", "refusal", "tool_call_id"):
             if name in entry:
                 message[name] = flat_leaf(span, entry, name, key)
+        for name, node in entry.items():  # held to what a message list's message is (`_chat_message`): a text
+            if name not in _FLAT_READ:  # or a call under a key not read (`text`, `additional_kwargs`) is refused
+                message[name] = flat_value(span, node)
         blocks = _content_blocks(span, message.get("content"), span.where(f"{key}.content"))
         if blocks is not None:
             message["content"] = content_text(blocks, span.where(f"{key}.content"), apart=_TOOL_BLOCKS)
@@ -294,6 +298,7 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
     return said
 
 
+_FLAT_READ = frozenset(("role", "content", "refusal", "tool_call_id", "tool_calls", "function_call"))
 _BLOCK_LIST = re.compile(r"\s*\[\s*\{")  # JSON text of a list of objects: content blocks, as OpenLLMetry writes them
 _TOOL_BLOCKS = ("tool_use", "tool_result")  # Anthropic's content blocks of a call and of its result
 

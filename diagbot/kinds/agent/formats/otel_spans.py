@@ -265,6 +265,17 @@ def flat_node(value: Any, span: Span, key: str) -> dict[str, Any]:
     return value
 
 
+def flat_value(span: Span, node: Any) -> Any:
+    """A subtree of the unflattened lists as the value it flattens, for a reader to look through what it does not
+    read: each leaf's value, decoded, and keys that are all list indexes as a list in index order
+    (`additional_kwargs.tool_calls.0.function.name` is `{tool_calls: [{function: {name}}]}`)."""
+    if not isinstance(node, dict):
+        return span.get(node)
+    if all(key.isascii() and key.isdigit() for key in node):
+        return [flat_value(span, node[key]) for key in sorted(node, key=int)]
+    return {key: flat_value(span, value) for key, value in node.items()}
+
+
 def flat_leaf(span: Span, node: dict[str, Any], name: str, where: str) -> Any:
     key = node.get(name)
     if isinstance(key, dict):
