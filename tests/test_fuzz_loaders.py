@@ -5,20 +5,22 @@ exception, never a hang. Hypothesis keeps it to a fixed number of examples, so C
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagbot.core import values as value_readers
-from diagbot.core.errors import DiagbotError
+from diagbot.core.errors import DiagbotError, ReportFormatError
 from diagbot.core.values import loads_written, may_repeat
 from diagbot.io.config import parse_config
 from diagbot.kinds.registry import parse_any_report
 from diagbot.kinds.trace.cases import parse_case_file
 from diagbot.kinds.trace.fixture import FixtureProblem, Trace, parse_trace
-from tests.conftest import case_dict, trace_dict
+from tests.conftest import ROOT, case_dict, trace_dict
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -141,3 +143,24 @@ def test_every_reader_of_json_gives_each_number_exactly(value: Any) -> None:
             for given_as in (source, source.encode()):
                 found = read(given_as)
                 assert found == expected and json.dumps(found) == json.dumps(expected)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("score", -5, "results.0.score: input should be greater than or equal to 0"),
+        ("score", 150, "results.0.score: input should be less than or equal to 100"),
+        ("bucket", 1e308, "results[0].packet.diagnosis.score is 1e+308, larger than any number diagbot writes"),
+    ],
+)
+def test_a_workspace_baseline_of_scores_no_run_gives_is_refused(
+    tmp_path: Path, field: str, value: float, said: str
+) -> None:
+    """Two scores of 1e308 averaged to infinity ("failed unexpectedly"); a score of -5 or 150 was compared."""
+    report = json.loads((ROOT / "examples" / "baseline" / "reports" / "workspace.json").read_text())
+    if field == "score":
+        report["results"][0]["score"] = value
+    else:
+        report["results"][0]["packet"]["diagnosis"]["score"] = value
+    with pytest.raises(ReportFormatError, match=re.escape(said)):
+        parse_any_report(json.dumps(report), "report.json")

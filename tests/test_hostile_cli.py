@@ -583,6 +583,35 @@ def test_a_baseline_from_a_newer_diagbot_says_upgrade(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("forge", "said"),
+    [
+        (lambda r: [r["results"][i].update(durationMs=1e308) for i in (0, 1)],
+         "results[1].durationMs is 1e+308, larger than any number diagbot writes in a report (at most 1e+15 in "
+         "size); give a report diagbot wrote"),
+        (lambda r: r["results"][0].update(toolCallCount=10**49),
+         "results[0].toolCallCount is 10000000000000000000000000000000000000000000000000, larger than any number "
+         "diagbot writes in a report (at most 1e+15 in size); give a report diagbot wrote"),
+        (lambda r: r["results"][0].update(metrics={"citation_accuracy": 5}),
+         "not a readable agent report: results.0.metrics.citation_accuracy: input should be less than or equal to 1"),
+        (lambda r: r["passHatK"].update({"1": -0.5}),
+         "not a readable agent report: passHatK.1: input should be greater than or equal to 0"),
+    ],
+    ids=["durations-overflowing-the-mean", "huge-count", "metric-over-1", "negative-pass-hat-k"],
+)  # fmt: skip
+def test_a_baseline_of_numbers_no_report_holds_is_named(tmp_path: Path, forge: Any, said: str) -> None:
+    """Two durations of 1e308 averaged to infinity, and the run ended "failed unexpectedly" with no report folder;
+    a count of 10**49 and a share of 5 (500%) were compared and shown as they were."""
+    report = _agent_report(_started(tmp_path))
+    forge(report)
+    (tmp_path / "forged/reports").mkdir(parents=True)
+    (tmp_path / "forged/reports/agent.json").write_text(json.dumps(report))
+    done = diagbot(tmp_path, "run", "--baseline", "forged", "--out", "build/now", "--quiet")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"error: baseline of suite agent: forged/reports/agent.json: {said}\n"
+    assert (tmp_path / "build/now/reports/agent.json").is_file() and (tmp_path / "build/now/comment.md").is_file()
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_baseline_folder_of_hostile_names_reads_only_reports_named_like_suites(tmp_path: Path) -> None:
     _started(tmp_path)

@@ -118,6 +118,13 @@ def load_json_object(text: str, where: str) -> dict[str, Any]:
     bad_text = values.surrogate_paths(data, limit=3) if values.may_hold_surrogates(text) else []
     if bad_text:
         raise ReportFormatError(f"{where}: {', '.join(bad_text)} holds a lone surrogate, which is not Unicode text")
+    oversized = values.oversized_number(data, text)
+    if oversized is not None:  # two durations of 1e308 average to infinity, which no report can hold
+        path, number = oversized
+        raise ReportFormatError(
+            f"{where}: {values.one_line(path, 200)} is {values.one_line(str(number), 60)}, larger than any number "
+            f"diagbot writes in a report (at most {values.MAX_REPORT_NUMBER:.0e} in size); give a report diagbot wrote"
+        )
     return data
 
 

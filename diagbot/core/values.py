@@ -473,6 +473,31 @@ def escapes_surrogates(source: str | bytes) -> bool:
     return _SURROGATE_ESCAPE.search(source) is not None
 
 
+MAX_REPORT_NUMBER = 1e15
+"""The largest size of a number in a report diagbot writes (a run lasts at most 10^12 ms; counts, rates and scores
+are far smaller): past it, sums and averages over a suite's results could overflow to infinity."""
+_LARGE_NUMBER_TEXT = re.compile(r"\d{16}|[eE]\+?0*(?:1[5-9]|[2-9]\d|\d{3,})")  # in numbers, or in strings
+
+
+def oversized_number(value: Any, text: str) -> tuple[str, int | float] | None:
+    """Where in `value`, decoded from `text`, the first number larger in size than MAX_REPORT_NUMBER is, and the
+    number; None when there is none. The walk runs only when the text holds a run of 16 digits or an exponent of
+    15 or more, as every such number is written."""
+    if _LARGE_NUMBER_TEXT.search(text) is None:
+        return None
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, int | float) and not isinstance(node, bool):
+            if not -MAX_REPORT_NUMBER <= node <= MAX_REPORT_NUMBER:
+                return where or "top level", node
+        elif isinstance(node, dict):
+            stack.extend((child, f"{where}.{key}" if where else str(key)) for key, child in node.items())
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
+    return None
+
+
 def surrogate_paths(value: Any, path: str = "", limit: int = 10) -> list[str]:
     """Where in a decoded value a string (or key) holds a lone surrogate, which no UTF-8 output can carry."""
     return [p for p, _ in zip(_walk(value, path), range(limit), strict=False)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from math import comb
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -20,13 +20,14 @@ MAX_TRIALS = 100
 computed for every k up to the smallest trial count, so a forged baseline claiming a million trials would stall."""
 SLICE_FIELDS = ("scenario", "ability_tags", "risk_level", "difficulty", "dataset_role")
 Status = Literal["passed", "failed", "unchecked"]
+Share = Annotated[float, Field(ge=0, le=1)]  # a RAG metric and pass^k are shares: a stored one beyond is forged
 
 
 class TrialResult(Output):
     trial: str  # the run file's name: `<case_id>.json`, or `trial-1.json` inside `<case_id>/`
     passed: bool
     failed_checks: list[str] = Field(default_factory=list)
-    metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # RAG metrics (rag.py)
+    metrics: dict[str, Share] = Field(default_factory=dict, exclude_if=lambda v: not v)  # RAG metrics (rag.py)
 
 
 class AgentCaseResult(Output):
@@ -51,7 +52,7 @@ class AgentCaseResult(Output):
     trial_results: list[TrialResult] = Field(max_length=MAX_TRIALS)
     failed_checks: list[str]  # those of the first failing trial
     unchecked_expectations: list[str] = Field(default_factory=list)
-    metrics: dict[str, float] = Field(default_factory=dict, exclude_if=lambda v: not v)  # mean over its trials
+    metrics: dict[str, Share] = Field(default_factory=dict, exclude_if=lambda v: not v)  # mean over its trials
     tool_call_count: int | None = Field(default=None, ge=0)  # a stored report's metrics are never negative
     turn_count: int | None = Field(default=None, ge=0)
     duration_ms: float | None = Field(default=None, ge=0)
@@ -84,7 +85,7 @@ class Aggregate(Output):
     passed_cases: int = 0
     unchecked_cases: int = 0
     pass_rate: float = 0.0
-    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    pass_hat_k: dict[str, Share] = Field(default_factory=dict)
 
 
 class SliceStat(Output):
@@ -107,7 +108,7 @@ class AgentReport(Output):
     passed_cases: int
     unchecked_cases: int
     pass_rate: float
-    pass_hat_k: dict[str, float]
+    pass_hat_k: dict[str, Share]
     gating_cases: int
     gating: Aggregate
     informational: Aggregate

@@ -298,6 +298,7 @@ def _problem(path: Path, case_id: str, loc: Iterable[int | str], message: str, r
 # The packet's leaves are slotted pydantic dataclasses: their names need no camelCase alias, and a suite of
 # thousands of packets then keeps half as many objects for the memory manager and cycle collector to track.
 _LEAF = ConfigDict(extra="ignore")
+Points = Annotated[float, Field(ge=0, le=100)]  # a bucket's points and scores, and a case's score, are of 100
 
 
 @dataclass(frozen=True, slots=True, config=_LEAF)
@@ -312,8 +313,8 @@ class CheckResult:
 @dataclass(frozen=True, slots=True, config=_LEAF)
 class BucketResult:
     status: Status
-    points: float
-    score: float
+    points: Points
+    score: Points
     checks: list[CheckResult]
 
 
@@ -353,7 +354,7 @@ class WorkspaceResult(Output):
     mode: Mode
     verdict: Verdict
     reason: Reason | None
-    score: float
+    score: Points
     packet: Packet
 
 
