@@ -196,10 +196,38 @@ def test_annotation_messages_are_cut_by_utf8_bytes_not_characters(
     monkeypatch.setattr(bot.registry, "annotate", lambda suite, report: found)
     outcome = SimpleNamespace(suites=[SimpleNamespace(report=object(), input=object())])
     settings = Settings.from_env(env(GITHUB_WORKSPACE=str(tmp_path)))
-    made = {a["title"]: a["message"] for a in bot.case_annotations(settings, outcome)}  # type: ignore[arg-type]
+    made = {a["title"]: a["message"] for a in bot.case_annotations(settings, outcome)[0]}  # type: ignore[arg-type]
     assert made["long"] == "退款" * 10_000 and len(made["long"].encode()) == bot.MAX_ANNOTATION_BYTES
     assert made["edge"] == "x" * (bot.MAX_ANNOTATION_BYTES - 1)  # never half a character
     assert made["short"] == "short"
+
+
+def test_a_check_run_gets_a_bounded_number_of_annotations_gating_failures_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull request decides how many cases fail: 5,000 failing cases were 100 requests of up to 3 MB each."""
+    from types import SimpleNamespace
+
+    from diagbot.action import bot
+    from diagbot.kinds.base import Annotation
+
+    found = [Annotation(tmp_path / "c.yaml", i + 1, f"w{i}", "informational", "warning") for i in range(100)]
+    found += [Annotation(tmp_path / "c.yaml", i + 1, f"f{i}", "gating", "failure") for i in range(160)]
+    monkeypatch.setattr(bot.registry, "annotate", lambda suite, report: found)
+    outcome = SimpleNamespace(suites=[SimpleNamespace(report=object(), input=object())])
+    settings = Settings.from_env(env(GITHUB_WORKSPACE=str(tmp_path)))
+    made, left_out = bot.case_annotations(settings, outcome)  # type: ignore[arg-type]
+    assert (len(made), left_out) == (bot.MAX_CHECK_ANNOTATIONS, 60)
+    assert [a["title"] for a in made] == [f"f{i}" for i in range(160)] + [f"w{i}" for i in range(40)]
+    assert bot._annotations_left_out(left_out) == (
+        "\n\n60 more failing cases are not annotated here (a check run gets at most 200 annotations, gating failures "
+        "first); the comment and the report list every case."
+    )
+    assert bot._annotations_left_out(0) == ""
+    big = [Annotation(tmp_path / "c.yaml", 1, f"b{i}", "m" * 70_000, "failure") for i in range(30)]
+    monkeypatch.setattr(bot.registry, "annotate", lambda suite, report: big)
+    made, left_out = bot.case_annotations(settings, outcome)  # type: ignore[arg-type]
+    assert (len(made), left_out) == (16, 14)  # 16 messages of 60,000 bytes fit in 1,000,000
 
 
 @pytest.mark.parametrize(

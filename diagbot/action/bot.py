@@ -70,6 +70,8 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     summary = outcome.summary
     if target.role is Role.PULL_REQUEST and target.pr_number is not None and target.head_sha is not None:
         record = _pr_record(settings, target, config, info, outcome, gate).dump()
+        annotations, left_out = case_annotations(settings, outcome)
+        left_out_note = _annotations_left_out(left_out)
         write_file(report_dir / PR_RECORD, record, report_dir, settings.workspace)
         post = Post(
             number=target.pr_number,
@@ -80,8 +82,8 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
             comment_author=settings.comment_author,
             conclusion=outcome.decision.conclusion.value,
             title=outcome.reason,
-            summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT),
-            annotations=case_annotations(settings, outcome),
+            summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT - len(left_out_note)) + left_out_note,
+            annotations=annotations,
             run_id=settings.run_id,
         )
         comment_url = publish(port, post, notes)
@@ -122,28 +124,48 @@ def _gate(settings: Settings, config: Config, target: Target) -> GateSettings:
     )
 
 
-def case_annotations(settings: Settings, outcome: Outcome) -> list[dict[str, Any]]:
-    """A failure annotation on every failing case: its line in a trace case file, or its workspace case.yaml."""
+def case_annotations(settings: Settings, outcome: Outcome) -> tuple[list[dict[str, Any]], int]:
+    """An annotation on each failing case (its line in its case file), failures of gating cases first; and how many
+    were left out. A pull request decides how many cases fail, and each 50 annotations are one more request, so at
+    most MAX_CHECK_ANNOTATIONS, of at most MAX_CHECK_ANNOTATION_BYTES of messages together, are sent."""
     found = [
         annotation
         for suite in outcome.suites
         if suite.report is not None and suite.input is not None
         for annotation in registry.annotate(suite.input, suite.report)
     ]
-    return [
-        {
+    found.sort(key=lambda a: a.level != "failure")  # stable: in suite and file order within each level
+    made: list[dict[str, Any]] = []
+    size = 0
+    for a in found[:MAX_CHECK_ANNOTATIONS]:
+        message = cut_utf8(a.message, MAX_ANNOTATION_BYTES)
+        size += len(message.encode("utf-8", "surrogatepass"))
+        if size > MAX_CHECK_ANNOTATION_BYTES:
+            break
+        made.append({
             "path": _relative(a.path, settings.workspace),
             "start_line": a.line,
             "end_line": a.line,
             "annotation_level": a.level,
             "title": a.title[:255],
-            "message": cut_utf8(a.message, MAX_ANNOTATION_BYTES),
-        }
-        for a in found
-    ]
+            "message": message,
+        })  # fmt: skip
+    return made, len(found) - len(made)
 
 
 MAX_ANNOTATION_BYTES = 60_000  # GitHub refuses an annotation message over 64 KB, and with it the whole check run
+MAX_CHECK_ANNOTATIONS = 200  # four requests of 50
+MAX_CHECK_ANNOTATION_BYTES = 1_000_000
+
+
+def _annotations_left_out(count: int) -> str:
+    """What the check run's summary says of the annotations not sent."""
+    if not count:
+        return ""
+    return (
+        f"\n\n{count:,} more failing case{'s are' if count != 1 else ' is'} not annotated here (a check run gets at "
+        f"most {MAX_CHECK_ANNOTATIONS} annotations, gating failures first); the comment and the report list every case."
+    )
 
 
 def _relative(path: Path, workspace: Path) -> str:
