@@ -292,6 +292,22 @@ def test_huge_or_odd_files_are_refused(gh: GitHubTestServer, tmp_path: Path) -> 
     gh.assert_no_violations()
 
 
+def test_reports_over_the_artifact_budget_are_refused_before_they_are_parsed(
+    gh: GitHubTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget was checked after each report and its diff were parsed: a fork's artifact could make the relay
+    build objects from 256 MiB and more of JSON, ten times that in memory, before refusing it."""
+    folder = write_artifact(tmp_path)
+    size = len((folder / "reports" / "diagnosis.json").read_bytes())
+    monkeypatch.setattr(relay, "TOTAL_BYTES", size - 1)
+    parsed: list[str] = []
+    monkeypatch.setattr(relay, "parse_any_report", lambda text, where: parsed.append(where))
+    code, log = relay_run(gh, tmp_path)
+    assert code == 2 and f"the reports are larger than the {size - 1:,} bytes allowed" in log
+    assert parsed == []
+    assert not gh.comments and not gh.check_runs
+
+
 def test_forged_report_is_refused(gh: GitHubTestServer, tmp_path: Path) -> None:
     folder = write_artifact(tmp_path)
     (folder / "reports" / "diagnosis.json").write_text(json.dumps({"kind": "x" * 100_000}))

@@ -236,7 +236,7 @@ def load_suites(report_dir: Path, order: list[str] | None, root: Path) -> list[S
     for name in names:
         where = reports / f"{name}.json"
         text = read_capped(where, REPORT_BYTES, f"the report of suite {name}", root) or ""
-        budget -= len(text.encode())
+        budget = _spent(budget, text, report_dir)  # before parsing: a report's objects take ten times its bytes
         try:
             report = parse_any_report(text, str(where))
         except DiagbotError as exc:  # its messages may quote the untrusted file: keep them short
@@ -245,17 +245,23 @@ def load_suites(report_dir: Path, order: list[str] | None, root: Path) -> list[S
         diff_text = read_capped(diff_path, REPORT_BYTES, f"the diff of suite {name}", root, required=False)
         diff = None
         if diff_text is not None:
-            budget -= len(diff_text.encode())
+            budget = _spent(budget, diff_text, report_dir)
             try:
                 diff = parse_diff(diff_text, str(diff_path))
             except DiagbotError as exc:
                 raise RelayError(*[short(p) for p in exc.problems[:10]]) from None
             if diff.current_total_cases != report.total_cases or diff.current_passed_cases != report.passed_cases:
                 raise RelayError(f"{diff_path}: does not match its report's case counts; {FIX}")
-        if budget < 0:
-            raise RelayError(f"{report_dir}: the reports are larger than the {TOTAL_BYTES:,} bytes allowed; {FIX}")
         suites.append(SuiteOutcome(name, report=report, diff=diff))
     return suites
+
+
+def _spent(budget: int, text: str, report_dir: Path) -> int:
+    """What is left of the artifact's byte budget after `text`; refused once it is overspent."""
+    budget -= len(text.encode("utf-8", "surrogatepass"))
+    if budget < 0:
+        raise RelayError(f"{report_dir}: the reports are larger than the {TOTAL_BYTES:,} bytes allowed; {FIX}")
+    return budget
 
 
 def _listed(reports: Path, root: Path) -> list[str]:
