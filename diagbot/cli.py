@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
+from pydantic import ValidationError
+
 from diagbot import __version__
 from diagbot.core.errors import CaseFileError, DiagbotError, OutputError, ReportFormatError
 from diagbot.core.gate import GateSettings
+from diagbot.core.models import error_message
 from diagbot.core.rates import timestamp
 from diagbot.core.report import SUITE_NAME, RunInfo, dump_model
 from diagbot.core.text import with_article
@@ -245,9 +248,12 @@ def cmd_render(args: argparse.Namespace) -> int:
             )
         try:
             info = BaselineInfo.model_validate_json(text)
-        except ValueError as exc:
+        except ValidationError as exc:  # what and where: "ageDays: Input should be less than or equal to 1000000"
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "top level"
             raise ReportFormatError(
-                f"{args.baseline_info}: not readable baseline info ({str(exc).splitlines()[0]})"
+                f"{args.baseline_info}: not readable baseline info ({one_line(where, 100)}: "
+                f"{one_line(error_message(first), 200)})"
             ) from None
     name = args.suite or current.suite or "diagnosis"
     body = render_markdown(

@@ -886,3 +886,36 @@ def test_a_baseline_with_a_negative_duration_is_refused(tmp_path: Path) -> None:
         "error: baseline of suite agent: base/reports/agent.json: not a readable agent report: results.0.durationMs: "
         "input should be greater than or equal to 0\n"
     )
+
+
+def test_a_config_of_thousands_of_unknown_keys_says_the_first_hundred(tmp_path: Path) -> None:
+    """8 suites of 12,000 unknown keys printed 96,000 error lines: on a runner, as many annotations."""
+    keys = ", ".join(f"k{j}: 1" for j in range(1_000))
+    config = "suites:\n" + "".join(f"  - {{name: s{i}, kind: trace, cases: c.json, fixtures: f, {keys}}}\n"
+                                   for i in range(3))  # fmt: skip
+    (tmp_path / "diagbot.yml").write_text(config)
+    done = diagbot(tmp_path, "run", "--quiet")
+    lines = done.stderr.splitlines()
+    assert (done.returncode, len(lines)) == (2, 101)
+    assert lines[0] == "error: diagbot.yml: unknown key 'suites.0.k0'"
+    assert re.fullmatch(r"error: \.\.\. and [\d,]+ more problems in the config; fix these first", lines[-1])
+
+
+def test_render_shows_ten_baseline_warnings_and_refuses_an_unreadable_age(tmp_path: Path) -> None:
+    """2,000 warnings in a --baseline-info file filled the comment (every section cut for them), and an ageDays of
+    1e308 was shown as a number of 309 digits."""
+    _agent_report(_started(tmp_path))
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({"source": "file", "warnings": [f"warning {i}" for i in range(2_000)]}))
+    done = diagbot(tmp_path, "render", "--current", "build/first/reports/agent.json", "--baseline-info", str(info),
+                   "--output", "c.md")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    comment = (tmp_path / "c.md").read_text()
+    assert comment.count("> [!WARNING]") == 11 and "warning 9\n" in comment and "warning 10\n" not in comment
+    assert "> ... and 1990 more warnings about the baseline (the job log lists them all)" in comment
+    info.write_text(json.dumps({"source": "artifact", "ageDays": 1e308}))
+    done = diagbot(tmp_path, "render", "--current", "build/first/reports/agent.json", "--baseline-info", str(info),
+                   "--output", "c.md")  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2, f"error: {info}: not readable baseline info (ageDays: Input should be less than or equal to 1000000)\n"
+    )  # fmt: skip

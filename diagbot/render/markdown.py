@@ -40,7 +40,7 @@ class BaselineInfo(Output):
     sha: str | None = None
     run_id: int | None = None
     run_url: str | None = None
-    age_days: float | None = None
+    age_days: float | None = Field(default=None, ge=0, le=1_000_000)  # shown as days: a number a person can read
     exact: bool | None = None  # the artifact was made from the PR's base commit itself
     missing_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
