@@ -489,7 +489,7 @@ def oversized_number(value: Any, text: str) -> tuple[str, int | float] | None:
     while stack:
         node, where = stack.pop()
         if isinstance(node, int | float) and not isinstance(node, bool):
-            if not -MAX_REPORT_NUMBER <= node <= MAX_REPORT_NUMBER:
+            if not -MAX_REPORT_NUMBER <= node <= MAX_REPORT_NUMBER and math.isfinite(node):  # the models refuse inf
                 return where or "top level", node
         elif isinstance(node, dict):
             stack.extend((child, f"{where}.{key}" if where else str(key)) for key, child in node.items())
