@@ -18,7 +18,7 @@ from diagbot.core.diff import DiffReport, ItemType, Thresholds
 from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
-from diagbot.core.outcome import RunOutcome, SuiteOutcomeSummary
+from diagbot.core.outcome import MAX_LISTED, RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.core.text import listing
 from diagbot.io.baselines import REPORT_BYTES, Baselines
@@ -427,6 +427,13 @@ def run_outcome(
     })  # fmt: skip
 
 
+def _regressed(diff: DiffReport | None) -> list[str]:
+    """The ids of the cases of the diff's gating regressions, each once, in its order; at most MAX_LISTED."""
+    items = diff.items if diff is not None else []
+    found = {i.case_id: None for i in items if i.type is ItemType.REGRESSION and i.gating and i.case_id}
+    return list(found)[:MAX_LISTED]
+
+
 def _suite_summary(suite: SuiteOutcome, view: SuiteView | None, out: Path) -> SuiteOutcomeSummary:
     report, diff = suite.report, suite.diff
     total, passed = (report.total_cases, report.passed_cases) if report is not None else (0, 0)
@@ -438,6 +445,8 @@ def _suite_summary(suite: SuiteOutcome, view: SuiteView | None, out: Path) -> Su
         blocking_cases=view.blocking if view is not None else 0, compared=diff is not None,
         regressions=diff.regression_count if diff else 0, gating_regressions=diff.gating_regressions if diff else 0,
         improvements=diff.improvement_count if diff else 0, changes=diff.changed_count if diff else 0,
+        blocking_case_ids=[b.case_id for b in registry.blocking(report)][:MAX_LISTED] if report is not None else [],
+        regressed_case_ids=_regressed(diff),
         report=str(report_path(out, suite.name)) if report is not None else None,
         diff=str(diff_path(out, suite.name)) if diff is not None else None,
         problems=suite.problems,

@@ -121,8 +121,8 @@ def test_run_format_json_is_the_outcome_and_matches_its_schema(
             {
                 "name": "agent", "kind": "agent", "evaluated": True, "totalCases": 2, "passedCases": 1,
                 "failedCases": 1, "uncheckedCases": 0, "passRate": 0.5, "blockingCases": 0, "compared": False,
-                "regressions": 0, "gatingRegressions": 0, "improvements": 0, "changes": 0,
-                "report": "build/diagbot/reports/agent.json", "diff": None, "problems": [], "warnings": [],
+                "regressions": 0, "gatingRegressions": 0, "improvements": 0, "changes": 0, "blockingCaseIds": [],
+                "regressedCaseIds": [], "report": "build/diagbot/reports/agent.json", "diff": None, "problems": [], "warnings": [],
             }
         ],
         "problems": [],
@@ -163,6 +163,10 @@ def test_run_format_json_with_regressions_and_a_blocking_case(
     assert list(by_name) == ["diagnosis", "workspace", "agent"]
     assert (by_name["diagnosis"]["regressions"], by_name["diagnosis"]["improvements"]) == (4, 3)
     assert by_name["agent"]["blockingCases"] == 1 and by_name["agent"]["uncheckedCases"] == 1
+    # which cases, for a script (a newcomer's: the counts alone sent them to the diff files)
+    assert by_name["agent"]["blockingCaseIds"] == ["refund_submit_confirmed_011"]
+    assert by_name["agent"]["regressedCaseIds"] == ["refund_tool_partial_amount_003"]
+    assert by_name["diagnosis"]["regressedCaseIds"] == ["oomkilled-restart-loop", "slow-sql-missing-index"]
     assert by_name["diagnosis"]["diff"] == str(out / "diff/diagnosis.json")
     assert all(Path(s["report"]).is_file() and Path(s["diff"]).is_file() for s in outcome["suites"])
 

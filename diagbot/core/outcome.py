@@ -13,6 +13,9 @@ from diagbot.core.models import Output
 RUN_OUTCOME_VERSION: Literal[1] = 1
 
 
+MAX_LISTED = 100  # case ids a suite's summary lists
+
+
 class SuiteOutcomeSummary(Output):
     """One suite of the run. The counts are zero and `passRate` null when the suite could not be evaluated."""
 
@@ -32,6 +35,13 @@ class SuiteOutcomeSummary(Output):
     gating_regressions: int = Field(ge=0, description="the regressions the gate counts")
     improvements: int = Field(ge=0)
     changes: int = Field(ge=0)
+    blocking_case_ids: list[str] = Field(
+        default_factory=list, max_length=MAX_LISTED, description="the blocking cases' ids (at most 100)"
+    )
+    regressed_case_ids: list[str] = Field(
+        default_factory=list, max_length=MAX_LISTED,
+        description="the ids of the cases of gating regressions, in the diff's order (at most 100)",
+    )  # fmt: skip
     report: str | None = Field(description="the report file written, as a path from the working folder")
     diff: str | None = Field(description="the diff file written; null without a baseline")
     problems: list[str]
