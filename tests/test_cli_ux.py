@@ -122,7 +122,8 @@ def test_run_format_json_is_the_outcome_and_matches_its_schema(
                 "name": "agent", "kind": "agent", "evaluated": True, "totalCases": 2, "passedCases": 1,
                 "failedCases": 1, "uncheckedCases": 0, "passRate": 0.5, "blockingCases": 0, "compared": False,
                 "regressions": 0, "gatingRegressions": 0, "improvements": 0, "changes": 0, "blockingCaseIds": [],
-                "regressedCaseIds": [], "report": "build/diagbot/reports/agent.json", "diff": None, "problems": [], "warnings": [],
+                "regressedCaseIds": [], "report": "build/diagbot/reports/agent.json", "diff": None, "problems": [],
+                "warnings": [],
             }
         ],
         "problems": [],
