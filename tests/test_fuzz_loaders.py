@@ -164,3 +164,19 @@ def test_a_workspace_baseline_of_scores_no_run_gives_is_refused(
         report["results"][0]["packet"]["diagnosis"]["score"] = value
     with pytest.raises(ReportFormatError, match=re.escape(said)):
         parse_any_report(json.dumps(report), "report.json")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 10**20), st.integers(0, 999), st.integers(-30, 30), st.sampled_from(["e", "E", "e+", "E+"]),
+    st.booleans(),
+)  # fmt: skip
+def test_a_number_larger_than_a_report_holds_is_found_however_it_is_written(
+    whole: int, fraction: int, exponent: int, mark: str, negative: bool
+) -> None:
+    """The text prefilter let `99e14` (9.9e15) through: a number is found exactly when its size passes 10^15."""
+    written = f"{'-' if negative else ''}{whole}.{fraction}{mark if exponent >= 0 else 'e'}{exponent}"
+    text = '{"results": [{"caseId": "Case1", "durationMs": ' + written + "}]}"
+    number = value_readers.loads(text)["results"][0]["durationMs"]
+    found = value_readers.oversized_number(value_readers.loads(text), text)
+    assert (found is not None) == (abs(number) > value_readers.MAX_REPORT_NUMBER), (written, number)

@@ -476,13 +476,13 @@ def escapes_surrogates(source: str | bytes) -> bool:
 MAX_REPORT_NUMBER = 1e15
 """The largest size of a number in a report diagbot writes (a run lasts at most 10^12 ms; counts, rates and scores
 are far smaller): past it, sums and averages over a suite's results could overflow to infinity."""
-_LARGE_NUMBER_TEXT = re.compile(r"\d{16}|[eE]\+?0*(?:1[5-9]|[2-9]\d|\d{3,})")  # in numbers, or in strings
+_LARGE_NUMBER_TEXT = re.compile(r"\d{16}|[\d.][eE]\+?0*[1-9]")  # in numbers, or in strings
 
 
 def oversized_number(value: Any, text: str) -> tuple[str, int | float] | None:
     """Where in `value`, decoded from `text`, the first number larger in size than MAX_REPORT_NUMBER is, and the
-    number; None when there is none. The walk runs only when the text holds a run of 16 digits or an exponent of
-    15 or more, as every such number is written."""
+    number; None when there is none. The walk runs only when the text holds a run of 16 digits or a positive
+    exponent, as every such number is written (99e14 as well as 1e+16)."""
     if _LARGE_NUMBER_TEXT.search(text) is None:
         return None
     stack: list[tuple[Any, str]] = [(value, "")]
