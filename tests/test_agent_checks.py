@@ -1230,9 +1230,8 @@ def test_audit_missing() -> None:
     )
     assert failures(case, run) == [
         "audit_missing: refund (call 2): the audit record lacks reason",
-        "audit_missing: refund (call 3): the audit record lacks operator, reason (the call has no audit record: "
-        "only diagbot's own trace format records one, as a tool_call step's audit; chat, Responses and OTLP runs "
-        "cannot)",
+        "audit_missing: refund (call 3): the audit record lacks operator, reason (the call records no audit at all: "
+        "only diagbot's own trace format records one, as a tool_call step's audit)",
     ]
     single = make_case(side_effect_policy={"tool": "refund", "audit_requirement": "operator"})
     assert failures(single, native(call("refund", audit={"operator": "bot"}))) == []
@@ -1248,8 +1247,8 @@ def test_audit_missing_on_a_chat_run_says_the_format_records_none() -> None:
         {"role": "assistant", "content": "Refunded."},
     ]
     assert failures(case, run) == [
-        "audit_missing: refund (call 1): the audit record lacks operator (the call has no audit record: only "
-        "diagbot's own trace format records one, as a tool_call step's audit; chat, Responses and OTLP runs cannot)"
+        "audit_missing: refund (call 1): the audit record lacks operator (the call records no audit at all: only "
+        "diagbot's own trace format records one, as a tool_call step's audit)"
     ]
 
 
@@ -3407,10 +3406,18 @@ def test_an_mcp_result_that_says_is_error_fails_its_call_and_its_parts_are_searc
     too_long = json.dumps({"content": [0] * 1_000_001, "isError": True})  # more values than diagbot decodes
     with pytest.raises(TraceInvalid) as refused:
         parse(native(call("check", result=too_long), call("refund")))
-    assert str(refused.value) == (
-        "$: tool call 1 (in the run's order) records a result of more than 1,000,000 JSON values that may say the "
-        "call failed (isError), which diagbot does not decode: record a shorter result"
+    refusal = (
+        "$: tool call 1 (in the run's order) records a result that may say the call failed (isError) but is not read "
+        "exactly (JSON text of more than 1,000,000 values, or repeating a key): record the result once, as plain JSON "
+        "of its values"
     )
+    assert str(refused.value) == refusal
+    repeated = '{"content": [], "isError": true, "isError": false}'  # JSON readers keep the last: a success
+    with pytest.raises(TraceInvalid) as refused:
+        parse(native(call("check", result=repeated), call("refund")))
+    assert str(refused.value) == refusal
+    escaped = '{"content": [{"type": "text", "text": "a\\u003ab"}], "isError": true}'  # an escaped colon, no repeat
+    assert [c.failed for c in parse(native(call("check", result=escaped), call("refund"))).calls] == [True, False]
 
 
 def test_audit_fields_of_nothing_record_nothing() -> None:

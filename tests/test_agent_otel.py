@@ -1332,7 +1332,7 @@ def test_responses_carry_the_final_state_and_duration_like_chat() -> None:
     run = parse({"input": "Refund A?", "output": [], "final_state": {"refund": "none"}, "duration_ms": 120})
     assert (run.final_state, run.duration_ms) == ({"refund": "none"}, 120.0)
     assert problem({"input": [], "output": [], "duration_ms": -1}) == (
-        "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found -1"
+        "$.duration_ms: expected a duration in milliseconds (a number from 0 to 1e+12), found -1"
     )
 
 
@@ -1987,6 +1987,27 @@ def test_openllmetry_content_blocks_are_calls_and_results_never_the_user_s_words
         f'{SPAN}.attributes["gen_ai.prompt.2.content"][0].type: only an assistant message calls tools; this one\'s '
         "role is 'user'" + CALLS_FIX
     )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [[{"brand": "visa", "number": "4111111111111111"}], [{"id": 1, "content": "Refund policy"}],
+     [{"type": "text", "text": "Your card is 4111111111111111"}]],
+    ids=["cards", "search-results", "text-blocks-only"],
+)  # fmt: skip
+def test_json_text_that_holds_no_call_or_result_block_stays_text(content: list[dict[str, Any]]) -> None:
+    """A reply that is JSON of a list of objects was read as content blocks: its card number vanished (a must-not
+    regex passed), and a search result's shape made the whole run trace_invalid."""
+    rec = Recorder()
+    rec.span("anthropic.chat", {
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "my card?",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": json.dumps(content),
+    }, kind=SpanKind.CLIENT)  # fmt: skip
+    case = make_case(negative_behavior=[{"id": "card", "replies_matches": "4111111111111111"}])
+    failed = judge_run(case, parse(rec.otlp()))
+    assert failed == ([] if "4111111111111111" not in json.dumps(content) else [
+        "rule_failed: card: reply 1 of 1 matches /4111111111111111/ (this must not happen)"
+    ])  # fmt: skip
 
 
 def test_an_mcp_result_that_says_is_error_fails_its_call(tmp_path: Path) -> None:

@@ -220,8 +220,8 @@ def test_a_check_run_gets_a_bounded_number_of_annotations_gating_failures_first(
     assert (len(made), left_out) == (bot.MAX_CHECK_ANNOTATIONS, 60)
     assert [a["title"] for a in made] == [f"f{i}" for i in range(160)] + [f"w{i}" for i in range(40)]
     assert bot._annotations_left_out(left_out) == (
-        "\n\n60 more failing cases are not annotated here (a check run gets at most 200 annotations, gating failures "
-        "first); the comment and the report list every case."
+        "\n\n60 more failing cases are not annotated here (a check run gets at most 200 annotations, of at most "
+        "1,000,000 bytes of text together, gating failures first); the comment and the report list every case."
     )
     assert bot._annotations_left_out(0) == ""
     big = [Annotation(tmp_path / "c.yaml", 1, f"b{i}", "m" * 70_000, "failure") for i in range(30)]

@@ -278,7 +278,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ([{"role": "assistant", "content": [{"type": "text", "text": "done"}] * 10_001}],
          "$[0].content: has 10,001 items; diagbot reads at most 10,000 per run"),
         ('{"messages":[{"role":"assistant","content":"done"}],"duration_ms":1e999}',
-         "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found inf"),
+         "$.duration_ms: expected a duration in milliseconds (a number from 0 to 1e+12), found inf"),
         (NATIVE + '"steps":[{"kind":"wat"}]}',
          "$.steps[0].kind: unknown step kind 'wat'; use one of message, tool_call, state_change, retrieval"),
         (NATIVE + '"steps":[{"kind":"message","role":"assistant","contnt":"done"}]}',
@@ -287,7 +287,10 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
          "$.steps[0].error: expected true or false"),
         (NATIVE + '"steps":[],"final_state":[1]}', "$.final_state: expected an object, found an array"),
         (NATIVE + '"steps":[],"duration_ms":-1}',
-         "$.duration_ms: expected a duration in milliseconds (a finite number >= 0), found -1"),
+         "$.duration_ms: expected a duration in milliseconds (a number from 0 to 1e+12), found -1"),
+        # the report would hold 2e15, which the next run refused as a forged baseline
+        ('{"messages":[{"role":"assistant","content":"done"}],"duration_ms":2e15}',
+         "$.duration_ms: expected a duration in milliseconds (a number from 0 to 1e+12), found 2000000000000000.0"),
         ('{"format":"diagbot-agent-trace","version":true,"steps":[]}',
          "$.version: expected 1; this diagbot reads version 1 of its format"),
     ],
@@ -299,7 +302,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         "second-responses-output",
         "role-number", "content-part-number", "10001-content-parts", "duration-1e999", "native-unknown-kind",
         "native-misspelt-key", "native-error-string", "native-final-state-array", "native-negative-duration",
-        "native-version-true",
+        "duration-2e15", "native-version-true",
     ],
 )  # fmt: skip
 def test_a_bad_run_fails_only_its_own_trial(tmp_path: Path, run: Any, message: str) -> None:

@@ -898,7 +898,7 @@ def test_a_config_of_thousands_of_unknown_keys_says_the_first_hundred(tmp_path: 
     lines = done.stderr.splitlines()
     assert (done.returncode, len(lines)) == (2, 101)
     assert lines[0] == "error: diagbot.yml: unknown key 'suites.0.k0'"
-    assert re.fullmatch(r"error: \.\.\. and [\d,]+ more problems in the config; fix these first", lines[-1])
+    assert lines[-1] == "error: ... and 2,900 more problems in the config; fix these first"
 
 
 def test_render_shows_ten_baseline_warnings_and_refuses_an_unreadable_age(tmp_path: Path) -> None:
@@ -912,7 +912,7 @@ def test_render_shows_ten_baseline_warnings_and_refuses_an_unreadable_age(tmp_pa
     assert done.returncode == 0, done.stderr
     comment = (tmp_path / "c.md").read_text()
     assert comment.count("> [!WARNING]") == 11 and "warning 9\n" in comment and "warning 10\n" not in comment
-    assert "> ... and 1990 more warnings about the baseline (the job log lists them all)" in comment
+    assert "> ... and 1990 more warnings about the baseline\n" in comment
     info.write_text(json.dumps({"source": "artifact", "ageDays": 1e308}))
     done = diagbot(tmp_path, "render", "--current", "build/first/reports/agent.json", "--baseline-info", str(info),
                    "--output", "c.md")  # fmt: skip

@@ -263,6 +263,8 @@ def test_closed_pull_request_gets_nothing(gh: GitHubTestServer, tmp_path: Path) 
         ({"number": None}, "field 'number'"),
         ({"repository": "evil/app"}, "names repository evil/app"),
         ({"baseline": {"source": "artifact", "runId": "1"}}, "field 'baseline.runId'"),
+        # the comment's bound on a baseline's age, which the record lacked: "failed unexpectedly"
+        ({"baseline": {"source": "artifact", "ageDays": 2e6}}, "field 'baseline.ageDays'"),
     ],
 )
 def test_forged_pr_json_is_refused_with_a_clear_message(

@@ -158,8 +158,7 @@ def test_many_needles_on_a_long_answer_stop_at_the_budget() -> None:
 
 
 NO_AUDIT = (
-    " (the call has no audit record: only diagbot's own trace format records one, as a tool_call step's audit; chat, "
-    "Responses and OTLP runs cannot)"
+    " (the call records no audit at all: only diagbot's own trace format records one, as a tool_call step's audit)"
 )
 
 

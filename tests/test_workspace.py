@@ -966,6 +966,17 @@ def test_diagnosis_weights_override_points_and_partial_diagnosis(tmp_path: Path)
     )
 
 
+def test_weights_of_100_whose_rounded_bucket_scores_sum_past_it_score_100(tmp_path: Path) -> None:
+    """Each bucket's score is rounded: these weights, all checks passing, summed to 100.01, which the report's bound
+    on a score refused ("failed unexpectedly", no report)."""
+    weights = {"workflow": 13.907, "evidence_collection": 39.767, "critical_evidence": 2.341,
+               "evidence_routing": 38.089, "diagnosis": 5.896}  # fmt: skip
+    case = diagnosis_case(evaluation={"mode": "diagnosis", "weights": weights})
+    result = judge_files(tmp_path, DIAGNOSIS_RUN, case)
+    assert sum(bucket.score for bucket in result.packet.buckets.values()) > 100
+    assert (result.verdict, result.packet.scoring.raw, result.score) == (Verdict.PASS, 100.0, 100.0)
+
+
 @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 5)), min_size=1, max_size=6))
 def test_bucket_score_stays_within_points(checks: list[tuple[bool, bool, int]]) -> None:
     specs = tuple(CheckSpec(id=str(i), required=r, weight=w, file_exists="x") for i, (_, r, w) in enumerate(checks))

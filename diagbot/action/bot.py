@@ -164,7 +164,8 @@ def _annotations_left_out(count: int) -> str:
         return ""
     return (
         f"\n\n{count:,} more failing case{'s are' if count != 1 else ' is'} not annotated here (a check run gets at "
-        f"most {MAX_CHECK_ANNOTATIONS} annotations, gating failures first); the comment and the report list every case."
+        f"most {MAX_CHECK_ANNOTATIONS} annotations, of at most {MAX_CHECK_ANNOTATION_BYTES:,} bytes of text together, "
+        "gating failures first); the comment and the report list every case."
     )
 
 

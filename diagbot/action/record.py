@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagbot.io.config import MAX_SUITES
+from diagbot.render.markdown import MAX_AGE_DAYS
 
 MARKER = r"^<!-- diagbot:([A-Za-z0-9._+-]{1,100}) -->$"
 SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # io.config.SuiteConfig's pattern
@@ -41,7 +42,7 @@ class RecordBaseline(_Strict):
     branch: str | None = Field(default=None, max_length=255)
     sha: str | None = Field(default=None, pattern=SHA)
     run_id: int | None = Field(default=None, alias="runId", gt=0)
-    age_days: float | None = Field(default=None, alias="ageDays", ge=0)
+    age_days: float | None = Field(default=None, alias="ageDays", ge=0, le=MAX_AGE_DAYS)  # as the comment shows it
     exact: bool | None = None
     missing_reason: str | None = Field(default=None, alias="missingReason", max_length=SHORT)
     warnings: list[Short] = Field(default_factory=list, max_length=MAX_WARNINGS)

@@ -26,18 +26,7 @@ class ReportFormatError(DiagbotError):
 
 
 class ConfigError(DiagbotError):
-    """diagbot.yml or the action's inputs are invalid: at most MAX_CONFIG_PROBLEMS problems are said (a config of
-    thousands of unknown keys printed as many lines, each an annotation on a runner), then how many more there are."""
-
-    def __init__(self, *problems: str) -> None:
-        more = len(problems) - MAX_CONFIG_PROBLEMS
-        if more > 0:
-            said = f"... and {more:,} more problems in the config; fix these first"
-            problems = (*problems[:MAX_CONFIG_PROBLEMS], said)
-        super().__init__(*problems)
-
-
-MAX_CONFIG_PROBLEMS = 100
+    """diagbot.yml or the action's inputs are invalid."""
 
 
 class OutputError(DiagbotError):

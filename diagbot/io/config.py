@@ -399,7 +399,7 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     try:
         config = Config.model_validate({**data, "root": root, "source": where})
     except ValidationError as exc:
-        raise ConfigError(*_problems(exc, data, where, suggestions)) from None
+        raise ConfigError(*_capped(_problems(exc, data, where, suggestions))) from None
     problems = []
     for index, suite in enumerate(config.suites):  # each kind's own keys, checked up front with the rest
         try:
@@ -407,8 +407,20 @@ def parse_config(text: str, where: str, root: Path) -> Config:
         except ConfigError as exc:
             problems += exc.problems
     if problems:
-        raise ConfigError(*problems)
+        raise ConfigError(*_capped(problems))
     return config
+
+
+MAX_CONFIG_PROBLEMS = 100
+
+
+def _capped(problems: list[str]) -> list[str]:
+    """At most MAX_CONFIG_PROBLEMS of a config's problems, then how many more: a config of thousands of unknown keys
+    printed as many lines, each an annotation on a runner."""
+    more = len(problems) - MAX_CONFIG_PROBLEMS
+    if more <= 0:
+        return problems
+    return [*problems[:MAX_CONFIG_PROBLEMS], f"... and {more:,} more problems in the config; fix these first"]
 
 
 def _problems(exc: ValidationError, data: dict[str, Any], where: str, suggestions: Suggestions) -> list[str]:

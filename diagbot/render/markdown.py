@@ -31,6 +31,9 @@ CELL_LIMIT = 300
 ROW_CAP = 300  # rows per table in a comment; more is unreadable anyway, and the report has everything
 
 
+MAX_AGE_DAYS = 1_000_000
+
+
 class BaselineInfo(Output):
     """Where the baseline came from, shown in the footer so reviewers know what they compared against."""
 
@@ -40,7 +43,7 @@ class BaselineInfo(Output):
     sha: str | None = None
     run_id: int | None = None
     run_url: str | None = None
-    age_days: float | None = Field(default=None, ge=0, le=1_000_000)  # shown as days: a number a person can read
+    age_days: float | None = Field(default=None, ge=0, le=MAX_AGE_DAYS)  # shown as days: a number a person reads
     exact: bool | None = None  # the artifact was made from the PR's base commit itself
     missing_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)

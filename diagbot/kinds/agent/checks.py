@@ -1488,8 +1488,7 @@ def _recorded(value: Any) -> bool:
 
 _AUDIT_LOOKED_AT = 10_000
 _NO_AUDIT = (
-    " (the call has no audit record: only diagbot's own trace format records one, as a tool_call step's audit; "
-    "chat, Responses and OTLP runs cannot)"
+    " (the call records no audit at all: only diagbot's own trace format records one, as a tool_call step's audit)"
 )
 _BRAILLE_BLANK = "\u2800"  # looks blank, and is no whitespace to `strip` (wide spaces, U+2003 and U+3000, are)
 

@@ -20,7 +20,8 @@ from diagbot.kinds.agent.report import OptionName
 RuleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 _REFUSALS = ("no", "No.", "nope", "cancel", "stop", "不", "不要", "いいえ")  # what no confirmation pattern may match
 _TAKEN_BACK = (
-    "Yes. Do not do it.", "OK, go ahead. Actually no, stop.", "Sí. No, no lo hagas.", "好的，可以。算了，不要了。",
+    "Yes. Do not do it.", "OK, go ahead. Actually no, stop.", "Sure. Wait, don't.", "Yep. No, stop.",
+    "Okay. Cancel that.", "Confirm. No, wait.", "Sí. No, no lo hagas.", "好的，可以。算了，不要了。",
     "はい。やっぱりやめてください。",
 )  # fmt: skip
 """Replies that say yes and then take it back: a confirmation-pattern that confirms one is warned of."""

@@ -110,13 +110,19 @@ class ToolCall:
     @property
     def result_is_error(self) -> bool | None:
         """Whether the result says the call failed: MCP's `CallToolResult` with `isError: true`; None when it may,
-        in JSON text of more values than diagbot decodes."""
+        in JSON text of more values than diagbot decodes, or that repeats a key (`"isError": true, "isError":
+        false` is read as false by JSON readers)."""
         if isinstance(self.result, str):
             if "isError" not in self.result:
                 return False  # no JSON text needs decoding to tell
             if _too_many_values(self.result):
                 return None
         value = self.result_value
+        if isinstance(self.result, str) and value is not self.result:
+            try:
+                values.refuse_repeats(self.result, value)
+            except (ValueError, RecursionError):  # json.JSONDecodeError: a key repeated
+                return None
         return isinstance(value, dict) and value.get("isError") is True
 
     @property

@@ -382,7 +382,8 @@ def judge_case(case: WorkspaceCase, fixtures_dir: Path) -> WorkspaceResult:
             outcomes = [run_check(workspace, check) for check in checks]
         buckets[bucket.value] = _bucket(points, checks, outcomes)
     verdict, reason = (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED) if root is None else _decide(case, buckets)
-    raw = round(sum(bucket["score"] for bucket in buckets.values()), 2)
+    # each bucket's score is rounded, so weights of 100 can sum to 100.01: a score is of 100
+    raw = min(100.0, round(sum(bucket["score"] for bucket in buckets.values()), 2))
     final = _band(verdict, raw)
     scoring = {"raw": raw, "final": final, "verdict": verdict, "reason": reason}
     return WorkspaceResult.model_validate(

@@ -185,8 +185,9 @@ def _parse(data: bytes, fmt: str) -> Run:
         said = call.result_is_error if call.has_result and not call.failed else False  # MCP's `isError: true`
         if said is None:  # read as a success, a failed call would count as done
             raise TraceInvalid(
-                "$", f"tool call {n} (in the run's order) records a result of more than {MAX_ARG_VALUES:,} JSON "
-                "values that may say the call failed (isError), which diagbot does not decode: record a shorter result"
+                "$", f"tool call {n} (in the run's order) records a result that may say the call failed (isError) "
+                f"but is not read exactly (JSON text of more than {MAX_ARG_VALUES:,} values, or repeating a key): "
+                "record the result once, as plain JSON of its values"
             )  # fmt: skip
         call.failed = call.failed or said
         if not call.tool.strip():  # a call of "" fits no check that names a tool: not even tool_not_called

@@ -77,13 +77,22 @@ def optional_text(value: Any, path: str) -> str | None:
 
 
 def duration(value: Any, path: str) -> float | None:
-    """A duration in milliseconds: a non-negative finite number, or absent."""
+    """A duration in milliseconds: a number from 0 to MAX_DURATION_MS, or absent. Past it the report would hold a
+    number that the next run, reading it as its baseline, refuses as no report diagbot writes."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0
+        or value > MAX_DURATION_MS
+    ):  # fmt: skip
         found = type_name(value) if isinstance(value, bool) or not isinstance(value, int | float) else repr(value)
-        raise TraceInvalid(path, f"expected a duration in milliseconds (a finite number >= 0), found {found}")
+        raise TraceInvalid(
+            path, f"expected a duration in milliseconds (a number from 0 to {MAX_DURATION_MS:.0e}), found {found}"
+        )
     return float(value)
+
+
+MAX_DURATION_MS = 1e12  # about 31 years, as the trace kind's fixtures are held to
 
 
 def optional_number(value: Any, path: str) -> float | None:

@@ -145,7 +145,7 @@ def _messages(span: Span, prefix: str) -> list[Said]:
             kind = flat_text(span, part, "type", f"{k}.message_content") or "text"
             if kind in TEXT_TYPES:
                 texts.append(flat_text(span, part, "text", f"{k}.message_content") or "")
-                _nothing_unread(span, part, ("type", "text"), texts[-1], f"{k}.message_content")
+                _nothing_unread(span, part, ("type", "text"), texts[-1], f"{k}.message_content", role)
             elif kind != "image" and "text" in part:  # `Text`: skipped, what it says would go unseen
                 raise TraceInvalid(
                     span.where(f"{k}.message_content.type"),

@@ -301,6 +301,7 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
 _FLAT_READ = frozenset(("role", "content", "refusal", "tool_call_id", "tool_calls", "function_call"))
 _BLOCK_LIST = re.compile(r"\s*\[\s*\{")  # JSON text of a list of objects: content blocks, as OpenLLMetry writes them
 _TOOL_BLOCKS = ("tool_use", "tool_result")  # Anthropic's content blocks of a call and of its result
+_BLOCK_TYPES = frozenset((*_TOOL_BLOCKS, "text", "image", "document", "thinking", "redacted_thinking"))
 
 
 def _content_blocks(span: Span, value: Any, where: str) -> list[Any] | None:
@@ -315,8 +316,12 @@ def _content_blocks(span: Span, value: Any, where: str) -> list[Any] | None:
         decoded = values.loads(value)
     except DECODE_ERRORS:  # text that opens as such JSON does, and is none
         return None
-    if not isinstance(decoded, list) or not all(isinstance(block, dict) for block in decoded):
-        return None
+    if (
+        not isinstance(decoded, list)
+        or not all(isinstance(block, dict) and block.get("type") in _BLOCK_TYPES for block in decoded)
+        or not any(block["type"] in _TOOL_BLOCKS for block in decoded)
+    ):
+        return None  # text that is JSON of something else (a reply listing cards, a search result): read as text
     try:
         values.refuse_repeats(value, decoded)  # a repeated key would hide one of its values
     except DECODE_ERRORS as exc:
