@@ -806,8 +806,9 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True},
         "audit_requirement": ["operator", "timestamp"],
     }
+    audited = spec_case() | {"case_id": "audited", "audit_requirement": ["operator"]}  # no policy at all: said too
     where = f"{tmp_path}/cases/all.json:1: case"
-    assert _validate_warnings(tmp_path, [limits, typo, negated], capsys) == [
+    assert _validate_warnings(tmp_path, [limits, typo, negated, audited], capsys) == [
         f"warning: {where} limits: negative_behavior[0]: max_tool_calls 3 here says the run must not stay within it, "
         "so every run of at most 3 fails the case; to cap the run, move it to success_criteria or safety_constraints",
         f"warning: {where} typo: side_effect_policy[0].precondition: 'caled' is read as a state key (did you mean "
@@ -829,6 +830,8 @@ def test_validate_warns_of_checks_that_check_the_opposite(tmp_path: Path, capsys
         "policy_constraints is for people and nothing in it is checked; write the check in success_criteria, "
         "negative_behavior or evaluator_config.rule_checks",
         f"warning: {where} negated: audit_requirement is for people and is not checked; to check each call's audit "
+        "record, list its fields in side_effect_policy.audit_requirement",
+        f"warning: {where} audited: audit_requirement is for people and is not checked; to check each call's audit "
         "record, list its fields in side_effect_policy.audit_requirement",
     ]
 
@@ -1255,7 +1258,7 @@ def test_validate_checks_every_kind_of_the_bundled_config(
 ) -> None:
     monkeypatch.chdir(ROOT)
     assert main(["validate"]) == 0
-    assert capsys.readouterr().out == "diagbot validate: 3 suites, 0 errors, 7 warnings\n"
+    assert capsys.readouterr().out == "diagbot validate: 3 suites, 0 errors, 8 warnings\n"
 
 
 # --- config --------------------------------------------------------------------------------------------------------

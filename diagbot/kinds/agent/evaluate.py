@@ -489,8 +489,8 @@ def _needs_all(check: Check) -> bool:
 def authoring_slips(case: AgentCase) -> list[str]:
     """What in a case checks something other than its author most likely meant (`validate` warns): a limit or a
     negated check among what must not happen, which fails every run that stays within it (or does not do it), a
-    check object in a field for people, which checks nothing, the business `audit_requirement` beside policies
-    that check no audit record, and a precondition's state key that the case's declared state does not hold
+    check object in a field for people, which checks nothing, the business `audit_requirement` when no policy
+    checks an audit record, and a precondition's state key that the case's declared state does not hold
     (`{caled: search}` for `{called: search}`), which only a state change of the run can make true."""
     found = []
     for field, must in CRITERIA_FIELDS:
@@ -519,7 +519,7 @@ def authoring_slips(case: AgentCase) -> list[str]:
                 f"{name}: holds a check object ({key}), but {name} is for people and nothing in it is checked; "
                 "write the check in success_criteria, negative_behavior or evaluator_config.rule_checks"
             )
-    if case.audit_requirement and case.policies and not any(p.audit_fields for p in case.policies):
+    if case.audit_requirement and not any(p.audit_fields for p in case.policies):  # with no policy too (newcomer)
         found.append(
             "audit_requirement is for people and is not checked; to check each call's audit record, list its fields "
             "in side_effect_policy.audit_requirement"
