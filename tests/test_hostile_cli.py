@@ -637,7 +637,9 @@ def test_a_huge_baseline_file_is_refused_by_its_size_unread(tmp_path: Path) -> N
     done = diagbot(tmp_path, "run", "--baseline", "big.json", "--quiet")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "error: baseline of suite agent: big.json: the report is 104,857,600 bytes, over the 67,108,864-byte limit\n"
+        "error: baseline of suite agent: big.json: the report is 104,857,600 bytes, over the 67,108,864-byte limit (a "
+        "suite of about 65,000 passing agent cases, or fewer with long failure lists, writes one that size): split the "
+        "suite so that each suite's report stays under it\n"
     )
 
 

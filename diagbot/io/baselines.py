@@ -31,8 +31,15 @@ def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
     try:
         text = read_text_bounded(path, cap)
     except FileProblem as problem:
-        raise ReportFormatError(f"{path}: the report {problem.message}") from None
+        hint = _TOO_BIG if "limit" in problem.message else ""
+        raise ReportFormatError(f"{path}: the report {problem.message}{hint}") from None
     return _report(text, str(path))
+
+
+_TOO_BIG = (
+    " (a suite of about 65,000 passing agent cases, or fewer with long failure lists, writes one that size): split "
+    "the suite so that each suite's report stays under it"
+)
 
 
 def _report(text: str, where: str) -> SuiteReport:
@@ -137,7 +144,9 @@ def _parse(found: Baselines, name: str, data: bytes, where: str, label: str | No
     which a local `--baseline` may give) is none, and would skip the checks of a stored result that version 1 has."""
     try:
         if len(data) > REPORT_BYTES:
-            raise ReportFormatError(f"{where}: the report is {len(data):,} bytes, over the {REPORT_BYTES:,}-byte limit")
+            raise ReportFormatError(
+                f"{where}: the report is {len(data):,} bytes, over the {REPORT_BYTES:,}-byte limit{_TOO_BIG}"
+            )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
