@@ -319,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             bar.close()
     out = Path(args.out)
     try:
-        write_outputs(outcome, out)
+        too_big = write_outputs(outcome, out)
     except OutputError as exc:  # main() lists these problems; a JSON reader still gets the outcome
         if args.format == "json":
             say(dump_model(run_outcome(outcome, out, used, args.baseline, exc.problems)).rstrip("\n"))
@@ -332,7 +332,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for suite in outcome.suites:  # what a kind says of its input as a whole (the comment lists it under the suite)
         for warning in registry.warnings(suite.report) if suite.report is not None else []:
             print(f"warning: {suite.name}: {one_line(warning, 4000)}", file=sys.stderr)
-    for warning in outcome.warnings + replaced:
+    for warning in outcome.warnings + replaced + too_big:
         print(f"warning: {one_line(warning, 4000)}", file=sys.stderr)
     print_errors(outcome.problems)
     if not args.quiet or outcome.exit_code == 1:  # a failed gate says why, quiet or not: its reason is no error line

@@ -287,21 +287,29 @@ def diff_path(out: Path, suite: str) -> Path:
     return out / "diff" / f"{suite}.json"
 
 
-def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> None:
+def write_outputs(outcome: Outcome, out: Path, anchor: Path | None = None) -> list[str]:
     """The report folder: reports/<suite>.json, diff/<suite>.json, comment.md, summary.md (the next baseline),
     and nothing an earlier run left there: a report of a suite this run did not evaluate (or no longer has) would
     read as this run's. An OutputError when the folder cannot take them, or a folder from `anchor` (the checkout)
     down is a link (`io.files.write_file`); then what this run wrote and what an earlier run left are both
     removed, as far as they can be, so the folder never holds a mix of the two (each file is written whole, the
-    folder is not)."""
+    folder is not). Returns warnings of what was written: a report too large for diagbot to read back as a
+    baseline."""
     try:
-        clear_outputs(out, anchor, keep=_write_outputs(outcome, out, anchor))
+        written = _write_outputs(outcome, out, anchor)
+        clear_outputs(out, anchor, keep=frozenset(written))
     except OutputError:
         clear_outputs(out, anchor, quiet=True)
         raise
+    return [
+        f"{path}: {size:,} bytes, over the {REPORT_BYTES:,} bytes diagbot reads of a baseline report, so no run can "
+        "be compared with it: split the suite so that each suite's report stays under it"
+        for path, size in written.items()
+        if path.parent.name == "reports" and size > REPORT_BYTES
+    ]
 
 
-def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> frozenset[Path]:
+def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> dict[Path, int]:
     files: dict[Path, str | bytes] = {}
     for suite in outcome.suites:
         if suite.name == BASELINE:
@@ -314,7 +322,7 @@ def _write_outputs(outcome: Outcome, out: Path, anchor: Path | None) -> frozense
     files[out / "summary.md"] = outcome.summary
     for path, text in files.items():
         write_file(path, text, out, anchor)
-    return frozenset(files)
+    return {path: len(text) for path, text in files.items()}  # a report's size in bytes (it is written as bytes)
 
 
 MAX_CLEARED = 10_000  # report and diff files of an earlier run that `clear_outputs` removes from one folder

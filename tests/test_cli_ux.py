@@ -501,3 +501,20 @@ def test_on_a_pipe_there_is_no_bar_and_no_colour(tmp_path: Path, monkeypatch: py
                           text=True, timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0
     assert done.stderr == "diagbot: no regression; report folder build/diagbot\n"
+
+
+def test_a_report_too_large_to_read_back_as_a_baseline_is_warned_of_when_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A suite whose report passed the 64 MiB a baseline may have was written without a word: the push that made the
+    baseline succeeded, and every pull request after it failed on reading it."""
+    from diagbot import pipeline
+
+    _started(tmp_path, monkeypatch)
+    monkeypatch.setattr(pipeline, "REPORT_BYTES", 1_000)
+    assert main(["run", "--quiet"]) == 0
+    size = (tmp_path / "build/diagbot/reports/agent.json").stat().st_size
+    assert capsys.readouterr().err == (
+        f"warning: build/diagbot/reports/agent.json: {size:,} bytes, over the 1,000 bytes diagbot reads of a baseline "
+        "report, so no run can be compared with it: split the suite so that each suite's report stays under it\n"
+    )

@@ -64,7 +64,7 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
     run_info = RunInfo(git_sha=target.head_sha, ref=target.ref, time=timestamp(now))
     current = CurrentInfo(sha=target.head_sha, ref=target.ref, run_url=settings.run_url)
     outcome = run_config(config, baselines, info, current, run_info, gate, workers=default_workers())
-    write_outputs(outcome, report_dir, settings.workspace)
+    notes.warnings.extend(write_outputs(outcome, report_dir, settings.workspace))  # a baseline too big to read
 
     comment_url: str | None = None
     summary = outcome.summary
