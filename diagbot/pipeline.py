@@ -376,7 +376,7 @@ def clear_outputs(
 _OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open
 
 
-MAX_LOOKED_AT_BYTES = 256 * 1024 * 1024  # what `clear_outputs` reads of one folder's JSON files to tell reports
+MAX_LOOKED_AT_BYTES = 256 * 1024 * 1024  # what one `clear_outputs` reads of JSON files to tell reports from others
 
 
 def _reads_as_report(path: Path, looked: list[int]) -> bool:

@@ -104,9 +104,8 @@ def _relay(
     gate = _gate(settings, record)
     decision = _decide(gate, suites, problems, counts)
     ended = evaluating.conclusion if evaluating is not None else None
-    if ended not in (None, "success") and _decide(_gate(None, record), suites, problems, counts).conclusion not in (
-        Conclusion.FAILURE,
-    ):  # its artifact passes the gate the run recorded, yet it did not succeed
+    recorded = _decide(_gate(None, record), suites, problems, counts)  # by the gate the evaluating run recorded
+    if ended not in (None, "success") and recorded.conclusion is not Conclusion.FAILURE:  # yet it did not succeed
         problems.append(
             f"the evaluating workflow run (run {evaluating.id if evaluating else '?'}) ended as "
             f"{values.one_line(str(ended), 40)}, though its artifact passes the gate that run recorded: another job or "

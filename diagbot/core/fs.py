@@ -19,10 +19,11 @@ _CHUNK = 1024 * 1024
 class FileProblem(Exception):
     """Why a file could not be read; the message completes "<path>: ..."."""
 
-    def __init__(self, message: str, missing: bool = False) -> None:
+    def __init__(self, message: str, missing: bool = False, too_big: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.missing = missing
+        self.too_big = too_big  # over the cap it was read with: the caller may say which limit to raise
 
 
 def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
@@ -45,7 +46,7 @@ def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
         if head:
             return os.read(fd, cap)
         if info.st_size > cap:
-            raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit")
+            raise FileProblem(f"is {info.st_size:,} bytes, over the {cap:,}-byte limit", too_big=True)
         chunks, size = [], 0
         want = info.st_size + 1  # the whole file in one read; after a short read, one byte to see the end
         while size <= cap:
@@ -57,7 +58,7 @@ def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
             size += len(chunk)
             want = _CHUNK if len(chunk) == ask else 1
         if size > cap:
-            raise FileProblem(f"grew past the {cap:,}-byte limit while being read")
+            raise FileProblem(f"grew past the {cap:,}-byte limit while being read", too_big=True)
         return b"".join(chunks)
     except OSError as exc:
         raise FileProblem(f"cannot be read ({exc.strerror or exc})") from None

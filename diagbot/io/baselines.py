@@ -31,7 +31,7 @@ def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
     try:
         text = read_text_bounded(path, cap)
     except FileProblem as problem:
-        hint = _TOO_BIG if "limit" in problem.message else ""
+        hint = _TOO_BIG if problem.too_big else ""
         raise ReportFormatError(f"{path}: the report {problem.message}{hint}") from None
     return _report(text, str(path))
 

@@ -1015,20 +1015,27 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
     return found, successes
 
 
-def _changed_unseen(case: AgentCase, call: ToolCall, key: str, done: dict[str, ToolCall]) -> ToolCall | None:
+def _transition_keys(case: AgentCase) -> dict[str, set[str]]:
+    """The state keys each tool's policies' transitions name (`order.status` names `order`)."""
+    named: dict[str, set[str]] = {}
+    for p in case.policies:
+        keys = named.setdefault(p.tool, set())
+        for given in (p.allowed_state_transition, p.forbidden_state_transition):
+            items = p.transitions(given)
+            keys.update(i.key.partition(".")[0] for i in items if isinstance(i, Transition) and i.key is not None)
+    return named
+
+
+def _changed_unseen(call: ToolCall, key: str, done: dict[str, ToolCall], named: dict[str, set[str]]) -> ToolCall | None:
     """An earlier successful call that may have changed `key` where the run records no state change: one of a tool
-    whose policy's transitions name the key, or of the same acting tool when its policies name no keys (a second
-    refund after the first); one made in the same model output as `call` had not run when it was made."""
+    whose policy's transitions name the key (`named`: `_transition_keys`), or of the same acting tool when its
+    policies name no keys (a second refund after the first); one made in the same model output as `call` had not
+    run when it was made."""
     for tool, earlier in done.items():
         if earlier.made is not None and earlier.made == call.made:
             continue
-        named = {
-            item.key.partition(".")[0]
-            for p in case.policies if p.tool == tool
-            for field in (p.allowed_state_transition, p.forbidden_state_transition)
-            for item in p.transitions(field) if isinstance(item, Transition) and item.key is not None
-        }  # fmt: skip
-        if key in named or (tool == call.tool and not named):
+        keys = named.get(tool, set())
+        if key in keys or (tool == call.tool and not keys):
             return earlier
     return None
 
@@ -1055,12 +1062,13 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
     by_tool: dict[str, list[Before]] = {}
     for entry in walked:
         by_tool.setdefault(entry[0].tool, []).append(entry)
+    named = _transition_keys(case) if any(entry[3] for entry in walked) else {}  # once, not per call and key
     for policy in case.policies:
         for call, position, state, done in by_tool.get(policy.tool, ()):
             for item in policy.preconditions:
                 for key, want in item.items():
                     t.spend(1 + len(done))
-                    unseen = _changed_unseen(case, call, key, done) if done and key != "called" else None
+                    unseen = _changed_unseen(call, key, done, named) if done and key != "called" else None
                     if key == "called" and isinstance(want, str) and len(item) == 1:
                         why = _called_first(want, call, position, successes, t)
                         if why and failures.wants():

@@ -319,6 +319,6 @@ def read_fixture(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIX
                 code=Code.FIXTURE_MISSING,
                 message=f"{where} not found in the fixtures folder; record the trace or fix traceFixture",
             )
-        hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
+        hint = " (raise max-fixture-bytes)" if problem.too_big else ""
         return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where} {problem.message}{hint}")
     return data.removeprefix(UTF8_BOM)  # some editors start UTF-8 with one; JSON parsers refuse it

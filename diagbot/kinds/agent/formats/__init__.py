@@ -314,7 +314,7 @@ def load_run(path: str | Path, fmt: str, max_bytes: int, error_pattern: Regex | 
     except FileProblem as problem:
         if problem.missing:
             raise TraceMissing() from None
-        hint = " (raise max-fixture-bytes)" if "limit" in problem.message else ""
+        hint = " (raise max-fixture-bytes)" if problem.too_big else ""
         raise TraceInvalid("", f"the run file {problem.message}{hint}") from None
     run = parse_run(data, fmt)
     if error_pattern is not None:  # a result nested too deeply to write as text is caught by the caller
