@@ -726,8 +726,10 @@ def test_another_side_effect_makes_only_the_keys_its_transitions_name_unknown() 
     logout = {"tool": "update_address", "forbidden_state_transition": [{"key": "authenticated", "from": True,
                                                                         "to": False}]}  # fmt: skip
     named = make_case(initial_state={"authenticated": True}, side_effect_policy=[policies[0], logout])
-    assert [f.split(": ", 2)[2][:41] for f in failures(named, turns) if f.startswith("precondition_unmet")] == [
-        "authenticated just before it is not known"
+    assert [f for f in failures(named, turns) if f.startswith("precondition_unmet")] == [
+        "precondition_unmet: place_order (call 2): authenticated just before it is not known: update_address (call "
+        "1), a side effect, succeeded before it, and the run records no state changes (record state_change steps, as "
+        "diagbot's own trace does)"
     ]
     bookings = {"tool": "place_order", "precondition": {"authenticated": True},
                 "allowed_state_transition": [{"key": "orders", "from": 0, "to": 1}]}  # fmt: skip
@@ -1221,6 +1223,11 @@ def test_keyless_allowed_item_allows_any_key() -> None:
     assert failures(case, native(change("status", "open", "closed"))) == []
 
 
+NO_AUDIT = (
+    " (the call records no audit at all: only diagbot's own trace format records one, as a tool_call step's audit)"
+)
+
+
 def test_audit_missing() -> None:
     case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator", "reason"]})
     run = native(
@@ -1230,8 +1237,7 @@ def test_audit_missing() -> None:
     )
     assert failures(case, run) == [
         "audit_missing: refund (call 2): the audit record lacks reason",
-        "audit_missing: refund (call 3): the audit record lacks operator, reason (the call records no audit at all: "
-        "only diagbot's own trace format records one, as a tool_call step's audit)",
+        f"audit_missing: refund (call 3): the audit record lacks operator, reason{NO_AUDIT}",
     ]
     single = make_case(side_effect_policy={"tool": "refund", "audit_requirement": "operator"})
     assert failures(single, native(call("refund", audit={"operator": "bot"}))) == []
@@ -1242,14 +1248,11 @@ def test_audit_missing_on_a_chat_run_says_the_format_records_none() -> None:
     case = make_case(side_effect_policy={"tool": "refund", "audit_requirement": ["operator"]})
     run = [
         {"role": "user", "content": "refund A"},
-        {"role": "assistant", "content": None, "tool_calls": [chat_call("c1", "refund", {"order": "A"})]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        assistant_calls(chat_call("c1", "refund", {"order": "A"})),
+        tool_result("c1", "ok"),
         {"role": "assistant", "content": "Refunded."},
     ]
-    assert failures(case, run) == [
-        "audit_missing: refund (call 1): the audit record lacks operator (the call records no audit at all: only "
-        "diagbot's own trace format records one, as a tool_call step's audit)"
-    ]
+    assert failures(case, run) == [f"audit_missing: refund (call 1): the audit record lacks operator{NO_AUDIT}"]
 
 
 # --- trace_requirement_missing, final_state_mismatch -----------------------------------------------------------

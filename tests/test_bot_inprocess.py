@@ -278,9 +278,9 @@ def test_a_baseline_github_would_not_hand_over_fails_the_gate_never_passes_it(
 
 @pytest.mark.parametrize("expired", [True, False], ids=["expired", "unreadable"])
 def test_an_unusable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestServer, ws: Path, expired: bool) -> None:
-    """Expired or unreadable candidates are skipped, with a warning: no rerun mends them, so failing on them would
-    fail every pull request until the base branch changes. The older artifact is the baseline, so the broken case
-    is a regression (no baseline would pass it)."""
+    """Expired artifacts are passed over, and unreadable ones skipped with a warning: no rerun mends them, so failing
+    on them would fail every pull request until the base branch changes. The older artifact is the baseline, so the
+    broken case is a regression (no baseline would pass it)."""
     files = baseline_files(gh, ws)
     upload(gh, files, sha="e" * 40)
     newest = upload(gh, {"reports/diagnosis.json": b"not json"})
@@ -291,7 +291,7 @@ def test_an_unusable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestSe
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure" and "regression" in (check.output_title or "")
     assert "No baseline" not in comment_body(gh)
-    if not expired:
+    if not expired:  # an expired one is no candidate at all: the search lists only artifacts that can be fetched
         assert f"::warning::artifact {newest} ('diagbot-report', run {newest - 1}): baseline of suite diagnosis" in log
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from diagbot.core import values as value_readers
@@ -166,16 +166,24 @@ def test_a_workspace_baseline_of_scores_no_run_gives_is_refused(
         parse_any_report(json.dumps(report), "report.json")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
-    st.integers(0, 10**20), st.integers(0, 999), st.integers(-30, 30), st.sampled_from(["e", "E", "e+", "E+"]),
-    st.booleans(),
+    st.integers(0, 10**20), st.none() | st.integers(0, 999), st.none() | st.integers(-30, 30),
+    st.sampled_from(["e", "E", "e+", "E+"]), st.integers(0, 2), st.booleans(),
 )  # fmt: skip
+@example(99, None, 14, "e", 0, False)  # 9.9e15, written without a fraction: it had passed the prefilter
+@example(1_000_000_000_000_001, None, None, "e", 0, False)  # 16 digits, no exponent
+@example(1, None, 16, "e+", 1, False)  # `1e+016`: a zero before the exponent
+@example(1_000_000_000_000_000, None, None, "e", 0, False)  # 10^15 itself holds
 def test_a_number_larger_than_a_report_holds_is_found_however_it_is_written(
-    whole: int, fraction: int, exponent: int, mark: str, negative: bool
+    whole: int, fraction: int | None, exponent: int | None, mark: str, zeros: int, negative: bool
 ) -> None:
-    """The text prefilter let `99e14` (9.9e15) through: a number is found exactly when its size passes 10^15."""
-    written = f"{'-' if negative else ''}{whole}.{fraction}{mark if exponent >= 0 else 'e'}{exponent}"
+    """The text prefilter let `99e14` (9.9e15) through: a number is found exactly when its size passes 10^15,
+    with or without a fraction, an exponent, or zeros before the exponent."""
+    written = f"{'-' if negative else ''}{whole}" + ("" if fraction is None else f".{fraction}")
+    if exponent is not None:
+        sign = mark if exponent >= 0 else mark[0] + "-"
+        written += f"{sign}{'0' * zeros}{abs(exponent)}"
     text = '{"results": [{"caseId": "Case1", "durationMs": ' + written + "}]}"
     number = value_readers.loads(text)["results"][0]["durationMs"]
     found = value_readers.oversized_number(value_readers.loads(text), text)

@@ -1343,4 +1343,6 @@ def test_validate_warns_that_a_chat_suite_records_no_audit(tmp_path: Path) -> No
         "tool_call step's audit), or drop the requirement"
     ) in checked.stderr
     auto = make_suite(tmp_path / "auto", {"hostile.json": case(side_effect_policy=policy)}, {"hostile.json": GOOD_RUN})
-    assert "records no audit" not in diagbot(auto, "validate").stderr  # auto: a native run may record one
+    checked = diagbot(auto, "validate")
+    assert checked.code == 0, checked.stderr
+    assert "records no audit" not in checked.stderr  # auto: a native run may record one

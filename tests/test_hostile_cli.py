@@ -140,8 +140,16 @@ LONG = "a" * 300  # a path part longer than the 255 bytes a file name may have: 
 @pytest.mark.parametrize(
     ("args", "config", "said"),
     [
-        (("validate",), {"cases": f"cases/agent/{LONG}"}, "suites.0.cases: 'cases/agent/aaa"),
-        (("validate",), {"fixtures": f"fixtures/agent/{LONG}"}, "suites.0.fixtures: 'fixtures/agent/aaa"),
+        (
+            ("validate",),
+            {"cases": f"cases/agent/{LONG}"},
+            f"suites.0.cases: 'cases/agent/{LONG}' cannot be looked at (File name too long)",
+        ),
+        (
+            ("validate",),
+            {"fixtures": f"fixtures/agent/{LONG}"},
+            f"suites.0.fixtures: 'fixtures/agent/{LONG}' cannot be looked at (File name too long)",
+        ),
         (("run", "-q", "--baseline", LONG, "--out", "o"), {}, f"{LONG}: cannot be looked at (File name too long)"),
         (("run", "-q", "--out", f"{LONG}/o"), {}, f"{LONG}: cannot be looked at (File name too long)"),
     ],

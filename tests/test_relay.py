@@ -152,14 +152,19 @@ def test_workflow_run_head_sha_must_match_the_artifact(gh: GitHubTestServer, tmp
     gh.assert_no_violations()
 
 
-def _relay_for(gh: GitHubTestServer, ws: Path, workflow_run: dict[str, Any]) -> tuple[int, str]:
+FORK_RUN = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
+
+
+def _relay_for(gh: GitHubTestServer, ws: Path, workflow_run: dict[str, Any], **inputs: str) -> tuple[int, str]:
+    """The relay, on the `workflow_run` event of run 5555 at HEAD (`workflow_run`'s fields beside), with `inputs`."""
     event = ws / "event.json"
     event.write_text(
         json.dumps({"action": "completed", "workflow_run": {"id": 5555, "head_sha": HEAD, **workflow_run}})
     )
     out = io.StringIO()
     with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
-        code = relay.run(settings(gh, ws).model_copy(update={"event_path": event}), PyGithubPort(github, REPO), out)
+        given = settings(gh, ws, **inputs).model_copy(update={"event_path": event})
+        code = relay.run(given, PyGithubPort(github, REPO), out)
     return code, out.getvalue()
 
 
@@ -196,8 +201,7 @@ def test_a_passing_artifact_of_a_run_that_did_not_succeed_fails_the_check(
     """A fork's run stopped early (exit 2 on a broken diagbot.yml) and uploaded the passing pr.json and reports
     the pull request had committed; the relay, told by GitHub that the run failed, posted a success."""
     write_artifact(tmp_path)
-    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
-    code, log = _relay_for(gh, tmp_path, {**fork, "conclusion": conclusion})
+    code, log = _relay_for(gh, tmp_path, {**FORK_RUN, "conclusion": conclusion})
     assert code == 0, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure"
@@ -210,8 +214,7 @@ def test_a_passing_artifact_of_a_run_that_did_not_succeed_fails_the_check(
 
 def test_a_regression_of_a_failed_run_is_still_told_as_a_regression(gh: GitHubTestServer, tmp_path: Path) -> None:
     write_artifact(tmp_path, before=True, after=False)
-    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
-    code, log = _relay_for(gh, tmp_path, {**fork, "conclusion": "failure"})
+    code, log = _relay_for(gh, tmp_path, {**FORK_RUN, "conclusion": "failure"})
     assert code == 0, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "failure" and "regression" in (check.output_title or "")
@@ -224,14 +227,8 @@ def test_the_relay_s_own_gate_inputs_still_win_over_a_run_that_failed_on_a_regre
     """The evaluating run failed on its regression (its recorded gate fails on one), and the relay step sets
     fail-on-regression: false, which wins as the README says: no "did not succeed" problem is made of that."""
     write_artifact(tmp_path, before=True, after=False)
-    fork = {"head_branch": "feature", "head_repository": {"full_name": "fork/app"}, "pull_requests": []}
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"action": "completed", "workflow_run": {"id": 5555, "head_sha": HEAD, **fork,
-                                                                           "conclusion": "failure"}}))  # fmt: skip
-    with make_client(gh.api_url, TOKEN, max_wait_seconds=1) as github:
-        given = settings(gh, tmp_path, fail_on_regression="false").model_copy(update={"event_path": event})
-        code = relay.run(given, PyGithubPort(github, REPO), io.StringIO())
-    assert code == 0
+    code, log = _relay_for(gh, tmp_path, {**FORK_RUN, "conclusion": "failure"}, fail_on_regression="false")
+    assert code == 0, log
     [check] = gh.check_runs.values()
     assert check.conclusion == "success"
     assert "ended as failure" not in next(iter(gh.comments.values())).body

@@ -21,8 +21,8 @@ from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching
 from diagbot.kinds.agent.schema_check import first_error, unknown_keywords
 from tests.conftest import write_json
+from tests.test_agent_checks import NO_AUDIT, change, evaluate, failures, make_case, native, say, sequence_case
 from tests.test_agent_checks import call as step
-from tests.test_agent_checks import change, evaluate, failures, make_case, native, say, sequence_case
 
 STOPPED = (
     "stopped after 2,000,000 comparisons, the limit for one check on one run; the case asks for more than "
@@ -155,11 +155,6 @@ def test_many_needles_on_a_long_answer_stop_at_the_budget() -> None:
     assert len(found) == 3
     for k, failure in enumerate(found):
         assert failure.startswith(f'rule_failed: success_criteria[{k}]: the answer lacks ["word{k}-0", "word{k}-')
-
-
-NO_AUDIT = (
-    " (the call records no audit at all: only diagbot's own trace format records one, as a tool_call step's audit)"
-)
 
 
 def test_policy_failures_past_those_listed_are_counted_not_written(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -341,16 +341,19 @@ def test_json_valid_says_what_json_query_says_in_either_order(value: Any, at: in
     """A file's JSON validity does not depend on which check read it first. A syntax-only shortcut had passed
     `json_valid` on a file that repeats a key, which `json_query` refuses, unless a query had read it before."""
     text = json.dumps(value).encode()
-    for data in (text, text[:at] + junk + text[at:], b'{"a": [1, NaN]}', b'{"k": 1, "k": 2}', b'[{"k": 1, "k": 1}]'):
-        blob = _Blob(data, len(data))
-        ok, _, problem = _parse(blob)
+    invalid = (b'{"a": [1, NaN]}', b'{"a": {"b": Infinity}}', b"[" * 300, b'{"k": 1, "k": 2}', b'[{"k": 1, "k": 1}]')
+    for data in (text, text[:at] + junk + text[at:], *invalid):
+        ok, _, problem = _parse(_Blob(data, len(data)))
+        if data in invalid:  # NaN, Infinity, too deep, a repeated key (with another value, or the same)
+            assert ok is False, data
+        query = CheckSpec(id="q", json_query={"file": "f.json", "expr": "`true`"})
         with tempfile.TemporaryDirectory() as tmp:
             write(Path(tmp), {"f.json": data})
             workspace = Workspace(tmp)
-            if first:
-                run_check(workspace, CheckSpec(id="q", json_query={"file": "f.json", "expr": "`true`"}))
+            queried = run_check(workspace, query) if first else None
             assert run_check(workspace, CheckSpec(id="v", json_valid="f.json")) == Outcome(ok, f"f.json: {problem}")
-    assert _parse(_Blob(b'{"k": 1, "k": 2}', 16))[0] is False
+            queried = queried or run_check(workspace, query)
+        assert queried.passed is ok  # the query reads the file exactly when json_valid finds it valid
 
 
 def test_json_over_the_read_cap_is_not_valid_even_when_it_would_parse(tmp_path: Path) -> None:
