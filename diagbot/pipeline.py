@@ -170,7 +170,9 @@ def run_config(
             if outcome.baseline is not None:
                 source = baselines.sources.get(suite.name)
                 where = f"baseline for {suite.name}" + (f" ({source})" if source else "")
-                outcome.diff = registry.diff_reports(outcome.baseline, outcome.report, thresholds, where)
+                outcome.diff = registry.diff_reports(
+                    outcome.baseline, outcome.report, thresholds, where, suite.name in baselines.filed
+                )
         except DiagbotError as exc:
             outcome.problems = exc.problems
         if outcome.diff is not None and _nothing_in_common(outcome.diff):

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from diagbot.action.settings import Settings, SettingsError
+from diagbot.io.baselines import baselines_in_archive
 from diagbot.scaffold import starter, write_starter
 from tests.conftest import ROOT
 from tests.test_cases import problems_of
@@ -577,6 +578,31 @@ def test_a_baseline_of_another_kind_is_named_and_fails_with_exit_2(
     outcome = _outcome(done.stdout, outcome_schema)
     assert (done.returncode, outcome["exitCode"], outcome["conclusion"]) == (2, 2, "failure")
     assert outcome["problems"] == [message]
+
+
+def test_a_folder_report_of_another_suite_is_refused_not_compared(tmp_path: Path) -> None:
+    """reports/agent.json holding the report of a suite named otherwise (copied or renamed in the artifact) would
+    count every case as new, so no regression could show: it is refused, by name, and the run fails with exit 2.
+    A report file given alone is its suite's whatever it names, and one naming no suite is taken as the folder says."""
+    report = _agent_report(_started(tmp_path))
+    for name, suite in (("other", "refunds"), ("unnamed", None)):
+        moved = {**report, "suite": suite} if suite else {k: v for k, v in report.items() if k != "suite"}
+        (tmp_path / name / "reports").mkdir(parents=True)
+        (tmp_path / name / "reports/agent.json").write_text(json.dumps(moved), encoding="utf-8")
+    message = (
+        "baseline for agent (other/reports/agent.json): is the report of suite 'refunds', not of agent, so its "
+        "cases are not this suite's; give the report folder a diagbot run wrote (or rerun the base branch's "
+        "workflow for a new baseline)"
+    )
+    done = diagbot(tmp_path, "run", "--baseline", "other", "--quiet")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"error: {message}\n")
+    data = (tmp_path / "other/reports/agent.json").read_bytes()
+    found = baselines_in_archive({"reports/agent.json": data}, ["agent"])
+    assert (list(found.reports), found.filed, found.problems) == (["agent"], {"agent"}, [])
+    assert baselines_in_archive({"report.json": b"{}"}, ["agent"]).filed == set()
+    for given in ("unnamed", "other/reports/agent.json"):
+        done = diagbot(tmp_path, "run", "--baseline", given, "--quiet")
+        assert (done.returncode, done.stderr) == (0, ""), given
 
 
 def test_a_baseline_from_a_newer_diagbot_says_upgrade(tmp_path: Path) -> None:

@@ -154,6 +154,7 @@ def _older_reports(
             if name in extra.reports:
                 found.reports[name], found.sources[name] = extra.reports[name], f"{where}: reports/{name}.json"
                 found.names.append(name)
+                found.filed |= extra.filed & {name}
                 said.append(
                     f"the baseline of suite {name} comes from the older {where} at {candidate.head_sha[:12]}, since "
                     "the newer one has no report for it"

@@ -24,6 +24,7 @@ class Baselines:
     problems: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # where each report was read, for messages about it
+    filed: set[str] = field(default_factory=set)  # the suites whose report is a folder's reports/<suite>.json
 
 
 def read_report_file(path: Path, cap: int = REPORT_BYTES) -> SuiteReport:
@@ -102,6 +103,7 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
             )
         elif name in found.names:
             _read(found, name, path)
+            found.filed.add(name)
     return found
 
 
@@ -128,6 +130,7 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
     for name in suites:
         if name in found.names:
             _parse(found, name, files[f"reports/{name}.json"], f"reports/{name}.json")
+            found.filed.add(name)
     return found
 
 

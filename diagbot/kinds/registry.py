@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from diagbot.core import values
 from diagbot.core.diff import DiffReport, Thresholds, moved_inputs
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, load_json_object
@@ -33,13 +34,22 @@ def parse_any_report(text: str, where: str) -> SuiteReport:
 
 
 def diff_reports(
-    baseline: SuiteReport, current: SuiteReport, thresholds: Thresholds, where: str = "baseline"
+    baseline: SuiteReport, current: SuiteReport, thresholds: Thresholds, where: str = "baseline", filed: bool = False
 ) -> DiffReport:
-    """Diff two reports of the same kind; a kind mismatch is bad input (a baseline from another suite)."""
+    """Diff two reports of the same kind; a kind mismatch is bad input (a baseline from another suite). `filed`:
+    the baseline is a report folder's `reports/<suite>.json`, which is that suite's report: one recording another
+    suite (a file copied or renamed in the artifact) is refused too, as its cases would all count as new here and
+    no regression could show. A report naming no suite (an older one, or `eval`'s) is taken as its file names it."""
     if baseline.kind != current.kind:
         raise ReportFormatError(
             f"{where}: is a {baseline.kind} report but the current suite is {current.kind}; "
             "check which file or artifact the baseline comes from"
+        )
+    if filed and None not in (baseline.suite, current.suite) and baseline.suite != current.suite:
+        raise ReportFormatError(
+            f"{where}: is the report of suite {values.one_line(str(baseline.suite), 100)!r}, not of "
+            f"{current.suite}, so its cases are not this suite's; give the report folder a diagbot run wrote (or "
+            "rerun the base branch's workflow for a new baseline)"
         )
     diff = kind_of(current).diff(baseline, current, thresholds)
     return moved_inputs(diff, _inputs(baseline), _inputs(current))
