@@ -2042,6 +2042,7 @@ def result(trials: int, passed: int, *, status: str | None = None, gating: bool 
             "dataset_version": "v1",
             "dataset_role": "golden",
             "gating": gating,
+            **({} if gating else {"not_gating_because": "review_status is draft"}),
             "status": status,
             "passed": status == "passed",
             "trials": trials,

@@ -241,15 +241,43 @@ def _edited(**fields: Any) -> dict[str, Any]:
         (_edited(trialResults=[]), "trials is 1, but 0 trialResults are listed"),
         (_edited(trialResults=[{"trial": "c1.json", "passed": False}]), "a trial's passed disagrees with its"),
         (_edited(status="unchecked", passed=False, trialsPassed=0), "trialsPassed 0 disagrees with the trialResults"),
+        # a baseline whose gating cases were all set informational would take away the failure of a suite that no
+        # longer gates any case, and show a real regression as informational
+        (_edited(gating=False), "gating is false with no notGatingBecause"),
+        (_edited(notGatingBecause="review_status is draft"), "gating is true beside a notGatingBecause"),
     ],
     ids=["failed-over-a-pass", "no-pass-counted", "passed-but-failed", "failed-but-passed", "more-trials",
-         "no-trials", "trial-verdict", "unchecked-over-a-pass"],
+         "no-trials", "trial-verdict", "unchecked-over-a-pass", "informational-unsaid", "gating-said-not-to"],
 )  # fmt: skip
 def test_a_stored_result_whose_verdict_disagrees_with_its_trials_is_refused(stored: Any, problem: str) -> None:
     with pytest.raises(ReportFormatError) as info:
         AgentKind().parse(stored, "baseline")
     [message] = info.value.problems
     assert message.startswith(f"baseline: not a readable agent report: results.0: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("counts", "said"),
+    [
+        ({}, "totalCases 1, passedCases 1, uncheckedCases 0, gatingCases 1 disagree with its results (0, 0, 0, 0)"),
+        ({"totalCases": 2}, "totalCases 2, passedCases 1, uncheckedCases 0, gatingCases 1 disagree with its results "
+                            "(1, 1, 0, 1)"),
+        ({"gatingCases": 0}, "totalCases 1, passedCases 1, uncheckedCases 0, gatingCases 0 disagree with its results "
+                             "(1, 1, 0, 1)"),
+    ],
+    ids=["results-cut-out", "total", "gating"],
+)  # fmt: skip
+def test_a_stored_report_whose_counts_are_not_its_results_is_refused(counts: dict[str, int], said: str) -> None:
+    """Its aggregates are remade from its results, but counts that are not theirs say results were cut out: a
+    baseline without a case that passed showed that case's failure today as a new case, with exit 0."""
+    stored = {**_stored(1, 1), **counts}
+    if not counts:
+        stored["results"] = []
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(stored, "baseline")
+    assert info.value.problems == [
+        f"baseline: {said}; a report's counts are its results' (this one was not written by diagbot, or was edited)"
+    ]
 
 
 def test_a_stored_report_that_repeats_a_case_is_refused() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from diagbot.core.diff import DiffReport, Thresholds
-from diagbot.core.errors import CaseFileError
+from diagbot.core.errors import CaseFileError, ReportFormatError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, model_problems, unique_case_ids
 from diagbot.core.values import one_line
@@ -43,6 +43,8 @@ from diagbot.render.markdown import MAX_NOTES, SuiteView, cases_note, md, warnin
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
 _SHOWN_CHECKS = 2
+_COUNTS = (("totalCases", "total_cases"), ("passedCases", "passed_cases"), ("uncheckedCases", "unchecked_cases"),
+           ("gatingCases", "gating_cases"))  # fmt: skip  # a stored report's counts, held to its results
 
 
 def _options(suite: SuiteInput) -> AgentOptions:
@@ -287,10 +289,18 @@ class AgentKind:
         except ValidationError as exc:
             raise model_problems(exc, where, "agent report") from None
         unique_case_ids((r.case_id for r in stored.results), where)
-        # aggregates remade: never trusted as stored
-        return build_report(
+        # aggregates remade: never trusted as stored; but counts that are not its results' say results were cut out
+        remade = build_report(
             stored.results, stored.suite, stored.run, stored.warnings, stored.options, stored.schema_version
         )
+        counted = {name: (getattr(stored, field), getattr(remade, field)) for name, field in _COUNTS}
+        if any(given != found for given, found in counted.values()):
+            raise ReportFormatError(
+                f"{where}: {', '.join(f'{name} {given}' for name, (given, _) in counted.items())} disagree with its "
+                f"results ({', '.join(f'{found}' for _, found in counted.values())}); a report's counts are its "
+                "results' (this one was not written by diagbot, or was edited)"
+            )
+        return remade
 
     def diff(self, baseline: AgentReport, current: AgentReport, thresholds: Thresholds) -> DiffReport:
         return diff_agent(baseline, current, thresholds)

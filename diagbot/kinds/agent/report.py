@@ -77,6 +77,12 @@ class AgentCaseResult(Output):
             raise ValueError("status is failed with no failedChecks")
         if self.status == "passed" and not self.trials_passed:
             raise ValueError("status is passed with no trial passed")
+        if self.gating == (self.not_gating_because is not None):  # every case that does not gate says why
+            raise ValueError(
+                "gating is true beside a notGatingBecause"
+                if self.gating
+                else "gating is false with no notGatingBecause"
+            )
         return self
 
 
