@@ -236,6 +236,9 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ('[{"role":"assistant","content":"done","x":NaN}]', "cannot be read: NaN, which is not a JSON number"),
         ('[{"role":"assistant","content":"done","x":-Infinity}]',
          "cannot be read: -Infinity, which is not a JSON number"),
+        # past a double: json reads it as infinity, equal to every other such number
+        ('[{"role":"assistant","content":"done","x":-1e309}]',
+         "cannot be read: the number -1e309, which is too large to read (past 1.8e308)"),
         ('[{"role":"assistant","content":"done","x":' + "9" * 5000 + "}]",
          "cannot be read: a number with 5000 digits (at most 50)"),
         (b'[{"role":"assistant","content":"done \xff"}]', "not UTF-8 (bad byte at offset 37); re-save it as UTF-8"),
@@ -278,7 +281,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ([{"role": "assistant", "content": [{"type": "text", "text": "done"}] * 10_001}],
          "$[0].content: has 10,001 items; diagbot reads at most 10,000 per run"),
         ('{"messages":[{"role":"assistant","content":"done"}],"duration_ms":1e999}',
-         "$.duration_ms: expected a duration in milliseconds (a number from 0 to 1e+12), found inf"),
+         "cannot be read: the number 1e999, which is too large to read (past 1.8e308)"),
         (NATIVE + '"steps":[{"kind":"wat"}]}',
          "$.steps[0].kind: unknown step kind 'wat'; use one of message, tool_call, state_change, retrieval"),
         (NATIVE + '"steps":[{"kind":"message","role":"assistant","contnt":"done"}]}',
@@ -295,7 +298,8 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
          "$.version: expected 1; this diagbot reads version 1 of its format"),
     ],
     ids=[
-        "nested-100k", "over-the-value-limit", "10001-messages", "NaN", "-Infinity", "5000-digit-int", "not-utf8",
+        "nested-100k", "over-the-value-limit", "10001-messages", "NaN", "-Infinity", "-1e309", "5000-digit-int",
+        "not-utf8",
         "empty", "whitespace", "bom", "null", "number", "string", "messages-not-a-list", "tool_calls-object",
         "tool_calls-string", "tool_call-string", "function-missing", "tool-result-object", "result-for-no-call",
         "second-result-for-an-answered-call", "function-result-for-no-call", "second-function-result",
@@ -326,9 +330,10 @@ def test_a_huge_answer_is_bounded(tmp_path: Path) -> None:
         ("[" * 100_000 + "]" * 100_000, "arguments are nested too deeply to read: "),
         ('{"n": ' + "9" * 5000 + "}", "arguments are not valid JSON (a number with 5000 digits (at most 50))"),
         ('{"n": NaN}', "arguments are not valid JSON (NaN, which is not a JSON number)"),
+        ('{"n": 1e999}', "arguments are not valid JSON (the number 1e999, which is too large to read (past 1.8e308))"),
         ('{"n": ', "arguments are not valid JSON (Expecting value)"),
     ],
-    ids=["deep-but-parseable", "nested-100k", "5000-digit-int", "NaN", "truncated"],
+    ids=["deep-but-parseable", "nested-100k", "5000-digit-int", "NaN", "infinite", "truncated"],
 )
 def test_unreadable_arguments_fail_the_call_not_the_file(tmp_path: Path, arguments: str, why: str | None) -> None:
     """`arguments` is a JSON string the model wrote: when it is not JSON, that call's arguments are invalid (a
@@ -490,6 +495,8 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("int.yaml", "case_id: i2\ncase_version: " + "9" * 5000 + "\n",
      "int.yaml: holds a number of about 5,000 digits at case_version (at most 50)"),
     ("nan.json", '{"case_id": "n", "x": NaN}', "nan.json: holds NaN, which is not a JSON number"),
+    ("huge.json", '{"case_id": "h", "x": 1e400}',
+     "huge.json: holds the number 1e400, which is too large to read (past 1.8e308)"),
     ("surrogate.json", case("sj", title="\ud800"), "surrogate.json: case sj: title holds a lone surrogate, which is "
                                                    "not Unicode text"),
     ("surrogate.yaml", 'case_id: sy\ntitle: "\\ud800"\n', "surrogate.yaml: case sy: title holds a lone surrogate"),

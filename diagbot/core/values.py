@@ -41,11 +41,19 @@ def _constant(name: str) -> Any:
     raise BadNumber(f"{name}, which is not a JSON number")
 
 
+def _float(text: str) -> float:
+    """A JSON number with a fraction or an exponent; one past a double's range (`1e400`) would read as infinity,
+    equal to every other such number, so two different amounts would compare equal: it is refused."""
+    value = float(text)
+    if math.isinf(value):
+        raise BadNumber(f"the number {one_line(text, 40)}, which is too large to read (past 1.8e308)")
+    return value
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` that refuses absurd integers and the NaN/Infinity literals with a BadNumber, instead of a
-    ValueError deep inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits).
-    A number too large for a float (`1e400`) reads as infinity, as in `json`; callers that need finite numbers
-    check them.
+    ValueError deep inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits),
+    and a number too large for a float (`1e400`, which `json` reads as infinity) too.
 
     orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, valid
     UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses, or may have read inexactly (an
@@ -60,7 +68,7 @@ def loads(text: str | bytes) -> Any:
             return value
     if isinstance(text, bytes):
         text = text.decode("utf-8")  # a UnicodeDecodeError for the caller to report
-    return json.loads(text, parse_int=_int, parse_constant=_constant)
+    return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
 
 
 def loads_written(text: str) -> Any:
@@ -68,7 +76,9 @@ def loads_written(text: str) -> Any:
     a json.JSONDecodeError at that object, as YAML refuses it (`load_yaml`). JSON readers keep the last value, so
     a second `"risk_level": "P3"` further down would quietly override the `"P0"` a reviewer reads."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs, parse_int=_int, parse_constant=_constant)
+        return json.loads(
+            text, object_pairs_hook=_unique_pairs, parse_int=_int, parse_float=_float, parse_constant=_constant
+        )
     except _Repeated as repeat:
         raise _locate_repeat(text, repeat.key) from None
 
@@ -217,7 +227,7 @@ def _locate_repeat(text: str, key: str) -> json.JSONDecodeError:
             raise json.JSONDecodeError(_repeat_problem(repeat), s_and_end[0], s_and_end[1] - 1)
         return dict(pairs), end
 
-    decoder = json.JSONDecoder(parse_int=_int, parse_constant=_constant)
+    decoder = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
     decoder.parse_object = parse_object  # type: ignore[attr-defined]
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     try:
