@@ -874,6 +874,20 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
         assert failures(CONFIRM, stating) == [], said
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["my confirmation number is 5", "Here's the confirmation code: 12345", "I got a CONFIRMATION email",
+     "确认码是 1234", "我看到了确认邮件", "確認碼 5", "確認メールが来た", "可以理解", "我签了同意书"],
+)  # fmt: skip
+def test_a_default_word_inside_a_noun_confirms_nothing(reply: str) -> None:
+    """A red-team pass: "confirm" in "confirmation number", 确认 in 确认码 (confirmation code) and 可以 in 可以理解
+    (understandable) had each confirmed a P0 refund; the noun says no yes."""
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == refused(reply)
+    said = native(say("assistant", "Shall I refund?"), say("user", f"{reply}; yes, go ahead"), call("refund"))
+    assert failures(CONFIRM, said) == []
+
+
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
     assert failures(CONFIRM, run) == refused("tell me more first", ' (it has "first"' + TAKES_BACK)

@@ -160,6 +160,11 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
 # refuses any tool whose name does not hold the word.
 _NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop", "hold")}
 
+_NOT_CONFIRMING = re.compile(  # the default pattern's words inside a noun: a confirmation code, email, number ...
+    r"(?i)\bconfirmations?\b"
+    r"|[确確]认(?:码|碼|号|號|邮件|郵件|函|单|單|书|書|短信|链接|鏈接)|[确確]認(?:码|碼|号|號|邮件|郵件|函|单|單|书|書|短信)"
+    r"|確認(?:メール|番号|コード)|同意[书書]|可以理解"  # confirmation email, number, code; consent form; understandable
+)
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries|as soon as (?:possible|you can))\b|\bwhy not\b\??"  # urgency
     r"|特别|不错|不客气|区别|分别|没问题|没错|没关系|不用担心"
@@ -234,9 +239,16 @@ class Confirmation:
         if len(text) > MAX_MATCHED_CHARS:
             return False
         folded = fold(text, lines=True).text
-        if not (self.pattern.search_text(text) or self.pattern.search_text(folded)):
+        if not self._matches(text, folded):
             return False
         return not self.refuses(text, folded, named)
+
+    def _matches(self, text: str, folded: str) -> bool:
+        """The pattern matches the message as written or folded; for the default one, not counting its words
+        inside a noun ("my confirmation number is 5", 确认码, 可以理解), which say no yes."""
+        if self.refusals:
+            text, folded = _NOT_CONFIRMING.sub(" ", text), _NOT_CONFIRMING.sub(" ", folded)
+        return bool(self.pattern.search_text(text) or self.pattern.search_text(folded))
 
     def refuses(self, text: str, folded: str | None = None, named: tuple[str, ...] = ()) -> bool:
         """(default pattern only) The message refuses: it cancels a confirmation given before it. A message too
@@ -281,7 +293,7 @@ class Confirmation:
         refused = self.refusal(text, folded, named, earliest=True)
         if refused is None:
             return self.hint
-        if self.pattern.search_text(text) or self.pattern.search_text(folded):
+        if self._matches(text, folded):
             return (
                 f" (it has {refused}, which the default pattern reads as refusing or asking, so the confirming word "
                 "beside it does not count; a suite's confirmation-pattern sets what counts)"
