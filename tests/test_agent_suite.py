@@ -1333,6 +1333,24 @@ def test_the_bundled_files_validate_against_the_published_schemas() -> None:
     assert list(case_schema.iter_errors(json.loads(json.dumps(bad, default=str))))
 
 
+@pytest.mark.parametrize("kind", ["trace", "workspace", "agent"])
+def test_every_baseline_report_validates_against_its_published_schema(kind: str) -> None:
+    """The workspace report's schema had asked for `packet.buckets`, where a report puts each bucket beside
+    `scoring`: every real workspace report failed it (an audit found it). A bucket must still be a bucket."""
+    name = {"trace": "diagnosis", "workspace": "workspace", "agent": "agent"}[kind]
+    report = json.loads((ROOT / f"examples/baseline/reports/{name}.json").read_text(encoding="utf-8"))
+    schema = jsonschema.Draft202012Validator(json.loads(schema_text(f"{kind}-report")))
+    assert not list(schema.iter_errors(report))
+    if kind == "workspace":
+        packet = report["results"][0]["packet"]
+        packet["workflow"] = {"status": "pass", "points": 10, "score": 10}
+        del packet["scoring"]
+        assert sorted(e.message for e in schema.iter_errors(report)) == [
+            "'checks' is a required property",
+            "'scoring' is a required property",
+        ]
+
+
 def test_the_case_schema_checks_cases_and_defaults_in_the_defaults_layout() -> None:
     """Cases under {defaults, cases} were `{type: object}` and defaults any values: an editor said nothing of a
     misspelt field or a wrong enum in the layout the bundled files use; a case there may still leave out what the

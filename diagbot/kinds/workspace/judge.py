@@ -18,9 +18,19 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic import SerializerFunctionWrapHandler as SerializeNext
 from pydantic.dataclasses import dataclass
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_text_bounded
@@ -346,6 +356,15 @@ class Packet(Output):
     def _flatten(self, serialize: SerializeNext) -> dict[str, Any]:
         data = serialize(self)
         return {**data.pop("buckets"), **data}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The published schema says the wire's shape: `scoring` beside the buckets, each under its own name."""
+        schema = handler.resolve_ref_schema(handler(core))
+        properties = schema["properties"]
+        schema["additionalProperties"] = properties.pop("buckets")["additionalProperties"]
+        schema["required"] = ["scoring"]
+        return schema
 
 
 class WorkspaceResult(Output):
