@@ -541,6 +541,10 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("schema_deep.yaml", yaml_case("sd", tool_schema={"t": _nested({}, 100)}),  # checking it overflowed the stack
      "the schema for 't' is nested more than 64 levels deep; flatten it ($defs and $ref name a shape once)"),
     ("p0.yaml", yaml_case("pz", risk_level="P0"), "p0.yaml: case pz: negative_behavior is required for P0 cases"),
+    # 7,000,000 values in a flow list: 3 GB and 40 s in PyYAML, within the file size limit
+    ("values.yaml", "case_id: v\ncontext: {k: [" + ",".join(["1"] * 2_000_001) + "]}\n",
+     "values.yaml: holds more than 2,000,000 lines and commas, more YAML values than diagbot reads in one case "
+     "file; split its cases into several files (or write it as JSON)"),
 ]  # fmt: skip
 RULES = "    rules:\n      no_privacy_leak: {answer_not_matches: '\\b\\d{16}\\b'}\n"
 
@@ -560,6 +564,32 @@ def test_a_bad_case_file_is_named(tmp_path: Path, name: str, content: Any, messa
     cases = tmp_path / "cases"
     errors = [_without_line(error) for error in result.errors]  # which line: test_agent_suite's field-line tests
     assert any(error.startswith(f"{cases}/") and name in error and message in error for error in errors), errors
+
+
+def test_a_suite_of_many_bad_cases_stops_after_a_thousand_problems(tmp_path: Path) -> None:
+    """A million `{}` cases (3 MB) took two minutes, 3.9 GB and 16,000,000 lines of errors: the problems of one
+    suite's cases stop at 1,000, naming the case where reading stopped."""
+    root = make_suite(tmp_path, {"many.json": json.dumps([{}] * 1_000_000)})
+    for command in ("validate", "run"):
+        result = diagbot(root, command)
+        assert_clean(result)
+        assert result.code == 2
+        assert len(result.errors) == 1_009  # each case's first missing fields, up to 1,000, and the stop
+        assert result.errors[-1] == (
+            f"{root}/cases: stopped after 1,008 problems, before {root}/cases/many.json: case #64; fix these, then "
+            "run diagbot validate again for the rest"
+        )
+
+
+def test_a_case_file_over_the_size_limit_says_to_split_it(tmp_path: Path) -> None:
+    root = make_suite(tmp_path)
+    big = root / "cases" / "big.json"
+    with big.open("wb") as out:
+        out.truncate(17 * 1024 * 1024)
+    result = refused(diagbot(root))
+    assert result.errors == [
+        f"{big}: the case file is 17,825,792 bytes, over the 16,777,216-byte limit; split its cases into several files"
+    ]
 
 
 def test_a_suite_whose_cases_path_is_a_fifo_says_so(tmp_path: Path) -> None:

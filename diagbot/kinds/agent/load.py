@@ -28,6 +28,8 @@ from diagbot.kinds.agent.match import show
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
+MAX_SUITE_PROBLEMS = 1_000  # problems said of one suite's cases before the rest are left unread
+MAX_YAML_SEPARATORS = 2_000_000  # line breaks and commas in a YAML case file: a bound on its values, found cheaply
 MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _PLAIN_ID = re.compile(CASE_ID_PATTERN)
@@ -198,6 +200,11 @@ def _decode(text: str, label: str) -> Any:
         with stack.headroom():  # as deep whether the suite is read for workers or in one process
             if label.lower().endswith(".json"):
                 return values.loads_written(text)
+            if text.count("\n") + text.count(",") > MAX_YAML_SEPARATORS:  # 16 MiB of `[1,1,...]`: 3 GB in PyYAML
+                raise CaseFileError(
+                    f"{label}: holds more than {MAX_YAML_SEPARATORS:,} lines and commas, more YAML values than diagbot "
+                    "reads in one case file; split its cases into several files (or write it as JSON)"
+                )
             return values.load_yaml(text)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
@@ -363,6 +370,12 @@ def iter_cases(
     ids = CaseIds()
     lines = FieldLines()
     for item in raw_cases(root, label, problems, suggestions, unread) if read is None else read:
+        if len(problems) >= MAX_SUITE_PROBLEMS:  # the suite is unusable: a million bad cases must not take an hour
+            problems.append(
+                f"{label}: stopped after {len(problems):,} problems, before {item.where}; fix these, then run diagbot "
+                "validate again for the rest"
+            )
+            return
         case = _validated(item, problems, suggestions, lines)
         if case is None:  # its id still counts: a duplicate is said now, not once the other faults are fixed
             case_id = item.raw.get("case_id")
@@ -422,7 +435,8 @@ def _file_text(path: Path, shown: str, folder: Path | None, problems: list[str])
             return None
         return _text(read_bounded(path, MAX_CASE_FILE_BYTES))
     except FileProblem as problem:
-        problems.append(f"{shown}: the case file {problem.message}")
+        split = "; split its cases into several files" if problem.too_big else ""
+        problems.append(f"{shown}: the case file {problem.message}{split}")
     except (OSError, RuntimeError):
         problems.append(f"{shown}: cannot be resolved (a symbolic link loop?)")
     return None
