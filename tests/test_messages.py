@@ -356,6 +356,25 @@ def test_files_named_like_cases_but_not_read_as_cases_are_named(tmp_path: Path) 
     ]
 
 
+def test_a_linked_folder_in_the_cases_folder_is_named_not_skipped_in_silence(tmp_path: Path) -> None:
+    """A link to a folder is not followed, so its case files (broken ones included) had left the suite without a
+    word: validate said 0 errors, 0 warnings. validate and run name it; a hidden linked folder stays unmentioned."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared/s.yaml").write_text("case_id: x\nrisk_level: P5\n", encoding="utf-8")
+    (tmp_path / "agent/sub").mkdir(parents=True)
+    for link in ("agent/shared", "agent/sub/again", "agent/.hidden"):
+        (tmp_path / link).symlink_to(tmp_path / "shared", target_is_directory=True)
+    suite = suite_input(tmp_path, "agent", "agent")
+    said = (
+        "agent/shared/, agent/sub/again/ are links to folders, which diagbot does not follow: no case file in them "
+        "is read; move their case files into the cases folder, or make them plain folders"
+    )
+    empty = "agent: holds no cases, so the suite evaluates nothing; add cases to it"
+    assert AgentKind().validate(suite) == [said, empty]
+    assert AgentKind().evaluate(suite).warnings == [said]
+    assert AgentKind().evaluate(dataclasses.replace(suite, workers=2)).warnings == [said]
+
+
 def test_a_run_over_an_empty_suite_names_its_cases_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

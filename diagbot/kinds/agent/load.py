@@ -87,13 +87,16 @@ def case_files(root: Path, label: str, unread: list[str] | None = None) -> list[
     if not root.is_dir():
         raise CaseFileError(f"{label}: no such case file or folder; check the suite's cases path in diagbot.yml")
     found: list[tuple[Path, str]] = []
-    for path in _entries(root, label):
+    links: list[Path] = []
+    for path in _entries(root, label, links):
         if path.name.lower().endswith(CASE_SUFFIXES):  # `X.YAML` is a case file too
             found.append((path, _shown(path, root, label)))
             if len(found) > MAX_CASE_FILES:
                 raise CaseFileError(f"{label}: holds more than {MAX_CASE_FILES:,} case files; split the suite")
         elif unread is not None and _LOOKS_LIKE_CASES.search(path.name):
             unread.append(_shown(path, root, label))
+    if unread is not None:  # a link to a folder, never followed: named with a slash (`unread_warning`)
+        unread += [_shown(link, root, label) + "/" for link in links]
     return sorted(found, key=lambda pair: pair[1])
 
 
@@ -101,30 +104,45 @@ def unread_warning(unread: list[str]) -> list[str]:
     """A warning naming the files of a cases folder that look meant as case files but are not read as one
     (`refund.yaml.txt`, `refund.json.bak`, `runs.jsonl`, as `case_files` found them): the suite would lose their
     cases without a word."""
-    if not unread:
-        return []
-    named = sorted(unread)
-    more = f" and {len(named) - _UNREAD_NAMED:,} more" if len(named) > _UNREAD_NAMED else ""
-    return [
-        f"{', '.join(named[:_UNREAD_NAMED])}{more} {'is' if len(named) == 1 else 'are'} not read: only files ending "
-        f"in .yaml, .yml or .json hold cases; rename {'it' if len(named) == 1 else 'them'} so, or move "
-        f"{'it' if len(named) == 1 else 'them'} out of the cases folder"
-    ]
+    said = []
+    linked = sorted(name for name in unread if name.endswith("/"))
+    if linked:
+        shown = ", ".join(linked[:_UNREAD_NAMED]) + _more(linked)
+        said.append(
+            f"{shown} is a link to a folder, which diagbot does not follow: no case file in it is read; move its case "
+            "files into the cases folder, or make it a plain folder"
+            if len(linked) == 1
+            else f"{shown} are links to folders, which diagbot does not follow: no case file in them is read; move "
+            "their case files into the cases folder, or make them plain folders"
+        )
+    named = sorted(name for name in unread if not name.endswith("/"))
+    if named:
+        said.append(
+            f"{', '.join(named[:_UNREAD_NAMED])}{_more(named)} {'is' if len(named) == 1 else 'are'} not read: only "
+            f"files ending in .yaml, .yml or .json hold cases; rename {'it' if len(named) == 1 else 'them'} so, or "
+            f"move {'it' if len(named) == 1 else 'them'} out of the cases folder"
+        )
+    return said
+
+
+def _more(named: list[str]) -> str:
+    return f" and {len(named) - _UNREAD_NAMED:,} more" if len(named) > _UNREAD_NAMED else ""
 
 
 _LOOKS_LIKE_CASES = re.compile(r"(?i)\.(?:ya?ml|json)")
 _UNREAD_NAMED = 10
 
 
-def _entries(root: Path, label: str) -> Iterator[Path]:
-    """Each file under the folder `root`, hidden entries and links to folders left out; at most MAX_LISTED entries
-    of any kind are listed."""
+def _entries(root: Path, label: str, links: list[Path]) -> Iterator[Path]:
+    """Each file under the folder `root`, hidden entries left out; each link to a folder, which is not followed,
+    appended to `links`; at most MAX_LISTED entries of any kind are listed."""
     listed = 0
     for folder, dirs, files in os.walk(root):
         listed += len(dirs) + len(files)
         if listed > MAX_LISTED:  # other files count too: a folder of millions of them is no suite
             raise CaseFileError(f"{label}: holds more than {MAX_LISTED:,} entries; split the suite")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        links += [Path(folder) / name for name in dirs if os.path.islink(os.path.join(folder, name))]
         for name in sorted(files):
             if not name.startswith("."):
                 yield Path(folder) / name
