@@ -222,8 +222,14 @@ def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
         ('{"kind": ["trace"]}', "not a diagbot report (kind"),
         ("[1, 2]", "expected a JSON object"),
         ("[" * 100_000, "nested too deeply"),
+        # an agent report without its kind was read as a trace report, and told to upgrade diagbot
+        (
+            '{"schemaVersion": 2, "results": []}',
+            "bad.json: has a schemaVersion but no kind, which every report diagbot writes has (one of trace, "
+            "workspace, agent), so it was not written by diagbot or was edited; give a report a diagbot run wrote",
+        ),
     ],
-    ids=["null-version", "future-version", "list-kind", "array", "deep"],
+    ids=["null-version", "future-version", "list-kind", "array", "deep", "no-kind"],
 )
 def test_hostile_reports_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                            message: str) -> None:  # fmt: skip

@@ -8,15 +8,19 @@ from typing import Any
 from diagbot.core import values
 from diagbot.core.diff import DiffReport, Thresholds, moved_inputs
 from diagbot.core.errors import ReportFormatError
-from diagbot.core.report import SuiteReport, load_json_object
+from diagbot.core.report import SuiteReport, check_version, load_json_object
 from diagbot.kinds.agent import AgentKind
+from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION
 from diagbot.kinds.base import Annotation, Blocked, HasWarnings, Kind, SuiteInput
 from diagbot.kinds.trace import TraceKind
+from diagbot.kinds.trace.report import SCHEMA_VERSION
 from diagbot.kinds.workspace import WorkspaceKind
+from diagbot.kinds.workspace.judge import WORKSPACE_SCHEMA_VERSION
 from diagbot.render.markdown import SuiteView
 
 KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (TraceKind(), WorkspaceKind(), AgentKind())}
 DEFAULT_KIND = "trace"
+_NEWEST = max(SCHEMA_VERSION, WORKSPACE_SCHEMA_VERSION, AGENT_SCHEMA_VERSION)  # of any kind's reports
 
 
 def kind_of(report: SuiteReport) -> Kind[Any]:
@@ -26,6 +30,12 @@ def kind_of(report: SuiteReport) -> Kind[Any]:
 def parse_any_report(text: str, where: str) -> SuiteReport:
     """A report of any kind from its JSON text, decoded once; reports without `kind` (old or Java) are trace."""
     data = load_json_object(text, where)
+    # only the Java evaluator's report (version 0) has no kind; a future version is said as one, as a kind does
+    if "kind" not in data and check_version(data, where, _NEWEST) > 0:
+        raise ReportFormatError(
+            f"{where}: has a schemaVersion but no kind, which every report diagbot writes has (one of "
+            f"{', '.join(KINDS)}), so it was not written by diagbot or was edited; give a report a diagbot run wrote"
+        )
     kind = data.get("kind", DEFAULT_KIND)
     if not isinstance(kind, str) or kind not in KINDS:
         raise ReportFormatError(f"{where}: not a diagbot report (kind {json.dumps(kind)[:40]})")
