@@ -930,9 +930,9 @@ def test_a_slip_that_keeps_one_failing_case_from_gating_is_said_by_run_too(
             "answer_not_matches": "x"}}}),
     )  # fmt: skip
     loaded = AgentKind().annotations(suite, AgentKind().parse(report, "a.json"))
-    assert [(a.title, a.level) for a in loaded] == [
-        ("a: gating (P0)", "failure"), ("a: spaced (P0, informational)", "warning"),
-        ("a: other_role (P0, informational)", "warning"),
+    assert [(a.title, a.level, a.blocking) for a in loaded] == [
+        ("a: gating (P0)", "failure", True), ("a: spaced (P0, informational)", "warning", False),
+        ("a: other_role (P0, informational)", "warning", False),
     ]  # fmt: skip
     lines = loaded[0].message.splitlines()
     assert any("wire\\u202emoney\\nrule_failed: forged" in line for line in lines), lines

@@ -213,15 +213,18 @@ def test_a_check_run_gets_a_bounded_number_of_annotations_gating_failures_first(
 
     found = [Annotation(tmp_path / "c.yaml", i + 1, f"w{i}", "informational", "warning") for i in range(100)]
     found += [Annotation(tmp_path / "c.yaml", i + 1, f"f{i}", "gating", "failure") for i in range(160)]
+    # a later suite's blocking P0 failures: a trace suite's 200 failures had pushed them out
+    found += [Annotation(tmp_path / "a.yaml", i + 1, f"p{i}", "P0", "failure", blocking=True) for i in range(2)]
     monkeypatch.setattr(bot.registry, "annotate", lambda suite, report: found)
     outcome = SimpleNamespace(suites=[SimpleNamespace(report=object(), input=object())])
     settings = Settings.from_env(env(GITHUB_WORKSPACE=str(tmp_path)))
     made, left_out = bot.case_annotations(settings, outcome)  # type: ignore[arg-type]
-    assert (len(made), left_out) == (bot.MAX_CHECK_ANNOTATIONS, 60)
-    assert [a["title"] for a in made] == [f"f{i}" for i in range(160)] + [f"w{i}" for i in range(40)]
+    assert (len(made), left_out) == (bot.MAX_CHECK_ANNOTATIONS, 62)
+    assert [a["title"] for a in made] == ["p0", "p1"] + [f"f{i}" for i in range(160)] + [f"w{i}" for i in range(38)]
     assert bot._annotations_left_out(left_out) == (
-        "\n\n60 more failing cases are not annotated here (a check run gets at most 200 annotations, of at most "
-        "1,000,000 bytes of text together, gating failures first); the comment and the report list every case."
+        "\n\n62 more failing cases are not annotated here (a check run gets at most 200 annotations, of at most "
+        "1,000,000 bytes of text together, blocking failures first, then gating ones); the comment and the report "
+        "list every case."
     )
     assert bot._annotations_left_out(0) == ""
     big = [Annotation(tmp_path / "c.yaml", 1, f"b{i}", "m" * 70_000, "failure") for i in range(30)]

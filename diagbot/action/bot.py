@@ -125,16 +125,19 @@ def _gate(settings: Settings, config: Config, target: Target) -> GateSettings:
 
 
 def case_annotations(settings: Settings, outcome: Outcome) -> tuple[list[dict[str, Any]], int]:
-    """An annotation on each failing case (its line in its case file), failures of gating cases first; and how many
-    were left out. A pull request decides how many cases fail, and each 50 annotations are one more request, so at
-    most MAX_CHECK_ANNOTATIONS, of at most MAX_CHECK_ANNOTATION_BYTES of messages together, are sent."""
+    """An annotation on each failing case (its line in its case file), blocking failures first, then those of gating
+    cases; and how many were left out. A pull request decides how many cases fail, and each 50 annotations are one
+    more request, so at most MAX_CHECK_ANNOTATIONS, of at most MAX_CHECK_ANNOTATION_BYTES of messages together, are
+    sent."""
     found = [
         annotation
         for suite in outcome.suites
         if suite.report is not None and suite.input is not None
         for annotation in registry.annotate(suite.input, suite.report)
     ]
-    found.sort(key=lambda a: a.level != "failure")  # stable: in suite and file order within each level
+    # the failures that fail the check on their own first, then the rest of gating cases' failures: stable, in
+    # suite and file order within each (a trace suite's 200 failures must not push out an agent suite's blocking P0)
+    found.sort(key=lambda a: (not a.blocking, a.level != "failure"))
     made: list[dict[str, Any]] = []
     size = 0
     for a in found[:MAX_CHECK_ANNOTATIONS]:
@@ -165,7 +168,7 @@ def _annotations_left_out(count: int) -> str:
     return (
         f"\n\n{count:,} more failing case{'s are' if count != 1 else ' is'} not annotated here (a check run gets at "
         f"most {MAX_CHECK_ANNOTATIONS} annotations, of at most {MAX_CHECK_ANNOTATION_BYTES:,} bytes of text together, "
-        "gating failures first); the comment and the report list every case."
+        "blocking failures first, then gating ones); the comment and the report list every case."
     )
 
 

@@ -93,6 +93,7 @@ class Annotation:
     title: str
     message: str
     level: str = "failure"  # GitHub's annotation_level: "warning" for a case that does not gate
+    blocking: bool = False  # fails the check on its own (an agent suite's gating P0): sent before any other
 
 
 class Kind(Protocol[R]):

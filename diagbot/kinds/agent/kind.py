@@ -372,7 +372,8 @@ class AgentKind:
                 f"; {one_line(first, 200)} failed" if first else ""
             )
             message += "".join(f"\n{one_line(c, 5_000)}" for c in r.failed_checks[:10])  # one line each, escaped
-            found.append(Annotation(loaded.file, loaded.line, title, message, "failure" if r.gating else "warning"))
+            level = "failure" if r.gating else "warning"
+            found.append(Annotation(loaded.file, loaded.line, title, message, level, _blocking(r)))
         return found
 
     def console(self, report: AgentReport, limit: int = 20) -> str:
