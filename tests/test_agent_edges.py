@@ -343,12 +343,20 @@ def test_two_failed_checks_are_both_shown_without_a_count() -> None:
     assert item.message == "passed → failed (rule_failed: a; rule_failed: b)"
 
 
-def test_a_new_slice_value_and_a_new_dataset_are_read() -> None:
+def test_a_slice_value_or_dataset_on_one_side_only_is_shown() -> None:
+    """A case moved to another scenario under the same case_version: the slice it left and the one it joined were
+    never shown (only slices on both sides were compared), nor a dataset only the baseline had."""
     was, now = result(1, 1), result(1, 1)
     now = now.model_copy(update={"scenario": "brand new", "dataset_id": "fresh"})
-    diff = diff_agent(build_report([was]), build_report([now]))  # a slice value only one side has: no crash
-    [dataset] = [i for i in diff.items if i.metric == "datasetVersion.fresh"]
-    assert (dataset.baseline_value, dataset.current_value) == (None, "v1")
+    diff = diff_agent(build_report([was]), build_report([now]))
+    said = {i.metric: (i.baseline_value, i.current_value, i.message) for i in diff.items}
+    assert said["slice.scenario.refund"] == (1.0, None, "scenario = refund: pass rate 100.0% → no checked case")
+    assert said["slice.scenario.brand new"] == (None, 1.0, "scenario = brand new: pass rate no checked case → 100.0%")
+    assert said["datasetVersion.fresh"] == (None, "v1", "dataset fresh: version new → v1")
+    assert said["datasetVersion.d"] == ("v1", None, "dataset d: version v1 → no case of it now")
+    assert not any(m.startswith("slice.risk_level") for m in said)  # unmoved slices say nothing
+    unchecked = result(1, 0, status="unchecked")
+    assert not [i for i in diff_agent(build_report([unchecked]), build_report([unchecked])).items if i.metric]
 
 
 def test_dataset_versions_list_every_version_sorted() -> None:

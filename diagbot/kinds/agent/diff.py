@@ -149,15 +149,25 @@ def _aggregate_items(sides: dict[str, tuple[Aggregate, Aggregate]]) -> list[Diff
 
 
 def _slice_items(old: dict[str, dict[str, SliceStat]], new: dict[str, dict[str, SliceStat]]) -> list[DiffItem]:
+    """Each slice of the compared cases whose pass rate changed, and each that has checked cases on one side only
+    (a case moved to another scenario or tag under the same case_version: its old slice lost it, its new one
+    gained it)."""
     items: list[DiffItem] = []
-    for name, values in new.items():
-        for value, stat in values.items():
-            was = old.get(name, {}).get(value)
-            if was is None or was.pass_rate == stat.pass_rate or stat.total_cases == stat.unchecked_cases:
+    for name in dict.fromkeys([*new, *old]):  # in the slices' order
+        before, after = old.get(name, {}), new.get(name, {})
+        for value in sorted(before.keys() | after.keys()):
+            was, now = (_checked(side.get(value)) for side in (before, after))
+            if (was is None and now is None) or (was is not None and now is not None and was == now):
                 continue
-            said = f"{name} = {value}: pass rate {percent(was.pass_rate)} → {percent(stat.pass_rate)}"
-            items.append(item(ItemType.CHANGED, None, f"slice.{name}.{value}", was.pass_rate, stat.pass_rate, said))
+            shown = [percent(rate) if rate is not None else "no checked case" for rate in (was, now)]
+            said = f"{name} = {value}: pass rate {shown[0]} → {shown[1]}"
+            items.append(item(ItemType.CHANGED, None, f"slice.{name}.{value}", was, now, said))
     return items
+
+
+def _checked(stat: SliceStat | None) -> float | None:
+    """A slice's pass rate, None when it has no checked case (no case, or only unchecked ones)."""
+    return None if stat is None or stat.total_cases == stat.unchecked_cases else stat.pass_rate
 
 
 def _option_items(old: dict[OptionName, str | int] | None, new: dict[OptionName, str | int] | None) -> list[DiffItem]:
@@ -197,9 +207,10 @@ def diff_agent(baseline: AgentReport, current: AgentReport, thresholds: Threshol
     }
     items = _aggregate_items(sides)
     items += _slice_items(slices(old), slices(compared))
-    for dataset, versions in current.dataset_versions.items():
-        old_version, new_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None, ", ".join(versions)
-        said = f"dataset {dataset}: version {old_version or 'new'} → {new_version}"
+    for dataset in sorted(current.dataset_versions.keys() | baseline.dataset_versions.keys()):
+        old_version = ", ".join(baseline.dataset_versions.get(dataset, [])) or None
+        new_version = ", ".join(current.dataset_versions.get(dataset, [])) or None
+        said = f"dataset {dataset}: version {old_version or 'new'} → {new_version or 'no case of it now'}"
         items += changed(None, f"datasetVersion.{dataset}", old_version, new_version, said)
     items += _option_items(baseline.options, current.options)
     for result in current.results:
