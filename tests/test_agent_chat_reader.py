@@ -230,3 +230,32 @@ def test_annotations_and_audio_hold_no_call_or_text_of_their_own() -> None:
     hidden_text = {"type": "output_text", "text": "Your card is 4111"}
     refused = _read([{"role": "assistant", "content": "ok", "annotations": [hidden_text]}])
     assert refused[:2] == ("refused", "$[0].annotations")
+
+
+CALLED = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "check", "arguments": "{}"}}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "failed"),
+    [({"error": True}, True), ({"is_error": True}, True), ({"status": "error"}, True), ({"status": "Failed"}, True),
+     ({"error": "eligibility service unavailable"}, True), ({"error": False, "is_error": False}, False),
+     ({"status": "success"}, False), ({"error": ""}, False)],
+)  # fmt: skip
+def test_a_tool_result_that_says_its_call_failed_fails_it(flags: dict[str, Any], failed: bool) -> None:
+    """A result with `error: true` (or Anthropic's `is_error`, LangChain's `status: "error"`) was read as a success,
+    so the failed eligibility check met a refund's precondition `{called: check}` (an audit found it)."""
+    run = openai_chat.read([CALLED, {"role": "tool", "tool_call_id": "c1", "content": "unavailable", **flags}])
+    assert [(c.tool, c.failed) for c in run.calls] == [("check", failed)]
+
+
+@pytest.mark.parametrize(
+    ("flags", "refused"),
+    [({"error": 1}, ("$[1].error", "expected true, false or the error's text, found a number")),
+     ({"is_error": "yes"}, ("$[1].is_error", "expected true or false, found a string")),
+     ({"status": ["error"]}, ("$[1].status", "expected a text (success or error), found an array"))],
+)  # fmt: skip
+def test_a_tool_results_failure_flag_of_another_type_is_refused(flags: dict[str, Any], refused: Any) -> None:
+    with pytest.raises(TraceInvalid) as info:
+        openai_chat.read([CALLED, {"role": "tool", "tool_call_id": "c1", "content": "x", **flags}])
+    assert (info.value.path, info.value.message) == refused

@@ -3454,6 +3454,17 @@ def test_a_run_lasts_at_least_as_long_as_its_longest_call() -> None:
     assert failures(case, run) == ["rule_failed: fast: duration ms 60000 > 1000"]
 
 
+def test_the_reported_duration_is_the_one_the_checks_read(tmp_path: Path) -> None:
+    """The report said `durationMs: 100` for the run whose 60 s call failed `max_duration_ms: 1000` (an audit found
+    it): the case's duration is its runs' least duration too, and so is what the diff compares."""
+    case = make_case(case_id="slow", success_criteria=[{"id": "fast", "max_duration_ms": 1000}])
+    write_json(
+        tmp_path / "slow.json", native(call("lookup", duration_ms=60_000), say("assistant", "ok"), duration_ms=100)
+    )
+    result = evaluate(case, tmp_path)
+    assert (result.duration_ms, result.failed_checks) == (60_000.0, ["rule_failed: fast: duration ms 60000 > 1000"])
+
+
 def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
     """Two refunds of order 123, one sent `123` and one `"123"`, or of `Zoë-1` composed and decomposed, or with a
     trailing space, were not duplicates; the message still shows the value as the repeating call wrote it."""

@@ -718,8 +718,9 @@ class _Cost:
         self.calls = max(self.calls or 0, len(run.calls))
         if not run.unrecorded:
             self.turns = max(self.turns or 0, run.turns)
-        if run.duration_ms is not None:
-            self.duration_ms = max(self.duration_ms or 0.0, run.duration_ms)
+        least = run.least_duration_ms  # as max_duration_ms reads it: never shorter than its longest call
+        if least is not None:
+            self.duration_ms = max(self.duration_ms or 0.0, least)
 
 
 def _mean_metrics(trials: list[TrialResult]) -> dict[str, float]:
