@@ -3031,6 +3031,27 @@ def test_a_dotted_transition_key_reaches_into_an_object_valued_state() -> None:
     ]
 
 
+def test_an_unmet_precondition_of_a_nested_value_names_the_first_differing_path() -> None:
+    """As argument matching does everywhere (an audit found the message showed both values whole)."""
+    case = make_case(
+        initial_state={"s": {"k": 2, "list": [1, 3], "j": 2}},
+        side_effect_policy={"tool": "a", "precondition": [{"s": {"k": 2, "list": [1, 2]}}]},
+    )
+    assert failures(case, native(call("a"))) == [
+        'precondition_unmet: a (call 1): s is {"k": 2, "list": [1, 3], "j": 2} just before it, expected {"k": 2, '
+        '"list": [1, 2]} (s.list[1]: expected 2, got 3)'
+    ]
+    exact = make_case(
+        initial_state={"s": {"k": 2, "list": [1, 3], "j": 2}},
+        side_effect_policy={"tool": "a", "precondition": [{"s": {"k": 2, "list": [1, 3]}}]},
+        evaluator_config={"args_match": "exact"},
+    )
+    assert failures(exact, native(call("a"))) == [
+        'precondition_unmet: a (call 1): s is {"k": 2, "list": [1, 3], "j": 2} just before it, expected {"k": 2, '
+        '"list": [1, 3]} (s.j: not expected (args_match is exact))'
+    ]
+
+
 def test_a_dotted_state_change_key_is_one_path_for_every_check() -> None:
     """A native `state_change` of `order.status` was a path into `order` for the transition checks but a new flat
     key for everything else: one run's order was both refunded (a forbidden transition) and still paid (its final
@@ -3044,7 +3065,7 @@ def test_a_dotted_state_change_key_is_one_path_for_every_check() -> None:
     run = native(change("order.status", "paid", "refunded"), call("refund"), say("assistant", "done"))
     assert failures(case, run) == [
         'precondition_unmet: refund (call 1): order is {"status": "refunded", "id": "A"} just before it, expected '
-        '{"status": "paid", "id": "A"}',
+        '{"status": "paid", "id": "A"} (order.status: expected "paid", got "refunded")',
         'final_state_mismatch: still_paid: expected "paid", got "refunded"',
         'rule_failed: not_refunded: order.status is "refunded" (this must not happen)',
     ]

@@ -1099,9 +1099,11 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
                                 f"{show(want)})"
                             )
                     elif not same(want, state[key], t) and failures.wants():
+                        nested = isinstance(want, dict | list) and isinstance(state[key], dict | list)
+                        explained = args_mismatch(want, state[key], t.exact, key, empty_exact=True) if nested else None
                         failures.add(
                             f"{_call_label(t.run, call)}: {key} is {show(state[key])} just before it, expected "
-                            f"{show(want)}"
+                            f"{show(want)}" + (f" ({explained})" if explained else "")
                         )
     return failures.messages()
 
