@@ -1138,6 +1138,16 @@ def test_a_fault_of_a_field_is_said_at_the_line_of_that_field(tmp_path: Path) ->
     assert 2 < second < strct and titel > 2  # not the line of the file's first case
 
 
+def test_a_problem_found_after_validation_is_said_at_its_fields_line(tmp_path: Path) -> None:
+    """An unknown rule name (found once the case is valid) was said at the case_id's line, not at the rule's."""
+    case = {**spec_case(), "evaluator_config": {"rule_checks": ["no_privacy_leak", "nope"]}}
+    text = yaml.safe_dump(json.loads(json.dumps(case, default=str)), sort_keys=False)
+    nope = next(n for n, line in enumerate(text.splitlines(), 1) if "nope" in line)
+    [problem] = load(tmp_path, {"a.yaml": text})
+    assert problem.startswith(f"cases/a.yaml:{nope}: case {case['case_id']}: evaluator_config.rule_checks[1]: unknown")
+    assert nope > 1
+
+
 def test_a_key_written_as_a_number_is_refused_at_its_own_line(tmp_path: Path) -> None:
     """`5:` is a number in YAML, and JSON's keys (a run's) are text: `{200: 3}` in a forbidden state never equalled
     the run's `{"200": 3}`, `1:` and `0x1:` were one key, and int and text keys side by side crashed the digest."""

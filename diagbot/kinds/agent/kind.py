@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -13,7 +12,7 @@ from diagbot.core.rates import percent
 from diagbot.core.report import check_version, model_problems, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
-from diagbot.kinds.agent.cases import FIELD_NAMES, Transition
+from diagbot.kinds.agent.cases import Transition
 from diagbot.kinds.agent.diff import diff_agent
 from diagbot.kinds.agent.evaluate import (
     authoring_slips,
@@ -122,23 +121,6 @@ def _failures(failed: list[str], shown: int) -> str:
         return said
     codes = ", ".join(dict.fromkeys(check.partition(":")[0] for check in failed))
     return f"{len(failed)} failed ({codes}); {said} (+{len(failed) - shown} more)"
-
-
-_FIELD_FIRST = re.compile(r"([a-z_]{1,60}(?:\[\d{1,6}\]|\.[a-z_]{1,60}){0,8})[: ]")
-_PART = re.compile(r"[a-z_]+|\d+")
-
-
-def _line_of(warning: str, loaded: LoadedCase, lines: FieldLines) -> int:
-    """The line of the field a warning begins with (`negative_behavior[1]: ...`), when the case writes it; else the
-    line of the case's id. Files are read again only for the cases that have such a warning."""
-    field = _FIELD_FIRST.match(warning)
-    loc = tuple(int(part) if part.isdigit() else part for part in _PART.findall(field[1])) if field else ()
-    if not loc or loc[0] not in _CASE_FIELDS:  # "no negative_behavior; ...": no file is read for it
-        return loaded.line
-    return lines.line(loaded.file, loaded.index, loc) or loaded.line
-
-
-_CASE_FIELDS = frozenset(FIELD_NAMES)
 
 
 def _first_failing(result: AgentCaseResult) -> str | None:
@@ -263,8 +245,9 @@ class AgentKind:
                                 f"side_effect_policy.{field}: {label!r} is a label for people, not "
                                 "machine-checked; write {key, from, to} to check it"
                             )
-            warnings += [f"{loaded.label}:{_line_of(warning, loaded, lines)}: case {case.case_id}: {warning}"
-                         for warning in said]  # fmt: skip
+            for warning in said:
+                line = lines.of(warning, loaded.file, loaded.index, loaded.line)
+                warnings.append(f"{loaded.label}:{line}: case {case.case_id}: {warning}")
         if loaded_cases and all(not_gating_because(c.case, suite.governance, today) for c in loaded_cases):
             warnings.append(
                 f"{suite.cases_label}: no case gates (each is informational: see the cases' metadata, and gate.roles "

@@ -407,7 +407,9 @@ def iter_cases(
             problems.append(f"{item.where}: {clash}")
             continue
         found = case_problems(case, rules, rule_names)
-        problems += [f"{item.where}: {p}" for p in found]
+        problems += [
+            f"{item.at(lines.of(p, item.path, item.index, item.line) if item.line else None)}: {p}" for p in found
+        ]
         loaded = LoadedCase(case, item.path, item.shown, item.line or 1, item.index)
         if valid is not None:
             valid.append(loaded)
@@ -531,6 +533,11 @@ MAX_LOCATED_BYTES = 2 * 1024 * 1024
 the line of its case_id."""
 
 
+_FIELD_FIRST = re.compile(r"([a-z_]{1,60}(?:\[\d{1,6}\]|\.[a-z_]{1,60}){0,8})[: ]")
+_PART = re.compile(r"[a-z_]+|\d+")
+_CASE_FIELDS = frozenset(FIELD_NAMES)
+
+
 class FieldLines:
     """The line of a field of a case or of the file's defaults, for the message of its fault. The file is read
     again and composed into YAML nodes (a JSON file reads as YAML too), once per file and only for a file with a
@@ -541,6 +548,15 @@ class FieldLines:
         self._path: Path | None = None
         self._root: yaml.Node | None = None
         self._keys: dict[int, dict[Any, tuple[yaml.Node, yaml.Node]]] = {}  # a mapping node's pairs by key, built once
+
+    def of(self, message: str, path: Path, index: int, line: int) -> int:
+        """The line of the field a message of case number `index` begins with (`negative_behavior[1]: ...`), when
+        the case writes it; else `line`, the line of the case's id. Only a file with such a message is read again."""
+        field = _FIELD_FIRST.match(message)
+        loc = tuple(int(part) if part.isdigit() else part for part in _PART.findall(field[1])) if field else ()
+        if not loc or loc[0] not in _CASE_FIELDS:  # "no negative_behavior; ...": no file is read for it
+            return line
+        return self.line(path, index, loc) or line
 
     def line(self, path: Path, index: int | None, loc: tuple[Any, ...]) -> int | None:
         """The line of `loc` in the file's case number `index`, or in its `defaults` (`index` None)."""
