@@ -28,7 +28,7 @@ from diagbot.kinds.agent.match import show
 
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
-MAX_SUITE_PROBLEMS = 1_000  # problems said of one suite's cases before the rest are left unread
+MAX_SUITE_PROBLEMS = 10_000  # problems said of one suite's cases before the rest are left unread
 MAX_YAML_SEPARATORS = 2_000_000  # line breaks and commas in a YAML case file: a bound on its values, found cheaply
 MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
