@@ -429,7 +429,7 @@ def test_the_001_section_12_3_example_loads_with_its_rule_defined(tmp_path: Path
     text = (ROOT / "tests/data/agent/spec_12_3.yaml").read_text(encoding="utf-8")
     assert load(tmp_path, {"refund.yaml": text}) == []
     assert load(tmp_path, {"refund.yaml": text}, rules={"no_privacy_leaks": RULES["no_privacy_leak"]}) == [
-        "cases/refund.yaml:1: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
+        "cases/refund.yaml:40: case refund_eligibility_001: evaluator_config.rule_checks[0]: unknown rule "
         "'no_privacy_leak' (did you mean no_privacy_leaks?); define it under the suite's rules in diagbot.yml"
     ]
 

@@ -200,7 +200,10 @@ def describe(
         return f"'{where}': expected an object (a mapping) (found {found})"
     message = error_message(error)
     lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
-    return f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
+    said = f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
+    if kind == "string_type" and isinstance(error.get("input"), int | float):  # YAML reads `case_version: 3` as 3
+        said += f"; quote it to write a text: '{values.one_line(show(error['input']), 40)}'"
+    return said
 
 
 def _text(blob: bytes) -> str:
