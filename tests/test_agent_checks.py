@@ -1354,7 +1354,7 @@ def test_expected_state_values_are_matched_as_arguments_are() -> None:
     signed_out = {"user": {"authenticated": False, "name": "ann"}}
     assert failures(make_case(initial_state=signed_out, side_effect_policy=policy), calls("refund")) == [
         'precondition_unmet: refund (call 1): user is {"authenticated": false, "name": "ann"} just before it, '
-        'expected {"authenticated": true}'
+        'expected {"authenticated": true} (user.authenticated: expected true, got false)'
     ]
 
 

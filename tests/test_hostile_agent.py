@@ -541,6 +541,9 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("schema_deep.yaml", yaml_case("sd", tool_schema={"t": _nested({}, 100)}),  # checking it overflowed the stack
      "the schema for 't' is nested more than 64 levels deep; flatten it ($defs and $ref name a shape once)"),
     ("p0.yaml", yaml_case("pz", risk_level="P0"), "p0.yaml: case pz: negative_behavior is required for P0 cases"),
+    ("blank.yaml", yaml_case("bl", title="  ", ability_tags=["refunds", ""]),
+     "blank.yaml: case bl: 'title': expected a text, found a blank one: say it in words (it names the case to "
+     "people) (found \"  \")"),
     # 7,000,000 values in a flow list: 3 GB and 40 s in PyYAML, within the file size limit
     ("values.yaml", "case_id: v\ncontext: {k: [" + ",".join(["1"] * 2_000_001) + "]}\n",
      "values.yaml: holds more than 2,000,000 lines and commas, more YAML values than diagbot reads in one case "

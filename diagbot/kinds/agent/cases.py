@@ -87,6 +87,15 @@ def _visible(value: str) -> str:
 Version = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_visible)]
 
 
+def _said(value: str) -> str:
+    if not value.strip():
+        raise ValueError("expected a text, found a blank one: say it in words (it names the case to people)")
+    return value
+
+
+Said = Annotated[str, AfterValidator(_said)]  # a required text of the case's identity, never blank
+
+
 def _day(value: Any) -> Any:
     """A calendar day written `YYYY-MM-DD` (diagbot's YAML loader gives dates as text, as JSON does), or a date
     built in Python: not a number, which pydantic reads as seconds since 1970 (`0` lapsed in 1970), nor a time of
@@ -537,13 +546,13 @@ class AgentCase(Model):
     case_version: Version
     dataset_id: str = Field(min_length=1)
     dataset_version: Version
-    title: str
-    scenario: str
-    user_task: str
-    ability_tags: Annotated[list[str], Field(min_length=1, max_length=MAX_ITEMS)]
+    title: Said
+    scenario: Said
+    user_task: Said
+    ability_tags: Annotated[list[Said], Field(min_length=1, max_length=MAX_ITEMS)]
     risk_level: RiskLevel
     difficulty: Difficulty
-    source: str
+    source: Said
     input: TextOrObject
     context: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
