@@ -342,6 +342,10 @@ def clear_outputs(
     be removed and raise nothing (after a failed write, whose error is the one to report). `everything`: also
     what reads as a report whoever wrote it, `report.json` beside them included (what a pull request commits
     there would be uploaded as the run's report, and read as a baseline); other tools' files stay."""
+    if everything:  # a link the pull request committed as the folder, or as its reports/ or diff/, is removed
+        for link in (out, out / "reports", out / "diff"):  # (the link, never what it points at): uploaded as the
+            if link.is_symlink():  # run's, the folder it points at would be read as a baseline
+                remove_stale(link, link.parent, anchor)
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
     looked = [MAX_LOOKED_AT_BYTES]  # bytes still to be read to tell another tool's JSON from a report
     if everything and _reads_as_report(out / "report.json", looked):  # an artifact of it alone is a bare report

@@ -350,6 +350,25 @@ def test_a_pull_request_s_own_report_folder_is_emptied_before_anything_else(gh: 
     assert left == ["diff", "notes.txt", "reports", "reports/coverage.json"]
 
 
+@pytest.mark.parametrize("linked", ["diagbot-report", "diagbot-report/reports", "diagbot-report/diff"])
+def test_a_report_folder_the_pull_request_committed_as_a_link_is_removed_not_followed(
+    gh: GitHubTestServer, ws: Path, linked: str
+) -> None:
+    """An audit: the pull request committed diagbot-report/reports as a link to a folder of forged reports; the
+    clearing passed the link by, the run stopped on it, and upload-artifact (which follows links) would have
+    uploaded the forged reports. The link is removed, never what it points at, and the run goes on."""
+    evil = ws / "evil"
+    evil.mkdir()
+    (evil / "diagnosis.json").write_text('{"kind": "trace", "schemaVersion": 1}')
+    (ws / linked).parent.mkdir(exist_ok=True)
+    (ws / linked).symlink_to(evil, target_is_directory=True)
+    code, log = run(gh, ws)
+    assert code in (0, 1), log  # judged as usual
+    assert not (ws / linked).is_symlink() and (evil / "diagnosis.json").exists()
+    written = json.loads((ws / "diagbot-report/reports/diagnosis.json").read_text(encoding="utf-8"))
+    assert written["run"]["gitSha"] == HEAD  # this run's own report
+
+
 def test_clearing_reads_a_bounded_amount_and_removes_what_it_could_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -381,25 +400,39 @@ def test_a_baseline_from_another_workflow_serves_with_a_warning_unless_baseline_
     assert "1 run(s) of other workflows than .github/workflows/pr.yml were passed over" in comment_body(gh)
 
 
-@pytest.mark.parametrize("how", ["pr.json", "another commit"])
+@pytest.mark.parametrize("how", ["pr.json", "another commit", "no commit"])
 def test_a_pull_request_s_evaluation_on_the_base_branch_is_never_its_baseline(
     gh: GitHubTestServer, ws: Path, how: str
 ) -> None:
     """A maintainer's workflow_dispatch rerun of PR 7 from main (pr-number given) uploads PR 7's reports on a run of
-    main at main's tip: taken as the exact baseline, PR 7's regression passed every later pull request."""
+    main at main's tip: taken as the exact baseline, PR 7's regression passed every later pull request. Reports
+    that record no commit (forged, as an audit found) were taken too."""
     upload(gh, baseline_files(gh, ws), sha="e" * 40)  # an older, honest baseline
     break_a_case(ws)
     broken = baseline_files(gh, ws)
     if how == "pr.json":
         upload(gh, {**broken, "pr.json": b"{}"}, event="workflow_dispatch")
-    else:  # the reports say they were made from the pull request's head, not from the run's commit
+    elif how == "another commit":  # the reports say they were made from the pull request's head, not the run's
         upload(gh, broken, event="workflow_dispatch", made=HEAD)
+    else:
+        unmade = {k: v if not k.startswith("reports/") else _without_run(v) for k, v in broken.items()}
+        upload(gh, unmade, event="workflow_dispatch")
     code, log = run(gh, ws)
     assert code == 1, log  # the broken case is a regression against the honest baseline
-    said = "holds pr.json, so it is a pull request's evaluation" if how == "pr.json" else (
-        f"reports/diagnosis.json was made from commit {HEAD[:12]}, not from its run's commit {BASE[:12]}"
-    )  # fmt: skip
+    said = {
+        "pr.json": "holds pr.json, so it is a pull request's evaluation",
+        "another commit": f"reports/diagnosis.json was made from commit {HEAD[:12]}, not from its run's commit "
+                          f"{BASE[:12]}",
+        "no commit": "reports/diagnosis.json records no commit it was made from, which every report of diagbot's "
+                     "action records, so it is not that branch's baseline; trying an older one",
+    }[how]  # fmt: skip
     assert any(line.startswith("::warning::") and said in line for line in log.splitlines()), log
+
+
+def _without_run(data: bytes) -> bytes:
+    report = json.loads(data)
+    report.pop("run", None)
+    return json.dumps(report).encode()
 
 
 def test_a_newer_baseline_that_cannot_be_downloaded_fails_the_gate_rather_than_an_older_one_passing_it(

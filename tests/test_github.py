@@ -167,6 +167,13 @@ def test_workflow_dispatch_runs_of_the_base_branch_are_baselines_too(g: Github, 
     assert candidates(g) == [dispatched, pushed, pushed_old]  # both lists, merged newest first
     assert candidates(g, max_candidates=1) == [dispatched]
 
+    # a dispatched evaluation of a pull request that stopped before writing pr.json (an audit: its report folder a
+    # link the pull request committed) uploaded the pull request's files as a run of main; a run that has not
+    # finished is none either
+    for conclusion, status in (("failure", "completed"), ("cancelled", "completed"), (None, "in_progress")):
+        artifact(gh, age_days=0.2, event="workflow_dispatch", conclusion=conclusion, status=status)
+    assert candidates(g) == [dispatched, pushed, pushed_old]
+
 
 def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: GitHubTestServer) -> None:
     artifact(gh, head_sha=BASE)

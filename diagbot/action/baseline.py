@@ -172,7 +172,12 @@ def _not_a_baseline(files: dict[str, bytes], found: Baselines, candidate: Artifa
         )
     for name, report in found.reports.items():
         made = report.run.git_sha if report.run is not None else None
-        if made and candidate.head_sha and made.lower() != candidate.head_sha.lower():
+        if not made:  # every report the action writes records it: one without was put there by other hands
+            return (
+                f"reports/{name}.json records no commit it was made from, which every report of diagbot's action "
+                "records, so it is not that branch's baseline; trying an older one"
+            )
+        if candidate.head_sha and made.lower() != candidate.head_sha.lower():
             return (
                 f"reports/{name}.json was made from commit {made[:12]}, not from its run's commit "
                 f"{candidate.head_sha[:12]}, so it is not that branch's baseline; trying an older one"

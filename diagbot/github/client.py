@@ -297,9 +297,14 @@ def _list_runs(repo: Repository, **query: str) -> PaginatedList[WorkflowRun]:
 
 
 def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str | None) -> list[ArtifactCandidate]:
-    """The unexpired `name` artifacts of `run`, if it is a baseline run of this repository's own `base_branch`."""
+    """The unexpired `name` artifacts of `run`, if it is a baseline run of this repository's own `base_branch`: a
+    push, or a workflow_dispatch run that succeeded."""
     head = run.head_repository
     if run.event not in BASELINE_EVENTS or run.head_branch != base_branch or head is None:
+        return []
+    if run.event == "workflow_dispatch" and run.conclusion != "success":
+        # a dispatched evaluation of a pull request that stopped before writing pr.json (its report folder a link
+        # the pull request committed, say) would upload the pull request's files as a run of the base branch
         return []
     if head.id != run.repository.id:  # a fork's run
         return []
