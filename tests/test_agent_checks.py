@@ -2642,6 +2642,22 @@ def test_hosted_and_mcp_calls_keep_the_order_of_results_too() -> None:
     assert failures(checked, {"output": [fn, refund, inline]}) == [TOGETHER]
 
 
+@pytest.mark.parametrize("said", [{"status": "failed"}, {"status": "completed", "error": "conflict"}])
+def test_a_hosted_tools_output_that_says_it_failed_fails_its_call(said: dict[str, Any]) -> None:
+    """An audit: `apply_patch_call_output` with `status: failed` (the client's run of the patch) was a success, so
+    the failed patch met a deploy's precondition `{called: apply_patch}`."""
+    case = make_case(side_effect_policy={"tool": "deploy", "precondition": [{"called": "apply_patch"}]})
+    patch = {"type": "apply_patch_call", "call_id": "p1", "status": "completed", "operation": {"type": "update_file"}}
+    deploy = {"type": "function_call", "call_id": "d1", "name": "deploy", "arguments": "{}"}
+    output = {"type": "apply_patch_call_output", "call_id": "p1", "output": "patch did not apply", **said}
+    assert failures(case, {"output": [patch, output, deploy]}) == [
+        "precondition_unmet: deploy (call 2): apply_patch was not successfully called before it"
+    ]
+    applied = {**output, "status": "completed", "output": "done"}
+    applied.pop("error", None)
+    assert failures(case, {"output": [patch, applied, deploy]}) == []
+
+
 def test_a_call_answered_only_after_the_side_effect_does_not_meet_called() -> None:
     """`{called: check}` was met by where the check was made, not by when its result came back: a check answered
     after the refund, or never, passed."""

@@ -2037,6 +2037,55 @@ def test_an_mcp_result_that_says_is_error_fails_its_call(tmp_path: Path) -> None
     assert judge_run(case, parse(recorded({**said, "isError": False}))) == []
 
 
+CHECKED = [say("user", text("refund order 1")),
+           say("assistant", call_part("c1", "refund_eligibility_check", {"order_id": "1"}))]  # fmt: skip
+PRECONDITION = {"tool": "refund_submit", "precondition": [{"called": "refund_eligibility_check"}]}
+UNMET = "precondition_unmet: refund_submit (call 2): refund_eligibility_check was not successfully called before it"
+
+
+def _checked_then_refunded(rec: Recorder, checked_text: str) -> dict[str, Any]:
+    """The model's conversation: the eligibility check answered with `checked_text` (as a framework gives the
+    model a result), then the refund; the tool spans are recorded before this is called."""
+    answered = [*CHECKED, say("tool", response_part("c1", checked_text))]
+    chat(rec, answered, [say("assistant", call_part("c2", "refund_submit", {"order_id": "1"}))])
+    tool(rec, "refund_submit", "c2", arguments='{"order_id": "1"}', result="ok")
+    return rec.otlp()
+
+
+def test_a_tool_spans_own_error_result_fails_the_call_when_the_history_holds_only_its_text() -> None:
+    """An audit: the execute_tool span recorded MCP's `{content, isError: true}` while the model's history held
+    only the result's text, as frameworks give it; the history's result won and the span's was dropped, so the
+    failed eligibility check met the refund's precondition."""
+    rec = Recorder()
+    chat(rec, [CHECKED[0]], [CHECKED[1]])
+    error = {"content": [{"type": "text", "text": "service down"}], "isError": True}
+    tool(rec, "refund_eligibility_check", "c1", arguments='{"order_id": "1"}', result=json.dumps(error))
+    case = make_case(side_effect_policy=PRECONDITION)
+    assert judge_run(case, parse(_checked_then_refunded(rec, "service down"))) == [UNMET]
+
+
+@pytest.mark.parametrize("inner_id", ["c1", None], ids=["same-id", "no-id"])
+def test_a_failed_layer_inside_a_tool_span_fails_its_call(inner_id: str | None) -> None:
+    """An audit: a framework's execute_tool span around the MCP client's, only the inner one failed. With the same
+    call id it was read as a retry (failed only if every attempt did); without one, as a call of its own, the
+    outer still a success: either way the failed check met the refund's precondition."""
+    rec = Recorder()
+    chat(rec, [CHECKED[0]], [CHECKED[1]])
+    outer = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund_eligibility_check",
+             "gen_ai.tool.call.id": "c1"}  # fmt: skip
+    with rec.root("execute_tool refund_eligibility_check", outer):
+        tool(rec, "refund_eligibility_check", inner_id, error=True, **{"error.type": "tool_error"})
+    case = make_case(side_effect_policy=PRECONDITION)
+    # without an id the inner span stays a call of its own, failed (so no failed call goes unseen): the refund is 3rd
+    unmet = UNMET if inner_id else UNMET.replace("(call 2)", "(call 3)")
+    assert judge_run(case, parse(_checked_then_refunded(rec, "service down"))) == [unmet]
+    retried = Recorder()  # a retry after a failed attempt, not inside it, still succeeds
+    chat(retried, [CHECKED[0]], [CHECKED[1]])
+    tool(retried, "refund_eligibility_check", "c1", error=True)
+    tool(retried, "refund_eligibility_check", "c1", result="eligible")
+    assert judge_run(case, parse(_checked_then_refunded(retried, "eligible"))) == []
+
+
 TEXT_UNREAD = (
     "a message's text under '{key}', which diagbot does not read, so what it says would go unseen: write it as the "
     "message's content"

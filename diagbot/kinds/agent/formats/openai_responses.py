@@ -202,6 +202,8 @@ def read(data: Any) -> Run:
                 if pending:
                     call = pending.pop()
                     call.result, call.has_result, call.seen = item.get("output"), True, 2 * turn
+                    # its output's status says how the client's run of it went (apply_patch: completed or failed)
+                    call.failed = call.failed or item.get("status") == "failed" or bool(item.get("error"))
                 turn, spoke, stand_in = turn + 1, None, None
             elif kind in _TEXT_OUTPUTS:
                 call_id = text(item.get("call_id"), f"{where}.call_id")

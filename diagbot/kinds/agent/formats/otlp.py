@@ -843,6 +843,7 @@ def _attach(
     decoded: dict[int, tuple[Any, str | None]] = {}  # a call's arguments, decoded once for matching spans to it
     first: dict[tuple[str, str], tuple[ToolCall, Span]] = {}  # (call id, tool) -> the last call of them a span
     # took, and that span
+    enclosing: dict[str, list[tuple[ToolCall, Span]]] = {}  # tool -> each call a span was taken onto, and the span
     later: list[tuple[int, Step]] = []
     for span, convention, role in roles:
         if role == RETRIEVAL:
@@ -876,11 +877,16 @@ def _attach(
             match = _first_free(queue, taken, found.raw_args, decoded, functools.partial(_before, made, span.end))
         if match is None:
             later.append((span.start, _call(found, span)))
+            if found.failed or _says_error(found):  # a layer of a taken call's attempt (the MCP client's span
+                for around, outer in enclosing.get(found.tool, [])[-_ENCLOSING_LOOKED_AT:]:  # within a framework's)
+                    if _within(span, outer):  # fails that attempt too
+                        around.failed = True
             continue
         i, call = match
         taken.add(i)
         if call.id is not None:
             first[(call.id, call.tool)] = (call, span)
+        enclosing.setdefault(call.tool, []).append((call, span))
         _enrich(call, found, span)
         anchors[i] = span.start
         owner = owners.get(i)
@@ -889,9 +895,23 @@ def _attach(
     return later
 
 
+_ENCLOSING_LOOKED_AT = 64  # the latest taken calls of a tool looked at for a failed span they may enclose
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    """Whether a span ran inside another (a layer of the same work: a framework's tool span around the MCP
+    client's), not after it (a retry starts once the attempt before it has ended)."""
+    return outer.start <= inner.start < outer.end and inner.end <= outer.end
+
+
 def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
-    """Another attempt of a call: it failed only if every attempt did (one that succeeded made its side effect)."""
-    call.failed = call.failed and found.failed
+    """Another attempt of a call: it failed only if every attempt did (one that succeeded made its side effect).
+    A span within the first one's time is that attempt recorded again by another layer (a framework's tool span
+    around the MCP client's): the call failed if either says so."""
+    if _within(span, first):
+        call.failed = call.failed or found.failed or _says_error(found)
+    else:
+        call.failed = call.failed and found.failed
     if not call.has_result and found.has_result:
         call.result, call.has_result = found.result, True
     call.duration_ms = max(span.end - first.start, 0) / 1e6
@@ -953,7 +973,8 @@ def _first_free(
 
 
 def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
-    call.failed = call.failed or found.failed
+    # the span's own result may say the call failed (MCP's isError) where the history's text of it does not
+    call.failed = call.failed or found.failed or (call.has_result and _says_error(found))
     call.duration_ms = span.duration_ms
     if not call.has_result and found.has_result:
         call.result, call.has_result = found.result, True
@@ -961,6 +982,13 @@ def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
         call.raw_args = found.raw_args
     elif found.raw_args is not None:
         _ran_otherwise(call, found.raw_args)
+
+
+def _says_error(found: ToolSpan) -> bool:
+    """Whether a tool span's result says its call failed (MCP's `CallToolResult` with `isError: true`); one that
+    may, but is too large or repeats a key to tell, is taken as saying so: read as a success, it would count as
+    done."""
+    return found.has_result and ToolCall(found.tool, result=found.result, has_result=True).result_is_error is not False
 
 
 def _ran_otherwise(call: ToolCall, ran: Any) -> None:
