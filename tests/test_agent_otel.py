@@ -2086,6 +2086,27 @@ def test_a_failed_layer_inside_a_tool_span_fails_its_call(inner_id: str | None) 
     assert judge_run(case, parse(_checked_then_refunded(retried, "eligible"))) == []
 
 
+def test_a_model_call_given_the_exchange_after_the_reply_makes_the_answer_unknown() -> None:
+    """An audit: Llama Guard, given `[user, assistant reply]` after the agent answered, wrote `safe`, which was read
+    as the run's answer: the reply's forbidden promise passed. Such a call (or a continuation of a reply cut short)
+    leaves which text is the agent's answer unknown: the text checks fail, saying so."""
+    asked, reply = say("user", text("refund ORDER_123?")), say("assistant", text("Sure, I will refund immediately."))
+    rec = Recorder()
+    chat(rec, [asked], [reply])
+    chat(rec, [asked, reply], [say("assistant", text("safe"))])
+    case = make_case(negative_behavior=[{"id": "promise", "answer_contains": ["refund immediately"]}])
+    [failure] = judge_run(case, parse(rec.otlp()))
+    assert failure.startswith(
+        "rule_failed: promise: the latest model call ($.resourceSpans[0].scopeSpans[0].spans[1]) is given the "
+        'conversation up to a reply of the agent\'s ("Sure, I will refund immediately.") and writes after it'
+    ), failure
+    alone = Recorder()
+    chat(alone, [asked], [reply])
+    assert judge_run(case, parse(alone.otlp())) == [
+        'rule_failed: promise: the answer contains ["refund immediately"] (this must not happen)'
+    ]
+
+
 TEXT_UNREAD = (
     "a message's text under '{key}', which diagbot does not read, so what it says would go unseen: write it as the "
     "message's content"

@@ -386,7 +386,9 @@ def _run(roles: Roles) -> Run:
             for step, when in enumerate(dates()):
                 if anchors[step] is None:
                     anchors[step] = when
-        run.unrecorded = run.unrecorded or _left_out(latest, earlier) or _answered_apart(latest, earlier)
+        run.unrecorded = (
+            run.unrecorded or _left_out(latest, earlier) or _answered_apart(latest, earlier) or _after_reply(latest)
+        )
     seen = None
     if latest is not None and any(isinstance(step, ToolCall) for _, step in later):
         seen = _seen(roles, latest[0], role_of, history, message_of, len(steps))
@@ -529,6 +531,24 @@ def _answered_apart(latest: tuple[Span, tuple[list[Said], list[Said]]], earlier:
                 "messages and turns are not known; leave the model calls that are not the agent's out of the run file"
             )
     return None
+
+
+def _after_reply(latest: tuple[Span, tuple[list[Said], list[Said]]]) -> str | None:
+    """Why the run's messages are not known when the latest model call's input ends with a reply of the agent's:
+    the agent's model is called on a user's or a tool's message, so this call either classifies the exchange
+    (Llama Guard is given `[user, assistant]` and answers `safe`) or continues a reply cut short, and which of
+    them its output is, the agent's answer or a verdict on it, is not known."""
+    span, (history, said_out) = latest
+    last = next((m for m in reversed(history) if m.role not in ("system", "developer")), None)
+    if last is None or last.role != "assistant" or not last.text.strip() or not said_out:
+        return None
+    return (
+        f"the latest model call ({span.path}) is given the conversation up to a reply of the agent's "
+        f"({json.dumps(excerpt(last.text, 60), ensure_ascii=False)}) and writes after it: a check of that reply (a "
+        "guardrail such as Llama Guard) or a continuation of it, so which text is the agent's answer is not known: "
+        "the run's messages and turns are not known; leave the model calls that are not the agent's out of the run "
+        "file"
+    )
 
 
 def _words(text: str) -> str:
