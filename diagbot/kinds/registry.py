@@ -28,7 +28,8 @@ def kind_of(report: SuiteReport) -> Kind[Any]:
 
 
 def parse_any_report(text: str, where: str) -> SuiteReport:
-    """A report of any kind from its JSON text, decoded once; reports without `kind` (old or Java) are trace."""
+    """A report of any kind from its JSON text, decoded once; one without `kind` (the Java evaluator's, version 0) is
+    a trace report."""
     data = load_json_object(text, where)
     # only the Java evaluator's report (version 0) has no kind; a future version is said as one, as a kind does
     if "kind" not in data and check_version(data, where, _NEWEST) > 0:
