@@ -1008,7 +1008,9 @@ def _says_error(found: ToolSpan) -> bool:
     """Whether a tool span's result says its call failed (MCP's `CallToolResult` with `isError: true`); one that
     may, but is too large or repeats a key to tell, is taken as saying so: read as a success, it would count as
     done."""
-    return found.has_result and ToolCall(found.tool, result=found.result, has_result=True).result_is_error is not False
+    if not found.has_result or (isinstance(found.result, str) and "isError" not in found.result):
+        return False  # what nearly every result is: no JSON to decode to tell
+    return ToolCall(found.tool, result=found.result, has_result=True).result_is_error is not False
 
 
 def _ran_otherwise(call: ToolCall, ran: Any) -> None:
