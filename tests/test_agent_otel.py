@@ -2107,6 +2107,21 @@ def test_a_model_call_given_the_exchange_after_the_reply_makes_the_answer_unknow
     ]
 
 
+def test_json_read_for_its_shape_is_read_past_a_number_a_double_cannot_hold() -> None:
+    """A review: refusing `1e400` made a result's JSON text undecodable, so its `isError: true` and its parts' text
+    went unread (the failed check met the precondition), and content blocks holding one were read as the user's
+    words. A result is read for its shape, where no number is compared; tool blocks holding one refuse the file."""
+    big = '{"isError": true, "content": [{"type": "text", "text": "Error: denied"}], "_meta": {"n": 1e400}}'
+    call = ToolCall("check", result=big, has_result=True)
+    assert (call.result_is_error, call.result_parts_text) == (True, "Error: denied")
+    said = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Yes - eligible", "cost": "__BIG__"}
+    doc = json.loads(json.dumps(_anthropic_refund(said)).replace('\\"__BIG__\\"', "1e400"))
+    assert problem(doc) == (
+        '$.resourceSpans[0].scopeSpans[0].spans[0].attributes["gen_ai.prompt.2.content"]: cannot be read: the number '
+        "1e400, which is too large to read (past 1.8e308)"
+    )
+
+
 TEXT_UNREAD = (
     "a message's text under '{key}', which diagbot does not read, so what it says would go unseen: write it as the "
     "message's content"

@@ -50,10 +50,11 @@ def _float(text: str) -> float:
     return value
 
 
-def loads(text: str | bytes) -> Any:
+def loads(text: str | bytes, infinite: bool = False) -> Any:
     """`json.loads` that refuses absurd integers and the NaN/Infinity literals with a BadNumber, instead of a
     ValueError deep inside (Python refuses more than 4,300 digits with a message about sys.set_int_max_str_digits),
-    and a number too large for a float (`1e400`, which `json` reads as infinity) too.
+    and a number too large for a float (`1e400`, which `json` reads as infinity) too, unless `infinite`: for JSON
+    text read only to tell its shape (does a tool's result say `isError`?), where no number is compared.
 
     orjson reads the document first: it is several times faster and accepts exactly the plain cases (no NaN, valid
     UTF-8 without lone surrogates, nesting under 1,024 levels). Anything it refuses, or may have read inexactly (an
@@ -68,7 +69,7 @@ def loads(text: str | bytes) -> Any:
             return value
     if isinstance(text, bytes):
         text = text.decode("utf-8")  # a UnicodeDecodeError for the caller to report
-    return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    return json.loads(text, parse_int=_int, parse_float=None if infinite else _float, parse_constant=_constant)
 
 
 def loads_written(text: str) -> Any:

@@ -96,14 +96,15 @@ class ToolCall:
     def result_value(self) -> Any:
         """The result as a value: as recorded, or, for JSON text of an object or a list (as an OTLP span records a
         structured result, MCP's `CallToolResult`), what it encodes; text that is no such JSON, or holds more than
-        MAX_ARG_VALUES values, stays the text."""
+        MAX_ARG_VALUES values, stays the text. It is read for its shape alone (`isError`, the parts' text), so a
+        number past a double's range reads as infinity rather than leave an error result as text."""
         result = self.result
         if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "["):
             return result
         if _too_many_values(result):
             return result
         try:
-            return values.loads(result)
+            return values.loads(result, infinite=True)
         except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError):
             return result
 

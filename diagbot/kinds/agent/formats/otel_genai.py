@@ -17,7 +17,7 @@ whose attributes are the event body's fields: `content`, `tool_calls`, the tool 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from diagbot.core import values
 from diagbot.core.values import one_line
@@ -294,7 +294,7 @@ def _flat_messages(span: Span, prefix: str) -> list[Said]:
         ]  # fmt: skip
         said.append(_message(message, span.where(key)))
         if blocks is not None:
-            _tool_blocks(blocks, said[-1], span.where(f"{key}.content"))
+            _read_tool_blocks(blocks, said[-1], span.where(f"{key}.content"))
     return said
 
 
@@ -314,13 +314,17 @@ def _content_blocks(span: Span, value: Any, where: str) -> list[Any] | None:
     span.quota.charge(value, where)  # JSON text decoded counts toward the run's values
     try:
         decoded = values.loads(value)
+    except values.BadNumber as exc:  # blocks holding a number past a double: read as text, a tool's result would be
+        try:  # the user's words; read with infinity, an amount would equal any other such one: the file is refused
+            shape = values.loads(value, infinite=True)
+        except DECODE_ERRORS:
+            return None
+        if _tool_blocks(shape):
+            raise json_problem(exc, where, "nested too deeply to read") from None
+        return None
     except DECODE_ERRORS:  # text that opens as such JSON does, and is none
         return None
-    if (
-        not isinstance(decoded, list)
-        or not all(isinstance(block, dict) and block.get("type") in _BLOCK_TYPES for block in decoded)
-        or not any(block["type"] in _TOOL_BLOCKS for block in decoded)
-    ):
+    if not _tool_blocks(decoded):
         return None  # text that is JSON of something else (a reply listing cards, a search result): read as text
     try:
         values.refuse_repeats(value, decoded)  # a repeated key would hide one of its values
@@ -329,7 +333,16 @@ def _content_blocks(span: Span, value: Any, where: str) -> list[Any] | None:
     return values.replace_surrogates(decoded) if values.escapes_surrogates(value) else decoded
 
 
-def _tool_blocks(blocks: list[Any], said: Said, where: str) -> None:
+def _tool_blocks(decoded: Any) -> TypeGuard[list[Any]]:
+    """Whether decoded JSON is a list of content blocks, one of them a tool's (`tool_use`, `tool_result`)."""
+    return (
+        isinstance(decoded, list)
+        and all(isinstance(block, dict) and block.get("type") in _BLOCK_TYPES for block in decoded)
+        and any(block["type"] in _TOOL_BLOCKS for block in decoded)
+    )
+
+
+def _read_tool_blocks(blocks: list[Any], said: Said, where: str) -> None:
     """A flattened message's `tool_use` blocks, as calls (unless its tool_calls keys record the same call, as
     OpenLLMetry writes them there too), and its `tool_result` blocks, as results of the calls they name
     (`is_error: true`: the call failed). A user message of results alone says nothing of the user's: it is read
