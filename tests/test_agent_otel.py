@@ -32,7 +32,7 @@ from diagbot.kinds.agent.run import Citation, Document, Message, Retrieval, Run,
 from scripts import make_otel_fixtures
 from tests import otel_recorder
 from tests.conftest import ROOT, write_json
-from tests.otel_recorder import Recorder, json_lines
+from tests.otel_recorder import STEP_NS, Recorder, json_lines
 from tests.test_agent_checks import evaluate, judge_run, make_case
 from tests.test_agent_suite import RUN, agent_config
 
@@ -2084,6 +2084,20 @@ def test_a_failed_layer_inside_a_tool_span_fails_its_call(inner_id: str | None) 
     tool(retried, "refund_eligibility_check", "c1", error=True)
     tool(retried, "refund_eligibility_check", "c1", result="eligible")
     assert judge_run(case, parse(_checked_then_refunded(retried, "eligible"))) == []
+    if inner_id is None:
+        return
+    inside = Recorder()  # ... and so does one inside the framework's span (a review found it failed the call)
+    chat(inside, [CHECKED[0]], [CHECKED[1]])
+    with inside.root("execute_tool refund_eligibility_check", outer):
+        tool(inside, "refund_eligibility_check", "c1", error=True)
+        tool(inside, "refund_eligibility_check", "c1", result="eligible")
+    assert judge_run(case, parse(_checked_then_refunded(inside, "eligible"))) == []
+    first = Recorder()  # the inner span starting with the outer one (a millisecond clock): the exporter writes it
+    chat(first, [CHECKED[0]], [CHECKED[1]])  # first, since it ends first, and it is matched first
+    with first.root("execute_tool refund_eligibility_check", outer, duration_ms=5000):
+        attrs = {**outer, "error.type": "tool_error"}
+        first.span("execute_tool refund_eligibility_check", attrs, error=True, start=first.clock - STEP_NS)
+    assert judge_run(case, parse(_checked_then_refunded(first, "service down"))) == [UNMET]
 
 
 def test_a_model_call_given_the_exchange_after_the_reply_makes_the_answer_unknown() -> None:

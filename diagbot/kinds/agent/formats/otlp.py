@@ -861,8 +861,8 @@ def _attach(
             ).append((i, step))
     taken: set[int] = set()
     decoded: dict[int, tuple[Any, str | None]] = {}  # a call's arguments, decoded once for matching spans to it
-    first: dict[tuple[str, str], tuple[ToolCall, Span]] = {}  # (call id, tool) -> the last call of them a span
-    # took, and that span
+    first: dict[tuple[str, str], tuple[ToolCall, Span, bool]] = {}  # (call id, tool) -> the last call of them a
+    # span took, that span, and whether the call had failed by then
     enclosing: dict[str, list[tuple[ToolCall, Span]]] = {}  # tool -> each call a span was taken onto, and the span
     later: list[tuple[int, Step]] = []
     for span, convention, role in roles:
@@ -885,12 +885,12 @@ def _attach(
             else:
                 match = _first_free(by_id[found.id], taken)
             if match is None:
-                done, attempt = first[(found.id, found.tool)]
+                done, attempt, own = first[(found.id, found.tool)]
                 if not done.failed and not found.failed and span.start >= attempt.end:  # run again after it
                     # succeeded: its side effect twice (a span within the first one's time is that run, recorded twice)
                     later.append((span.start, _call(found, span)))
                     continue
-                _retried(done, attempt, found, span)
+                _retried(done, attempt, own, found, span)
                 continue
         else:
             queue = (by_tool if found.id is None else no_id).get(found.tool)
@@ -904,10 +904,10 @@ def _attach(
             continue
         i, call = match
         taken.add(i)
-        if call.id is not None:
-            first[(call.id, call.tool)] = (call, span)
         enclosing.setdefault(call.tool, []).append((call, span))
         _enrich(call, found, span)
+        if call.id is not None:
+            first[(call.id, call.tool)] = (call, span, call.failed)
         anchors[i] = span.start
         owner = owners.get(i)
         if owner is not None and ((known := anchors[owner]) is None or span.start < known):
@@ -924,12 +924,18 @@ def _within(inner: Span, outer: Span) -> bool:
     return outer.start <= inner.start < outer.end and inner.end <= outer.end
 
 
-def _retried(call: ToolCall, first: Span, found: ToolSpan, span: Span) -> None:
-    """Another attempt of a call: it failed only if every attempt did (one that succeeded made its side effect).
-    A span within the first one's time is that attempt recorded again by another layer (a framework's tool span
-    around the MCP client's): the call failed if either says so."""
+def _retried(call: ToolCall, first: Span, failed_then: bool, found: ToolSpan, span: Span) -> None:
+    """Another span of a call already matched (`first`, when the call's failure was `failed_then`). After it, it is
+    another attempt: the call failed only if every attempt did (one that succeeded made its side effect). Within
+    or around it, it is the same work recorded by another layer (a framework's tool span around the MCP client's,
+    which the exporter may write first): a layer inside says how the work went, the last one of them deciding (a
+    retry inside the framework's span that succeeded succeeded), beside what the first span said itself; a layer
+    around it fails the call when it failed."""
+    said = found.failed or _says_error(found)
     if _within(span, first):
-        call.failed = call.failed or found.failed or _says_error(found)
+        call.failed = failed_then or said
+    elif _within(first, span):
+        call.failed = call.failed or said
     else:
         call.failed = call.failed and found.failed
     if not call.has_result and found.has_result:
