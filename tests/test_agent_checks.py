@@ -888,6 +888,16 @@ def test_a_default_word_inside_a_noun_confirms_nothing(reply: str) -> None:
     assert failures(CONFIRM, said) == []
 
 
+@pytest.mark.parametrize(
+    "reply", ["You have my confirmation.", "Confirmation: refund it.", "确认号码无误，退款吧", "确认单笔退款"]
+)
+def test_a_default_word_that_is_the_confirmation_itself_still_confirms(reply: str) -> None:
+    """A review: the nouns above were stripped too widely, so the confirmation itself ("you have my confirmation")
+    and 确认 as the verb (确认号码无误: the number is right) confirmed nothing."""
+    run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
+    assert failures(CONFIRM, run) == []
+
+
 def test_confirmation_missing_when_the_user_does_not_confirm() -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", "tell me more first"), call("refund"))
     assert failures(CONFIRM, run) == refused("tell me more first", ' (it has "first"' + TAKES_BACK)

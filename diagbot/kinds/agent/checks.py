@@ -161,8 +161,8 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
 _NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop", "hold")}
 
 _NOT_CONFIRMING = re.compile(  # the default pattern's words inside a noun: a confirmation code, email, number ...
-    r"(?i)\bconfirmations?\b"
-    r"|[确確]认(?:码|碼|号|號|邮件|郵件|函|单|單|书|書|短信|链接|鏈接)|[确確]認(?:码|碼|号|號|邮件|郵件|函|单|單|书|書|短信)"
+    r"(?i)\bconfirmations? (?:numbers?|no\b|code|e-?mail|id\b|link|page|message|text|sms|letter|receipt|#)"
+    r"|[确確][认認](?:码|碼|邮件|郵件|函|书|書|短信|链接|鏈接)"  # not 号 nor 单: 确认号码无误, 确认单笔退款 confirm
     r"|確認(?:メール|番号|コード)|同意[书書]|可以理解"  # confirmation email, number, code; consent form; understandable
 )
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
