@@ -1041,7 +1041,8 @@ def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str, show
     file = f"{tmp_path}/cases/hostile.json:1: case #1"
     assert result.errors == [
         f"{file}: 'case_id': string should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{{0,199}}$' (found {shown})",
-        f"{file}: 'title': input should be a valid string (found 5); quote it to write a text: '5'",
+        f"{file}: 'title': input should be a valid string (found 5); put it in quotes to write it as a text (as "
+        "written: 1.10 unquoted is the number 1.1)",
     ]
     assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
     assert "\x1b" not in result.stderr

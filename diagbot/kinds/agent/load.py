@@ -202,7 +202,7 @@ def describe(
     lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
     said = f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
     if kind == "string_type" and isinstance(error.get("input"), int | float):  # YAML reads `case_version: 3` as 3
-        said += f"; quote it to write a text: '{values.one_line(show(error['input']), 40)}'"
+        said += "; put it in quotes to write it as a text (as written: 1.10 unquoted is the number 1.1)"
     return said
 
 
