@@ -209,6 +209,22 @@ def test_no_baseline_says_how_far_it_looked(gh: GitHubTestServer, ws: Path) -> N
     assert "No baseline" in body and "looked at" in body
 
 
+def test_a_dispatched_run_that_did_not_succeed_is_passed_over_and_said(gh: GitHubTestServer, ws: Path) -> None:
+    """A review: such runs were skipped without a word, and "no artifact" was said of a branch whose run had
+    uploaded one."""
+    files = baseline_files(gh, ws)
+    run_of_main = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="workflow_dispatch", conclusion="failure",
+                             created_at=NOW)  # fmt: skip
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    gh.add_artifact(run_of_main.id, "diagbot-report", buffer.getvalue(), created_at=NOW)
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "1 workflow\\_dispatch run(s) that did not succeed were passed over" in comment_body(gh)  # escaped
+
+
 def test_push_never_gates_and_posts_nothing(gh: GitHubTestServer, ws: Path) -> None:
     break_a_case(ws)
     code, _ = run(gh, ws, "push", require_baseline="true")

@@ -172,7 +172,8 @@ def test_workflow_dispatch_runs_of_the_base_branch_are_baselines_too(g: Github, 
     # finished is none either
     for conclusion, status in (("failure", "completed"), ("cancelled", "completed"), (None, "in_progress")):
         artifact(gh, age_days=0.2, event="workflow_dispatch", conclusion=conclusion, status=status)
-    assert candidates(g) == [dispatched, pushed, pushed_old]
+    found = search(g, max_candidates=10)
+    assert ([c.id for c in found.candidates], found.unsuccessful) == ([dispatched, pushed, pushed_old], 3)
 
 
 def test_download_goes_to_the_blob_host_without_authorization(g: Github, gh: GitHubTestServer) -> None:

@@ -102,6 +102,11 @@ def resolve_baseline(
         "as the baseline-workflow input asks"
         if search.passed_over
         else ""
+    ) + (
+        f"; {search.unsuccessful} workflow_dispatch run(s) that did not succeed were passed over (a run that failed "
+        "or was cancelled may have stopped before it wrote its report folder)"
+        if search.unsuccessful
+        else ""
     )
     looked = f" (looked at {runs} of {base_branch}{passed}" + (
         f"; stopped: {search.stopped_because})" if search.stopped_because else ")"

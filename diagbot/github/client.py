@@ -231,8 +231,9 @@ def search_baselines(
     max_seconds: float = MAX_SEARCH_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> BaselineSearch:
-    """Unexpired `name` artifacts of this repository's own push and workflow_dispatch runs of `base_branch`: the
-    base commit's runs first, then the branch's runs newest first.
+    """Unexpired `name` artifacts of this repository's own push and workflow_dispatch runs of `base_branch` (a
+    workflow_dispatch run only when it succeeded, counted in `unsuccessful` when not): the base commit's runs first,
+    then the branch's runs newest first.
 
     Only the branch's runs are listed, never the repository-wide artifact list (where every pull request run's
     upload crowds the baselines out). The search looks at no more than `max_runs` runs and `max_seconds` of
@@ -244,7 +245,7 @@ def search_baselines(
     """
     found: list[ArtifactCandidate] = []
     elsewhere: list[ArtifactCandidate] = []
-    passed_over = 0
+    passed_over = unsuccessful = 0
     scanned = 0
     stopped: str | None = None
     started = clock()
@@ -261,6 +262,11 @@ def search_baselines(
             if run is None:
                 break
             scanned += 1
+            if run.event == "workflow_dispatch" and run.conclusion != "success":
+                # a dispatched evaluation of a pull request that stopped before writing pr.json (its report folder a
+                # link the pull request committed, say) would upload the pull request's files as a run of the branch
+                unsuccessful += 1
+                continue
             if workflow is None or run.path == workflow:
                 found.extend(_run_candidates(run, name, base_branch, base_sha))
             elif only:
@@ -273,7 +279,10 @@ def search_baselines(
     other = not found and bool(elsewhere)
     chosen = elsewhere if other else found
     chosen.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
-    return BaselineSearch(chosen[:max_candidates], scanned, stopped, other_workflows=other, passed_over=passed_over)
+    return BaselineSearch(
+        chosen[:max_candidates], scanned, stopped, other_workflows=other, passed_over=passed_over,
+        unsuccessful=unsuccessful,
+    )  # fmt: skip
 
 
 def _baseline_runs(repo: Repository, base_branch: str, base_sha: str | None) -> Iterator[WorkflowRun]:
@@ -297,14 +306,9 @@ def _list_runs(repo: Repository, **query: str) -> PaginatedList[WorkflowRun]:
 
 
 def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str | None) -> list[ArtifactCandidate]:
-    """The unexpired `name` artifacts of `run`, if it is a baseline run of this repository's own `base_branch`: a
-    push, or a workflow_dispatch run that succeeded."""
+    """The unexpired `name` artifacts of `run`, if it is a baseline run of this repository's own `base_branch`."""
     head = run.head_repository
     if run.event not in BASELINE_EVENTS or run.head_branch != base_branch or head is None:
-        return []
-    if run.event == "workflow_dispatch" and run.conclusion != "success":
-        # a dispatched evaluation of a pull request that stopped before writing pr.json (its report folder a link
-        # the pull request committed, say) would upload the pull request's files as a run of the base branch
         return []
     if head.id != run.repository.id:  # a fork's run
         return []

@@ -73,6 +73,7 @@ class BaselineSearch:
     stopped_because: str | None = None  # why the search ended before running out of runs, if it did
     other_workflows: bool = False  # the candidates are other workflows' runs': the asked-for one's hold none
     passed_over: int = 0  # runs of other workflows not searched (the asked-for workflow was given explicitly)
+    unsuccessful: int = 0  # workflow_dispatch runs passed over because they did not succeed
 
 
 class GitHubPort(Protocol):
