@@ -239,7 +239,8 @@ CALLED = {"role": "assistant", "content": None, "tool_calls": [
 @pytest.mark.parametrize(
     ("flags", "failed"),
     [({"error": True}, True), ({"is_error": True}, True), ({"status": "error"}, True), ({"status": "Failed"}, True),
-     ({"error": "eligibility service unavailable"}, True), ({"error": False, "is_error": False}, False),
+     ({"error": "eligibility service unavailable"}, True), ({"error": {"message": "unavailable"}}, True),
+     ({"error": {}}, False), ({"error": False, "is_error": False}, False),
      ({"status": "success"}, False), ({"error": ""}, False)],
 )  # fmt: skip
 def test_a_tool_result_that_says_its_call_failed_fails_it(flags: dict[str, Any], failed: bool) -> None:
@@ -251,7 +252,7 @@ def test_a_tool_result_that_says_its_call_failed_fails_it(flags: dict[str, Any],
 
 @pytest.mark.parametrize(
     ("flags", "refused"),
-    [({"error": 1}, ("$[1].error", "expected true, false or the error's text, found a number")),
+    [({"error": 1}, ("$[1].error", "expected true, false or the error's text or object, found a number")),
      ({"is_error": "yes"}, ("$[1].is_error", "expected true or false, found a string")),
      ({"status": ["error"]}, ("$[1].status", "expected a text (success or error), found an array"))],
 )  # fmt: skip
