@@ -80,15 +80,20 @@ def run(
 
 
 def upload(
-    gh: GitHubTestServer, files: dict[str, bytes], sha: str = BASE, event: str = "push", made: str | None = None
+    gh: GitHubTestServer,
+    files: dict[str, bytes],
+    sha: str = BASE,
+    event: str = "push",
+    made: str | None = None,
+    conclusion: str = "success",
 ) -> int:
-    """A run of `sha` on main uploading `files`; its reports say they were made at `made` (by default `sha`, as
-    the run's own reports do: a report made from another commit is no baseline)."""
+    """A run of `sha` on main, ending in `conclusion`, uploading `files`; its reports say they were made at `made`
+    (by default `sha`, as the run's own reports do: a report made from another commit is no baseline)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in files.items():
             archive.writestr(name, made_at(data, made or sha) if name.startswith("reports/") else data)
-    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event=event, created_at=NOW)
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event=event, conclusion=conclusion, created_at=NOW)
     return gh.add_artifact(pushed.id, "diagbot-report", buffer.getvalue(), created_at=NOW).id
 
 
@@ -212,14 +217,7 @@ def test_no_baseline_says_how_far_it_looked(gh: GitHubTestServer, ws: Path) -> N
 def test_a_dispatched_run_that_did_not_succeed_is_passed_over_and_said(gh: GitHubTestServer, ws: Path) -> None:
     """A review: such runs were skipped without a word, and "no artifact" was said of a branch whose run had
     uploaded one."""
-    files = baseline_files(gh, ws)
-    run_of_main = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="workflow_dispatch", conclusion="failure",
-                             created_at=NOW)  # fmt: skip
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    gh.add_artifact(run_of_main.id, "diagbot-report", buffer.getvalue(), created_at=NOW)
+    upload(gh, baseline_files(gh, ws), event="workflow_dispatch", conclusion="failure")
     code, log = run(gh, ws)
     assert code == 0, log
     assert "1 workflow\\_dispatch run(s) that did not succeed were passed over" in comment_body(gh)  # escaped

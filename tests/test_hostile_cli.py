@@ -560,6 +560,12 @@ def _agent_report(folder: Path) -> dict[str, Any]:
     return report
 
 
+def _refused_as_baseline(folder: Path, baseline: str, message: str) -> None:
+    """`run --baseline` on it fails with exit 2, saying `message` alone."""
+    done = diagbot(folder, "run", "--baseline", baseline, "--quiet")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"error: {message}\n")
+
+
 def test_a_baseline_of_another_kind_is_named_and_fails_with_exit_2(
     tmp_path: Path, outcome_schema: dict[str, Any]
 ) -> None:
@@ -572,8 +578,7 @@ def test_a_baseline_of_another_kind_is_named_and_fails_with_exit_2(
         "file or artifact the "
         "baseline comes from"
     )
-    done = diagbot(tmp_path, "run", "--baseline", "wrong", "--quiet")
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"error: {message}\n")
+    _refused_as_baseline(tmp_path, "wrong", message)
     done = diagbot(tmp_path, "run", "--baseline", "wrong", "--quiet", "--format", "json")
     outcome = _outcome(done.stdout, outcome_schema)
     assert (done.returncode, outcome["exitCode"], outcome["conclusion"]) == (2, 2, "failure")
@@ -594,12 +599,12 @@ def test_a_folder_report_of_another_suite_is_refused_not_compared(tmp_path: Path
         "cases are not this suite's; give the report folder a diagbot run wrote (or rerun the base branch's "
         "workflow for a new baseline)"
     )
-    done = diagbot(tmp_path, "run", "--baseline", "other", "--quiet")
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"error: {message}\n")
+    _refused_as_baseline(tmp_path, "other", message)
     data = (tmp_path / "other/reports/agent.json").read_bytes()
     found = baselines_in_archive({"reports/agent.json": data}, ["agent"])
     assert (list(found.reports), found.filed, found.problems) == (["agent"], {"agent"}, [])
-    assert baselines_in_archive({"report.json": b"{}"}, ["agent"]).filed == set()
+    lone = baselines_in_archive({"report.json": data}, ["agent"])  # an upload of the file alone names no suite
+    assert (list(lone.reports), lone.filed, lone.problems) == (["agent"], set(), [])
     for given in ("unnamed", "other/reports/agent.json"):
         done = diagbot(tmp_path, "run", "--baseline", given, "--quiet")
         assert (done.returncode, done.stderr) == (0, ""), given

@@ -221,7 +221,7 @@ def _decode(text: str, label: str) -> Any:
         with stack.headroom():  # as deep whether the suite is read for workers or in one process
             if label.lower().endswith(".json"):
                 return values.loads_written(text)
-            if text.count("\n") + text.count(",") > MAX_YAML_SEPARATORS:  # 16 MiB of `[1,1,...]`: 3 GB in PyYAML
+            if text.count("\n") + text.count(",") > MAX_YAML_SEPARATORS:  # PyYAML builds an object for each value
                 raise CaseFileError(
                     f"{label}: holds more than {MAX_YAML_SEPARATORS:,} lines and commas, more YAML values than diagbot "
                     "reads in one case file; split its cases into several files (or write it as JSON)"
@@ -391,7 +391,7 @@ def iter_cases(
     ids = CaseIds()
     lines = FieldLines()
     for item in raw_cases(root, label, problems, suggestions, unread) if read is None else read:
-        if len(problems) >= MAX_SUITE_PROBLEMS:  # the suite is unusable: a million bad cases must not take an hour
+        if len(problems) >= MAX_SUITE_PROBLEMS:  # the suite is unusable: a million bad cases are not all read
             problems.append(
                 f"{label}: stopped after {len(problems):,} problems, before {item.where}; fix these, then run diagbot "
                 "validate again for the rest"

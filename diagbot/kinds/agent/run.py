@@ -94,37 +94,11 @@ class ToolCall:
 
     @property
     def result_value(self) -> Any:
-        """The result as a value: as recorded, or, for JSON text of an object or a list (as an OTLP span records a
-        structured result, MCP's `CallToolResult`), what it encodes; text that is no such JSON, or holds more than
-        MAX_ARG_VALUES values, stays the text. It is read for its shape alone (`isError`, the parts' text), so a
-        number past a double's range reads as infinity rather than leave an error result as text."""
-        result = self.result
-        if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "["):
-            return result
-        if _too_many_values(result):
-            return result
-        try:
-            return values.loads(result, infinite=True)
-        except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError):
-            return result
+        return result_value(self.result)
 
     @property
     def result_is_error(self) -> bool | None:
-        """Whether the result says the call failed: MCP's `CallToolResult` with `isError: true`; None when it may,
-        in JSON text of more values than diagbot decodes, or that repeats a key (`"isError": true, "isError":
-        false` is read as false by JSON readers)."""
-        if isinstance(self.result, str):
-            if "isError" not in self.result:
-                return False  # no JSON text needs decoding to tell
-            if _too_many_values(self.result):
-                return None
-        value = self.result_value
-        if isinstance(self.result, str) and value is not self.result:
-            try:
-                values.refuse_repeats(self.result, value)
-            except (ValueError, RecursionError):  # json.JSONDecodeError: a key repeated
-                return None
-        return isinstance(value, dict) and value.get("isError") is True
+        return result_is_error(self.result)
 
     @property
     def result_parts_text(self) -> str | None:
@@ -139,6 +113,39 @@ class ToolCall:
             return None
         texts = [part.get("text") for part in result if isinstance(part, dict)]
         return "\n".join(t for t in texts if isinstance(t, str)) if any(isinstance(t, str) for t in texts) else None
+
+
+def result_value(result: Any) -> Any:
+    """A recorded result as a value: as recorded, or, for JSON text of an object or a list (as an OTLP span records a
+    structured result, MCP's `CallToolResult`), what it encodes; text that is no such JSON, or holds more than
+    MAX_ARG_VALUES values, stays the text. It is read for its shape alone (`isError`, the parts' text), so a number
+    past a double's range reads as infinity rather than leave an error result as text."""
+    if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "["):
+        return result
+    if _too_many_values(result):
+        return result
+    try:
+        return values.loads(result, infinite=True)
+    except (json.JSONDecodeError, values.BadNumber, RecursionError, UnicodeError):
+        return result
+
+
+def result_is_error(result: Any) -> bool | None:
+    """Whether a recorded result says its call failed: MCP's `CallToolResult` with `isError: true`; None when it
+    may, in JSON text of more values than diagbot decodes, or that repeats a key (`"isError": true, "isError":
+    false` is read as false by JSON readers)."""
+    if isinstance(result, str):
+        if "isError" not in result:
+            return False  # no JSON text needs decoding to tell
+        if _too_many_values(result):
+            return None
+    value = result_value(result)
+    if isinstance(result, str) and value is not result:
+        try:
+            values.refuse_repeats(result, value)
+        except (ValueError, RecursionError):  # json.JSONDecodeError: a key repeated
+            return None
+    return isinstance(value, dict) and value.get("isError") is True
 
 
 @dataclass(slots=True)

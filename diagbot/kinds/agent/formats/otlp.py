@@ -48,7 +48,7 @@ from diagbot.kinds.agent.formats.otel_spans import (
     int64,
     repeated_key,
 )
-from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid, decode_args
+from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, Step, ToolCall, TraceInvalid, decode_args, result_is_error
 
 NAME = "otlp"
 FINAL_STATE = "diagbot.final_state"
@@ -897,7 +897,7 @@ def _attach(
             match = _first_free(queue, taken, found.raw_args, decoded, functools.partial(_before, made, span.end))
         if match is None:
             later.append((span.start, _call(found, span)))
-            if found.failed or _says_error(found):  # a layer of a taken call's attempt (the MCP client's span
+            if found.failed or _result_says_error(found):  # a layer of a taken call's attempt (the MCP client's span
                 for around, outer in enclosing.get(found.tool, [])[-_ENCLOSING_LOOKED_AT:]:  # within a framework's)
                     if _within(span, outer):  # fails that attempt too
                         around.failed = True
@@ -931,7 +931,7 @@ def _retried(call: ToolCall, first: Span, failed_then: bool, found: ToolSpan, sp
     which the exporter may write first): a layer inside says how the work went, the last one of them deciding (a
     retry inside the framework's span that succeeded succeeded), beside what the first span said itself; a layer
     around it fails the call when it failed."""
-    said = found.failed or _says_error(found)
+    said = found.failed or _result_says_error(found)
     if _within(span, first):
         call.failed = failed_then or said
     elif _within(first, span):
@@ -1000,7 +1000,7 @@ def _first_free(
 
 def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
     # the span's own result may say the call failed (MCP's isError) where the history's text of it does not
-    call.failed = call.failed or found.failed or (call.has_result and _says_error(found))
+    call.failed = call.failed or found.failed or (call.has_result and _result_says_error(found))
     call.duration_ms = span.duration_ms
     if not call.has_result and found.has_result:
         call.result, call.has_result = found.result, True
@@ -1010,13 +1010,11 @@ def _enrich(call: ToolCall, found: ToolSpan, span: Span) -> None:
         _ran_otherwise(call, found.raw_args)
 
 
-def _says_error(found: ToolSpan) -> bool:
+def _result_says_error(found: ToolSpan) -> bool:
     """Whether a tool span's result says its call failed (MCP's `CallToolResult` with `isError: true`); one that
     may, but is too large or repeats a key to tell, is taken as saying so: read as a success, it would count as
     done."""
-    if not found.has_result or (isinstance(found.result, str) and "isError" not in found.result):
-        return False  # what nearly every result is: no JSON to decode to tell
-    return ToolCall(found.tool, result=found.result, has_result=True).result_is_error is not False
+    return found.has_result and result_is_error(found.result) is not False
 
 
 def _ran_otherwise(call: ToolCall, ran: Any) -> None:
