@@ -18,7 +18,7 @@ from diagbot.action.runner import escape
 from diagbot.action.settings import Settings
 from diagbot.cli import tune_collector
 from diagbot.core.errors import DiagbotError
-from diagbot.github.client import PyGithubPort, make_client
+from diagbot.github.client import EXCHANGE_SECONDS, PyGithubPort, make_client
 
 
 def fail(exc: DiagbotError) -> int:
@@ -61,7 +61,8 @@ def main() -> int:
             os.environ.pop(name, None)
         github = make_client(settings.api_url, settings.github_token.get_secret_value(), settings.max_wait_seconds)
         try:
-            return run(settings, PyGithubPort(github, settings.repository))
+            port = PyGithubPort(github, settings.repository, settings.max_wait_seconds + EXCHANGE_SECONDS)
+            return run(settings, port)
         finally:
             github.close()
             hand_back(settings.workspace, settings.workspace / settings.report_dir)

@@ -20,7 +20,7 @@ from diagbot.action.settings import Settings
 from diagbot.core.errors import ConfigError
 from diagbot.github.client import PyGithubPort, make_client
 from diagbot.pipeline import clear_outputs
-from tests.conftest import made_at
+from tests.conftest import hang_guard, made_at
 from tests.github_server import GitHubTestServer
 
 REPO = "octo/app"
@@ -138,6 +138,31 @@ def test_a_regression_fails_with_one_comment_and_a_failing_check_run(gh: GitHubT
         "diagnosis": (30, 30),
         "workspace": (14, 14),
     }
+
+
+def test_a_github_that_trickles_its_answers_ends_the_run_by_its_deadline_with_the_gates_verdict(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """GitHub's answer to the comment's post trickling (a piece every 20 s) held the job until its timeout. The run's
+    GitHub work ends by one deadline; the step exits with the gate's verdict (a regression: 1) and names what was
+    cut off. The comment was made (its answer never came: the next run finds it by its marker); the check run,
+    due after the deadline, is not tried."""
+    upload(gh, baseline_files(gh, ws))
+    break_a_case(ws)
+    gh.inject("POST", r"/issues/7/comments$", 0, pace=20.0)
+    out = io.StringIO()
+    client = make_client(gh.api_url, TOKEN, max_wait_seconds=1)
+    try:
+        with hang_guard(30):
+            port = PyGithubPort(client, REPO, seconds=3.0)
+            code = bot.run(settings(gh, ws), port, now=NOW, out=out)
+    finally:
+        client.close()
+    log = out.getvalue()
+    assert code == 1, log
+    errors = [line for line in log.splitlines() if line.startswith("::error::")]
+    assert any(e.startswith("::error::commenting on #7: GitHub's answers took longer than the 3 s") for e in errors)
+    assert len(gh.comments) == 1 and not gh.check_runs
 
 
 def test_fail_on_regression_false_with_require_baseline_still_fails_a_suite_without_baseline(

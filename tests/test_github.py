@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import itertools
 import random
+import signal
 import stat
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -215,6 +217,37 @@ def test_a_blob_store_that_stalls_is_given_up_on_at_the_deadline_not_after_each_
     with hang_guard(10), pytest.raises(dg.GitHubUnavailable, match="downloading artifact"):
         dg.download_artifact(g.requester, candidate)
     assert len([r for r in gh.requests if r.server == "blob"]) == 1  # the deadline passed: not asked again
+
+
+def test_an_api_answer_that_trickles_is_cut_off_at_the_runs_github_deadline(g: Github, gh: GitHubTestServer) -> None:
+    """An API host that sent a piece of its answer every 20 s never let a 30 s read time out: a trickle held the job
+    until its timeout, with no comment and no check run. All of a run's GitHub work now ends by one deadline, and
+    what came after it (the check run) fails at once, saying so, instead of waiting again."""
+    gh.inject("GET", r"/pulls/7$", 0, pace=20.0)
+    port = dg.PyGithubPort(g, REPO, seconds=1.0)
+    with hang_guard(10):
+        started = time.monotonic()
+        with pytest.raises(dg.GitHubUnavailable) as caught:
+            port.pull(7)
+        assert time.monotonic() - started < 5
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 5  # the guard's own timer is set again, not cleared
+        assert caught.value.problems == [
+            "reading pull request #7: GitHub's answers took longer than the 1 s this run allows for all of its "
+            "GitHub requests (max-wait-seconds plus 180 s): a connection stalled or sent its answer slowly; rerun "
+            "the job later"
+        ]
+        with pytest.raises(dg.GitHubUnavailable, match=r"^creating check run 'c': GitHub's answers took longer"):
+            port.create_check_run("a" * 40, "c", "success", "t", "s", [])
+    assert not gh.check_runs
+
+
+def test_the_github_deadline_leaves_work_that_ends_in_time_alone(g: Github, gh: GitHubTestServer) -> None:
+    gh.inject("GET", r"/pulls/7$", 0, pace=0.01)  # a slow answer that still ends well within the limit
+    port = dg.PyGithubPort(g, REPO, seconds=30.0)
+    assert port.pull(7).base_sha == BASE
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # no timer left behind to go off later
+    port.create_check_run("a" * 40, "c", "success", "t", "s", [])
+    assert len(gh.check_runs) == 1
 
 
 def test_a_retry_past_the_deadline_is_not_waited_for_and_the_count_is_true(

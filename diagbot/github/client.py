@@ -15,7 +15,9 @@ import json
 import lzma
 import re
 import secrets
+import signal
 import stat
+import threading
 import time
 import zipfile
 import zlib
@@ -769,6 +771,60 @@ def _counted(repo: Repository, check: CheckRun, count: int) -> Callable[[], Chec
     return written
 
 
+EXCHANGE_SECONDS = 180.0
+"""What all of a run's GitHub requests may take beyond the waits max-wait-seconds allows: a connection that stalls
+or trickles its answer (a byte now and then never lets a read time out) must not hold the job until its timeout."""
+
+
+class TimeLimit:
+    """One deadline over all of a run's GitHub work (`PyGithubPort`), set at its first request. A stalled or
+    trickling answer is cut off by a timer signal (SIGALRM interrupts the blocking read); where there is none (not
+    the main thread, no SIGALRM), the socket timeouts and the search's own limits are all there is."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.deadline: float | None = None
+
+    @contextmanager
+    def held(self, doing: str) -> Iterator[None]:
+        """Run the block under what is left of the deadline; past it, GitHubUnavailable says what was being done.
+        A timer already set to go off sooner (a test's hang guard) is left alone; a later one is set again after."""
+        if self.deadline is None:
+            self.deadline = self.clock() + self.seconds
+        left = self.deadline - self.clock()
+        if left <= 0:
+            raise self._expired(doing)
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+            yield
+            return
+        outer = signal.getitimer(signal.ITIMER_REAL)[0]
+        if 0 < outer <= left:
+            yield
+            return
+        started = self.clock()
+
+        def expire(signum: int, frame: Any) -> None:
+            raise self._expired(doing)
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, left)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if outer > 0:  # the later timer, less the time spent here (at least a moment: 0 would clear it)
+                signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (self.clock() - started)))
+
+    def _expired(self, doing: str) -> GitHubUnavailable:
+        return GitHubUnavailable(
+            f"{doing}: GitHub's answers took longer than the {self.seconds:.0f} s this run allows for all of its "
+            "GitHub requests (max-wait-seconds plus 180 s): a connection stalled or sent its answer slowly; rerun "
+            "the job later"
+        )
+
+
 def call(doing: str, fn: Callable[[], T]) -> T:
     """Run one PyGithub call with our error mapping (for reads the bot makes directly, e.g. a pull request)."""
     with _mapped(doing):
@@ -776,16 +832,18 @@ def call(doing: str, fn: Callable[[], T]) -> T:
 
 
 class PyGithubPort:
-    """The GitHub port over a PyGithub client, for one repository. Objects are lazy: no request until needed."""
+    """The GitHub port over a PyGithub client, for one repository. Objects are lazy: no request until needed. All
+    of its GitHub work together ends within `seconds` (`TimeLimit`): max-wait-seconds plus EXCHANGE_SECONDS."""
 
-    def __init__(self, github: Github, repository: str) -> None:
+    def __init__(self, github: Github, repository: str, seconds: float = 120.0 + EXCHANGE_SECONDS) -> None:
         self.github = github
         self.repository = repository
         self._repo = github.get_repo(repository)
+        self.limit = TimeLimit(seconds)
 
     def pull(self, number: int) -> PullInfo:
         doing = f"reading pull request #{number}"
-        with _mapped(doing):
+        with self.limit.held(doing), _mapped(doing):
             pull = self._repo.get_pull(number)
             head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
             return PullInfo(number, pull.head.sha, pull.head.ref, pull.base.ref, pull.base.sha, pull.state, head_repo)
@@ -793,10 +851,12 @@ class PyGithubPort:
     def find_baselines(
         self, name: str, base_branch: str, base_sha: str | None, workflow: str | None = None, only: bool = False
     ) -> BaselineSearch:
-        return search_baselines(self._repo, name, base_branch, base_sha, workflow=workflow, only=only)
+        with self.limit.held(f"listing the runs of {base_branch} for their '{name}' artifacts"):
+            return search_baselines(self._repo, name, base_branch, base_sha, workflow=workflow, only=only)
 
     def download(self, candidate: ArtifactCandidate) -> bytes:
-        return download_artifact(self.github.requester, candidate)
+        with self.limit.held(f"downloading artifact {candidate.id}"):
+            return download_artifact(self.github.requester, candidate)
 
     def upsert_comment(
         self,
@@ -810,10 +870,11 @@ class PyGithubPort:
     ) -> str | None:
         if mode == "off":
             return None
-        issue = call(f"reading issue #{number}", lambda: self._repo.get_issue(number))
-        return upsert_comment(
-            issue, marker, body, mode, author, head_sha, warnings, current_head=lambda: self.pull(number).head_sha
-        )
+        with self.limit.held(f"commenting on #{number}"):
+            issue = call(f"reading issue #{number}", lambda: self._repo.get_issue(number))
+            return upsert_comment(
+                issue, marker, body, mode, author, head_sha, warnings, current_head=lambda: self.pull(number).head_sha
+            )
 
     def create_check_run(
         self,
@@ -825,4 +886,5 @@ class PyGithubPort:
         annotations: list[dict[str, Any]],
         external_id: str | None = None,
     ) -> str:
-        return create_check_run(self._repo, head_sha, name, conclusion, title, summary, annotations, external_id)
+        with self.limit.held(f"creating check run {name!r}"):
+            return create_check_run(self._repo, head_sha, name, conclusion, title, summary, annotations, external_id)

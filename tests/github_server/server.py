@@ -447,6 +447,7 @@ class GitHubTestServer:
         times: int = 1,
         apply: bool = False,
         drop: bool = False,
+        pace: float = 0.0,
     ) -> Fault:
         """Answer the next ``times`` requests whose method matches (``"*"`` for any)
         and whose path matches ``path_regex`` (``re.search``) with ``status``.
@@ -460,8 +461,12 @@ class GitHubTestServer:
         effect, and then answers ``status`` anyway: a write whose effect the client
         cannot know. ``drop=True`` closes the connection without an answer (after
         applying the request if ``apply`` is also given); ``status`` is then unused.
+        ``pace`` (seconds) sends the usual answer, its body 1 KiB at a time that many seconds apart: a connection
+        that trickles, whose every read gets a piece before it times out; ``status`` is then unused.
         """
-        fault = Fault(method.upper(), path_regex, status, body, dict(headers or {}), times, apply=apply, drop=drop)
+        fault = Fault(
+            method.upper(), path_regex, status, body, dict(headers or {}), times, apply=apply, drop=drop, pace=pace
+        )
         with self._lock:
             self.faults.append(fault)
         return fault
@@ -598,6 +603,10 @@ class GitHubTestServer:
         if denied:
             return self._json(Reply(401, shapes.error(denied, 401))), False
         fault = self._take_fault(req)
+        if fault and fault.pace:
+            out, valid = self._route(req, path, spec_req)
+            out.pace = fault.pace
+            return out, valid
         if fault and fault.apply:
             self._route(req, path, spec_req)  # the write happens; its answer is lost
         if fault:

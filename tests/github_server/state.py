@@ -193,5 +193,6 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     remaining: int = 1
     hits: int = 0
+    pace: float = 0.0  # with apply: the usual answer, its body sent 1 KiB at a time this many seconds apart
     apply: bool = False
     drop: bool = False
