@@ -1040,7 +1040,9 @@ def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str, show
     result = refused(diagbot(make_suite(tmp_path, {"hostile.json": case(case_id, title=5)})))
     file = f"{tmp_path}/cases/hostile.json:1: case #1"
     assert result.errors == [
-        f"{file}: 'case_id': string should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{{0,199}}$' (found {shown})",
+        f"{file}: 'case_id': a case_id is 1 to 200 ASCII letters, digits, '.', '_' or '-', starting with a letter "
+        f"or digit, since it names the case's run file (FIXTURES/<case_id>.json); put other text in the title (found "
+        f"{shown})",
         f"{file}: 'title': input should be a valid string (found 5); put it in quotes to write it as a text (as "
         "written: 1.10 unquoted is the number 1.1)",
     ]

@@ -198,12 +198,20 @@ def describe(
         return f"'{where}': {found} is not one of {', '.join(allowed)}{hint}"
     if kind in ("model_type", "model_attributes_type", "dict_type"):  # not "or instance of EvaluatorConfig"
         return f"'{where}': expected an object (a mapping) (found {found})"
+    if kind == "string_pattern_mismatch" and loc == ("case_id",):  # the pattern alone says it to regex readers
+        return f"'case_id': {CASE_ID_RULE} (found {found})"
     message = error_message(error)
     lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
     said = f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
     if kind == "string_type" and isinstance(error.get("input"), int | float):  # YAML reads `case_version: 3` as 3
         said += "; put it in quotes to write it as a text (as written: 1.10 unquoted is the number 1.1)"
     return said
+
+
+CASE_ID_RULE = (
+    "a case_id is 1 to 200 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit, since it names "
+    "the case's run file (FIXTURES/<case_id>.json); put other text in the title"
+)
 
 
 def _text(blob: bytes) -> str:
