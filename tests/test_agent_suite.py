@@ -1289,7 +1289,19 @@ def test_agent_keys_are_checked_with_the_rest_of_diagbot_yml() -> None:
         "diagbot.yml: unknown key 'suites.0.tool-eror-pattern' (did you mean tool-error-pattern?)",
     ]
     assert config_problems(base.replace("agent", "trace") + "    trials: 2\n") == [
-        "diagbot.yml: unknown key 'suites.0.trials'"
+        "diagbot.yml: unknown key 'suites.0.trials' (a key of agent suites; this suite's kind is trace: set its "
+        "kind: agent)"
+    ]
+    # `kind` left out: the default (trace) is named, so the agent keys are not taken for typos
+    assert config_problems(base.replace("    kind: agent\n", "") + "    trace-format: auto\n") == [
+        "diagbot.yml: unknown key 'suites.0.trace-format' (a key of agent suites; this suite's kind is trace, the "
+        "default when `kind` is not given: set its kind: agent)"
+    ]
+    # a misspelt kind: its own keys are not said to be unknown (which kind was meant is), a misspelt suite key is
+    assert config_problems(base.replace("kind: agent", "kind: agents") + "    trials: 2\n    fixture: f\n") == [
+        "diagbot.yml: suites.0.kind: unknown suite kind 'agents' (did you mean agent?); use one of agent, trace, "
+        "workspace",
+        "diagbot.yml: unknown key 'suites.0.fixture' (did you mean fixtures?)",
     ]
     assert config_problems(base + "    rules:\n      r: {answer_matches: '(a'}\n")[0].startswith(
         "diagbot.yml: suites.0.rules.r.answer_matches: invalid regular expression '(a'"

@@ -44,7 +44,8 @@ def test_typos_and_bad_values_are_all_listed() -> None:
         "suites:\n - name: x\n   kind: trac\n   cases: a\n   fixture: b\nthresholds:\n  duration-pc: 3\n"
         "gate:\n  fail-on-regression: maybe\n"
     ) == [
-        "diagbot.yml: suites.0.kind: unknown suite kind 'trac'; use one of agent, trace, workspace",
+        "diagbot.yml: suites.0.kind: unknown suite kind 'trac' (did you mean trace?); use one of agent, trace, "
+        "workspace",
         "diagbot.yml: suites.0.fixtures: Field required",
         "diagbot.yml: unknown key 'suites.0.fixture' (did you mean fixtures?)",
         "diagbot.yml: unknown key 'thresholds.duration-pc' (did you mean duration-pct?)",

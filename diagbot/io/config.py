@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from diagbot.core import values
 from diagbot.core.diff import Thresholds
@@ -18,7 +18,7 @@ from diagbot.core.errors import ConfigError
 from diagbot.core.fs import FileProblem, read_text_bounded
 from diagbot.core.models import StrictInput, error_message, field_names_at, literal_choices
 from diagbot.core.report import SUITE_NAME, RunInfo
-from diagbot.core.text import Suggestions, listing
+from diagbot.core.text import Suggestions, closest, listing
 from diagbot.kinds.agent.cases import ROLES, Role
 from diagbot.kinds.base import Governance, SuiteInput
 from diagbot.kinds.registry import DEFAULT_KIND, KINDS
@@ -49,7 +49,11 @@ class SuiteConfig(StrictInput):
     @classmethod
     def _known_kind(cls, kind: str) -> str:
         if kind not in KINDS:
-            raise ValueError(f"unknown suite kind {kind!r}; use one of {', '.join(sorted(KINDS))}")
+            near = closest(kind, KINDS) if isinstance(kind, str) else None
+            hint = f" (did you mean {near}?)" if near else ""
+            raise ValueError(
+                f"unknown suite kind {values.one_line(kind, 100)!r}{hint}; use one of {', '.join(sorted(KINDS))}"
+            )
         return kind
 
     def kind_options(self, where: str, index: int, suggestions: Suggestions | None = None) -> Any:
@@ -63,28 +67,54 @@ class SuiteConfig(StrictInput):
         try:
             return (model or _NoOptions).model_validate(given)
         except ValidationError as exc:
-            raise ConfigError(*_option_problems(exc, model, where, index, given, suggestions)) from None
+            defaulted = "kind" not in self.model_fields_set
+            raise ConfigError(*_option_problems(exc, self.kind, where, index, given, suggestions, defaulted)) from None
 
 
 def _option_problems(
     exc: ValidationError,
-    model: type[BaseModel] | None,
+    kind: str | None,
     where: str,
     index: int,
     given: Any,
     suggestions: Suggestions | None = None,
+    defaulted: bool = False,
 ) -> list[str]:
+    """`defaulted`: the suite does not give its `kind`, so it is the default."""
     problems = []
     suggestions = suggestions or Suggestions(MAX_SUGGESTIONS)
+    model = KINDS[kind].options if kind in KINDS else None
     for error in exc.errors():
         loc = ".".join((f"suites.{index}", *_keys(error["loc"], given)))
         if error["type"] == "extra_forbidden":
             known = [*_SUITE_KEYS, *(field_names_at(model, error["loc"]) if model else [])]
             close = suggestions.closest(str(error["loc"][-1]), known)
-            problems.append(f"{where}: unknown key '{loc}'" + (f" (did you mean {close}?)" if close else ""))
+            hint = (
+                f" (did you mean {close}?)"
+                if close
+                else _other_kinds_key(error["loc"], kind, defaulted)
+                if kind
+                else ""
+            )
+            problems.append(f"{where}: unknown key '{loc}'{hint}")
         else:
             problems.append(_value_problem(where, loc, error))
     return problems
+
+
+def _other_kinds_key(loc: tuple[int | str, ...], kind: str, defaulted: bool) -> str:
+    """For a key this suite's kind does not take but another kind does (`trace-format` in a suite whose `kind` was
+    left out, so is the default): which kind takes it."""
+    owners = [name for name in _kinds_taking(loc) if name != kind]
+    if not owners:
+        return ""
+    default = ", the default when `kind` is not given" if defaulted else ""
+    return f" (a key of {' and '.join(owners)} suites; this suite's kind is {kind}{default}: set its kind: {owners[0]})"
+
+
+def _kinds_taking(loc: tuple[int | str, ...]) -> list[str]:
+    """The kinds whose suites take the key at `loc` (a suite's own keys: `trace-format`, `rules.r.answer_matches`)."""
+    return [name for name, kind in KINDS.items() if kind.options and loc[-1] in field_names_at(kind.options, loc)]
 
 
 def _value_problem(where: str, loc: str, error: Any) -> str:
@@ -132,15 +162,17 @@ def _extra_key_problems(data: dict[str, Any], where: str, suggestions: Suggestio
     for index, suite in enumerate(suites if isinstance(suites, list) else []):
         if not isinstance(suite, dict):
             continue
-        kind = KINDS.get(str(suite.get("kind", DEFAULT_KIND)))
+        kind = suite.get("kind", DEFAULT_KIND)
+        kind = kind if isinstance(kind, str) and kind in KINDS else None
         extra = {k: v for k, v in suite.items() if k not in fields}
+        if kind is None:  # the kind meant is unknown: only a key no kind takes is surely unknown
+            extra = {k: v for k, v in extra.items() if not _kinds_taking((k,))}
         if not extra:
             continue
-        model = kind.options if kind is not None else None
         try:
-            (model or _NoOptions).model_validate(extra)
+            ((KINDS[kind].options if kind else None) or _NoOptions).model_validate(extra)
         except ValidationError as exc:
-            problems = _option_problems(exc, model, where, index, extra, suggestions)
+            problems = _option_problems(exc, kind, where, index, extra, suggestions, "kind" not in suite)
             found[index] = [p for p in problems if "unknown key" in p]
     return found
 
