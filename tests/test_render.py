@@ -133,6 +133,21 @@ def test_huge_suite_is_cut_to_fit_least_important_first() -> None:
     check_golden("comment-huge-truncated.md", body)
 
 
+def test_one_wide_cell_does_not_pad_every_row_and_push_the_regressions_out() -> None:
+    """Every column was padded to its widest cell, so one regressed case with a 190-character id made each of the
+    240 regression rows 190 characters wider, and the comment left 49 of them out (a pull request's one case hid
+    the others). A column whose padding would pass MAX_PADDING and four times its text is not padded; narrow
+    columns still are."""
+    ids = ["w" * 190, *(f"case-{i:04d}" for i in range(119))]
+    body = comment([result(i) for i in ids], [result(i, passed=False) for i in ids])
+    assert len(body) <= COMMENT_LIMIT
+    assert "more regressions not shown here" not in body
+    assert all(f"case-{i:04d}" in body for i in range(119))
+    assert_tables_well_formed(body, len(tables(body)))
+    assert "| " + "w" * 190 + " |" in body  # the wide cell as it is, its column not padded
+    assert table([["a", "b"]], ["x", "longer"]) == "| x   | longer   |\n|-----|----------|\n| a   | b        |"
+
+
 def test_a_wide_suite_beside_a_long_one_is_cut_in_a_few_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cut per pass was sized by the widest suite's rows, so beside one wide row a suite of thousands of
     narrow rows lost a sliver per render: 53 to 73 renders of a 5 MB summary (13 s at 60,000 rows). It is now

@@ -196,19 +196,32 @@ def delta_pp(before: float | None, after: float | None) -> str:
 
 
 def table(rows: list[list[str]], headers: list[str]) -> str:
-    """A GitHub-flavoured table, every column padded to its widest cell (a header gets two spaces more); cells
-    must already be escaped with `md`, which leaves no line break in them."""
+    """A GitHub-flavoured table, each column padded to its widest cell (a header gets two spaces more) unless that
+    would add too much (`_widths`). Cells must already be escaped with `md`, which leaves no line break in them."""
     heads = list(headers)
     body = [[cell.strip() for cell in row] for row in rows]
     widths = _widths(body, heads)
-    lines = [_line(heads, widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    rule = "|".join("-" * (max(width, len(head)) + 2) for width, head in zip(widths, heads, strict=True))
+    lines = [_line(heads, widths), f"|{rule}|"]
     lines += [_line(row, widths) for row in body]
     return "\n".join(lines)
 
 
+MAX_PADDING = 20_000
+"""Characters of padding a column may get, or four times as many as its cells hold: padding only aligns the raw
+text, and a pull request's one wide cell must not make every row as wide."""
+
+
 def _widths(body: list[list[str]], headers: list[str]) -> list[int]:
-    """Each column's width in `table`: its widest cell, or its header two spaces wider."""
-    return [max([len(h) + 2, *(len(row[i]) for row in body)]) for i, h in enumerate(headers)]
+    """Each column's width in `table`: its widest cell, or its header two spaces wider; 0 (not padded) for a
+    column whose padding would pass MAX_PADDING and four times its cells' text, so that one wide cell (a pull
+    request's) cannot make every row as wide and push the other rows out of the comment."""
+    widths = []
+    for i, header in enumerate(headers):
+        width = max([len(header) + 2, *(len(row[i]) for row in body)])
+        text = sum(len(row[i]) for row in body)
+        widths.append(width if width * len(body) - text <= max(4 * text, MAX_PADDING) else 0)
+    return widths
 
 
 def _line(cells: list[str], widths: list[int]) -> str:
@@ -333,11 +346,14 @@ def _common_note(view: SuiteView) -> str:
 
 
 def _row_width(rows: list[list[str]], headers: list[str]) -> int:
-    """The width `table` gives each row of these rows, its line break included: every cell padded to its
-    column's widest, the header's two spaces wider."""
+    """The width `table` gives each row of these rows, its line break included: every cell of a padded column as
+    wide as its widest (the header's two spaces wider), those of another as wide as their mean."""
     if not rows:
         return 1
-    return sum(width + 3 for width in _widths([[cell.strip() for cell in row] for row in rows], headers)) + 2
+    body = [[cell.strip() for cell in row] for row in rows]
+    widths = _widths(body, headers)
+    unpadded = sum(len(row[i]) for row in body for i, width in enumerate(widths) if not width) // len(body)
+    return sum(width + 3 for width in widths) + unpadded + 2  # an unpadded column: its cells' mean width
 
 
 def render_markdown(
