@@ -84,7 +84,7 @@ class Outcome:
     retired: tuple[str, ...] = ()  # suites the baseline has that gate.retired-suites retires
     moved: tuple[str, ...] = ()  # what changed since the baseline's run in what decides verdicts (the thresholds)
 
-    def render(self, template: str, limit: int, caps: Caps | None = None) -> str:
+    def render(self, template: str, limit: int, caps: Caps | None = None, in_bytes: bool = False) -> str:
         failing = self.decision.reason if self.decision.conclusion is Conclusion.FAILURE else None
         notes = headline_notes(self.decision)
         if self.retired:  # a suite a pull request broke may be dropped and retired: said first, not in the footer
@@ -92,7 +92,7 @@ class Outcome:
         notes += [note[0].upper() + note[1:] for note in self.moved]
         return render_markdown(
             template, self.views, self.baseline_info, self.current, self.marker, limit, caps, self.problems, failing,
-            notes,
+            notes, in_bytes,
         )  # fmt: skip
 
     @cached_property
@@ -101,7 +101,7 @@ class Outcome:
 
     @cached_property
     def summary(self) -> str:
-        return self.render("summary.md.j2", SUMMARY_LIMIT, Caps(None, None, None, None))
+        return self.render("summary.md.j2", SUMMARY_LIMIT, Caps(None, None, None, None), in_bytes=True)
 
     @property
     def exit_code(self) -> int:

@@ -19,7 +19,16 @@ from diagbot.kinds.registry import view
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, build_report
 from diagbot.render import markdown
-from diagbot.render.markdown import COMMENT_LIMIT, BaselineInfo, Caps, CurrentInfo, md, render_markdown, table
+from diagbot.render.markdown import (
+    CHECK_SUMMARY_LIMIT,
+    COMMENT_LIMIT,
+    BaselineInfo,
+    Caps,
+    CurrentInfo,
+    md,
+    render_markdown,
+    table,
+)
 from tests.conftest import ROOT, check_golden
 
 ARTIFACT = BaselineInfo(
@@ -146,6 +155,27 @@ def test_one_wide_cell_does_not_pad_every_row_and_push_the_regressions_out() -> 
     assert_tables_well_formed(body, len(tables(body)))
     assert "| " + "w" * 190 + " |" in body  # the wide cell as it is, its column not padded
     assert table([["a", "b"]], ["x", "longer"]) == "| x   | longer   |\n|-----|----------|\n| a   | b        |"
+
+
+def test_a_check_summary_of_cjk_text_fits_githubs_limit_in_bytes() -> None:
+    """The check run's summary was cut to 65,535 characters, but GitHub counts its bytes: 300 failing cases with
+    Chinese failure messages made 48,000 characters of 84,000 bytes, which GitHub refuses with the whole check run
+    and its annotations. A summary measured in bytes fits; the comment is still measured in characters."""
+    failing = ["keyword_coverage: 回答没有提到退款资格检查的结果" * 4]
+    after = [result(f"case-{i:04d}", passed=False, failed_checks=failing) for i in range(300)]
+    current = build_report(after)
+    diff = diff_trace(build_report([result(f"case-{i:04d}") for i in range(300)]), current)
+    views = [view("diagnosis", current, diff)]
+    summary = render_markdown(
+        "summary.md.j2", views, ARTIFACT, CURRENT, "diagbot:d", CHECK_SUMMARY_LIMIT, in_bytes=True
+    )
+    assert (
+        len(summary.encode())
+        <= CHECK_SUMMARY_LIMIT
+        < len(render_markdown("summary.md.j2", views, ARTIFACT, CURRENT, "diagbot:d", CHECK_SUMMARY_LIMIT).encode())
+    )
+    assert "#### Regressions (" in summary and "more regressions not shown here" in summary
+    assert_tables_well_formed(summary, len(tables(summary)))
 
 
 def test_a_wide_suite_beside_a_long_one_is_cut_in_a_few_renders(monkeypatch: pytest.MonkeyPatch) -> None:

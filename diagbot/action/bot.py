@@ -82,7 +82,8 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
             comment_author=settings.comment_author,
             conclusion=outcome.decision.conclusion.value,
             title=outcome.reason,
-            summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT - len(left_out_note)) + left_out_note,
+            summary=outcome.render("summary.md.j2", CHECK_SUMMARY_LIMIT - len(left_out_note), in_bytes=True)
+            + left_out_note,
             annotations=annotations,
             run_id=settings.run_id,
         )

@@ -139,6 +139,7 @@ def _relay(
             problems=problems,
             gate_failure=failing,
             headline_notes=said,
+            in_bytes=True,
         ),
         annotations=[],
         run_id=settings.run_id,

@@ -43,6 +43,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from diagbot.core.errors import DiagbotError
+from diagbot.core.values import cut_utf8
 from diagbot.github.port import (
     ArtifactCandidate,
     ArtifactGone,
@@ -724,7 +725,7 @@ def create_check_run(
     doing = f"creating check run '{name}'"
     chunks = [annotations[i : i + MAX_ANNOTATIONS] for i in range(0, len(annotations), MAX_ANNOTATIONS)] or [[]]
     title = title[:255]
-    summary = summary[:65535]
+    summary = cut_utf8(summary, 65_535)  # GitHub counts its bytes, not its characters
     ident = external_id or f"diagbot:{secrets.token_hex(8)}"
 
     def output(chunk: list[dict[str, Any]]) -> dict[str, Any]:

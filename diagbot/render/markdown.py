@@ -19,14 +19,14 @@ from diagbot.core.diff import DiffItem, DiffReport, ItemType
 from diagbot.core.models import Output
 from diagbot.core.rates import number
 from diagbot.core.rates import percent as rate
-from diagbot.core.values import one_line
+from diagbot.core.values import cut_utf8, one_line
 
 COMMENT_LIMIT = 65_536 - 128
 """Code points of a comment. GitHub's refusal names 65,536 characters, and a body has been measured refused past
 262,144 UTF-8 bytes: this many code points are at most 261,632 bytes, within both. The 128 leave room for the
 hidden head-sha line the bot adds when posting."""
-CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary
-SUMMARY_LIMIT = 1_000_000  # $GITHUB_STEP_SUMMARY holds at most 1 MiB per step
+CHECK_SUMMARY_LIMIT = 65_535  # check-run output.summary, in bytes of UTF-8
+SUMMARY_LIMIT = 700_000  # bytes: $GITHUB_STEP_SUMMARY holds 1 MiB a step, the comment and notes may come with it
 CELL_LIMIT = 300
 ROW_CAP = 300  # rows per table in a comment; more is unreadable anyway, and the report has everything
 
@@ -367,8 +367,10 @@ def render_markdown(
     problems: list[str] | None = None,
     gate_failure: str | None = None,
     headline_notes: list[str] | None = None,
+    in_bytes: bool = False,
 ) -> str:
-    """Render, then cut sections in order of least importance until the body fits `limit` characters.
+    """Render, then cut sections in order of least importance until the body fits `limit` characters (`in_bytes`:
+    bytes of UTF-8, as GitHub measures a check run's summary and the job summary: CJK text is 3 bytes a character).
     `headline_notes`: lines said under the headline (a finding the gate settings let pass, so that a red headline
     over a green check is explained; suites retired since the baseline).
     `gate_failure`: why the gate fails when neither a blocking case nor a regression says it (an emptied suite,
@@ -394,7 +396,7 @@ def render_markdown(
             gate_failure=None if gate_failure is None else md(gate_failure, 300),
             headline_notes=[md(note, 600) for note in (headline_notes or [])[:5]],
         )
-        overflow = len(body) - limit
+        overflow = (len(body.encode("utf-8", "surrogatepass")) if in_bytes else len(body)) - limit
         if overflow <= 0:
             return body
         for name in CUT_ORDER:
@@ -413,6 +415,6 @@ def render_markdown(
         else:
             # Nothing left to cut: the headline alone is over the limit (absurd suite names); hard-truncate, at a
             # line's end where there is one in the second half (an escape or a `<span>` is never cut in two there)
-            cut = body[: limit - 40]
+            cut = cut_utf8(body, limit - 40) if in_bytes else body[: limit - 40]
             end = cut.rfind("\n")
             return (cut[:end] if end > len(cut) // 2 else cut) + "\n\n*(comment truncated)*\n"
