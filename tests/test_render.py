@@ -445,6 +445,29 @@ def test_cells_write_invisible_and_bidi_characters_as_escapes() -> None:
     assert md("ok_name") == "ok\\_name"
 
 
+def test_every_character_that_shows_nothing_is_written_as_an_escape_on_a_line_of_text() -> None:
+    """Tag characters (U+E0041... spell hidden ASCII that a model reading the comment sees), C1 controls, the
+    soft hyphen, the Arabic letter mark and the Hangul filler passed through to the comment and the terminal;
+    the emoji presentation selector stays, as it shows an emoji the way it is meant."""
+    from diagbot.core.values import one_line
+
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "approve")
+    shown = one_line(f"refund{hidden}\x9b\u00ad\u061c\u3164\ufe00 \u26a0\ufe0f")
+    assert shown == "refund" + "".join(f"\\udb40\\udc{0x00 + ord(c):02x}" for c in "approve") + (
+        "\\x9b\\u00ad\\u061c\\u3164\\ufe00 \u26a0\ufe0f"
+    )
+
+
+def test_a_legacy_workflow_command_in_text_is_broken_wherever_it_stands() -> None:
+    """The runner reads `##[error ...]` anywhere in a log line as a workflow command: a tool name or a file name
+    quoted in `diagbot run`'s `error:` lines could annotate any file, or stop the runner reading commands."""
+    from diagbot.core.values import one_line
+
+    assert one_line("tool ##[error file=README.md]all passed ##[stop-commands]x") == (
+        "tool ##\\[error file=README.md]all passed ##\\[stop-commands]x"
+    )
+
+
 def test_a_secret_is_masked_in_its_markdown_escaped_form() -> None:
     from diagbot.io.files import register_secret, scrub
     from diagbot.render.markdown import md

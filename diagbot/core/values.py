@@ -551,13 +551,25 @@ def one_line(text: str, limit: int = 2_000) -> str:
     format characters (which make a name read as another) and lone surrogates are written as escapes, and at most
     `limit` characters are kept."""
     cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    if "##[" in cut:  # the runner reads `##[error]...` anywhere in a line of the log as a workflow command
+        cut = cut.replace("##[", "##\\[")
     if not _UNPRINTABLE.search(cut):
         return cut
-    return _UNPRINTABLE.sub(lambda m: json.dumps(m.group())[1:-1] if m.group() != "\x7f" else "\\x7f", cut)
+    return _UNPRINTABLE.sub(_escaped, cut)
 
 
-# control characters, lone surrogates, and the invisible ones that change how a line reads (zero-width, bidi)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff]")
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return f"\\x{ord(char):02x}" if "\x7f" <= char <= "\x9f" else json.dumps(char)[1:-1]
+
+
+# control characters (C0, DEL, C1), lone surrogates, and the characters that show nothing (zero-width, bidi,
+# fillers, tags, variation selectors but the emoji ones): each makes a line read as other than it is, or hides text
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0d\ufeff\uffa0\ufff0-\ufffb\ud800-\udfff\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 
 
 def replace_surrogates(value: Any) -> Any:
