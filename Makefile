@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: run test bench golden clean container-test
 
 $(STAMP): requirements.lock requirements-dev.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "diagbot needs Python 3.11 or newer; $(PYTHON) is " + sys.version.split()[0] + ": run make with PYTHON=python3.11 (or newer)")'
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .

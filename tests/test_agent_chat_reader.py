@@ -3,13 +3,14 @@ reading does: the same steps, results and call order, or the same refusal naming
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagbot.kinds.agent.formats import openai_chat
+from diagbot.kinds.agent.formats import openai_chat, parse_run
 from diagbot.kinds.agent.run import MAX_STEPS, Message, Run, StateChange, ToolCall, TraceInvalid
 
 IDS = st.sampled_from(["c1", "c2", "c3", None, 7])
@@ -260,3 +261,36 @@ def test_a_tool_results_failure_flag_of_another_type_is_refused(flags: dict[str,
     with pytest.raises(TraceInvalid) as info:
         openai_chat.read([CALLED, {"role": "tool", "tool_call_id": "c1", "content": "x", **flags}])
     assert (info.value.path, info.value.message) == refused
+
+
+COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+}
+
+
+@pytest.mark.parametrize("fmt", ["auto", "openai-chat"])
+def test_a_chat_completion_response_saved_as_the_run_says_what_to_record_instead(fmt: str) -> None:
+    """Saving the SDK's response (`choices`) in place of the conversation is the likeliest first mistake; it was
+    refused as "not a run format diagbot knows" with no word of what to record."""
+    with pytest.raises(TraceInvalid) as caught:
+        parse_run(json.dumps(COMPLETION).encode(), fmt)
+    assert caught.value.message.endswith(
+        "(this is a chat completion response, the model's one answer, not a run: record the conversation, the "
+        "request's messages with the response's choices[0].message appended, as a JSON array or "
+        '{"messages": [...]})'
+    )
+
+
+@pytest.mark.parametrize("fmt", ["auto", "openai-chat"])
+def test_chat_messages_one_a_line_say_that_json_lines_are_read_only_as_otlp(fmt: str) -> None:
+    lines = b'{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "hello"}\n'
+    with pytest.raises(TraceInvalid) as caught:
+        parse_run(lines, fmt)
+    assert caught.value.message == (
+        "not valid JSON at line 2 column 1 (Extra data) (this looks like chat messages one a line, JSON Lines, "
+        'which diagbot reads only as OTLP: write the messages as one JSON array, or {"messages": [...]})'
+    )

@@ -70,6 +70,8 @@ def parse_run(data: bytes, fmt: str) -> Run:
         hint = _exporter_hint(data, exc) if fmt in (AUTO, otlp.NAME) else ""
         if not hint and fmt in (AUTO, openai_responses.NAME) and _RESPONSE_OBJECT.search(data[:_SDK_PREFIX]):
             hint = RESPONSES_HINT if data[:_SDK_PREFIX].lstrip()[:1] == b"[" else ""
+        if not hint and fmt in (AUTO, openai_chat.NAME):
+            hint = _chat_hint(data)
         if not hint and _wide(data):
             hint = WIDE_HINT
         if not hint:
@@ -111,6 +113,31 @@ def _wide(data: bytes) -> bool:
     return (first != b"" and first in _JSON_START and second == b"\x00") or (
         first == b"\x00" and (second in _JSON_START or data[1:3] == b"\x00\x00") and second != b""
     )
+
+
+COMPLETION_HINT = (
+    " (this is a chat completion response, the model's one answer, not a run: record the conversation, the "
+    "request's messages with the response's choices[0].message appended, as a JSON array or {\"messages\": [...]})"
+)
+CHAT_LINES_HINT = (
+    " (this looks like chat messages one a line, JSON Lines, which diagbot reads only as OTLP: write the messages "
+    'as one JSON array, or {"messages": [...]})'
+)
+_COMPLETION = re.compile(rb'^\s*\{\s*"(?:id|object|choices)"\s*:.{0,4096}"choices"\s*:\s*\[', re.DOTALL)
+
+
+def _chat_hint(data: bytes) -> str:
+    """What a file chat exports hold instead of a run: a completion response (`choices`), or messages one a line."""
+    head = data[:_SDK_PREFIX]
+    if b'"messages"' not in head and _COMPLETION.search(head):
+        return COMPLETION_HINT
+    first, _, rest = head.partition(b"\n")
+    try:
+        message = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return ""
+    said = isinstance(message, dict) and isinstance(message.get("role"), str)
+    return CHAT_LINES_HINT if said and rest.lstrip()[:1] == b"{" else ""
 
 
 WIDE_HINT = " (it looks like UTF-16 or UTF-32 text, as Windows PowerShell's > and Out-File write; JSON is UTF-8)"
