@@ -63,6 +63,12 @@ def test_not_yaml_points_at_the_line() -> None:
     assert problems("suites:\n  - name: [a\n") == [
         "diagbot.yml:3:1: not valid YAML (expected ',' or ']', but got '<stream end>')"
     ]
+    # a slip of indentation, in PyYAML's words, says where to look
+    assert problems("suites:\n  - name: r\n    kind: agent\n   cases: c\n") == [
+        "diagbot.yml:4:4: not valid YAML (expected <block end>, but found '<block mapping start>'; check this line's "
+        "indentation against the lines above it (YAML nests by indentation: a key lines up with the keys beside it, "
+        "and a list item's keys with its first))"
+    ]
 
 
 def test_the_comment_marker_id_stays_within_what_the_fork_relay_takes(tmp_path: Path) -> None:

@@ -545,6 +545,19 @@ def type_name(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
+_INDENTATION = ("expected <block end>", "mapping values are not allowed", "did not find expected key",
+                "could not find expected ':'", "did not find expected '-' indicator")  # fmt: skip
+
+
+def yaml_problem(exc: Exception) -> str:
+    """PyYAML's words for what is wrong, with what to look at when they are its words for a slip of indentation."""
+    problem = str(getattr(exc, "problem", None) or exc)
+    if problem.startswith(_INDENTATION):
+        problem += "; check this line's indentation against the lines above it (YAML nests by indentation: a key "
+        problem += "lines up with the keys beside it, and a list item's keys with its first)"
+    return problem
+
+
 def one_line(text: str, limit: int = 2_000) -> str:
     """Text from input, safe on one line of a log or terminal: control characters (a newline would start a new
     line that GitHub Actions could read as a workflow command; ESC reaches the terminal), invisible and bidi

@@ -415,7 +415,7 @@ def parse_config(text: str, where: str, root: Path) -> Config:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise ConfigError(f"{where}{at}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise ConfigError(f"{where}{at}: not valid YAML ({values.yaml_problem(exc)})") from None
     if data is None:
         raise ConfigError(f"{where}: the config file holds only comments; list the suites under 'suites:'")
     if not isinstance(data, dict):

@@ -240,7 +240,7 @@ def _decode(text: str, label: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise CaseFileError(f"{label}{at}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        raise CaseFileError(f"{label}{at}: not valid YAML ({values.yaml_problem(exc)})") from None
     except values.BadNumber as exc:
         raise CaseFileError(f"{label}: holds {exc}") from None
     except RecursionError:
