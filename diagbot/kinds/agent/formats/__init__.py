@@ -123,7 +123,7 @@ CHAT_LINES_HINT = (
     " (this looks like chat messages one a line, JSON Lines, which diagbot reads only as OTLP: write the messages "
     'as one JSON array, or {"messages": [...]})'
 )
-_COMPLETION = re.compile(rb'^\s*\{\s*"(?:id|object|choices)"\s*:.{0,4096}"choices"\s*:\s*\[', re.DOTALL)
+_COMPLETION = re.compile(rb'^\s*\{.{0,4096}?"choices"\s*:\s*\[', re.DOTALL)  # within its first 4 KB
 
 
 def _chat_hint(data: bytes) -> str:
