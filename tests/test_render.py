@@ -159,7 +159,7 @@ def test_one_wide_cell_does_not_pad_every_row_and_push_the_regressions_out() -> 
 
 def test_a_check_summary_of_cjk_text_fits_githubs_limit_in_bytes() -> None:
     """The check run's summary was cut to 65,535 characters, but GitHub counts its bytes: 300 failing cases with
-    Chinese failure messages made 48,000 characters of 84,000 bytes, which GitHub refuses with the whole check run
+    Chinese failure messages made 65,376 characters of 82,786 bytes, which GitHub refuses with the whole check run
     and its annotations. A summary measured in bytes fits; the comment is still measured in characters."""
     failing = ["keyword_coverage: 回答没有提到退款资格检查的结果" * 4]
     after = [result(f"case-{i:04d}", passed=False, failed_checks=failing) for i in range(300)]

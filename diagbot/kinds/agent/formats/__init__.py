@@ -129,8 +129,8 @@ _COMPLETION = re.compile(rb'^\s*\{.{0,4096}?"choices"\s*:\s*\[', re.DOTALL)  # w
 def _chat_hint(data: bytes) -> str:
     """What a file chat exports hold instead of a run: a completion response (`choices`), or messages one a line."""
     head = data[:_SDK_PREFIX]
-    if b'"messages"' not in head and _COMPLETION.search(head):
-        return COMPLETION_HINT
+    if not any(f'"{key}"'.encode() in head for key, _ in _RUN_KEYS) and _COMPLETION.search(head):
+        return COMPLETION_HINT  # no format's own key: the `choices` are all there is
     first, _, rest = head.partition(b"\n")
     try:
         message = orjson.loads(first)
