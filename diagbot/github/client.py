@@ -63,6 +63,7 @@ MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MAX_MEMBERS = 10_000
 DEFAULT_AUTHOR = "github-actions[bot]"  # the login behind the workflow's GITHUB_TOKEN
 ZIP_MAGIC = b"PK\x03\x04"
+MAX_WAIT_SECONDS = 120.0  # max-wait-seconds' default: all of a run's waits on rate limits and retries
 MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer issue-comment bodies
 HEAD_LINE = "<!-- diagbot-head: {sha} -->"  # the second line of our comment: the commit its results are for
 _HEAD_RE = re.compile(r"<!-- diagbot-head: ([0-9a-fA-F]{7,64}) -->")
@@ -149,7 +150,7 @@ def make_retry(max_wait_seconds: float) -> DiagbotRetry:
     )
 
 
-def make_client(api_url: str, token: str, max_wait_seconds: float = 120.0, timeout: int = 30) -> Github:
+def make_client(api_url: str, token: str, max_wait_seconds: float = MAX_WAIT_SECONDS, timeout: int = 30) -> Github:
     """The PyGithub client diagbot uses: lazy objects, 100 items a page, no throttling sleeps, safe retries."""
     return Github(
         base_url=api_url.rstrip("/"),
@@ -782,9 +783,8 @@ class TimeLimit:
     trickling answer is cut off by a timer signal (SIGALRM interrupts the blocking read); where there is none (not
     the main thread, no SIGALRM), the socket timeouts and the search's own limits are all there is."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.clock = clock
         self.deadline: float | None = None
 
     @contextmanager
@@ -792,8 +792,8 @@ class TimeLimit:
         """Run the block under what is left of the deadline; past it, GitHubUnavailable says what was being done.
         A timer already set to go off sooner (a test's hang guard) is left alone; a later one is set again after."""
         if self.deadline is None:
-            self.deadline = self.clock() + self.seconds
-        left = self.deadline - self.clock()
+            self.deadline = time.monotonic() + self.seconds
+        left = self.deadline - time.monotonic()
         if left <= 0:
             raise self._expired(doing)
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
@@ -803,7 +803,7 @@ class TimeLimit:
         if 0 < outer <= left:
             yield
             return
-        started = self.clock()
+        started = time.monotonic()
 
         def expire(signum: int, frame: Any) -> None:
             raise self._expired(doing)
@@ -816,13 +816,13 @@ class TimeLimit:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
             if outer > 0:  # the later timer, less the time spent here (at least a moment: 0 would clear it)
-                signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (self.clock() - started)))
+                signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (time.monotonic() - started)))
 
     def _expired(self, doing: str) -> GitHubUnavailable:
         return GitHubUnavailable(
             f"{doing}: GitHub's answers took longer than the {self.seconds:.0f} s this run allows for all of its "
-            "GitHub requests (max-wait-seconds plus 180 s): a connection stalled or sent its answer slowly; rerun "
-            "the job later"
+            f"GitHub requests (max-wait-seconds plus {EXCHANGE_SECONDS:.0f} s): a connection stalled or sent its "
+            "answer slowly; rerun the job later"
         )
 
 
@@ -836,7 +836,7 @@ class PyGithubPort:
     """The GitHub port over a PyGithub client, for one repository. Objects are lazy: no request until needed. All
     of its GitHub work together ends within `seconds` (`TimeLimit`): max-wait-seconds plus EXCHANGE_SECONDS."""
 
-    def __init__(self, github: Github, repository: str, seconds: float = 120.0 + EXCHANGE_SECONDS) -> None:
+    def __init__(self, github: Github, repository: str, seconds: float = MAX_WAIT_SECONDS + EXCHANGE_SECONDS) -> None:
         self.github = github
         self.repository = repository
         self._repo = github.get_repo(repository)

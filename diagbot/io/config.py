@@ -89,24 +89,18 @@ def _option_problems(
         if error["type"] == "extra_forbidden":
             known = [*_SUITE_KEYS, *(field_names_at(model, error["loc"]) if model else [])]
             close = suggestions.closest(str(error["loc"][-1]), known)
-            hint = (
-                f" (did you mean {close}?)"
-                if close
-                else _other_kinds_key(error["loc"], kind, defaulted)
-                if kind
-                else ""
-            )
+            hint = f" (did you mean {close}?)" if close else _other_kinds_key(error["loc"], kind, defaulted)
             problems.append(f"{where}: unknown key '{loc}'{hint}")
         else:
             problems.append(_value_problem(where, loc, error))
     return problems
 
 
-def _other_kinds_key(loc: tuple[int | str, ...], kind: str, defaulted: bool) -> str:
+def _other_kinds_key(loc: tuple[int | str, ...], kind: str | None, defaulted: bool) -> str:
     """For a key this suite's kind does not take but another kind does (`trace-format` in a suite whose `kind` was
-    left out, so is the default): which kind takes it."""
+    left out, so is the default): which kind takes it. Nothing for a suite of an unknown kind."""
     owners = [name for name in _kinds_taking(loc) if name != kind]
-    if not owners:
+    if kind is None or not owners:
         return ""
     default = ", the default when `kind` is not given" if defaulted else ""
     return f" (a key of {' and '.join(owners)} suites; this suite's kind is {kind}{default}: set its kind: {owners[0]})"
