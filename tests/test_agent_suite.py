@@ -876,7 +876,7 @@ def test_a_misspelt_usage_right_that_leaves_no_case_gating_is_said(
     where = f"{tmp_path}/cases/all.json:1: case refund_eligibility_001"
     assert _validate_warnings(tmp_path, [case], capsys) == [
         f"warning: {where}: metadata.usage_rights_status 'approved_for_evalution' is not in gate.usage-rights (did "
-        "you mean approved_for_evaluation?), so the case does not gate",
+        "you mean approved_for_evaluation?), so this P0 case does not gate: its failures never fail the check",
         f"warning: {tmp_path}/cases: no case gates (each is informational: see the cases' metadata, and gate.roles and "
         "gate.usage-rights in diagbot.yml), so no failure of this suite can fail the check",
     ]
@@ -917,12 +917,12 @@ def test_a_slip_that_keeps_one_failing_case_from_gating_is_said_by_run_too(
     )
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "out"), "--quiet", "--no-fail"]) == 0
     report = json.loads((tmp_path / "out" / "reports" / "a.json").read_text(encoding="utf-8"))
-    slips = [w for w in report["warnings"] if "so the case does not gate" in w]
+    slips = [w for w in report["warnings"] if "case does not gate" in w]
     assert slips == [
         "case spaced: metadata.usage_rights_status 'approved_for_evaluation ' is not in gate.usage-rights (did you "
-        "mean approved_for_evaluation?), so the case does not gate",
-        "case other_role: the latest review (qa) approves it for golden, not for its dataset_role regression, so the "
-        "case does not gate",
+        "mean approved_for_evaluation?), so this P0 case does not gate: its failures never fail the check",
+        "case other_role: the latest review (qa) approves it for golden, not for its dataset_role regression, so this "
+        "P0 case does not gate: its failures never fail the check",
     ]
     suite = SuiteInput(
         name="a", cases=tmp_path / "cases", fixtures=tmp_path / "runs", cases_label="cases", fixtures_label="runs",

@@ -757,12 +757,15 @@ def governance_slips(case: AgentCase, gate: Governance) -> list[str]:
     failing case that does not gate fails nothing): a usage right one slip from an allowed one (a trailing space,
     `Approved_...`), and an approved case whose latest review does not approve it for its dataset role."""
     found = []
+    outcome = "so the case does not gate"
+    if case.risk_level in ("P0", "P1"):  # the cases whose failures a reader most expects to fail the check
+        outcome = f"so this {case.risk_level} case does not gate: its failures never fail the check"
     rights = case.metadata.rights
     near = slip_of(rights, gate.usage_rights) if rights not in gate.usage_rights else None
     if near is not None:
         found.append(
             f"metadata.usage_rights_status {values.one_line(rights, 100)!r} is not in gate.usage-rights (did you mean "
-            f"{near}?), so the case does not gate"
+            f"{near}?), {outcome}"
         )
     latest = case.reviews[-1] if case.reviews else None
     role = case.metadata.dataset_role
@@ -775,7 +778,7 @@ def governance_slips(case: AgentCase, gate: Governance) -> list[str]:
     ):
         found.append(
             f"the latest review ({values.one_line(latest.reviewer, 100)}) approves it for "
-            f"{', '.join(latest.approved_for) or 'no role'}, not for its dataset_role {role}, so the case does not gate"
+            f"{', '.join(latest.approved_for) or 'no role'}, not for its dataset_role {role}, {outcome}"
         )
     return found
 
