@@ -2228,7 +2228,9 @@ def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed
         taken_back(replies[-1], failures(CONFIRM, run))
 
 
-@pytest.mark.parametrize("reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "confirmed"])
+@pytest.mark.parametrize(
+    "reply", ["同意", "可以，提交吧", "Yes please", "Go ahead.", "Go  ahead", "go\nahead", "confirmed"]
+)  # "Go  ahead" with two spaces was refused
 def test_plain_confirmations_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == []

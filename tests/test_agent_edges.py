@@ -11,7 +11,7 @@ import pytest
 from diagbot.core.diff import ItemType, Thresholds
 from diagbot.core.report import RunInfo
 from diagbot.kinds.agent.diff import diff_agent
-from diagbot.kinds.agent.evaluate import not_gating_because, today_of
+from diagbot.kinds.agent.evaluate import not_gating_because, today_of, unjudged_warning
 from diagbot.kinds.agent.match import args_mismatch, max_matching, show
 from diagbot.kinds.agent.report import build_report
 from diagbot.kinds.base import Governance
@@ -187,6 +187,27 @@ def test_too_few_trials_of_a_checked_case_fail_saying_so(tmp_path: Path) -> None
     )  # fmt: skip
 
 
+def test_too_few_trials_come_after_the_first_failing_trials_checks_and_are_no_missing_run(tmp_path: Path) -> None:
+    """`trials: 3` over two recorded trials, the second failing: failedChecks opened with the case's own shortfall,
+    which belongs to no trial, before the first failing trial's checks (issue 12: "those of the first failing
+    trial"); and the suite's runs warning called every such case one with a run missing."""
+    write_json(tmp_path / "c1" / "trial-1.json", native(call("t")))
+    write_json(tmp_path / "c1" / "trial-2.json", native(call("u")))
+    found = evaluate(sequence_case(["t"], match="strict"), tmp_path, {"trials": 3})
+    [failing] = [t for t in found.trial_results if not t.passed]
+    assert failing.trial == "trial-2.json"
+    assert found.failed_checks == [
+        *failing.failed_checks,
+        "trace_missing: the suite's trials: 3 needs 3 passing trials; 2 are recorded",
+    ]
+    assert unjudged_warning([found]) == [
+        "runs: 1 of 1 cases could not be judged on every trial (0 with a run missing, 0 with a run that could not "
+        "be read, 1 with fewer trials than the suite's trials: n needs): c1; such a trial fails unjudged, and a "
+        "baseline where a case fails cannot show it regress: record the runs; c1: trace_missing: the suite's "
+        "trials: 3 needs 3 passing trials; 2 are recorded"
+    ]
+
+
 def test_exactly_the_most_trials_are_read(tmp_path: Path) -> None:
     for i in range(100):
         write_json(tmp_path / "c1" / f"trial-{i:03d}.json", native(call("t")))
@@ -357,6 +378,17 @@ def test_a_slice_value_or_dataset_on_one_side_only_is_shown() -> None:
     assert not any(m.startswith("slice.risk_level") for m in said)  # unmoved slices say nothing
     unchecked = result(1, 0, status="unchecked")
     assert not [i for i in diff_agent(build_report([unchecked]), build_report([unchecked])).items if i.metric]
+
+
+def test_a_tag_written_twice_counts_its_case_once_in_the_slice() -> None:
+    """`ability_tags: [tool, tool]` on a passing case beside a failing one: the slice said 3 cases, 2 passing
+    (66.7%), for 2 cases, 1 passing; against a baseline without the repeat it showed a pass-rate change of nothing."""
+    twice = result(1, 1).model_copy(update={"case_id": "twice", "ability_tags": ["tool", "tool"]})
+    once = result(1, 0).model_copy(update={"case_id": "once", "ability_tags": ["tool"]})
+    tool = build_report([twice, once]).slices["ability_tags"]["tool"]
+    assert (tool.total_cases, tool.passed_cases, tool.pass_rate) == (2, 1, 0.5)
+    plain = twice.model_copy(update={"ability_tags": ["tool"]})
+    assert not [i for i in diff_agent(build_report([plain, once]), build_report([twice, once])).items if i.metric]
 
 
 def test_dataset_versions_list_every_version_sorted() -> None:

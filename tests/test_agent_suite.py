@@ -978,7 +978,7 @@ def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> Non
     comment = (tmp_path / "cur" / "comment.md").read_text(encoding="utf-8")
     no_rate = "no gating pass rate to compare (no checked gating case is in the baseline as it is now)"
     assert f"**a** (agent): {no_rate} · 0 regressions" in comment
-    assert "- Gating cases: none checked; informational: 0/1 pass; unchecked: 0" in comment
+    assert "- Gating cases: none checked; informational: 0/1 pass (0.0%), pass^1 0.0%; unchecked: 0" in comment
     # a new gating case beside the informational one: it gates now, but nothing it could be compared with did
     added = spec_case() | {"case_id": "added", "success_criteria": [{"tool_called": "order_lookup"}]}
     (tmp_path / "two").mkdir()

@@ -1030,6 +1030,18 @@ def test_a_trials_policy_the_runs_cannot_meet_says_why(tmp_path: Path) -> None:
     )  # fmt: skip
 
 
+def test_a_version_written_as_a_decimal_number_is_told_to_be_quoted(tmp_path: Path) -> None:
+    """`dataset_version: 2` was told that "1.10 unquoted is the number 1.1", which it never wrote; that is said now
+    only of a decimal number, whose digits the reading may have lost."""
+    result = refused(diagbot(make_suite(tmp_path, {"v.yaml": case("c1", dataset_version=1.10, case_version=2)})))
+    file = f"{tmp_path}/cases/v.yaml:1: case c1"
+    assert result.errors == [
+        f"{file}: 'case_version': input should be a valid string (found 2); put it in quotes to write it as a text",
+        f"{file}: 'dataset_version': input should be a valid string (found 1.1); put it in quotes to write it as a "
+        "text (unquoted, it is read as a number, and 1.10 becomes 1.1)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("case_id", "shown"),
     [("x\n::error file=app.py,line=1::all tests passed\x1b[2J", '"x\\n::error file=app.py,line=1::all tests passed'
@@ -1043,8 +1055,7 @@ def test_an_invalid_case_id_is_not_echoed_raw(tmp_path: Path, case_id: str, show
         f"{file}: 'case_id': a case_id is 1 to 200 ASCII letters, digits, '.', '_' or '-', starting with a letter "
         f"or digit, since it names the case's run file (FIXTURES/<case_id>.json); put other text in the title (found "
         f"{shown})",
-        f"{file}: 'title': input should be a valid string (found 5); put it in quotes to write it as a text (as "
-        "written: 1.10 unquoted is the number 1.1)",
+        f"{file}: 'title': input should be a valid string (found 5); put it in quotes to write it as a text",
     ]
     assert not [line for line in result.stderr.splitlines() if not line.startswith(("error: ", "diagbot: "))]
     assert "\x1b" not in result.stderr

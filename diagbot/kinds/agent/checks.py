@@ -82,7 +82,7 @@ class Code:
     CITATION_MISSING = "citation_missing"
 
 
-DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go ahead)\b|确认|是的|同意|可以"
+DEFAULT_CONFIRMATION = r"\b(?:yes|confirm\w*|proceed|go\s+ahead)\b|确认|是的|同意|可以"
 # With the default pattern, a message that also refuses is no confirmation ("不同意", "no, don't proceed").
 _CLAUSE = r"(?:^|[\n.!;:,–—]|\s-)\W*"  # where a sentence or a clause opens
 _SENTENCE = r"(?:^|[\n.!;]\s*)\W*"  # where a sentence opens

@@ -691,7 +691,7 @@ def _evaluate_case(
         trials=len(trials),
         trials_passed=passed_trials,
         trial_results=trials,
-        failed_checks=short + (first_failing.failed_checks if first_failing and checks else []),
+        failed_checks=(first_failing.failed_checks if first_failing and checks else []) + short,
         unchecked_expectations=unchecked_expectations(case),
         tool_call_count=cost.calls,
         turn_count=cost.turns,
@@ -817,26 +817,30 @@ def unjudged_warning(results: list[AgentCaseResult]) -> list[str]:
     """The cases with a trial whose run is missing or unreadable, said once for the suite: each fails without its
     run being judged, and a baseline where it fails can never show it regress, so a recording step that broke must
     not pass unseen in a long table."""
-    missing = invalid = 0
+    missing = invalid = fewer = 0
     named: list[str] = []
     first = ""  # why the first of them could not be judged: the console's --quiet shows no table to look it up in
     for result in results:
-        said = [c for t in result.trial_results for c in t.failed_checks] + result.failed_checks
-        why = next((c for c in said if c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID))), None)
+        said = [c for t in result.trial_results for c in t.failed_checks]
+        # the case's own trace_missing, of no trial: fewer trials recorded than the suite's `trials: n` needs
+        short = [c for c in result.failed_checks if c.startswith(Code.TRACE_MISSING) and c not in said]
+        why = next((c for c in said + short if c.startswith((Code.TRACE_MISSING, Code.TRACE_INVALID))), None)
         if why is None:
             continue
         missing += any(c.startswith(Code.TRACE_MISSING) for c in said)
         invalid += any(c.startswith(Code.TRACE_INVALID) for c in said)
+        fewer += bool(short)
         named.append(values.one_line(result.case_id, 100))
         first = first or f"; {named[0]}: {values.one_line(why, 300)}"
     if not named:
         return []
     shown = ", ".join(named[:_UNJUDGED_NAMED])
     more = f" and {len(named) - _UNJUDGED_NAMED:,} more" if len(named) > _UNJUDGED_NAMED else ""
+    short_of = f", {fewer:,} with fewer trials than the suite's trials: n needs" if fewer else ""
     return [
         f"runs: {len(named):,} of {len(results):,} cases could not be judged on every trial ({missing:,} with a run "
-        f"missing, {invalid:,} with a run that could not be read): {shown}{more}; such a trial fails unjudged, and "
-        f"a baseline where a case fails cannot show it regress: record the runs{first}"
+        f"missing, {invalid:,} with a run that could not be read{short_of}): {shown}{more}; such a trial fails "
+        f"unjudged, and a baseline where a case fails cannot show it regress: record the runs{first}"
     ]
 
 

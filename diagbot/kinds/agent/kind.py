@@ -35,7 +35,7 @@ from diagbot.kinds.agent.load import (
     unread_warning,
 )
 from diagbot.kinds.agent.options import AgentOptions
-from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, build_report
+from diagbot.kinds.agent.report import AGENT_SCHEMA_VERSION, AgentCaseResult, AgentReport, Aggregate, build_report
 from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked
 from diagbot.kinds.workers import can_fork
 from diagbot.render.markdown import MAX_NOTES, SuiteView, cases_note, md, warning_notes
@@ -128,6 +128,15 @@ def _first_failing(result: AgentCaseResult) -> str | None:
     of one, or of no failing trial."""
     trial = next((t.trial for t in result.trial_results if not t.passed), None)
     return trial if result.trials > 1 else None
+
+
+def _aggregate_line(aggregate: Aggregate) -> str:
+    """`10/14 pass (71.4%), pass^1 73.8%`: the gating cases' figures, and beside them the informational ones'."""
+    checked = aggregate.total_cases - aggregate.unchecked_cases
+    if not checked:
+        return "none checked"
+    hat = "".join(f", pass^{k} {percent(v)}" for k, v in aggregate.pass_hat_k.items())
+    return f"{aggregate.passed_cases}/{checked} pass ({percent(aggregate.pass_rate)}){hat}"
 
 
 def _failed_cell(result: AgentCaseResult) -> str:
@@ -316,11 +325,7 @@ class AgentKind:
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES:,} more failing gating P0 cases in the report")
         notes += _gone(diff, report) + _options_changed(diff)
-        g, i = report.gating, report.informational
-        hat = "".join(f", pass^{k} {percent(v)}" for k, v in g.pass_hat_k.items())
-        checked = g.total_cases - g.unchecked_cases
-        gating = f"{g.passed_cases}/{checked} pass ({percent(g.pass_rate)}){hat}" if checked else "none checked"
-        informational = f"{i.passed_cases}/{i.total_cases - i.unchecked_cases} pass"
+        gating, informational = _aggregate_line(report.gating), _aggregate_line(report.informational)
         notes.append(md(f"Gating cases: {gating}; informational: {informational}; unchecked: {report.unchecked_cases}"))
         if diff is not None and diff.common_cases is not None:
             notes.append(md(f"{diff.common_cases} of {report.total_cases} cases were comparable with the baseline "

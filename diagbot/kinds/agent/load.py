@@ -204,7 +204,9 @@ def describe(
     lowered = message[:2].isupper() or message[:1].islower()  # an acronym (JMESPath) keeps its capital
     said = f"'{where}': {message if lowered else message[0].lower() + message[1:]} (found {found})"
     if kind == "string_type" and isinstance(error.get("input"), int | float):  # YAML reads `case_version: 3` as 3
-        said += "; put it in quotes to write it as a text (as written: 1.10 unquoted is the number 1.1)"
+        said += "; put it in quotes to write it as a text"
+        if isinstance(error.get("input"), float):  # what was written may be lost: `1.10` is read as 1.1
+            said += " (unquoted, it is read as a number, and 1.10 becomes 1.1)"
     return said
 
 

@@ -153,7 +153,7 @@ def slices(results: list[AgentCaseResult]) -> dict[str, dict[str, SliceStat]]:
         for name in SLICE_FIELDS:
             value = getattr(result, name)
             by_value = counts[name]
-            for key in value if isinstance(value, list) else (value,):
+            for key in dict.fromkeys(value) if isinstance(value, list) else (value,):  # a tag written twice: once
                 tally = by_value.get(key)
                 if tally is None:
                     tally = by_value[key] = [0, 0, 0]
