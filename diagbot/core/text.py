@@ -23,14 +23,25 @@ _SPLIT_WINDOW = 4096  # how far back from a piece's end to look for a place wher
 _CACHED_NEEDLE_CHARS = 256  # needles up to this long are folded once per process, longer ones at each use
 
 
-INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+_INVISIBLE_CHARS = (
+    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
-"""Characters that show nothing: Unicode's default-ignorable code points (zero-width spaces and joiners, soft
-hyphens, direction marks, variation selectors, tags, fillers) and the interlinear annotation marks. Text
-matching reads past them, so `re\u200bfund` is `refund` and a phrase split by one is still found; a phrase made of
-nothing else is looked for among the ones the text held (`Folded.hidden`)."""
+INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]")
+"""Characters that show nothing: the control characters that are no whitespace (NUL, BEL, ESC, DEL, C1), Unicode's
+default-ignorable code points (zero-width spaces and joiners, soft hyphens, direction marks, variation selectors,
+tags, fillers) and the interlinear annotation marks. Text matching reads past them, so `re\u200bfund` and
+`SEC`, NUL, `RET` are `refund` and `secret`, and a phrase split by one is still found; a phrase made of nothing else is
+looked for among the ones the text held (`Folded.hidden`)."""
+
+_NOTHING_SHOWN = re.compile(f"[\\s\u2800{_INVISIBLE_CHARS}]*")  # U+2800, the Braille blank, is no whitespace
+
+
+def shows_something(text: str) -> bool:
+    """Whether a text shows anything: not only whitespace, INVISIBLE characters and the Braille blank, so a reply of
+    one zero-width space is no answer. Reads up to the first character that shows."""
+    return _NOTHING_SHOWN.fullmatch(text) is None
 
 
 def normalize(text: str) -> str:
@@ -47,7 +58,7 @@ def _normalized(text: str, lines: bool = False) -> tuple[str, str]:
     folded = unicodedata.normalize("NFKC", text).casefold()
     if not lines:
         folded = _SPACES.sub(" ", folded)
-    if folded.isascii():
+    if folded.isascii() and (folded.isprintable() or INVISIBLE.search(folded) is None):  # no NUL, ESC, DEL
         return folded, ""
     folded = ascii_digits(folded).translate(DASHES)
     visible, dropped = INVISIBLE.subn("", folded)

@@ -23,7 +23,7 @@ from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
-from diagbot.core.text import DASHES, INVISIBLE, MAX_TEXT_CHARS, Folded, ascii_digits, fold
+from diagbot.core.text import DASHES, INVISIBLE, MAX_TEXT_CHARS, Folded, ascii_digits, fold, shows_something
 from diagbot.core.values import excerpt, one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
@@ -613,7 +613,7 @@ def _matches(pattern: str, text: str) -> bool | None:
     regex, part = compile_regex(pattern), searched(text)
     if regex.search_text(part):
         return True
-    if part.isascii():
+    if part.isascii() and (part.isprintable() or INVISIBLE.search(part) is None):  # no NUL, ESC, DEL
         return False
     folded, cut = _nfkc(part)
     return True if regex.search_text(folded) else None if cut else False
@@ -1497,7 +1497,7 @@ def _recorded(value: Any) -> bool:
         if looked > _AUDIT_LOOKED_AT:
             return True
         if isinstance(node, str):
-            if INVISIBLE.sub("", node).replace(_BRAILLE_BLANK, "").strip():
+            if shows_something(node):
                 return True
         elif isinstance(node, dict):
             todo.extend(node.values())
@@ -1512,7 +1512,6 @@ _AUDIT_LOOKED_AT = 10_000
 _NO_AUDIT = (
     " (the call records no audit at all: only diagbot's own trace format records one, as a tool_call step's audit)"
 )
-_BRAILLE_BLANK = "\u2800"  # looks blank, and is no whitespace to `strip` (wide spaces, U+2003 and U+3000, are)
 
 
 def audits(case: AgentCase, t: Trial) -> list[str]:
@@ -1540,7 +1539,7 @@ _RECORDED: dict[str, Callable[[Run], bool]] = {  # an empty message or a null re
 
 def _answered(result: Any) -> bool:
     """A tool's result says something: null and a blank text do not ([] and {} do: a search found nothing)."""
-    return result is not None and (not isinstance(result, str) or bool(INVISIBLE.sub("", result).strip()))
+    return result is not None and (not isinstance(result, str) or shows_something(result))
 
 
 def trace_requirement(case: AgentCase, t: Trial) -> list[str]:

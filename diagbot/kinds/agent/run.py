@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from diagbot.core import values
+from diagbot.core.text import shows_something
 
 MAX_STEPS = 10_000
 """Steps (messages, tool calls, state changes, retrievals) read from one run; more fails the trial as
@@ -219,7 +220,7 @@ class Run:
             elif kind is Message:
                 if step.role == "assistant":  # type: ignore[union-attr]
                     turns += 1
-                    if step.text and not step.text.isspace():  # type: ignore[union-attr]  # blank is no text
+                    if step.text and shows_something(step.text):  # type: ignore[union-attr]  # blank is no text
                         texts.append(step.text)  # type: ignore[union-attr]
             elif kind is StateChange:
                 changes.append(step)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ import orjson
 from diagbot.core import values
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.regex import Regex
-from diagbot.core.text import unplain_name
+from diagbot.core.text import shows_something, unplain_name
 from diagbot.kinds.agent.formats import native, openai_chat, openai_responses, otlp
 from diagbot.kinds.agent.formats.common import (
     DECODE_ERRORS,
@@ -239,7 +239,7 @@ NOTHING_DONE = (
 def _by_the_agent(step: Any) -> bool:
     """A step that shows the agent acting: any but a message, or an assistant message that says something (a blank
     one says nothing, as the answer reads it)."""
-    return not isinstance(step, Message) or (step.role == "assistant" and bool(step.text.strip()))
+    return not isinstance(step, Message) or (step.role == "assistant" and shows_something(step.text))
 
 
 def _one_run(top: dict[str, Any], root: str = "$") -> None:
