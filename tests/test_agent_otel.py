@@ -1711,6 +1711,7 @@ def test_every_line_of_json_lines_records_one_run_in_one_format() -> None:
             [say("assistant", call_part("c2", "refund_submit", {}))])},
          "records output messages that call tools in OpenTelemetry GenAI's keys"),
         ({"traceloop.span.kind": "tool", "traceloop.entity.name": "refund_submit"}, "an OpenLLMetry tool span"),
+        ({"traceloop.span.kind": "TOOL", "traceloop.entity.name": "refund_submit"}, "an OpenLLMetry tool span"),
         ({"openinference.span.kind": "FUNCTION", "tool_call.function.name": "refund_submit"},
          "names a tool, but the span is read as nothing diagbot checks (OpenInference)"),
     ],
@@ -1822,6 +1823,37 @@ def test_a_part_of_a_type_not_read_that_holds_text_is_refused(part: dict[str, An
     rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
                               "gen_ai.output.messages": json.dumps(media)})  # fmt: skip
     assert parse(rec.otlp()).answer == "Here you go."
+
+
+@pytest.mark.parametrize(
+    ("message", "where", "said"),
+    [
+        ({"role": "assistant", "parts": [text("hello")], "pending": [{"name": "refund_submit", "arguments": {}}]},
+         ".pending[0].name", "what reads as a message, a reply or a call ('name')"),
+        ({"role": "assistant", "parts": [text("hello")], "calls": [call_part("c1", "refund_submit")]},
+         ".calls[0].type", "what reads as a message, a reply or a call ('type')"),
+        ({"role": "assistant", "parts": [text("hello")], "text": "Your card is 4111"},
+         ".text", "a message's text under 'text', which diagbot does not read"),
+        ({"role": "assistant", "parts": [text("hello"), call_part("c1", "order_lookup") | {
+            "next": call_part("c2", "refund_submit")}]}, ".parts[1].next.type",
+         "what reads as a message, a reply or a call ('type')"),
+        ({"role": "assistant", "parts": [text("hello") | {"text": "Your card is 4111"}]}, ".parts[0].text",
+         "a message's text under 'text', which diagbot does not read"),
+    ],
+    ids=["call-beside-parts", "part-beside-parts", "text-beside-parts", "call-in-a-call-part", "text-in-a-text-part"],
+)  # fmt: skip
+def test_a_parts_message_hides_no_call_or_text_beside_its_parts(message: dict[str, Any], where: str, said: str) -> None:
+    """A GenAI message with parts was read by its parts alone: a call or a text under any other key of it, or of a
+    part it reads, went unseen and the case passed (the same message in a chat file was refused)."""
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps([message])})  # fmt: skip
+    assert problem(rec.otlp()).startswith(f'{SPAN}.attributes["gen_ai.output.messages"][0]{where}: {said}')
+    plain = {"role": "assistant", "parts": [text("hello")], "finish_reason": "stop", "name": "refunds", "id": 7}
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps([plain])})  # fmt: skip
+    assert parse(rec.otlp()).answer == "hello"  # keys that hold no call or text are left alone
 
 
 def test_openinference_message_lists_and_kinds_that_would_be_skipped_are_refused() -> None:

@@ -423,6 +423,8 @@ def _message(message: dict[str, Any], path: str) -> Said:
         where = f"{path}.parts[{j}]"
         part = obj(raw, where)
         kind = text(part.get("type"), f"{where}.type")
+        if kind in _PART_FIELDS and not part.keys() <= _PART_FIELDS[kind]:
+            _nothing_beside(part, _PART_FIELDS[kind], kind == "text" and part.get("content"), where)
         if kind == "text":
             texts.append(text(part.get("content"), f"{where}.content"))
         elif kind == "tool_call":
@@ -447,7 +449,30 @@ def _message(message: dict[str, Any], path: str) -> Said:
             )
         # other parts (reasoning, thinking, blob, binary, uri, file, server tool results) say nothing a check reads
     said.text = "\n".join(texts)
+    if not message.keys() <= _PARTS_MESSAGE_FIELDS:
+        _nothing_beside(message, _PARTS_MESSAGE_FIELDS, said.text, path)
     return said
+
+
+_PARTS_MESSAGE_FIELDS = frozenset(("role", "parts", "name", "finish_reason", "tool_calls", "content", "function_call"))
+_PART_FIELDS = {
+    "text": frozenset(("type", "content")),
+    "tool_call": frozenset(("type", "id", "name", "arguments")),
+    "tool_call_response": frozenset(("type", "id", *_RESULT_KEYS)),
+}
+"""What the convention's messages and the parts diagbot reads hold (`tool_calls`, `content` and `function_call` only
+empty, `_message` has seen to that); anything else is looked through for a call or a text."""
+
+
+def _nothing_beside(node: dict[str, Any], read: frozenset[str], said: Any, path: str) -> None:
+    """A message or a part with keys the convention does not have (`pending: [{name: refund_submit}]`, `text` beside
+    a text part's `content`) is refused when they hold a call, a message or a text that `said` (its own text) does
+    not: read from its parts alone, they would go unseen."""
+    holds_no_message([(k, v) for k, v in node.items() if k not in read], path, _PARTS_HINT)
+    no_text_elsewhere(node, said if isinstance(said, str) else "", read, path)
+
+
+_PARTS_HINT = "record the message's texts as text parts and its calls as tool_call parts"
 
 
 def _no_calls(message: dict[str, Any], path: str) -> None:

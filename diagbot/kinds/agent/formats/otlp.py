@@ -134,7 +134,7 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
             recorded = next((key for key in event.attributes if _records_call(key)), None)
             if recorded is not None:
                 raise TraceInvalid(event.where(recorded), _UNREAD_EVENT.format(key=recorded[:60]))
-    if span.text("traceloop.span.kind") == "tool":
+    if (span.text("traceloop.span.kind") or "").strip().casefold() == "tool":  # `TOOL` is one too
         raise TraceInvalid(
             span.where("traceloop.span.kind"),
             "an OpenLLMetry tool span, which diagbot does not read, so its call would go unseen; export the trace "
