@@ -6,6 +6,7 @@ state 37 s per trial, a baseline claiming 4,000 trials 54 s)."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from diagbot.kinds.agent import checks
 from diagbot.kinds.agent.kind import AgentKind
 from diagbot.kinds.agent.match import args_fit, args_mismatch, max_matching
 from diagbot.kinds.agent.schema_check import first_error, unknown_keywords
+from diagbot.kinds.registry import parse_any_report
 from tests.conftest import write_json
 from tests.test_agent_checks import NO_AUDIT, change, evaluate, failures, make_case, native, say, sequence_case
 from tests.test_agent_checks import call as step
@@ -301,9 +303,30 @@ def test_a_stored_report_names_a_forged_key_on_one_line() -> None:
     with pytest.raises(ReportFormatError) as info:
         AgentKind().parse(stored, "baseline")
     assert info.value.problems == [
-        "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid "
-        "number, unable to parse string as a number"
+        "baseline: not a readable agent report: results.0.metrics.evil\\n\\u001b[31mkey: input should be a valid number"
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [("passed", "yes", "input should be a valid boolean"), ("trials", True, "input should be a valid integer"),
+     ("durationMs", "5", "input should be a valid number"), ("gating", 1, "input should be a valid boolean")],
+)  # fmt: skip
+def test_a_stored_report_is_read_without_coercing_a_value(field: str, value: Any, said: str) -> None:
+    """A baseline's `"passed": "yes"`, `"trials": true` or `"durationMs": "5"` was read as true, 1 and 5.0: values
+    diagbot never writes, taken as if it had. Every kind's stored report is now read strictly."""
+    stored = _stored(1, 1)
+    stored["results"][0][field] = value
+    with pytest.raises(ReportFormatError) as info:
+        AgentKind().parse(stored, "baseline")
+    assert info.value.problems == [f"baseline: not a readable agent report: results.0.{field}: {said}"]
+    trace = {"schemaVersion": 1, "kind": "trace", "totalCases": 1, "passedCases": 1, "passRate": 1.0,
+             "results": [{"caseId": "c1", "passed": "true", "failedChecks": []}]}  # fmt: skip
+    with pytest.raises(ReportFormatError) as info:
+        parse_any_report(json.dumps(trace), "baseline")
+    assert "baseline: not a readable trace report: results.0.passed: input should be a valid boolean" in (
+        info.value.problems
+    )
 
 
 def test_a_case_spends_one_budget_over_all_its_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, TypeVar
 
+import orjson
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -142,6 +143,21 @@ def check_version(data: dict[str, Any], where: str, newest: int, what: str = "re
 
 
 MAX_PROBLEMS_SHOWN = 10
+
+
+_Stored = TypeVar("_Stored", bound=BaseModel)
+
+
+def stored_model(model: type[_Stored], data: dict[str, Any], where: str, what: str) -> _Stored:
+    """A stored report as `model`, read strictly as JSON (`load_json_object` decoded it, checked): no value is
+    coerced, so `"passed": "yes"`, `"trials": true` or `"durationMs": "5"` is refused rather than read as diagbot
+    would never have written it."""
+    try:
+        return model.model_validate_json(orjson.dumps(data), strict=True)
+    except ValidationError as exc:
+        raise model_problems(exc, where, what) from None
+    except orjson.JSONEncodeError as exc:  # not a value `load_json_object` lets through; said all the same
+        raise ReportFormatError(f"{where}: not a readable {what} ({exc})") from None
 
 
 def model_problems(exc: ValidationError, where: str, what: str) -> ReportFormatError:

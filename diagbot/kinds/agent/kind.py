@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, ReportFormatError
 from diagbot.core.rates import percent
-from diagbot.core.report import check_version, model_problems, unique_case_ids
+from diagbot.core.report import check_version, stored_model, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.agent import parallel
 from diagbot.kinds.agent.cases import Transition
@@ -276,10 +276,7 @@ class AgentKind:
 
     def parse(self, data: dict[str, Any], where: str) -> AgentReport:
         check_version(data, where, AGENT_SCHEMA_VERSION, "agent report")
-        try:
-            stored = AgentReport.model_validate(data)
-        except ValidationError as exc:
-            raise model_problems(exc, where, "agent report") from None
+        stored = stored_model(AgentReport, data, where, "agent report")
         unique_case_ids((r.case_id for r in stored.results), where)
         # aggregates remade: never trusted as stored; but counts that are not its results' say results were cut out
         remade = build_report(

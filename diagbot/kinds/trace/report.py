@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from diagbot.core import values
 from diagbot.core.errors import ReportFormatError
@@ -20,7 +20,7 @@ from diagbot.core.report import (
     SuiteName,
     check_version,
     counts_agree,
-    model_problems,
+    stored_model,
     unique_case_ids,
     with_rate,
 )
@@ -108,10 +108,7 @@ def build_report(
 def parse_report(data: dict[str, Any], where: str) -> TraceReport:
     """A report written by diagbot (any schema version) or by the Java evaluator, from its decoded JSON."""
     version = check_version(data, where, SCHEMA_VERSION)
-    try:
-        report = TraceReport.model_validate(data)
-    except ValidationError as exc:
-        raise model_problems(exc, where, "trace report") from None
+    report = stored_model(TraceReport, data, where, "trace report")
     unique_case_ids((result.case_id for result in report.results), where)
     for index, result in enumerate(report.results):  # diagbot fails a case exactly when a check of it failed
         if version >= 1 and result.passed == bool(result.failed_checks):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from diagbot.core.diff import DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
-from diagbot.core.report import check_version, counts_agree, headline, model_problems, unique_case_ids
+from diagbot.core.report import check_version, counts_agree, headline, stored_model, unique_case_ids
 from diagbot.core.values import one_line
 from diagbot.kinds.base import Annotation, Blocked, SuiteInput, tracked_list
 from diagbot.kinds.workspace.diff import diff_workspace
@@ -65,10 +65,7 @@ class WorkspaceKind:
 
     def parse(self, data: dict[str, Any], where: str) -> WorkspaceReport:
         check_version(data, where, WORKSPACE_SCHEMA_VERSION, "workspace report")
-        try:
-            report = WorkspaceReport.model_validate(data)
-        except ValidationError as exc:
-            raise model_problems(exc, where, "workspace report") from None
+        report = stored_model(WorkspaceReport, data, where, "workspace report")
         unique_case_ids((result.case_id for result in report.results), where)
         passed = sum(result.verdict is Verdict.PASS for result in report.results)
         counts_agree(report.total_cases, report.passed_cases, len(report.results), passed, where)
