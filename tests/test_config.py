@@ -31,6 +31,20 @@ def test_explicit_missing_config_is_an_error(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yml", required=True)
 
 
+@pytest.mark.parametrize("target", ["/proc/self/environ", "/proc/self/status", "/dev/null"])
+def test_a_config_file_that_links_into_proc_or_dev_is_never_read(tmp_path: Path, target: str) -> None:
+    """diagbot.yml as a link to /proc/self/status was read: its field names came back as unknown keys (and
+    /proc/self/environ holds the token). The action refuses a config outside the workspace; the CLI did not."""
+    link = tmp_path / "diagbot.yml"
+    link.symlink_to(target)
+    with pytest.raises(ConfigError) as caught:
+        load_config(link)
+    [said] = caught.value.problems
+    assert said.startswith(f"{link}: the config file resolves to /") and said.endswith(
+        ", which diagbot never reads; give diagbot.yml itself"
+    )
+
+
 def test_paths_resolve_relative_to_the_config_file(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub/diagbot.yml").write_text("id: evals\nsuites:\n  - {name: a, cases: c.json, fixtures: f}\n")

@@ -478,6 +478,14 @@ def load_config(path: Path | None, required: bool = False) -> Config:
     """Read diagbot.yml (paths in it are relative to its folder); fall back to the default suite when absent."""
     config_path = path or Path(DEFAULT_CONFIG)
     try:
+        resolved = config_path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL: said by the read below
+        resolved = config_path
+    if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS and resolved.is_absolute():
+        raise ConfigError(  # `/proc/self/environ` holds the token: never read, never echoed in a message
+            f"{config_path}: the config file resolves to {resolved}, which diagbot never reads; give diagbot.yml itself"
+        )
+    try:
         text = read_text_bounded(config_path, MAX_CONFIG_BYTES)
     except FileProblem as problem:
         if not problem.missing:
