@@ -1729,6 +1729,8 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
          "$.metadata.reply.role: what reads as a message"),
         ([{"role": "assistant", "content": [{"function_call": {"name": "refund_submit", "args": {}}}]}],
          "$[0].content[0]: a part without a type holds a tool call or result"),
+        ([{"role": "assistant", "content": "done", "actions": [{"action": "refund_submit", "action_input": {}}]}],
+         "$[0].actions[0].action: what reads as a message, a reply or a call ('action')"),  # a ReAct action
     ],
 )  # fmt: skip
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:

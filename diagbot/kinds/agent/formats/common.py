@@ -182,10 +182,12 @@ def is_call_part(kind: Any, part: dict[str, Any]) -> bool:
     """A content part, or any object, that records a call or its result: by its type (`tool_use`, `tool_result`,
     `function_call`, Vercel's `tool-call`, `tool_call_chunk`, `server_tool_use`), by a key that names one
     (`tool_use_id`, Bedrock's `toolUse`, Gemini's `functionCall` / `function_call`, LlamaIndex's `tool_name`,
-    DSPy's `tool_args_0`), or by a name beside arguments (LangChain's `{name, args, id}`). Anthropic's
-    `search_result` and an `http_response` are none."""
+    DSPy's `tool_args_0`), by a name beside arguments (LangChain's `{name, args, id}`), or as a ReAct action
+    (`{action, action_input}`). Anthropic's `search_result` and an `http_response` are none."""
     looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
     if any(word in looks for word in _CALL_NAMED) or looks.endswith(("_use", "_call", "_call_output")):
+        return True
+    if "action" in part and "action_input" in part:
         return True
     return _call_key(part) is not None or ("name" in part and any(key in part for key in _ARGS))
 
@@ -215,7 +217,7 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
         if isinstance(node.get(key), list | dict):
             return key
     if is_call_part(node.get("type"), node):
-        return _call_key(node) or ("type" if "type" in node else "name")
+        return _call_key(node) or ("type" if "type" in node else "name" if "name" in node else "action")
     return None
 
 
