@@ -978,7 +978,7 @@ def test_a_suite_where_no_case_gates_shows_no_gating_rate(tmp_path: Path) -> Non
     comment = (tmp_path / "cur" / "comment.md").read_text(encoding="utf-8")
     no_rate = "no gating pass rate to compare (no checked gating case is in the baseline as it is now)"
     assert f"**a** (agent): {no_rate} · 0 regressions" in comment
-    assert "- Gating cases: none checked; informational: 0/1 pass (0.0%), pass^1 0.0%; unchecked: 0" in comment
+    assert "- Gating cases: none; informational: 0/1 pass (0.0%), pass^1 0.0%; unchecked: 0" in comment
     # a new gating case beside the informational one: it gates now, but nothing it could be compared with did
     added = spec_case() | {"case_id": "added", "success_criteria": [{"tool_called": "order_lookup"}]}
     (tmp_path / "two").mkdir()
@@ -1557,7 +1557,7 @@ def test_the_blocking_notes_are_capped_so_the_comment_keeps_its_summary() -> Non
     blocking = [note for note in view.notes if note.startswith("Blocking: ")]
     assert len(blocking) == MAX_NOTES and "Blocking: case\\_0000 (P0) failed" in blocking[0]
     assert "... and 5 more failing gating P0 cases in the report" in view.notes
-    assert any(note.startswith("Gating cases: 0/30 pass") for note in view.notes)
+    assert "Gating cases: 0/30 pass (0.0%), pass^1 0.0%; informational: none; unchecked: 0" in view.notes
 
 
 def test_a_failing_look_alike_of_a_removed_passing_agent_case_regresses_with_its_own_governance() -> None:

@@ -134,7 +134,7 @@ def _aggregate_line(aggregate: Aggregate) -> str:
     """`10/14 pass (71.4%), pass^1 73.8%`: the gating cases' figures, and beside them the informational ones'."""
     checked = aggregate.total_cases - aggregate.unchecked_cases
     if not checked:
-        return "none checked"
+        return "none checked" if aggregate.total_cases else "none"
     hat = "".join(f", pass^{k} {percent(v)}" for k, v in aggregate.pass_hat_k.items())
     return f"{aggregate.passed_cases}/{checked} pass ({percent(aggregate.pass_rate)}){hat}"
 
