@@ -34,6 +34,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from diagbot.core.text import shows_something
 from diagbot.core.values import excerpt, type_name
 from diagbot.kinds.agent.formats import openinference, otel_genai
 from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text
@@ -581,7 +582,10 @@ def _unseen_calls(
     tool, with the same arguments or none recorded on one side (ids repeat across turns, so each is taken once),
     else a tool span's call of its tool recorded without an id; a call so found takes the arguments it lacks (tool
     spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
-    reused id must not hide an earlier one with other arguments. One call recorded by two spans, one the other's
+    reused id must not hide an earlier one with other arguments. An agent span's output text beside the model
+    calls' that the conversation does not hold (an agent that rewrites its model's reply before returning it) is
+    what the agent said too, from the span's end: read from the model calls alone, it would go unchecked. One call
+    recorded by two spans, one the other's
     ancestor (a framework's span around the SDK's own), is one call. When the conversation is the model calls' (not
     `from_agents`), the agent spans' calls are read last, and one that a model call already recorded, or (without
     an id) any held call of its tool with those arguments, is that call, wherever its spans are."""
@@ -596,10 +600,15 @@ def _unseen_calls(
     from_spans = {id(step) for _, step in later}
     same = _SameArgs()
     found: list[tuple[int, Step]] = []
+    said = {_words(step.text) for step in steps if type(step) is Message and step.role == "assistant"}
     read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # model calls' output calls so far
     for output in sorted(earlier, key=lambda output: output.role == AGENT):  # stable: model calls first
         beside = output.role == AGENT and not from_agents  # an agent span's record beside the model calls'
         for message in output.said:
+            words = _words(message.text) if beside and message.role == "assistant" else ""
+            if words and words not in said and shows_something(words):
+                said.add(words)
+                found.append((output.span.end, Message("assistant", message.text)))
             for call in message.calls:
                 key = (call.id, call.tool)
                 if beside:
