@@ -4,6 +4,7 @@ and a generous bound on time so a hang shows up as a failure rather than a stuck
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -289,12 +290,46 @@ def test_a_config_may_not_point_at_the_kernels_trees(tmp_path: Path, capsys: pyt
 
 def test_registered_secrets_never_reach_an_output_file(tmp_path: Path) -> None:
     secret = "ghs_" + "s3cr3t" * 6
+    as_git_keeps_it = base64.b64encode(f"x-access-token:{secret}".encode()).decode()  # checkout's extraheader
     files.register_secret(secret)
     try:
-        files.write_file(tmp_path / "r.json", json.dumps({"title": f"leak {secret} here"}))
-        assert secret not in (tmp_path / "r.json").read_text() and "leak *** here" in (tmp_path / "r.json").read_text()
+        files.write_file(tmp_path / "r.json", json.dumps({"title": f"leak {secret} here, {as_git_keeps_it} too"}))
+        assert (tmp_path / "r.json").read_text() == '{"title": "leak *** here, *** too"}'
     finally:
-        files._SECRETS.discard(secret)
+        files._SECRETS.difference_update({secret, files.escape_inline(secret), as_git_keeps_it})
+
+
+@pytest.mark.parametrize("where", [".git", "linked", "linked/sub"])
+def test_a_config_may_not_point_into_the_checkouts_git_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              where: str) -> None:  # fmt: skip
+    """`fixtures: .git` (or a link to it) let a workspace suite's checks read .git/config, where a checkout keeps
+    the job's token when it keeps its credentials."""
+    (tmp_path / ".git" / "sub").mkdir(parents=True)
+    (tmp_path / "linked").symlink_to(".git")
+    write_json(tmp_path / "good.json", [case_dict()])
+    write_json(tmp_path / "fixtures" / "payment-timeout.json", trace_dict())
+    config = tmp_path / "diagbot.yml"
+    config.write_text(
+        f"suites:\n  - {{name: env, kind: workspace, cases: cases, fixtures: {where}}}\n"
+        "  - {name: good, cases: good.json, fixtures: fixtures}\n"
+    )
+    assert run(config, tmp_path / "out") == 2
+    said = f"suites.0.fixtures: '{where}' is inside a .git folder, which diagbot never reads (a checkout keeps its "
+    assert said + "credentials there); give a path in the repository's files" in capsys.readouterr().err
+    assert_good_suite_ran(tmp_path / "out")
+
+
+def test_no_input_file_is_read_from_a_git_folder_even_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "run.json").symlink_to(".git/config")
+    for path in (tmp_path / ".git" / "config", tmp_path / "run.json"):
+        with pytest.raises(FileProblem) as caught:
+            read_bounded(path, 1024)
+        assert caught.value.message == (
+            "is inside a .git folder, which diagbot never reads (a checkout keeps its credentials there)"
+        )
+    assert read_bounded(tmp_path / ".git" / "config", 1024, git=True) == b"[core]\n"  # the checked-out commit
 
 
 def test_excerpts_are_short_and_scrubbed() -> None:

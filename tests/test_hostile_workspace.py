@@ -736,3 +736,31 @@ def test_what_a_folder_link_hides_is_not_absent(tmp_path: Path) -> None:
         exists = run_check(workspace, CheckSpec.model_validate({"id": "e", "file_exists": pattern}))
         assert not exists.passed and said in exists.detail
     assert run_check(workspace, CheckSpec.model_validate({"id": "r", "file_absent": "real/nothing.md"})).passed
+
+
+# --- the checkout's .git folder: where actions/checkout keeps the job's token --------------------------------------
+
+GIT_CONFIG = '[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==\n'
+
+
+def test_no_check_reads_a_git_folder_or_a_link_into_one(tmp_path: Path) -> None:
+    """A workspace suite with `fixtures: .` and `workspace: .git` let a regex check quote and test `.git/config`,
+    where a checkout that keeps its credentials holds the token: pass or fail, check by check, spelled it out.
+    Neither a `.git` folder, nor one met in a listing, nor a link into one is read."""
+    fixtures = write(tmp_path / "fixtures", {".git/config": GIT_CONFIG, "run/.git/config": GIT_CONFIG,
+                                             "run/notes.md": "ok"})  # fmt: skip
+    os.symlink(".git/config", fixtures / "run" / "config")
+    probe = {"id": "p", "regex": {"file": "config", "pattern": "basic"}}
+    case = WorkspaceCase.model_validate({"id": "leak", "title": "t", "workspace": ".git", "evaluation": {
+        "mode": "evidence_only"}, "judge": {"critical_evidence": [probe]}})  # fmt: skip
+    result = judge_case(case, fixtures)
+    assert (result.verdict, result.reason) == (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED)
+    assert "'.git' is inside a .git folder, which diagbot never reads" in json.dumps(result.model_dump(mode="json"))
+    workspace = Workspace(str(fixtures / "run"))
+    assert set(workspace.files) == {"notes.md"}
+    assert workspace.refused == {".git": "a .git folder or file, never read", "config": "a link into a .git folder, "
+                                 "never read"}  # fmt: skip
+    for spec in (probe, {"id": "q", "regex": {"file": ".git/config", "pattern": "basic"}}):
+        assert not run_check(workspace, CheckSpec.model_validate(spec)).passed
+    absent = run_check(workspace, CheckSpec.model_validate({"id": "a", "file_absent": ".git/config"}))
+    assert not absent.passed and "it is a .git folder, which diagbot never reads" in absent.detail

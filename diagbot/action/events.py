@@ -168,9 +168,9 @@ def checked_out_commit(workspace: Path, limit: int = 4096) -> str | None:
     git = workspace / ".git"
     try:
         if git.is_file():  # a worktree or submodule: `gitdir: <path>`
-            pointer = read_bounded(git, limit).decode("utf-8", "replace").strip()
+            pointer = read_bounded(git, limit, git=True).decode("utf-8", "replace").strip()
             git = (workspace / pointer.removeprefix("gitdir:").strip()).resolve()
-        head = read_bounded(git / "HEAD", limit).decode("utf-8", "replace").strip()
+        head = read_bounded(git / "HEAD", limit, git=True).decode("utf-8", "replace").strip()
         if _SHA.fullmatch(head):
             return head
         ref = head.removeprefix("ref:").strip()
@@ -178,9 +178,9 @@ def checked_out_commit(workspace: Path, limit: int = 4096) -> str | None:
             return None
         loose = git / ref
         if loose.is_file():
-            value = read_bounded(loose, limit).decode("utf-8", "replace").strip()
+            value = read_bounded(loose, limit, git=True).decode("utf-8", "replace").strip()
             return value if _SHA.fullmatch(value) else None
-        packed = read_bounded(git / "packed-refs", 16 * 1024 * 1024).decode("utf-8", "replace")
+        packed = read_bounded(git / "packed-refs", 16 * 1024 * 1024, git=True).decode("utf-8", "replace")
     except (OSError, FileProblem):
         return None
     for line in packed.splitlines():

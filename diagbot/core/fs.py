@@ -26,9 +26,21 @@ class FileProblem(Exception):
         self.too_big = too_big  # over the cap it was read with: the caller may say which limit to raise
 
 
-def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
-    """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes; `head`: its
-    first `cap` bytes, whatever its size."""
+GIT_FOLDER = ".git"
+IN_GIT = f"is inside a {GIT_FOLDER} folder, which diagbot never reads (a checkout keeps its credentials there)"
+
+
+def in_git_folder(path: str | Path) -> bool:
+    """Whether a path (a real one: links resolved) is a `.git` folder or inside one. A pull request's checks may
+    only read what the pull request holds; the checkout's own folder may hold the job's token (actions/checkout's
+    `extraheader`), and a check's pass or fail would tell it piece by piece."""
+    return GIT_FOLDER in Path(path).parts
+
+
+def read_bounded(path: str | Path, cap: int, head: bool = False, git: bool = False) -> bytes:
+    """The bytes of `path` (symlinks followed), which must be a regular file of at most `cap` bytes and, unless
+    `git` (the action reading which commit is checked out), not inside a `.git` folder (`in_git_folder`, after
+    links); `head`: its first `cap` bytes, whatever its size."""
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
@@ -40,6 +52,8 @@ def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
             raise FileProblem("is a symbolic link loop") from None
         raise FileProblem(f"cannot be opened ({exc.strerror or exc})") from None
     try:
+        if not git and in_git_folder(_real_path(fd, path)):
+            raise FileProblem(IN_GIT)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileProblem(f"is not a regular file (it is {file_kind(info.st_mode)})")
@@ -64,6 +78,15 @@ def read_bounded(path: str | Path, cap: int, head: bool = False) -> bytes:
         raise FileProblem(f"cannot be read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
+
+
+def _real_path(fd: int, path: str | Path) -> str:
+    """Where an open file really is: what Linux says its descriptor points at (one call), else its path with
+    every link resolved."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
 
 
 def read_text_bounded(path: Path, cap: int) -> str:

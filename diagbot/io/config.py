@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_vali
 from diagbot.core import values
 from diagbot.core.diff import Thresholds
 from diagbot.core.errors import ConfigError
-from diagbot.core.fs import FileProblem, read_text_bounded
+from diagbot.core.fs import IN_GIT, FileProblem, in_git_folder, read_text_bounded
 from diagbot.core.models import StrictInput, error_message, field_names_at, literal_choices
 from diagbot.core.report import SUITE_NAME, RunInfo
 from diagbot.core.text import Suggestions, closest, listing
@@ -328,6 +328,8 @@ class Config(StrictInput):
             raise ConfigError(
                 f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository{base}"
             )
+        if in_git_folder(resolved):
+            raise ConfigError(f"{where} {IN_GIT}; give a path in the repository's files{base}")
         if self.boundary is not None and not resolved.is_relative_to(self.boundary.resolve()):
             raise ConfigError(
                 f"{where} resolves outside the workspace ({resolved}); give a path inside the repository{base}"
@@ -481,7 +483,8 @@ def load_config(path: Path | None, required: bool = False) -> Config:
         resolved = config_path.resolve()
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL: said by the read below
         resolved = config_path
-    if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS and resolved.is_absolute():
+    kernels = len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS and resolved.is_absolute()
+    if kernels and resolved.is_file():  # a device is refused by the read below, saying what it is
         raise ConfigError(  # `/proc/self/environ` holds the token: never read, never echoed in a message
             f"{config_path}: the config file resolves to {resolved}, which diagbot never reads; give diagbot.yml itself"
         )

@@ -33,6 +33,7 @@ from jmespath.exceptions import JMESPathError, JMESPathTypeError
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic_core import from_json
 
+from diagbot.core.fs import GIT_FOLDER, in_git_folder
 from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
@@ -281,7 +282,11 @@ class Workspace:
             for entry in entries:  # the common cases first, without a method call per entry
                 rel = prefix + entry.name
                 try:
-                    if entry.is_file(follow_symlinks=False):
+                    if entry.name == GIT_FOLDER:  # a checkout's: what it holds may be the job's token
+                        self.refused[rel] = f"a {GIT_FOLDER} folder or file, never read"
+                        if entry.is_dir(follow_symlinks=False):  # what it holds is unknown, not absent
+                            self.unlisted.append((rel + "/", f"it is a {GIT_FOLDER} folder, which diagbot never reads"))
+                    elif entry.is_file(follow_symlinks=False):
                         self.files[rel] = entry.path
                     elif entry.is_dir(follow_symlinks=False):
                         pending.append((entry.path, rel + "/"))
@@ -300,6 +305,8 @@ class Workspace:
         target, real_root = os.path.realpath(entry.path), self._real_root
         if os.path.commonpath([real_root, target]) != real_root:
             self.refused[rel] = "a link that resolves outside the workspace (treated as absent)"
+        elif in_git_folder(target):
+            self.refused[rel] = f"a link into a {GIT_FOLDER} folder, never read"
         elif os.path.isfile(target):
             self.files[rel] = target
         elif os.path.isdir(target):  # not followed, so what it holds is unknown, not absent (`file_absent` is unsure)

@@ -33,7 +33,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from diagbot.core import values
-from diagbot.core.fs import FileProblem, read_text_bounded
+from diagbot.core.fs import GIT_FOLDER, IN_GIT, FileProblem, in_git_folder, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, SuiteName, with_rate
@@ -441,6 +441,8 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
     parts = [part for part in name.split("/") if part not in ("", ".")]
     if not parts:
         return None, f"workspace {name!r} names the fixtures folder itself; name a folder inside it"
+    if GIT_FOLDER in parts:
+        return None, f"workspace {name!r} {IN_GIT}"
     base = target = os.fspath(fixtures_dir)
     linked = False
     try:
@@ -456,6 +458,8 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
         real_base, real = os.path.realpath(base), os.path.realpath(target)
         if real == real_base or os.path.commonpath([real_base, real]) != real_base:
             return None, f"workspace {name!r} resolves outside the fixtures folder"
+        if in_git_folder(real):
+            return None, f"workspace {name!r} {IN_GIT}"
         try:
             mode = os.stat(target).st_mode
         except OSError:  # a dangling link, or a loop
