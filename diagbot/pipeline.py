@@ -7,7 +7,6 @@ gets. Pure but for reading the suites' own files; writing the report folder is `
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, de
 from diagbot.core.outcome import MAX_LISTED, RunOutcome, SuiteOutcomeSummary
 from diagbot.core.report import RunInfo, SuiteReport, dump_model, dump_model_bytes
 from diagbot.core.text import listing
-from diagbot.io.baselines import REPORT_BYTES, Baselines
+from diagbot.io.baselines import REPORT_BYTES, Baselines, reads_as_report
 from diagbot.io.config import Config, ThresholdConfig
 from diagbot.io.files import remove_stale, write_file
 from diagbot.kinds import registry
@@ -399,10 +398,9 @@ def _reads_as_report(path: Path, looked: list[int]) -> bool:
         return size <= REPORT_BYTES
     looked[0] -= size
     try:
-        data = json.loads(read_bounded(path, REPORT_BYTES))
-    except (FileProblem, ValueError, RecursionError):
+        return reads_as_report(read_bounded(path, REPORT_BYTES))
+    except FileProblem:
         return False
-    return isinstance(data, dict) and "schemaVersion" in data
 
 
 def _written_by_diagbot(path: Path) -> bool:

@@ -408,6 +408,22 @@ def test_a_report_folder_the_pull_request_committed_as_a_link_is_removed_not_fol
     assert written["run"]["gitSha"] == HEAD  # this run's own report
 
 
+def test_another_tools_file_in_the_baseline_s_reports_folder_is_no_vanished_suite(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """A notes file merged into diagbot-report/reports/ on main outlived the push run's clearing (it is no
+    report) and was uploaded with the baseline: every later pull request then failed, exit 2, for "suite notes is in
+    the baseline but not in this run's config". Only what reads as a report names a suite of the baseline."""
+    files = baseline_files(gh, ws)
+    upload(gh, files | {"reports/notes.json": b"not JSON at all", "reports/coverage.json": b'{"lines": 91}'})
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "is in the baseline but not in this run's config" not in log
+    upload(gh, files | {"reports/gone.json": files["reports/diagnosis.json"]})  # a report: it did
+    code, log = run(gh, ws)
+    assert code == 2 and "suite gone is in the baseline but not in this run's config" in log, log
+
+
 def test_clearing_reads_a_bounded_amount_and_removes_what_it_could_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -546,3 +562,32 @@ def test_a_baseline_artifact_whose_report_has_no_schema_version_is_refused(gh: G
     code, log = run(gh, ws)
     assert code == 2, log
     assert "reports/diagnosis.json: has no schemaVersion, which every report diagbot writes has" in log, log
+
+
+def test_an_annotation_names_the_file_where_it_really_is(tmp_path: Path) -> None:
+    """A config that named its cases through a folder link (`x/../../cases/a.json`, with `x -> a/b`) resolved
+    inside the workspace, but the annotation path was worked out from the spelling: `../cases/a.json`, outside the
+    repository."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "a.json").write_text("[]")
+    (tmp_path / "x").symlink_to("a/b")
+    assert bot._relative(tmp_path / "x" / ".." / ".." / "cases" / "a.json", tmp_path) == "cases/a.json"
+    assert bot._relative(tmp_path / "cases" / "a.json", tmp_path / "." / "a" / "..") == "cases/a.json"
+
+
+def test_a_config_that_leaves_the_workspace_is_named_as_it_was_given(gh: GitHubTestServer, ws: Path) -> None:
+    """The repository's diagbot.yml committed as a link out of the workspace was blamed on "input 'config'
+    (None)", an input nobody set."""
+    outside = ws.parent / "elsewhere.yml"
+    outside.write_text((ws / "diagbot.yml").read_text())
+    (ws / "diagbot.yml").unlink()
+    (ws / "diagbot.yml").symlink_to(outside)
+    with pytest.raises(ConfigError) as caught:
+        run(gh, ws)
+    assert caught.value.problems == ["diagbot.yml resolves outside the workspace (a link?); commit the file itself"]
+    with pytest.raises(ConfigError) as caught:
+        run(gh, ws, config="../elsewhere.yml")
+    assert caught.value.problems == [
+        "input 'config' (../elsewhere.yml) is outside the workspace; give a path inside it"
+    ]

@@ -103,6 +103,8 @@ def run(settings: Settings, port: GitHubPort, now: datetime | None = None, out: 
 def _config(settings: Settings, target: Target) -> Config:
     path = settings.workspace / (settings.config or "diagbot.yml")
     if not path.resolve().is_relative_to(settings.workspace.resolve()):
+        if settings.config is None:  # the repository's own diagbot.yml is a link that leaves it
+            raise ConfigError("diagbot.yml resolves outside the workspace (a link?); commit the file itself")
         raise ConfigError(f"input 'config' ({settings.config}) is outside the workspace; give a path inside it")
     config = load_config(path, required=settings.config is not None)
     thresholds = config.thresholds.override(settings.thresholds, "input '{name}'")
@@ -174,7 +176,9 @@ def _annotations_left_out(count: int) -> str:
 
 
 def _relative(path: Path, workspace: Path) -> str:
-    return os.path.relpath(path, workspace).replace(os.sep, "/")
+    """The file's path in the repository, as GitHub places an annotation: where the file really is (a path the
+    config wrote through a link, `x/../../cases.json`, would read as one outside it)."""
+    return os.path.relpath(path.resolve(), workspace.resolve()).replace(os.sep, "/")
 
 
 def _outputs(outcome: Outcome, info: BaselineInfo, comment_url: str | None, report_dir: str) -> dict[str, str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagbot.core.errors import DiagbotError, ReportFormatError
-from diagbot.core.fs import FileProblem, file_kind, read_text_bounded
+from diagbot.core.fs import FileProblem, file_kind, read_bounded, read_text_bounded
 from diagbot.core.report import SuiteReport
 from diagbot.kinds.registry import parse_any_report
 
@@ -93,7 +94,8 @@ def find_baselines(location: Path | None, suites: list[str]) -> Baselines:
     if len(listed) > MAX_REPORTS:
         found.problems.append(f"{reports}: {len(listed)} reports, more than the {MAX_REPORTS} diagbot reads")
         return found
-    found.names = [name.removesuffix(".json") for name in listed]
+    named = [name.removesuffix(".json") for name in listed]
+    found.names = [n for n in named if n in suites or _file_reads_as_report(reports / f"{n}.json")]
     for name in suites:
         path = reports / f"{name}.json"
         if name in found.names and path.is_symlink():  # as reports/ itself: a run writes files, never links
@@ -126,12 +128,34 @@ def baselines_in_archive(files: dict[str, bytes], suites: list[str]) -> Baseline
     if len(listed) > MAX_REPORTS:
         found.problems.append(f"reports/: {len(listed)} reports, more than the {MAX_REPORTS} diagbot reads")
         return found
-    found.names = [p.removeprefix("reports/").removesuffix(".json") for p in listed]
+    named = [p.removeprefix("reports/").removesuffix(".json") for p in listed]
+    # another tool's JSON there (which the action's clearing keeps) is no suite that vanished from the config
+    found.names = [n for n in named if n in suites or reads_as_report(files[f"reports/{n}.json"])]
     for name in suites:
         if name in found.names:
             _parse(found, name, files[f"reports/{name}.json"], f"reports/{name}.json")
             found.filed.add(name)
     return found
+
+
+def _file_reads_as_report(path: Path) -> bool:
+    try:
+        return reads_as_report(read_bounded(path, REPORT_BYTES))
+    except FileProblem as problem:
+        return problem.too_big or path.is_symlink()  # a link is refused as a report, never taken for none
+
+
+def reads_as_report(data: bytes) -> bool:
+    """Whether a file of a report folder would be read as a report (a JSON object with a schemaVersion, however its
+    keys are ordered or escaped): one over the size cap is refused as one, so it counts. The action clears such
+    files before a run and keeps the rest, which are then no suite of the baseline."""
+    if len(data) > REPORT_BYTES:
+        return True
+    try:
+        decoded = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(decoded, dict) and "schemaVersion" in decoded
 
 
 def _read(found: Baselines, name: str, path: Path) -> None:
