@@ -144,6 +144,19 @@ def test_the_base_commits_own_run_comes_first_even_behind_the_candidate_limit(g:
     assert (found.runs_scanned, found.stopped_because) == (10, "10 candidates found")
 
 
+def test_without_the_base_commits_run_the_newest_run_comes_first_not_the_newest_upload(
+    g: Github, gh: GitHubTestServer
+) -> None:
+    """An older commit's run rerun an hour ago uploaded a newer artifact than the run of the commit pushed after it,
+    and was taken as the baseline: a fix made in between was not in it, so a pull request that undid it passed."""
+    rerun = gh.add_run(REPO, head_sha="1" * 40, created_at=NOW - timedelta(days=2))
+    late = gh.add_artifact(rerun.id, "diagbot-report", REPORT, created_at=NOW - timedelta(hours=1)).id
+    pushed = gh.add_run(REPO, head_sha="2" * 40, created_at=NOW - timedelta(days=1))
+    newer = gh.add_artifact(pushed.id, "diagbot-report", REPORT, created_at=NOW - timedelta(days=1)).id
+    again = gh.add_artifact(pushed.id, "diagbot-report", REPORT, created_at=NOW - timedelta(hours=20)).id
+    assert [c.id for c in search(g).candidates] == [again, newer, late]  # within a run, its newest upload first
+
+
 def test_this_workflows_runs_hold_the_baseline_before_any_others(g: Github, gh: GitHubTestServer) -> None:
     """Runs were filtered by event and branch only: a nightly workflow's newer `diagbot-report` on main became
     the pull request's baseline. Another workflow's artifact serves only when this one's runs have none (pushes

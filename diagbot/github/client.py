@@ -282,7 +282,10 @@ def search_baselines(
                 break
     other = not found and bool(elsewhere)
     chosen = elsewhere if other else found
-    chosen.sort(key=lambda c: (not c.exact, -c.created_at.timestamp(), -c.id))
+    # the newest run first, as the runs were pushed (an older commit's run rerun later uploads a newer artifact, yet
+    # is no newer baseline than the run of a commit pushed after it); within a run, its newest upload
+    chosen.sort(key=lambda c: (not c.exact, -(c.run_created_at or c.created_at).timestamp(), -c.created_at.timestamp(),
+                               -c.id))  # fmt: skip
     return BaselineSearch(
         chosen[:max_candidates], scanned, stopped, other_workflows=other, passed_over=passed_over,
         unsuccessful=unsuccessful,
@@ -330,6 +333,7 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
             head_sha=run.head_sha,
             exact=base_sha is not None and run.head_sha == base_sha,
             workflow=run.path,
+            run_created_at=run.created_at,
         )
         for artifact in listed
         if artifact.name == name and not artifact.expired

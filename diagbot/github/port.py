@@ -62,6 +62,7 @@ class ArtifactCandidate:
     head_sha: str
     exact: bool  # made from the base commit itself
     workflow: str = ""  # the path of the workflow whose run uploaded it
+    run_created_at: datetime | None = None  # when its run was created: a rerun keeps it, so pushes keep their order
 
 
 @dataclass(frozen=True)
