@@ -223,6 +223,27 @@ def test_a_suite_that_vanished_from_the_config_is_unusable_input(gh: GitHubTestS
     ), comment_body(gh)[:400]
 
 
+@pytest.mark.parametrize("newest", ["failure", "success"])
+def test_a_suite_the_failed_newest_baseline_lacks_cannot_be_dropped_unseen(
+    gh: GitHubTestServer, ws: Path, newest: str
+) -> None:
+    """The newest push run of main could not judge the workspace suite (it failed, and uploaded no report of it);
+    an older artifact has one. A pull request that dropped the suite from diagbot.yml passed, green, with no word
+    of it: the vanished-suite check saw only the newest artifact's reports. A newest run that succeeded without the
+    suite is main dropping it, which a pull request need not repeat."""
+    files = baseline_files(gh, ws)
+    upload(gh, files, sha="d" * 40)
+    upload(gh, {k: v for k, v in files.items() if not k.endswith("/workspace.json")}, conclusion=newest)
+    config = ws / "diagbot.yml"
+    config.write_text(config.read_text().replace("  - name: workspace\n", "  - name: workspace-renamed\n"))
+    code, log = run(gh, ws)
+    if newest == "success":
+        assert code == 0, log
+        return
+    assert code == 2, log
+    assert "suite workspace is in the baseline but not in this run's config" in comment_body(gh)
+
+
 def test_a_missing_fixtures_folder_is_unusable_input_for_a_trace_suite(gh: GitHubTestServer, ws: Path) -> None:
     upload(gh, baseline_files(gh, ws))
     config = ws / "diagbot.yml"

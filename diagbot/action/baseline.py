@@ -71,7 +71,8 @@ def resolve_baseline(
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
         older_ones = search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT]
-        older = _older_reports(port, config, found, older_ones, warnings, strict)
+        failed = candidate.run_conclusion not in (None, "success")
+        older = _older_reports(port, config, found, older_ones, warnings, strict, failed)
         if older:
             info = info.model_copy(update={"warnings": [*info.warnings, *older]})
         if search.other_workflows:
@@ -129,16 +130,20 @@ def _older_reports(
     older: list[ArtifactCandidate],
     warnings: list[str],
     strict: bool = False,
+    failed: bool = False,
 ) -> list[str]:
     """A suite the baseline artifact has no report for (its push run could not evaluate it, as when a case file
     was broken on the base branch for a while) is compared with the report of the next older artifact that has
     one: read as missing, it could not regress. Returns what the comment says of each one so taken. `strict`: an
     older artifact GitHub does not hand over may hold that report, so it is a problem of `found`, as for the
-    newest one."""
+    newest one. `failed`: the newest artifact's run did not succeed, so a suite it lacks and an older one has may
+    be one it could not judge, not one the branch dropped: it counts as a suite of the baseline, and a pull
+    request whose config lacks it too is told it vanished (or to retire it), never let drop it unseen."""
     said: list[str] = []
+    configured = {s.name for s in config.suites}
     for candidate in older:
         missing = [s.name for s in config.suites if s.name not in found.names]
-        if not missing:
+        if not missing and not failed:
             break
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
@@ -164,6 +169,9 @@ def _older_reports(
                     f"the baseline of suite {name} comes from the older {where} at {candidate.head_sha[:12]}, since "
                     "the newer one has no report for it"
                 )
+        for name in extra.names if failed else ():
+            if name not in configured and name not in found.names:  # said by the pipeline: vanished, or retired
+                found.names.append(name)
     return said
 
 

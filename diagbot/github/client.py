@@ -334,6 +334,7 @@ def _run_candidates(run: WorkflowRun, name: str, base_branch: str, base_sha: str
             exact=base_sha is not None and run.head_sha == base_sha,
             workflow=run.path,
             run_created_at=run.created_at,
+            run_conclusion=run.conclusion,
         )
         for artifact in listed
         if artifact.name == name and not artifact.expired

@@ -63,6 +63,7 @@ class ArtifactCandidate:
     exact: bool  # made from the base commit itself
     workflow: str = ""  # the path of the workflow whose run uploaded it
     run_created_at: datetime | None = None  # when its run was created: a rerun keeps it, so pushes keep their order
+    run_conclusion: str | None = None  # how its run ended (a push run that could not judge a suite fails)
 
 
 @dataclass(frozen=True)
