@@ -16,7 +16,7 @@ import pytest
 
 from diagbot.cli import main
 from diagbot.core.errors import OutputError, ReportFormatError
-from diagbot.core.fs import FileProblem, read_bounded
+from diagbot.core.fs import FileProblem, in_git_folder, read_bounded
 from diagbot.core.report import load_json_object
 from diagbot.core.values import count_containers
 from diagbot.io import files
@@ -330,6 +330,8 @@ def test_no_input_file_is_read_from_a_git_folder_even_through_a_link(tmp_path: P
             "is inside a .git folder, which diagbot never reads (a checkout keeps its credentials there)"
         )
     assert read_bounded(tmp_path / ".git" / "config", 1024, git=True) == b"[core]\n"  # the checked-out commit
+    # on a disk that ignores case (macOS), `.GIT/config` opens `.git/config`
+    assert in_git_folder(".GIT/config") and in_git_folder("/w/a/.Git") and not in_git_folder("/w/a.git/x")
 
 
 def test_excerpts_are_short_and_scrubbed() -> None:

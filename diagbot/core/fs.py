@@ -33,8 +33,9 @@ IN_GIT = f"is inside a {GIT_FOLDER} folder, which diagbot never reads (a checkou
 def in_git_folder(path: str | Path) -> bool:
     """Whether a path (a real one: links resolved) is a `.git` folder or inside one. A pull request's checks may
     only read what the pull request holds; the checkout's own folder may hold the job's token (actions/checkout's
-    `extraheader`), and a check's pass or fail would tell it piece by piece."""
-    return GIT_FOLDER in Path(path).parts
+    `extraheader`), and a check's pass or fail would tell it piece by piece. Any case: on a runner whose disk
+    ignores case (macOS), `.GIT/config` is that file."""
+    return any(part.casefold() == GIT_FOLDER for part in Path(path).parts)
 
 
 def read_bounded(path: str | Path, cap: int, head: bool = False, git: bool = False) -> bytes:

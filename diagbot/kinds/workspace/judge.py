@@ -33,7 +33,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from diagbot.core import values
-from diagbot.core.fs import GIT_FOLDER, IN_GIT, FileProblem, in_git_folder, read_text_bounded
+from diagbot.core.fs import IN_GIT, FileProblem, in_git_folder, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, SuiteName, with_rate
@@ -441,7 +441,7 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
     parts = [part for part in name.split("/") if part not in ("", ".")]
     if not parts:
         return None, f"workspace {name!r} names the fixtures folder itself; name a folder inside it"
-    if GIT_FOLDER in parts:
+    if in_git_folder(name):
         return None, f"workspace {name!r} {IN_GIT}"
     base = target = os.fspath(fixtures_dir)
     linked = False
