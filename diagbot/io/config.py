@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import Counter
 from collections.abc import Mapping
@@ -484,7 +485,9 @@ def load_config(path: Path | None, required: bool = False) -> Config:
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL: said by the read below
         resolved = config_path
     kernels = len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS and resolved.is_absolute()
-    if kernels and resolved.is_file():  # a device is refused by the read below, saying what it is
+    with contextlib.suppress(OSError):  # one that cannot even be looked at is refused as one there
+        kernels = kernels and resolved.is_file()  # a device is refused by the read below, saying what it is
+    if kernels:
         raise ConfigError(  # `/proc/self/environ` holds the token: never read, never echoed in a message
             f"{config_path}: the config file resolves to {resolved}, which diagbot never reads; give diagbot.yml itself"
         )
