@@ -125,6 +125,21 @@ DEFAULT_SUITE_NOTE = (
 )
 
 
+def _default_suite_note() -> str:
+    """DEFAULT_SUITE_NOTE, and the nearest diagbot.yml of a folder above, if any (run from a subfolder, the built-in
+    suite ran and its advice pointed the wrong way)."""
+    here = Path.cwd()
+    for up, folder in enumerate(here.parents):
+        if up >= 8:  # as far up as a run from inside a repository plausibly is
+            break
+        found = folder / DEFAULT_CONFIG
+        with contextlib.suppress(OSError):
+            if found.is_file():
+                shown = os.path.relpath(found, here)
+                return f"{DEFAULT_SUITE_NOTE}; {shown} exists: run diagbot from its folder, or give --config {shown}"
+    return DEFAULT_SUITE_NOTE
+
+
 def _default_suite_used(args: argparse.Namespace) -> bool:
     """No --config and no ./diagbot.yml: `load_config` then falls back to the built-in suite."""
     return getattr(args, "config", None) is None and not Path(DEFAULT_CONFIG).exists()
@@ -280,7 +295,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     default_suite = _default_suite_used(args)
     if default_suite and not args.quiet:
-        print(DEFAULT_SUITE_NOTE, file=sys.stderr)
+        print(_default_suite_note(), file=sys.stderr)
     used = None if default_suite else args.config or DEFAULT_CONFIG
     location = Path(args.baseline) if args.baseline else None
     try:
@@ -404,7 +419,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from diagbot.kinds import registry
 
     if _default_suite_used(args):
-        print(DEFAULT_SUITE_NOTE, file=sys.stderr)
+        print(_default_suite_note(), file=sys.stderr)
     config = _config(args)
     errors = warnings = 0
     run = run_info()  # asks git, so once for all suites

@@ -279,6 +279,12 @@ def test_no_diagbot_yml_says_the_built_in_suite_was_used(
     (tmp_path / "diagbot.yml").write_text("suites: [{name: s, cases: c.json, fixtures: f}]\n")
     main(["run", "--out", "o"])
     assert "built-in default suite" not in capsys.readouterr().err
+    # run from a subfolder of the one that holds diagbot.yml: the built-in suite ran, advising the wrong fix
+    (tmp_path / "cases" / "agent").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "cases" / "agent")
+    assert main(["validate"]) == 2
+    assert capsys.readouterr().err.startswith(NOTE.rstrip("\n") + "; ../../diagbot.yml exists: run diagbot from its "
+                                              "folder, or give --config ../../diagbot.yml\n")  # fmt: skip
 
 
 @pytest.mark.parametrize(
