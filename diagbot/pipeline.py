@@ -183,7 +183,8 @@ def run_config(
             outcome.warnings.append(
                 f"suite {suite.name} has no case in common with its baseline (none of its "
                 f"{outcome.diff.current_total_cases} cases is there with the same case_id and case_version): "
-                f"{compared}; make the baseline again from these cases"
+                f"{compared}; make the baseline again from these cases (a run with --out, then --baseline that "
+                "folder; in the action, a push to the base branch)"
             )
         if outcome.report is not None and outcome.report.total_cases == 0:
             outcome.warnings.append(

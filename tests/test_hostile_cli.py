@@ -869,7 +869,7 @@ def test_a_baseline_with_no_case_in_common_is_named(tmp_path: Path) -> None:
     warning = (
         "warning: suite agent has no case in common with its baseline (none of its 2 cases is there with the same "
         "case_id and case_version): nothing was compared, so nothing could regress; make the baseline again from "
-        "these cases"
+        "these cases (a run with --out, then --baseline that folder; in the action, a push to the base branch)"
     )
     assert done.returncode == 0 and warning in done.stderr.splitlines(), done.stderr
     comment = (tmp_path / "build/diagbot/comment.md").read_text()
@@ -895,7 +895,8 @@ def test_a_baseline_whose_cases_look_renamed_is_not_said_to_compare_nothing(tmp_
     assert (
         "warning: suite agent has no case in common with its baseline (none of its 2 cases is there with the same "
         "case_id and case_version): only cases that look renamed from the baseline's were compared (their items say "
-        "which); make the baseline again from these cases"
+        "which); make the baseline again from these cases (a run with --out, then --baseline that folder; in the "
+        "action, a push to the base branch)"
     ) in done.stderr.splitlines(), done.stderr
     assert "nothing could regress" not in done.stderr
 
