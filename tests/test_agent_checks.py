@@ -1733,6 +1733,7 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
          "$[0].actions[0].action: what reads as a message, a reply or a call ('action')"),  # a ReAct action
     ],
 )  # fmt: skip
+# (ReAct's {action: "Final Answer", action_input: ...} is the reply, not a call: test_a_react_final_answer_...)
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
     """Calls on a message the chat reader reads no calls from (not the assistant's), or a Responses call among
     chat messages (past the items auto looks at): refused, so a case forbidding the call cannot pass."""
@@ -2241,6 +2242,18 @@ def test_a_later_refusal_takes_a_confirmation_back(replies: list[str], confirmed
 def test_plain_confirmations_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
     assert failures(CONFIRM, run) == []
+
+
+def test_a_react_final_answer_beside_the_content_is_no_hidden_call() -> None:
+    run = [
+        {"role": "user", "content": "refund?"},
+        {
+            "role": "assistant",
+            "content": "The refund is done.",
+            "additional_kwargs": {"parsed": {"action": " Final answer", "action_input": "The refund is done."}},
+        },
+    ]
+    assert parse(run).answer == "The refund is done."
 
 
 # --- from the review: what must never pass ----------------------------------------------------------------------

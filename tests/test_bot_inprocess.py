@@ -244,6 +244,29 @@ def test_a_suite_the_failed_newest_baseline_lacks_cannot_be_dropped_unseen(
     assert "suite workspace is in the baseline but not in this run's config" in comment_body(gh)
 
 
+def test_a_failed_newest_baseline_looks_at_older_suites_without_failing_on_them(gh: GitHubTestServer, ws: Path) -> None:
+    """Looking in older artifacts only for the suites a failed push run may have left unjudged: one that GitHub
+    does not hand over is a warning, not a baseline that could not be fetched (main's gate fails often, so every
+    pull request would have failed on an outage); and a suite that an older run which succeeded had already
+    dropped was retired then, so it is not counted again once gate.retired-suites forgets it."""
+    files = baseline_files(gh, ws)
+    older = upload(gh, files, sha="c" * 40)
+    upload(gh, files, sha="e" * 40, conclusion="failure")
+    gh.inject("GET", rf"/{older}\.zip$", 503, times=3)
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "the blob store answered 503 3 times" in log and "could not be fetched" not in log
+    gh.faults.clear()
+    without = {k: v for k, v in files.items() if not k.endswith("/workspace.json")}
+    upload(gh, without, sha="d" * 40)  # main retired the workspace suite, and its run succeeded
+    upload(gh, without, conclusion="failure")  # a later run failed
+    config = ws / "diagbot.yml"
+    config.write_text(config.read_text().replace("  - name: workspace\n", "  - name: workspace-renamed\n"))
+    code, log = run(gh, ws)
+    assert code == 0, log
+    assert "suite workspace is in the baseline" not in log
+
+
 def test_a_missing_fixtures_folder_is_unusable_input_for_a_trace_suite(gh: GitHubTestServer, ws: Path) -> None:
     upload(gh, baseline_files(gh, ws))
     config = ws / "diagbot.yml"

@@ -319,6 +319,18 @@ def test_a_config_may_not_point_into_the_checkouts_git_folder(tmp_path: Path, ca
     assert_good_suite_ran(tmp_path / "out")
 
 
+def test_telling_a_report_from_another_file_never_decodes_an_array_bomb() -> None:
+    """A reports/ file of a baseline artifact that no suite configures is looked at only to tell whether it is a
+    report (a suite that vanished) or another tool's file; five million nested arrays, a few KB zipped, were
+    decoded whole for that (433 MB). Past the report container cap it is taken for a report unread."""
+    from diagbot.io.baselines import reads_as_report
+
+    bomb = b"[" + b"[]," * 5_000_000 + b"[]]"
+    assert reads_as_report(bomb) is True
+    assert reads_as_report(b'{"lines": 91}') is False and reads_as_report(b'{"schemaVersion": 1}') is True
+    assert reads_as_report(b"not JSON") is False
+
+
 def test_no_input_file_is_read_from_a_git_folder_even_through_a_link(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text("[core]\n")

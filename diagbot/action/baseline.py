@@ -136,9 +136,10 @@ def _older_reports(
     was broken on the base branch for a while) is compared with the report of the next older artifact that has
     one: read as missing, it could not regress. Returns what the comment says of each one so taken. `strict`: an
     older artifact GitHub does not hand over may hold that report, so it is a problem of `found`, as for the
-    newest one. `failed`: the newest artifact's run did not succeed, so a suite it lacks and an older one has may
-    be one it could not judge, not one the branch dropped: it counts as a suite of the baseline, and a pull
-    request whose config lacks it too is told it vanished (or to retire it), never let drop it unseen."""
+    newest one. `failed`: the newest artifact's run did not succeed, so a suite it lacks and an older one has (up
+    to the first older one whose run succeeded) may be one it could not judge, not one the branch dropped: it
+    counts as a suite of the baseline, and a pull request whose config lacks it too is told it vanished (or to
+    retire it), never let drop it unseen."""
     said: list[str] = []
     configured = {s.name for s in config.suites}
     for candidate in older:
@@ -152,7 +153,7 @@ def _older_reports(
             warnings.extend(exc.problems)
             continue
         except GitHubError as exc:  # not handed over: the report it may hold is unknown
-            if strict:
+            if strict and missing:  # (looked in for names alone, it leaves a warning)
                 found.problems += _unknown([f"{p} (looked in for suites {', '.join(missing)})" for p in exc.problems])
                 break
             warnings.extend(exc.problems)
@@ -172,6 +173,8 @@ def _older_reports(
         for name in extra.names if failed else ():
             if name not in configured and name not in found.names:  # said by the pipeline: vanished, or retired
                 found.names.append(name)
+        if candidate.run_conclusion in (None, "success"):  # the suites of the last run that succeeded are the
+            failed = False  # branch's: an older one's that it dropped were retired, not left unjudged
     return said
 
 

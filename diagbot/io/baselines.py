@@ -9,7 +9,8 @@ from pathlib import Path
 
 from diagbot.core.errors import DiagbotError, ReportFormatError
 from diagbot.core.fs import FileProblem, file_kind, read_bounded, read_text_bounded
-from diagbot.core.report import SuiteReport
+from diagbot.core.report import MAX_CONTAINERS, SuiteReport
+from diagbot.core.values import count_containers
 from diagbot.kinds.registry import parse_any_report
 
 REPORT_BYTES = 64 * 1024 * 1024
@@ -151,6 +152,8 @@ def reads_as_report(data: bytes) -> bool:
     files before a run and keeps the rest, which are then no suite of the baseline."""
     if len(data) > REPORT_BYTES:
         return True
+    if data.count(b"[") + data.count(b"{") > MAX_CONTAINERS and count_containers(data) > MAX_CONTAINERS:
+        return True  # refused as a report too, and never decoded here: a few KB zipped could take gigabytes
     try:
         decoded = json.loads(data)
     except (ValueError, RecursionError):

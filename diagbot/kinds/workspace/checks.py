@@ -282,10 +282,9 @@ class Workspace:
             for entry in entries:  # the common cases first, without a method call per entry
                 rel = prefix + entry.name
                 try:
-                    if entry.name.casefold() == GIT_FOLDER:  # a checkout's: what it holds may be the job's token
-                        self.refused[rel] = f"a {GIT_FOLDER} folder or file, never read"
-                        if entry.is_dir(follow_symlinks=False):  # what it holds is unknown, not absent
-                            self.unlisted.append((rel + "/", f"it is a {GIT_FOLDER} folder, which diagbot never reads"))
+                    if entry.name.casefold() == GIT_FOLDER:  # a checkout's: what it holds may be the job's token,
+                        self.refused[rel] = f"a {GIT_FOLDER} folder or file, never read"  # and nothing in it is
+                        # a run's output: absent to every check, as a run folder committed without it has none
                     elif entry.is_file(follow_symlinks=False):
                         self.files[rel] = entry.path
                     elif entry.is_dir(follow_symlinks=False):

@@ -187,8 +187,8 @@ def is_call_part(kind: Any, part: dict[str, Any]) -> bool:
     looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
     if any(word in looks for word in _CALL_NAMED) or looks.endswith(("_use", "_call", "_call_output")):
         return True
-    if "action" in part and "action_input" in part:
-        return True
+    if "action" in part and "action_input" in part:  # but ReAct's "Final Answer", which is the reply, not a call
+        return not (isinstance(part["action"], str) and part["action"].strip().casefold() == "final answer")
     return _call_key(part) is not None or ("name" in part and any(key in part for key in _ARGS))
 
 
