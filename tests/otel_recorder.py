@@ -67,11 +67,14 @@ class Recorder:
         self.parent = None
 
     @contextmanager
-    def root(self, name: str, attributes: Mapping[str, Any], duration_ms: float | None = None) -> Iterator[Any]:
+    def root(
+        self, name: str, attributes: Mapping[str, Any], duration_ms: float | None = None, nested: bool = False
+    ) -> Iterator[Any]:
         """A span that the spans made inside the block are children of; its end is `duration_ms` after its start,
-        or when the block ends."""
+        or when the block ends. `nested`: itself a child of the enclosing root's span (else a root of its own)."""
         start = self.clock
-        span = self.tracer.start_span(name, attributes=attributes, start_time=start)
+        context = self.parent if nested else None
+        span = self.tracer.start_span(name, context=context, attributes=attributes, start_time=start)
         self.parent, before = trace.set_span_in_context(span), self.parent
         self.clock += STEP_NS
         try:

@@ -922,6 +922,34 @@ def test_an_agent_spans_own_reply_beside_the_model_calls_is_what_the_agent_said(
     assert (run.assistant_texts, run.turns) == (["Done."], 1)
 
 
+@pytest.mark.parametrize(("gap_ms", "nested"), [(5, True), (0, True), (0, False)])
+def test_a_sub_agents_reply_to_its_caller_is_no_reply_of_the_run(gap_ms: int, nested: bool) -> None:
+    """A sub-agent called as a tool (invoke_agent inside execute_tool) answers its caller, not the user: its output
+    text was added as a reply of the run, a third turn, and, when its span ended as the next model call started,
+    the run's answer. Recorded without the nesting, its reply is still the tool's result the run holds."""
+    rec = Recorder()
+    user = [say("user", text("Refund order A"))]
+    asked = say("assistant", call_part("c1", "ask_refunds_agent", {"q": "refund A"}))
+    returned = "ticket INT-77" if nested else "ok, internal ticket INT-77"
+    answered = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": returned}]}
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    with rec.root("invoke_agent triage", agent | {"gen_ai.output.messages": json.dumps(
+            [say("assistant", text("Your refund is done."))])}):  # fmt: skip
+        chat(rec, user, [asked])
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ask_refunds_agent",
+                "gen_ai.tool.call.id": "c1"}  # fmt: skip
+        inner = agent | {"gen_ai.output.messages": json.dumps([say("assistant", text("ok, internal ticket INT-77"))])}
+        with (
+            rec.root("execute_tool ask_refunds_agent", tool, nested=nested),
+            rec.root("invoke_agent refunds", inner, nested=nested),
+        ):
+            chat(rec, [say("user", text("refund A"))], [say("assistant", text("ok, internal ticket INT-77"))])
+        rec.clock += gap_ms * 1_000_000
+        chat(rec, [*user, asked, answered], [say("assistant", text("Your refund is done."))])
+    run = parse(rec.otlp())
+    assert (run.answer, run.assistant_texts, run.turns) == ("Your refund is done.", ["Your refund is done."], 2)
+
+
 def _confirm_case() -> AgentCase:
     return AgentCase.model_validate(
         {**_case(), "side_effect_policy": {"tool": "refund_submit", "confirmation_required": True}}
