@@ -885,40 +885,28 @@ def test_of_several_agent_spans_the_last_to_end_gives_the_final_state_and_the_ru
     assert (run.final_state, run.duration_ms) == ({"refund": "done"}, 80.0)
 
 
+def _replied(reply: str) -> Run:
+    """A run whose agent span returns `reply` while its one model call wrote "Done."."""
+    rec = Recorder()
+    said = json.dumps([say("assistant", text(reply))])
+    with rec.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent", "gen_ai.output.messages": said}):
+        chat(rec, [say("user", text("Refund order A"))], [say("assistant", text("Done."))])
+    return parse(rec.otlp())
+
+
 def test_an_agent_spans_own_reply_beside_the_model_calls_is_what_the_agent_said() -> None:
     """invoke_agent returned "Your card is 4111 1111 1111 1111" while its model call wrote "Done.": the run was read
     from the model call alone, so a rule against card numbers passed. The agent's reply is now the run's last
     message; one that only spaces the model's text otherwise is the same message, not another turn."""
-    rec = Recorder()
-    asked = [say("user", text("Refund order A"))]
-    with rec.root(
-        "invoke_agent refunds",
-        {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.output.messages": json.dumps([say("assistant", text("Your card is 4111 1111 1111 1111"))]),
-        },
-    ):
-        chat(rec, asked, [say("assistant", text("Done."))])
-    run = parse(rec.otlp())
+    run = _replied("Your card is 4111 1111 1111 1111")
     assert (run.answer, run.assistant_texts, run.turns) == (
-        "Your card is 4111 1111 1111 1111",
-        ["Done.", "Your card is 4111 1111 1111 1111"],
-        2,
-    )
+        "Your card is 4111 1111 1111 1111", ["Done.", "Your card is 4111 1111 1111 1111"], 2
+    )  # fmt: skip
     case = AgentCase.model_validate({**_case(), "negative_behavior": [{"answer_contains": ["4111 1111"]}]})
     assert judge_run(case, run) == [
         'rule_failed: negative_behavior[0]: the answer contains ["4111 1111"] (this must not happen)'
     ]
-    rec = Recorder()
-    with rec.root(
-        "invoke_agent refunds",
-        {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.output.messages": json.dumps([say("assistant", text("Done. \n"))]),
-        },
-    ):
-        chat(rec, asked, [say("assistant", text("Done."))])
-    run = parse(rec.otlp())
+    run = _replied("Done. \n")
     assert (run.assistant_texts, run.turns) == (["Done."], 1)
 
 
