@@ -1733,7 +1733,6 @@ def test_a_run_whose_calls_a_reader_would_skip_is_refused(run: Any, said: str) -
          "$[0].actions[0].action: what reads as a message, a reply or a call ('action')"),  # a ReAct action
     ],
 )  # fmt: skip
-# (ReAct's {action: "Final Answer", action_input: ...} is the reply, not a call: test_a_react_final_answer_...)
 def test_a_chat_message_whose_call_would_go_unread_is_refused(run: Any, said: str) -> None:
     """Calls on a message the chat reader reads no calls from (not the assistant's), or a Responses call among
     chat messages (past the items auto looks at): refused, so a case forbidding the call cannot pass."""
@@ -2244,16 +2243,13 @@ def test_plain_confirmations_confirm(reply: str) -> None:
     assert failures(CONFIRM, run) == []
 
 
-def test_a_react_final_answer_beside_the_content_is_no_hidden_call() -> None:
-    run = [
-        {"role": "user", "content": "refund?"},
-        {
-            "role": "assistant",
-            "content": "The refund is done.",
-            "additional_kwargs": {"parsed": {"action": " Final answer", "action_input": "The refund is done."}},
-        },
-    ]
-    assert parse(run).answer == "The refund is done."
+def test_a_react_final_answer_under_a_key_no_reader_reads_is_refused_too() -> None:
+    """A review: let through as no call, a Final Answer's `action_input` was read nowhere, so a reply there that
+    the content does not say (a card number) went unchecked. It reads as a reply, and is refused as one."""
+    said = {"action": " Final answer", "action_input": "Your card is 4111 1111 1111 1111"}
+    run = [{"role": "user", "content": "refund?"},
+           {"role": "assistant", "content": "The refund is done.", "additional_kwargs": {"parsed": said}}]  # fmt: skip
+    assert refusal(run, "auto").startswith("$[1].additional_kwargs.parsed.action: what reads as a message, a reply")
 
 
 # --- from the review: what must never pass ----------------------------------------------------------------------

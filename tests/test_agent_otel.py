@@ -8,6 +8,7 @@ never typed by hand; hostile variants are those exports with one value changed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -908,6 +909,30 @@ def test_an_agent_spans_own_reply_beside_the_model_calls_is_what_the_agent_said(
     ]
     run = _replied("Done. \n")
     assert (run.assistant_texts, run.turns) == (["Done."], 1)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_the_runs_own_agent_reply_counts_even_as_a_tools_result_or_inside_a_tool_span(wrapped: bool) -> None:
+    """A review: the exemption for sub-agents' replies (one the run held as a tool's result, or an agent span
+    inside a tool span) also dropped the reply of the run's own agent when it returned a tool's result verbatim
+    (LangChain's return_direct), or when a harness exposed the whole agent as a tool: the card number went
+    unchecked. The run's agent is the one whose span holds the latest model call."""
+    card = "Your card is 4111 1111 1111 1111"
+    rec = Recorder()
+    user = [say("user", text("What card is on file?"))]
+    asked = say("assistant", call_part("c1", "lookup_card", {"q": "A"}))
+    answered = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": card}]}
+    said = json.dumps([say("assistant", text(card))])
+    reply = {"gen_ai.operation.name": "invoke_agent", "gen_ai.output.messages": said}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "support_agent", "gen_ai.tool.call.id": "t1"}
+    harness = rec.root("execute_tool support_agent", tool, nested=True) if wrapped else contextlib.nullcontext()
+    with rec.root("workflow", {}), harness, rec.root("invoke_agent support", reply, nested=wrapped):
+        chat(rec, user, [asked])
+        rec.span("execute_tool lookup_card", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name":
+                                              "lookup_card", "gen_ai.tool.call.id": "c1"})  # fmt: skip
+        chat(rec, [*user, asked, answered], [say("assistant", text("Done."))])
+    run = parse(rec.otlp())
+    assert (run.answer, run.assistant_texts) == (card, ["Done.", card])
 
 
 @pytest.mark.parametrize(("gap_ms", "nested"), [(5, True), (0, True), (0, False)])

@@ -8,7 +8,7 @@ import json
 import shutil
 import zipfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -86,15 +86,17 @@ def upload(
     event: str = "push",
     made: str | None = None,
     conclusion: str = "success",
+    created: datetime = NOW,
 ) -> int:
-    """A run of `sha` on main, ending in `conclusion`, uploading `files`; its reports say they were made at `made`
-    (by default `sha`, as the run's own reports do: a report made from another commit is no baseline)."""
+    """A run of `sha` on main, created at `created` and ending in `conclusion`, uploading `files`; its reports say
+    they were made at `made` (by default `sha`, as the run's own reports do: one made from another commit is no
+    baseline)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in files.items():
             archive.writestr(name, made_at(data, made or sha) if name.startswith("reports/") else data)
-    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event=event, conclusion=conclusion, created_at=NOW)
-    return gh.add_artifact(pushed.id, "diagbot-report", buffer.getvalue(), created_at=NOW).id
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=sha, event=event, conclusion=conclusion, created_at=created)
+    return gh.add_artifact(pushed.id, "diagbot-report", buffer.getvalue(), created_at=created).id
 
 
 def baseline_files(gh: GitHubTestServer, ws: Path) -> dict[str, bytes]:
@@ -265,6 +267,32 @@ def test_a_failed_newest_baseline_looks_at_older_suites_without_failing_on_them(
     code, log = run(gh, ws)
     assert code == 0, log
     assert "suite workspace is in the baseline" not in log
+
+
+def test_older_suites_count_only_from_runs_before_the_failed_one_and_up_to_one_that_succeeded(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """A second review: the run that succeeded after main retired a suite ended the look at older suites only if
+    its artifact could be read (a 503 on it let the suite come back as vanished); and when the base commit's own
+    run failed, the next candidates were main's newest runs, created after it, whose suites the pull request's base
+    never had."""
+    files = baseline_files(gh, ws)
+    without = {k: v for k, v in files.items() if not k.endswith("/workspace.json")}
+    hour = timedelta(hours=1)
+    upload(gh, files, sha="c" * 40, created=NOW - 3 * hour)  # had the workspace suite
+    retired = upload(gh, without, sha="d" * 40, created=NOW - 2 * hour)  # main retired it, and its run succeeded
+    upload(gh, without, conclusion="failure", created=NOW - hour)  # the base commit's own run failed
+    gh.inject("GET", rf"/{retired}\.zip$", 503, times=3)
+    config = ws / "diagbot.yml"
+    dropped = "  - name: workspace\n    kind: workspace\n    cases: cases/workspace\n    fixtures: fixtures/workspace\n"
+    assert dropped in config.read_text()
+    config.write_text(config.read_text().replace(dropped, ""))  # as main's config after d has it
+    code, log = run(gh, ws)
+    assert code == 0 and "suite workspace is in the baseline" not in log, log
+    gh.faults.clear()
+    upload(gh, files, sha="e" * 40, created=NOW)  # a later commit of main, whose run has the suite
+    code, log = run(gh, ws)
+    assert code == 0 and "suite workspace is in the baseline" not in log, log
 
 
 def test_a_missing_fixtures_folder_is_unusable_input_for_a_trace_suite(gh: GitHubTestServer, ws: Path) -> None:

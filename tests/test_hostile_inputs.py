@@ -317,10 +317,11 @@ def test_telling_a_report_from_another_file_never_decodes_an_array_bomb() -> Non
     decoded whole for that (433 MB). Past the report container cap it is taken for a report unread."""
     from diagbot.io.baselines import reads_as_report
 
-    bomb = b"[" + b"[]," * 5_000_000 + b"[]]"
+    bomb = b'{"x": [' + b"[]," * 5_000_000 + b"[]]}"
     assert reads_as_report(bomb) is True
     assert reads_as_report(b'{"lines": 91}') is False and reads_as_report(b'{"schemaVersion": 1}') is True
     assert reads_as_report(b"not JSON") is False
+    assert reads_as_report(b"[" + b"0.0," * 1_000_000 + b"0.0]") is False  # no object: not decoded at all
 
 
 def test_no_input_file_is_read_from_a_git_folder_even_through_a_link(tmp_path: Path) -> None:

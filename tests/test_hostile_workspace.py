@@ -750,19 +750,27 @@ def test_no_check_reads_a_git_folder_or_a_link_into_one(tmp_path: Path) -> None:
     fixtures = write(tmp_path / "fixtures", {".git/config": GIT_CONFIG, "run/.git/config": GIT_CONFIG,
                                              "run/notes.md": "ok"})  # fmt: skip
     os.symlink(".git/config", fixtures / "run" / "config")
+    os.symlink(".git", fixtures / "linked")
     probe = {"id": "p", "regex": {"file": "config", "pattern": "basic"}}
-    case = WorkspaceCase.model_validate({"id": "leak", "title": "t", "workspace": ".git", "evaluation": {
-        "mode": "evidence_only"}, "judge": {"critical_evidence": [probe]}})  # fmt: skip
-    result = judge_case(case, fixtures)
+    judge = {"critical_evidence": [probe]}
+    leak = {"id": "leak", "title": "t", "evaluation": {"mode": "evidence_only"}, "judge": judge}
+    with pytest.raises(ValueError, match=r"path '\.git' enters a \.git folder"):  # refused as the case loads
+        WorkspaceCase.model_validate(leak | {"workspace": ".git"})
+    result = judge_case(WorkspaceCase.model_validate(leak | {"workspace": "linked"}), fixtures)
     assert (result.verdict, result.reason) == (Verdict.INVALID, Reason.ARTIFACT_RESOLUTION_FAILED)
-    assert "'.git' is inside a .git folder, which diagbot never reads" in json.dumps(result.model_dump(mode="json"))
+    assert "'linked' is inside a .git folder, which diagbot never reads" in json.dumps(result.model_dump(mode="json"))
     workspace = Workspace(str(fixtures / "run"))
     assert set(workspace.files) == {"notes.md"}
     assert workspace.refused == {".git": "a .git folder or file, never read", "config": "a link into a .git folder, "
                                  "never read"}  # fmt: skip
-    for spec in (probe, {"id": "q", "regex": {"file": ".git/config", "pattern": "basic"}}):
-        assert not run_check(workspace, CheckSpec.model_validate(spec)).passed
+    assert not run_check(workspace, CheckSpec.model_validate(probe)).passed
     # nothing in it is a run's output: absent to every check, as in a run folder committed without it (a folder
-    # that could not be listed would make every wildcard file_absent unsure)
-    for pattern in (".git/config", "**/*.pem", "*.key"):
+    # that could not be listed would make every wildcard file_absent unsure) ...
+    for pattern in ("**/*.pem", "*.key", "*/config"):
         assert run_check(workspace, CheckSpec.model_validate({"id": "a", "file_absent": pattern})).passed, pattern
+    # ... and a check that names a path in it is refused when the case loads: `file_absent: .git/hooks/x` would
+    # pass whatever the run planted there
+    for spec in ({"id": "q", "regex": {"file": ".git/config", "pattern": "basic"}}, {"id": "h", "file_absent":
+                 ".Git/hooks/pre-commit"}):  # fmt: skip
+        with pytest.raises(ValueError, match=r"enters a \.git folder, which diagbot never reads"):
+            CheckSpec.model_validate(spec)

@@ -71,8 +71,7 @@ def resolve_baseline(
         found.problems = [f"{where}: {problem}" for problem in found.problems]
         info = _provenance(settings, candidate, config, now)
         older_ones = search.candidates[at + 1 : at + 1 + OLDER_LOOKED_AT]
-        failed = candidate.run_conclusion not in (None, "success")
-        older = _older_reports(port, config, found, older_ones, warnings, strict, failed)
+        older = _older_reports(port, config, found, older_ones, warnings, strict, candidate)
         if older:
             info = info.model_copy(update={"warnings": [*info.warnings, *older]})
         if search.other_workflows:
@@ -130,22 +129,29 @@ def _older_reports(
     older: list[ArtifactCandidate],
     warnings: list[str],
     strict: bool = False,
-    failed: bool = False,
+    newest: ArtifactCandidate | None = None,
 ) -> list[str]:
     """A suite the baseline artifact has no report for (its push run could not evaluate it, as when a case file
     was broken on the base branch for a while) is compared with the report of the next older artifact that has
     one: read as missing, it could not regress. Returns what the comment says of each one so taken. `strict`: an
     older artifact GitHub does not hand over may hold that report, so it is a problem of `found`, as for the
-    newest one. `failed`: the newest artifact's run did not succeed, so a suite it lacks and an older one has (up
-    to the first older one whose run succeeded) may be one it could not judge, not one the branch dropped: it
-    counts as a suite of the baseline, and a pull request whose config lacks it too is told it vanished (or to
-    retire it), never let drop it unseen."""
+    newest one. When the run of the artifact read (`newest`) did not succeed, a suite it lacks and an older one
+    has may be one it could not judge, not one the branch dropped: it counts as a suite of the baseline, and a
+    pull request whose config lacks it too is told it vanished (or to retire it), never let drop it unseen. Only
+    runs created before that one count (a newer run is no older state of the branch), up to the first that
+    succeeded, whether its artifact can be read or not (what it dropped, the branch had retired)."""
     said: list[str] = []
     configured = {s.name for s in config.suites}
+    failed = newest is not None and newest.run_conclusion not in (None, "success")
     for candidate in older:
         missing = [s.name for s in config.suites if s.name not in found.names]
-        if not missing and not failed:
-            break
+        names_too = failed and newest is not None and _created(candidate) <= _created(newest)
+        if candidate.run_conclusion in (None, "success"):
+            failed = False
+        if not missing and not names_too:
+            if not failed:
+                break
+            continue
         where = f"artifact {candidate.id} ('{candidate.name}', run {candidate.run_id})"
         try:
             files = gh.unpack_artifact(port.download(candidate), where)
@@ -170,12 +176,15 @@ def _older_reports(
                     f"the baseline of suite {name} comes from the older {where} at {candidate.head_sha[:12]}, since "
                     "the newer one has no report for it"
                 )
-        for name in extra.names if failed else ():
+        for name in extra.names if names_too else ():
             if name not in configured and name not in found.names:  # said by the pipeline: vanished, or retired
                 found.names.append(name)
-        if candidate.run_conclusion in (None, "success"):  # the suites of the last run that succeeded are the
-            failed = False  # branch's: an older one's that it dropped were retired, not left unjudged
     return said
+
+
+def _created(candidate: ArtifactCandidate) -> datetime:
+    """When the candidate's run was created (its upload's time for a candidate that does not say)."""
+    return candidate.run_created_at or candidate.created_at
 
 
 def _not_a_baseline(files: dict[str, bytes], found: Baselines, candidate: ArtifactCandidate) -> str | None:

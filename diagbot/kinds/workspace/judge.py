@@ -441,8 +441,6 @@ def _resolve(case: WorkspaceCase, fixtures_dir: Path) -> tuple[str | None, str]:
     parts = [part for part in name.split("/") if part not in ("", ".")]
     if not parts:
         return None, f"workspace {name!r} names the fixtures folder itself; name a folder inside it"
-    if in_git_folder(name):
-        return None, f"workspace {name!r} {IN_GIT}"
     base = target = os.fspath(fixtures_dir)
     linked = False
     try:

@@ -183,12 +183,13 @@ def is_call_part(kind: Any, part: dict[str, Any]) -> bool:
     `function_call`, Vercel's `tool-call`, `tool_call_chunk`, `server_tool_use`), by a key that names one
     (`tool_use_id`, Bedrock's `toolUse`, Gemini's `functionCall` / `function_call`, LlamaIndex's `tool_name`,
     DSPy's `tool_args_0`), by a name beside arguments (LangChain's `{name, args, id}`), or as a ReAct action
-    (`{action, action_input}`). Anthropic's `search_result` and an `http_response` are none."""
+    (`{action, action_input}`; its `Final Answer` too, a reply whose text would go unread). Anthropic's
+    `search_result` and an `http_response` are none."""
     looks = kind.casefold().replace("-", "_") if isinstance(kind, str) else ""
     if any(word in looks for word in _CALL_NAMED) or looks.endswith(("_use", "_call", "_call_output")):
         return True
-    if "action" in part and "action_input" in part:  # but ReAct's "Final Answer", which is the reply, not a call
-        return not (isinstance(part["action"], str) and part["action"].strip().casefold() == "final answer")
+    if "action" in part and "action_input" in part:
+        return True
     return _call_key(part) is not None or ("name" in part and any(key in part for key in _ARGS))
 
 

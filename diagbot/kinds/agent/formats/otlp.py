@@ -381,8 +381,7 @@ def _run(roles: Roles) -> Run:
     later = _attach(roles, steps, anchors, owners, dates)
     if latest is not None:
         parents = {span.span_id: span.parent_id for span, _, _ in roles}
-        inner = frozenset(span.span_id for span, _, role in roles if role == TOOL)
-        unseen = _unseen_calls(earlier, steps, later, parents, from_agents, inner)
+        unseen = _unseen_calls(earlier, steps, later, parents, from_agents, latest[0])
         later = sorted(later + unseen, key=lambda entry: entry[0])
         if later:  # steps to place among the history: it is dated for that
             for step, when in enumerate(dates()):
@@ -574,7 +573,7 @@ def _unseen_calls(
     later: list[tuple[int, Step]],
     parents: dict[str, str | None],
     from_agents: bool,
-    inner: frozenset[str] = frozenset(),
+    latest: Span | None = None,
 ) -> list[tuple[int, Step]]:
     """The calls earlier model calls (and agent spans) made that the latest one's history leaves out (a framework
     that trims the history, a sub-agent's own model calls, calls recorded on `invoke_agent` alone), with their
@@ -586,9 +585,9 @@ def _unseen_calls(
     spans record them only on request). Only the rest are new: a trimmed history that kept a later call of a
     reused id must not hide an earlier one with other arguments. An agent span's output text beside the model
     calls' that the conversation does not hold (an agent that rewrites its model's reply before returning it) is
-    what the agent said too, from the span's end: read from the model calls alone, it would go unchecked. Not an
-    agent span inside a tool span (`inner`: a sub-agent called as a tool answers its caller, not the user), and not
-    a text the run holds as a tool's result. One call
+    what the agent said too, from the span's end: read from the model calls alone, it would go unchecked. Only an
+    agent span around the latest model call (`latest`) is the run's agent: a sub-agent, whose span holds only its
+    own model calls, answers its caller, not the user. One call
     recorded by two spans, one the other's
     ancestor (a framework's span around the SDK's own), is one call. When the conversation is the model calls' (not
     `from_agents`), the agent spans' calls are read last, and one that a model call already recorded, or (without
@@ -605,17 +604,13 @@ def _unseen_calls(
     same = _SameArgs()
     found: list[tuple[int, Step]] = []
     said = {_words(step.text) for step in steps if type(step) is Message and step.role == "assistant"}
-    said |= {  # what a tool (a sub-agent called as one) returned is no reply of the run's agent
-        _words(step.result)
-        for step in itertools.chain(steps, (step for _, step in later))
-        if type(step) is ToolCall and isinstance(step.result, str)
-    }
     read: dict[tuple[str | None, str], list[tuple[Span, ToolCall]]] = {}  # model calls' output calls so far
     for output in sorted(earlier, key=lambda output: output.role == AGENT):  # stable: model calls first
         beside = output.role == AGENT and not from_agents  # an agent span's record beside the model calls'
+        runs_it = beside and latest is not None and _ancestor(output.span, latest, parents)  # the run's agent
         for message in output.said:
-            words = _words(message.text) if beside and message.role == "assistant" else ""
-            if words and words not in said and shows_something(words) and not _inside(output.span, inner, parents):
+            words = _words(message.text) if runs_it and message.role == "assistant" else ""
+            if words and words not in said and shows_something(words):
                 said.add(words)
                 found.append((output.span.end, Message("assistant", message.text)))
             for call in message.calls:
@@ -655,18 +650,6 @@ def _recorded_twice(
 
 
 MAX_ANCESTRY = 32  # parents walked up from a span to find another: a framework's span is a few levels up
-
-
-def _inside(span: Span, among: frozenset[str], parents: dict[str, str | None]) -> bool:
-    """Whether one of `span`'s nearest MAX_ANCESTRY parents is among the spans `among` names."""
-    at = span.parent_id
-    for _ in range(MAX_ANCESTRY):
-        if at is None:
-            return False
-        if at in among:
-            return True
-        at = parents.get(at)
-    return False
 
 
 def _ancestor(one: Span, other: Span, parents: dict[str, str | None]) -> bool:
