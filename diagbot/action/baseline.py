@@ -145,7 +145,7 @@ def _older_reports(
     failed = newest is not None and newest.run_conclusion not in (None, "success")
     for candidate in older:
         missing = [s.name for s in config.suites if s.name not in found.names]
-        names_too = failed and newest is not None and _created(candidate) <= _created(newest)
+        names_too = failed and newest is not None and candidate.run_time <= newest.run_time
         if candidate.run_conclusion in (None, "success"):
             failed = False
         if not missing and not names_too:
@@ -180,11 +180,6 @@ def _older_reports(
             if name not in configured and name not in found.names:  # said by the pipeline: vanished, or retired
                 found.names.append(name)
     return said
-
-
-def _created(candidate: ArtifactCandidate) -> datetime:
-    """When the candidate's run was created (its upload's time for a candidate that does not say)."""
-    return candidate.run_created_at or candidate.created_at
 
 
 def _not_a_baseline(files: dict[str, bytes], found: Baselines, candidate: ArtifactCandidate) -> str | None:

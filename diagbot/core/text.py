@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from diagbot.core.values import one_line
+from diagbot.core.values import SHOW_NOTHING, one_line
 
 MAX_TEXT_CHARS = 1024 * 1024  # characters of a text that `fold` normalises; the rest is not read
 MAX_FOLDED_CHARS = 4 * MAX_TEXT_CHARS  # characters of the normal form that are kept and searched
@@ -23,11 +23,7 @@ _SPLIT_WINDOW = 4096  # how far back from a piece's end to look for a place wher
 _CACHED_NEEDLE_CHARS = 256  # needles up to this long are folded once per process, longer ones at each use
 
 
-_INVISIBLE_CHARS = (
-    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
-    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
-)
+_INVISIBLE_CHARS = f"\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufe0e\ufe0f{SHOW_NOTHING}"  # no whitespace control
 INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]")
 """Characters that show nothing: the control characters that are no whitespace (NUL, BEL, ESC, DEL, C1), Unicode's
 default-ignorable code points (zero-width spaces and joiners, soft hyphens, direction marks, variation selectors,

@@ -576,13 +576,17 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{ord(char):02x}" if "\x7f" <= char <= "\x9f" else json.dumps(char)[1:-1]
 
 
-# control characters (C0, DEL, C1), lone surrogates, and the characters that show nothing (zero-width, bidi,
-# fillers, tags, variation selectors but the emoji ones): each makes a line read as other than it is, or hides text
-_UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0d\ufeff\uffa0\ufff0-\ufffb\ud800-\udfff\U0001bca0-\U0001bca3"
-    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+SHOW_NOTHING = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0d\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
+"""A regex class's ranges (no brackets) of the characters that show nothing: zero-width ones, soft hyphens, bidi
+marks, fillers, tags and the variation selectors but the emoji ones (U+FE0E, U+FE0F). `one_line` escapes them;
+text matching (`core.text.INVISIBLE`) reads past them."""
+
+# control characters (C0, DEL, C1), line and paragraph separators, lone surrogates, and the characters that show
+# nothing: each makes a line read as other than it is, or hides text
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{SHOW_NOTHING}]")
 
 
 def replace_surrogates(value: Any) -> Any:

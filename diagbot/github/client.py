@@ -284,8 +284,7 @@ def search_baselines(
     chosen = elsewhere if other else found
     # the newest run first, as the runs were pushed (an older commit's run rerun later uploads a newer artifact, yet
     # is no newer baseline than the run of a commit pushed after it); within a run, its newest upload
-    chosen.sort(key=lambda c: (not c.exact, -(c.run_created_at or c.created_at).timestamp(), -c.created_at.timestamp(),
-                               -c.id))  # fmt: skip
+    chosen.sort(key=lambda c: (not c.exact, -c.run_time.timestamp(), -c.created_at.timestamp(), -c.id))
     return BaselineSearch(
         chosen[:max_candidates], scanned, stopped, other_workflows=other, passed_over=passed_over,
         unsuccessful=unsuccessful,

@@ -65,6 +65,11 @@ class ArtifactCandidate:
     run_created_at: datetime | None = None  # when its run was created: a rerun keeps it, so pushes keep their order
     run_conclusion: str | None = None  # how its run ended (a push run that could not judge a suite fails)
 
+    @property
+    def run_time(self) -> datetime:
+        """When its run was created (its upload's time where that is not known): the order pushes came in."""
+        return self.run_created_at or self.created_at
+
 
 @dataclass(frozen=True)
 class BaselineSearch:

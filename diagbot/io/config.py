@@ -325,7 +325,7 @@ class Config(StrictInput):
             resolved = path.resolve()
         except (OSError, RuntimeError, ValueError):  # a symlink loop
             raise ConfigError(f"{where} cannot be resolved (a symbolic link loop?); give a plain path{base}") from None
-        if len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS:
+        if _in_kernel_tree(resolved):
             raise ConfigError(
                 f"{where} resolves to {resolved}, which diagbot never reads; give a path in the repository{base}"
             )
@@ -477,6 +477,11 @@ def _problems(exc: ValidationError, data: dict[str, Any], where: str, suggestion
     return problems
 
 
+def _in_kernel_tree(resolved: Path) -> bool:
+    """Whether a resolved path is in /proc, /sys or /dev (FORBIDDEN_ROOTS)."""
+    return resolved.is_absolute() and len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS
+
+
 def load_config(path: Path | None, required: bool = False) -> Config:
     """Read diagbot.yml (paths in it are relative to its folder); fall back to the default suite when absent."""
     config_path = path or Path(DEFAULT_CONFIG)
@@ -484,7 +489,7 @@ def load_config(path: Path | None, required: bool = False) -> Config:
         resolved = config_path.resolve()
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL: said by the read below
         resolved = config_path
-    kernels = len(resolved.parts) > 1 and resolved.parts[1] in FORBIDDEN_ROOTS and resolved.is_absolute()
+    kernels = _in_kernel_tree(resolved)
     with contextlib.suppress(OSError):  # one that cannot even be looked at is refused as one there
         kernels = kernels and resolved.is_file()  # a device is refused by the read below, saying what it is
     if kernels:

@@ -98,7 +98,7 @@ def safe_relative_path(value: str) -> str:
         raise ValueError(f"absolute path {value!r}; paths are relative to the workspace root")
     if ".." in re.split(r"[/\\]", value):
         raise ValueError(f"path {value!r} contains '..'; paths must stay inside the workspace")
-    if any(part.casefold() == GIT_FOLDER for part in re.split(r"[/\\]", value)):  # `file_absent` would pass
+    if in_git_folder(value):  # `file_absent` would pass whatever a run planted there
         raise ValueError(
             f"path {value!r} enters a {GIT_FOLDER} folder, which diagbot never reads (a checkout keeps its "
             "credentials there); check the files the run wrote instead"

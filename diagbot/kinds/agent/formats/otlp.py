@@ -587,9 +587,8 @@ def _unseen_calls(
     calls' that the conversation does not hold (an agent that rewrites its model's reply before returning it) is
     what the agent said too, from the span's end: read from the model calls alone, it would go unchecked. Only an
     agent span around the latest model call (`latest`) is the run's agent: a sub-agent, whose span holds only its
-    own model calls, answers its caller, not the user. One call
-    recorded by two spans, one the other's
-    ancestor (a framework's span around the SDK's own), is one call. When the conversation is the model calls' (not
+    own model calls, answers its caller, not the user. One call recorded by two spans, one the other's ancestor (a
+    framework's span around the SDK's own), is one call. When the conversation is the model calls' (not
     `from_agents`), the agent spans' calls are read last, and one that a model call already recorded, or (without
     an id) any held call of its tool with those arguments, is that call, wherever its spans are."""
     held: dict[tuple[str | None, str], list[ToolCall]] = {}
