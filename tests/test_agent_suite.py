@@ -1595,6 +1595,25 @@ def test_defaults_that_are_no_mapping_and_ids_in_comments(tmp_path: Path) -> Non
     )
 
 
+def test_a_case_id_written_in_a_text_does_not_move_a_case_line(tmp_path: Path) -> None:
+    """`title: "dup of case_id: a2"` in the case before a2 gave a2 the title's line, in messages and annotations."""
+    cases = [{**spec_case(), "case_id": "a1", "title": "dup of case_id: a2, \"case_id\": \"a2\""}]
+    cases.append({**spec_case(), "case_id": "a2"})
+    for name, text in (
+        ("c.yaml", yaml.safe_dump(cases, width=1000)),
+        ("c.json", json.dumps(cases, indent=2, default=str)),
+        ("d.yaml", json.dumps(cases, default=str)),  # JSON is YAML: one line
+    ):
+        keyed = ("case_id:", '"case_id":')
+        keys = [n for n, row in enumerate(text.splitlines(), 1) if row.lstrip("- ").startswith(keyed)]
+        folder = tmp_path / "cases"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        (folder / name).write_text(text, encoding="utf-8")
+        lines = [loaded.line for loaded in load_cases(folder, "cases", RULES)]
+        assert lines == (keys if len(keys) == 2 else [1, 1]), (name, lines, keys)
+
+
 def test_validate_warns_of_a_tool_name_no_tool_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`tool_called: "refund_submit "` among what must not happen forbade a tool no run can call (a run calling one
     so named is refused), and validate said nothing."""

@@ -328,9 +328,11 @@ def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lines(text: str, comments: bool) -> dict[str, list[int]]:
-    """The lines of each `case_id: ...` in one pass, in file order (a repeated id has its own), for messages and
-    annotations; with `comments` (YAML), not one after a `#` on its line (`# case_id: a2 is ...`). Each stretch of
-    the text is looked at once, however long its lines (a JSON file of 10,000 cases is one line)."""
+    """The lines of each `case_id: ...` written as a key, in one pass, in file order (a repeated id has its own),
+    for messages and annotations: not one inside a text (`title: "dup of case_id: a2"`, an escaped `\\"case_id\\"`
+    in JSON) and, with `comments` (YAML), not one after a `#` on its line (`# case_id: a2 is ...`). A YAML block
+    text whose line starts with one is taken for a key. Each stretch of the text is looked at once, however long its
+    lines (a JSON file of 10,000 cases is one line)."""
     lines: dict[str, list[int]] = {}
     line, pos, line_start, hashed = 1, 0, 0, -1
     for match in _ID_LINE.finditer(text):
@@ -342,10 +344,28 @@ def _lines(text: str, comments: bool) -> dict[str, list[int]]:
         if comments:
             hashed = max(hashed, text.rfind("#", max(pos, line_start), start))
         pos = start
-        if hashed >= line_start:
+        if hashed >= line_start or not _written_as_key(text, start, line_start, yaml=comments):
             continue
         lines.setdefault(match.group(1), []).append(line)
     return lines
+
+
+def _written_as_key(text: str, start: int, line_start: int, yaml: bool) -> bool:
+    """Whether the `case_id` at `start` is a mapping's key. JSON: quoted, after `{` or `,` (a quote in a text is
+    escaped, so `\\"case_id\\"` is none). YAML: with nothing before it on its line but indentation and list dashes,
+    or after `{` or `,` on a line that starts a flow mapping or list (`- {title: t, case_id: a2}`); a quoted text
+    of such a line, or a line of a block text, that holds `case_id: ...` is still taken for one."""
+    at = start - (start > 0 and text[start - 1] in "\"'")
+    if at == start and not yaml:
+        return False
+    if yaml and at - line_start <= _KEY_LEAD and not text[line_start:at].replace("-", " ").strip(" \t"):
+        return True
+    if yaml and text[line_start : line_start + _KEY_LEAD].lstrip(" \t-")[:1] not in ("{", "["):
+        return False
+    return text[max(0, at - _KEY_LEAD) : at].rstrip(" \t\r\n").endswith(("{", ","))
+
+
+_KEY_LEAD = 200  # the characters looked through before a key for what leads it
 
 
 def load_cases(root: Path, label: str, rules: dict[str, Check]) -> list[LoadedCase]:
