@@ -41,6 +41,7 @@ from diagbot.kinds.workers import can_fork
 from diagbot.render.markdown import MAX_NOTES, SuiteView, cases_note, md, warning_notes
 
 _ICONS = {"passed": "✅", "failed": "❌", "unchecked": "➖"}
+_UNCHECKED_CELL = "unchecked: nothing machine-checked, so it neither passes nor fails"  # what ➖ means, in its row
 _SHOWN_CHECKS = 2
 _COUNTS = (("totalCases", "total_cases"), ("passedCases", "passed_cases"), ("uncheckedCases", "unchecked_cases"),
            ("gatingCases", "gating_cases"))  # fmt: skip  # a stored report's counts, held to its results
@@ -313,7 +314,7 @@ class AgentKind:
                 md(r.risk_level, 10),
                 f"{r.trials_passed}/{r.trials}",
                 "yes" if r.gating else md(f"no: {r.not_gating_because}", 120),
-                md(_failed_cell(r)) if r.status == "failed" else "",
+                md(_failed_cell(r)) if r.status == "failed" else _UNCHECKED_CELL if r.status == "unchecked" else "",
             ]
             for r in ordered
         ]  # fmt: skip
