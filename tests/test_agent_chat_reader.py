@@ -233,6 +233,18 @@ def test_annotations_and_audio_hold_no_call_or_text_of_their_own() -> None:
     assert refused[:2] == ("refused", "$[0].annotations")
 
 
+@pytest.mark.parametrize("key", ["output_text", "answer", "response", "text", "final_output"])
+def test_an_answer_saved_beside_the_messages_must_be_one_of_them(key: str) -> None:
+    """`{messages, output_text: "Refund approved."}` (an agent SDK's final output saved beside the conversation):
+    the text was read nowhere, so every check that the answer must not say something passed."""
+    said = [{"role": "user", "content": "Refund ORDER_123?"}, {"role": "assistant", "content": "Let me check."}]
+    with pytest.raises(TraceInvalid) as refused:
+        openai_chat.read({"messages": said, key: "Refund approved."})
+    assert (refused.value.path, "which diagbot does not read" in refused.value.message) == (f"$.{key}", True)
+    run = openai_chat.read({"messages": said, key: "Let me check.", "model": "gpt-4o", "usage": {"total_tokens": 9}})
+    assert [s.text for s in run.steps] == ["Refund ORDER_123?", "Let me check."]
+
+
 CALLED = {"role": "assistant", "content": None, "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "check", "arguments": "{}"}}]}  # fmt: skip
 

@@ -227,8 +227,8 @@ def reads_as_message_or_call(node: dict[str, Any]) -> str | None:
 # reasoning (`reasoning_details`, `thinking` parts) is not what it said.
 _TEXT_KEYS = frozenset((
     "text", "output_text", "value", "message", "answer", "response", "reply", "completion", "output", "msg",
-    "parts", "content_parts", "blocks",
-))  # fmt: skip
+    "parts", "content_parts", "blocks", "final_output", "final_answer", "final_response",
+))  # fmt: skip  # `final_output`: an agent SDK's result, saved beside the messages
 _PART_TEXT = ("text", "value", "content")
 _NOT_SAID = ("reason", "think")
 UNSPOKEN = (*_NOT_SAID, "blob", "uri", "file", "image", "audio", "video", "binary", "document", "result")

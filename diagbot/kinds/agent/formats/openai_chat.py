@@ -63,6 +63,7 @@ _MESSAGE_FIELDS = frozenset((
 
 
 def read(data: Any) -> Run:
+    other = None
     if isinstance(data, dict):
         other = [(key, value) for key, value in data.items() if key not in _KEYS and key not in _DEFINITIONS]
         if other:
@@ -175,6 +176,9 @@ def read(data: Any) -> Run:
             waiting.setdefault(call.tool, []).append(call)
         if len(steps) > MAX_STEPS:
             raise _too_many(prefix)
+    if isinstance(data, dict) and other:  # `{messages, output_text: ...}`: an answer saved beside the messages
+        said = "\n".join(s.text for s in steps if isinstance(s, Message) and s.role == "assistant")
+        no_text_elsewhere(dict(other), said, frozenset(), "$")
     return run
 
 
