@@ -835,6 +835,23 @@ def test_older_gen_ai_prompt_and_completion_lists() -> None:
     ]
 
 
+@pytest.mark.parametrize("flag", [{"status": "error"}, {"is_error": True}, {"error": "timeout"}])
+def test_a_chat_shaped_tool_result_that_says_it_failed_fails_its_call(flag: dict[str, Any]) -> None:
+    """`gen_ai.prompt` lists hold chat messages: a tool message saying its call failed was read as a success there
+    (openai-chat's reader honours it), so a failed eligibility check met a refund's precondition."""
+    rec = Recorder()
+    call = {"id": "c0", "type": "function", "function": {"name": "check", "arguments": "{}"}}
+    prompt = [
+        {"role": "user", "content": "Refund order A?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": "unavailable", **flag},
+    ]
+    completion = [{"role": "assistant", "content": "It cannot be checked now."}]
+    rec.span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.prompt": json.dumps(prompt),
+                        "gen_ai.completion": json.dumps(completion)})  # fmt: skip
+    assert [(c.tool, c.result, c.failed) for c in parse(rec.otlp()).calls] == [("check", "unavailable", True)]
+
+
 def test_system_instructions_come_first() -> None:
     rec = Recorder()
     rec.span(

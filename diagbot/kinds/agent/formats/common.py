@@ -453,3 +453,23 @@ def _path_to(parents: list[tuple[int, str]], at: int) -> str:
         at, step = parents[at]
         steps.append(step)
     return "".join(reversed(steps))
+
+
+def says_failed(result: dict[str, Any], where: str) -> bool:
+    """Whether a chat-shaped tool result message says its call failed, as exports beside the chat format write it:
+    `error` (true, or the error's text or object), `is_error: true` (Anthropic's), `status: "error"` (LangChain's
+    ToolMessage; also failed or failure). Read as a success, a failed call would meet a precondition; a flag of
+    another type is refused."""
+    error, is_error, status = result.get("error"), result.get("is_error"), result.get("status")
+    if error is not None and not isinstance(error, bool | str | dict | list):
+        raise TraceInvalid(
+            f"{where}.error", f"expected true, false or the error's text or object, found {type_name(error)}"
+        )
+    if is_error is not None and not isinstance(is_error, bool):
+        raise TraceInvalid(f"{where}.is_error", f"expected true or false, found {type_name(is_error)}")
+    if status is not None and not isinstance(status, str):
+        raise TraceInvalid(f"{where}.status", f"expected a text (success or error), found {type_name(status)}")
+    return bool(error) or is_error is True or (status or "").strip().casefold() in _FAILED_STATUSES
+
+
+_FAILED_STATUSES = frozenset(("error", "failed", "failure"))

@@ -27,6 +27,7 @@ from diagbot.kinds.agent.formats.common import (
     no_text_elsewhere,
     obj,
     optional_text,
+    says_failed,
     state,
     text,
     unknown_role,
@@ -144,7 +145,7 @@ def read(data: Any) -> Run:
             call = _answered(pending, message.get("name"), f"{prefix}[{index}]", str(answered))
             call.result, call.has_result, call.seen = content, True, index
             if not message.keys() <= _MESSAGE_FIELDS:
-                call.failed = _says_failed(message, f"{prefix}[{index}]")
+                call.failed = says_failed(message, f"{prefix}[{index}]")
             continue
         if role != "assistant" and role not in SPEAKERS:
             raise unknown_role(role, f"{prefix}[{index}].role", "tool or function")
@@ -257,26 +258,6 @@ def _plain(message: dict[str, Any], index: int, waiting: dict[str, list[ToolCall
 
 
 _PLAIN_CALLS = 64  # calls of one message read by `_plain`; more go the full way, which counts them against MAX_STEPS
-
-
-def _says_failed(result: dict[str, Any], where: str) -> bool:
-    """Whether a tool result message says its call failed, as exports beside the chat format write it: `error`
-    (true, or the error's text or object), `is_error: true` (Anthropic's), `status: "error"` (LangChain's
-    ToolMessage; also failed or failure). Read as a success, a failed call would meet a precondition; a flag of
-    another type is refused."""
-    error, is_error, status = result.get("error"), result.get("is_error"), result.get("status")
-    if error is not None and not isinstance(error, bool | str | dict | list):
-        raise TraceInvalid(
-            f"{where}.error", f"expected true, false or the error's text or object, found {type_name(error)}"
-        )
-    if is_error is not None and not isinstance(is_error, bool):
-        raise TraceInvalid(f"{where}.is_error", f"expected true or false, found {type_name(is_error)}")
-    if status is not None and not isinstance(status, str):
-        raise TraceInvalid(f"{where}.status", f"expected a text (success or error), found {type_name(status)}")
-    return bool(error) or is_error is True or (status or "").strip().casefold() in _FAILED_STATUSES
-
-
-_FAILED_STATUSES = frozenset(("error", "failed", "failure"))
 
 
 def _no_calls(message: dict[str, Any], role: str, prefix: str, index: int) -> None:

@@ -33,6 +33,7 @@ from diagbot.kinds.agent.formats.common import (
     obj,
     optional_number,
     optional_text,
+    says_failed,
     speaker,
     text,
     unspoken,
@@ -497,7 +498,8 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
         no_text_elsewhere(message, content, _CHAT_FIELDS, path)
     if said.role == "tool":
         answered = optional_text(message.get("tool_call_id"), f"{path}.tool_call_id")
-        said.answers.append((answered, True, content, f"{path}.tool_call_id", False))
+        failed = not message.keys() <= _CHAT_FIELDS and says_failed(message, path)  # `status: "error"`, as chat's
+        said.answers.append((answered, True, content, f"{path}.tool_call_id", failed))
         return said
     said.text = with_refusal(content, message.get("refusal"), f"{path}.refusal")
     for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):
