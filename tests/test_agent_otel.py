@@ -2026,6 +2026,38 @@ def test_messages_recorded_in_two_places_must_agree(beside: dict[str, Any], plac
     assert problem(doc).startswith(f"{SPAN}: records its output messages in gen_ai.output.messages and in its events")
 
 
+def test_calls_in_two_places_must_agree_in_arguments_and_number() -> None:
+    """Two places were compared by tool name alone: a second refund (to another order) written only in the events,
+    beside output messages holding one, went unseen. The same calls with their arguments spaced or ordered
+    otherwise agree."""
+
+    def recorded(events: list[dict[str, Any]]) -> dict[str, Any]:
+        rec = Recorder()
+        rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                                  "gen_ai.output.messages": json.dumps([said])})  # fmt: skip
+        doc = rec.otlp()
+        span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        choice = json.dumps({"role": "assistant", "tool_calls": events})
+        span["events"] = [{"name": "gen_ai.choice", "timeUnixNano": span["startTimeUnixNano"],
+                           "attributes": [{"key": "message", "value": {"stringValue": choice}}]}]  # fmt: skip
+        return doc
+
+    def call(order: str, written: str) -> dict[str, Any]:
+        return {"id": f"c{order}", "type": "function", "function": {"name": "refund_submit", "arguments": written}}
+
+    said = {"role": "assistant", "parts": [{"type": "tool_call", "id": "cA", "name": "refund_submit",
+                                            "arguments": {"order_id": "A", "amount": 5}}]}  # fmt: skip
+    head = f"{SPAN}: records its output messages in gen_ai.output.messages and in its events, and a call of "
+    for events in ([call("A", '{"order_id": "A", "amount": 5}'), call("B", '{"order_id": "B", "amount": 5}')],
+                   [call("A", '{"order_id": "B", "amount": 5}')]):  # fmt: skip
+        assert problem(recorded(events)) == (
+            f"{head}'refund_submit' (with other arguments, or once more) is in the second only, so which is the run "
+            "is not known: record the messages in one place"
+        )
+    agreed = parse(recorded([call("A", '{"amount":5,  "order_id":"A"}')]))
+    assert [(c.tool, c.args) for c in agreed.calls] == [("refund_submit", {"order_id": "A", "amount": 5})]
+
+
 def test_messages_in_two_places_that_agree_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Found refused by the review of that check: the system prompt the current convention keeps in
     gen_ai.system_instructions, beside the older keys that list it as a message, and content that OpenLLMetry's

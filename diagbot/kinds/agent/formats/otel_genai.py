@@ -16,7 +16,9 @@ whose attributes are the event body's fields: `content`, `tool_calls`, the tool 
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from typing import Any, TypeGuard
 
 from diagbot.core import values
@@ -193,15 +195,21 @@ or at the same place in the list: past it, the two are not known to agree."""
 
 
 def _held_beside(said: list[Said], chosen: list[Said]) -> str | None:
-    """A call (by its tool) or a text of `said` that `chosen` does not hold, as a message names it; else None. A
-    text is found whole among `chosen`'s, or within the message at its place, else within all of them (that last
-    search bounded by MAX_COMPARED_CHARS); spacing aside, and a text that is the JSON of its parts (OpenLLMetry's
-    indexed keys write list content so) read as their text."""
-    tools = {call.tool for message in chosen for call in message.calls}
+    """A call or a text of `said` that `chosen` does not hold, as a message names it; else None. Calls are held
+    one to one, by tool and arguments (decoded, so their spacing and key order aside): a second call, or one with
+    other arguments, in one place alone is a call that would go unseen. A text is found whole among `chosen`'s, or
+    within the message at its place, else within all of them (that last search bounded by MAX_COMPARED_CHARS);
+    spacing aside, and a text that is the JSON of its parts (OpenLLMetry's indexed keys write list content so) read
+    as their text."""
+    calls = Counter(_compared(call) for message in chosen for call in message.calls)
+    tools = {tool for tool, _ in calls}
     for message in said:
         for call in message.calls:
-            if call.tool not in tools:
-                return f"a call of {one_line(call.tool, 60)!r}"
+            key = _compared(call)
+            if not calls[key]:
+                other = " (with other arguments, or once more)" if call.tool in tools else ""
+                return f"a call of {one_line(call.tool, 60)!r}{other}"
+            calls[key] -= 1
     held = [_squashed(message.text) for message in chosen]
     whole, written, searched = set(held), None, 0
     for place, message in enumerate(said):
@@ -215,6 +223,14 @@ def _held_beside(said: list[Said], chosen: list[Said]) -> str | None:
         if text_of not in written:
             return f"the text {one_line(text_of, 60)!r}"
     return None
+
+
+def _compared(call: ToolCall) -> tuple[str, str]:
+    """A call as two places' copies of it are compared: its tool and its arguments' canonical JSON (as recorded when
+    they do not decode)."""
+    if call.args_problem is not None:
+        return call.tool, f"raw:{call.raw_args!r}"
+    return call.tool, json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _squashed(text_of: str) -> str:
