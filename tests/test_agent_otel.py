@@ -2333,3 +2333,65 @@ def test_a_flattened_message_hides_no_call_or_text(said: dict[str, Any], where: 
                       f"{flat}text": "Here it is.", **{k: v for k, v in said.items() if "openinference" in k}},
              kind=SpanKind.CLIENT)  # fmt: skip
     assert parse(rec.otlp()).answer == "Here it is."
+
+
+# --- found by the hostile pass over the run formats (session of 2026-12-07) -----------------------------------------
+
+
+def _chat_with_event(rec: Recorder, event: str, attributes: dict[str, Any]) -> None:
+    """A model-call span whose content is recorded as one span event, as the SDK's add_event writes it."""
+    span = rec.tracer.start_span("chat gpt-4.1", context=rec.parent, attributes={"gen_ai.operation.name": "chat"},
+                                 start_time=rec.clock)  # fmt: skip
+    span.add_event(event, attributes, timestamp=rec.clock + 1)
+    span.end(end_time=rec.clock + STEP_NS)
+    rec.clock += STEP_NS
+
+
+def test_the_newest_conventions_content_event_is_read() -> None:
+    """`gen_ai.client.inference.operation.details` (Strands with gen_ai_latest_experimental) holds the messages as
+    an event's attributes: never read, so a refund called in its output went unseen."""
+    rec = Recorder()
+    asked = [say("user", text("Refund order A?"))]
+    made = [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}))]
+    _chat_with_event(rec, "gen_ai.client.inference.operation.details", {
+        "gen_ai.system_instructions": json.dumps([text("You are a refund agent.")]),
+        "gen_ai.input.messages": json.dumps(asked), "gen_ai.output.messages": json.dumps(made),
+    })  # fmt: skip
+    tool(rec, "refund_submit", "c1", result="submitted")
+    assert steps(parse(rec.otlp())) == [
+        ("system", "You are a refund agent."),
+        ("user", "Refund order A?"),
+        ("assistant", ""),
+        ("call", "refund_submit", "c1", {"order_id": "A"}, "submitted", False),
+    ]
+    other = Recorder()  # an event of another name holding messages is refused, not skipped
+    _chat_with_event(other, "gen_ai.client.inference.details", {"gen_ai.output.messages": json.dumps(made)})
+    assert problem(other.otlp()) == (
+        f'{SPAN}.events[0].attributes["gen_ai.output.messages"]: an event diagbot does not read '
+        "(gen_ai.client.inference.details) records messages, whose calls and texts would go unseen; record them in "
+        "the span's gen_ai.input.messages and gen_ai.output.messages"
+    )
+
+
+def test_a_tool_span_whose_gen_ai_tool_status_is_error_failed() -> None:
+    """Strands ends a tool that returned an error with span status OK and `gen_ai.tool.status: "error"`: read as a
+    success, the failed eligibility check met a refund's precondition."""
+    for status, failed in (("error", True), ("Error ", True), ("success", False)):
+        rec = Recorder()
+        answered(rec)
+        tool(rec, "check", "c1", result="unavailable", **{"gen_ai.tool.status": status})
+        assert [(c.tool, c.failed) for c in parse(rec.otlp()).calls] == [("check", failed)], status
+
+
+def test_a_tool_call_in_another_instrumentations_keys_is_refused() -> None:
+    """The Vercel AI SDK's own spans (`ai.toolCall` with ai.toolCall.name, a model call's ai.response.toolCalls)
+    beside GenAI spans were skipped, so a refund they record went unseen."""
+    rec = Recorder()
+    answered(rec)
+    rec.span("ai.toolCall", {"operation.name": "ai.toolCall", "ai.toolCall.name": "refund_submit",
+                             "ai.toolCall.id": "c2", "ai.toolCall.args": '{"order_id": "A"}'})  # fmt: skip
+    assert problem(rec.otlp()) == (
+        '$.resourceSpans[0].scopeSpans[0].spans[1].attributes["ai.toolCall.name"]: records a tool call under a key '
+        "diagbot does not read on a span read as nothing, so its call would go unseen; export the trace with the "
+        "OpenTelemetry GenAI conventions (execute_tool spans naming gen_ai.tool.name)"
+    )

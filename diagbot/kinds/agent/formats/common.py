@@ -469,7 +469,7 @@ def says_failed(result: dict[str, Any], where: str) -> bool:
         raise TraceInvalid(f"{where}.is_error", f"expected true or false, found {type_name(is_error)}")
     if status is not None and not isinstance(status, str):
         raise TraceInvalid(f"{where}.status", f"expected a text (success or error), found {type_name(status)}")
-    return bool(error) or is_error is True or (status or "").strip().casefold() in _FAILED_STATUSES
+    return bool(error) or is_error is True or (status or "").strip().casefold() in FAILED_STATUSES
 
 
-_FAILED_STATUSES = frozenset(("error", "failed", "failure"))
+FAILED_STATUSES = frozenset(("error", "failed", "failure"))

@@ -25,6 +25,7 @@ from diagbot.core import values
 from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
     DECODE_ERRORS,
+    FAILED_STATUSES,
     calls_off_the_agent,
     content_text,
     holds_no_message,
@@ -80,7 +81,10 @@ _MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 _CHOICE = "gen_ai.choice"
-READ_EVENTS = frozenset((*_CONTENT_EVENTS, *_MESSAGE_EVENTS, _CHOICE))  # the events of a span diagbot reads
+_DETAILS = "gen_ai.client.inference.operation.details"  # the newest conventions' content, as an event of the span
+_INSTRUCTIONS = "gen_ai.system_instructions"
+READ_EVENTS = frozenset((*_CONTENT_EVENTS, *_MESSAGE_EVENTS, _CHOICE, _DETAILS))  # the events of a span diagbot reads
+MESSAGE_KEYS = frozenset((*_INPUT, *_OUTPUT, _INSTRUCTIONS))  # what holds messages, on a span or an event
 
 
 _FLAT_INPUT, _FLAT_OUTPUT = "gen_ai.prompt.", "gen_ai.completion."  # OpenLLMetry's indexed keys
@@ -119,7 +123,7 @@ def _unread_call(span: Span, operation: str) -> bool:
 
 
 def _message_events(span: Span) -> bool:
-    return any(e.name in _CONTENT_EVENTS or e.name in _MESSAGE_EVENTS or e.name == _CHOICE for e in span.events)
+    return any(e.name in READ_EVENTS for e in span.events)
 
 
 def records_messages(span: Span) -> bool:
@@ -160,8 +164,8 @@ def _agreed(span: Span, side: str, found: list[tuple[str, list[Said]]]) -> list[
     if len(found) < 2:
         return chosen
     beside = chosen
-    if side == "input" and span.has("gen_ai.system_instructions"):
-        beside = [_message({"role": "system", "parts": span.json("gen_ai.system_instructions")}, span.path), *chosen]
+    if side == "input" and span.has(_INSTRUCTIONS):
+        beside = [_message({"role": "system", "parts": span.json(_INSTRUCTIONS)}, span.path), *chosen]
     for at, said in found:
         extra = _held_beside(said, beside) if said and said is not chosen else None
         if extra is not None:
@@ -263,7 +267,7 @@ def input_texts(span: Span) -> list[str]:
         v for key in span.attributes if key.startswith(_FLAT_INPUT) and isinstance(v := _raw_text(span, key), str)
     ]
     for event in span.events:
-        if event.name in _MESSAGE_EVENTS or event.name in _CONTENT_EVENTS:
+        if event.name in _MESSAGE_EVENTS or event.name in _CONTENT_EVENTS or event.name == _DETAILS:
             found += [v for key in event.attributes if isinstance(v := _raw_text(event, key), str)]
     return found
 
@@ -387,6 +391,11 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
         if event.name in _CONTENT_EVENTS:
             keys = _CONTENT_EVENTS[event.name]
             (said_in if keys is _INPUT else said_out).extend(_messages(event, keys))
+        elif event.name == _DETAILS:  # the span's attributes' content, as one event
+            if event.has(_INSTRUCTIONS):
+                said_in.append(_message({"role": "system", "parts": event.json(_INSTRUCTIONS)}, event.path))
+            said_in.extend(_messages(event, ("gen_ai.input.messages",)))
+            said_out.extend(_messages(event, ("gen_ai.output.messages",)))
         elif event.name in _MESSAGE_EVENTS or event.name == _CHOICE:
             message: dict[str, Any] = {"role": _MESSAGE_EVENTS.get(event.name, "assistant")}
             if event.name == _CHOICE:
@@ -539,8 +548,15 @@ def tool(span: Span) -> ToolSpan:
         raw_args=span.get("gen_ai.tool.call.arguments"),
         result=span.get("gen_ai.tool.call.result"),
         has_result=span.has("gen_ai.tool.call.result"),
-        failed=span.error or span.has("error.type"),
+        failed=span.error or span.has("error.type") or _failed_status(span),
     )
+
+
+def _failed_status(span: Span) -> bool:
+    """`gen_ai.tool.status: "error"` (Strands writes it on a tool span whose own status is OK): read as a success,
+    a failed call would meet a precondition."""
+    status = span.text("gen_ai.tool.status")
+    return status is not None and status.strip().casefold() in FAILED_STATUSES
 
 
 def retrieval(span: Span) -> Retrieval:

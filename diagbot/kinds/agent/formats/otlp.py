@@ -135,6 +135,18 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
             recorded = next((key for key in event.attributes if _records_call(key)), None)
             if recorded is not None:
                 raise TraceInvalid(event.where(recorded), _UNREAD_EVENT.format(key=recorded[:60]))
+            recorded = next((key for key in event.attributes if key in otel_genai.MESSAGE_KEYS), None)
+            if recorded is not None:
+                raise TraceInvalid(event.where(recorded), _UNREAD_MESSAGES.format(event=event.name[:80]))
+    if role != TOOL and role != INFERENCE:
+        recorded = next((key for key in span.attributes if _names_a_call(key)), None)
+        if recorded is not None:  # Vercel AI SDK's `ai.toolCall.name`, `ai.response.toolCalls`
+            raise TraceInvalid(
+                span.where(recorded),
+                f"records a tool call under a key diagbot does not read on a span read as {role or 'nothing'}, so "
+                "its call would go unseen; export the trace with the OpenTelemetry GenAI conventions (execute_tool "
+                "spans naming gen_ai.tool.name)",
+            )
     if (span.text("traceloop.span.kind") or "").strip().casefold() == "tool":  # `TOOL` is one too
         raise TraceInvalid(
             span.where("traceloop.span.kind"),
@@ -292,6 +304,18 @@ def _no_call_in(event: dict[str, Any], where: str) -> None:
             raise TraceInvalid(f"{where}.attributes[{i}]", _UNREAD_EVENT.format(key=key[:60]))
 
 
+def _names_a_call(key: str) -> bool:
+    """Whether an attribute's key reads as a tool call's record in some instrumentation's own keys."""
+    if key.startswith(("llm.input_messages.", "llm.output_messages.")):  # OpenInference's messages, read as such
+        return False
+    squashed = key.casefold().replace("_", "").replace(".", "").replace("-", "")
+    return "toolcall" in squashed or "functioncall" in squashed
+
+
+_UNREAD_MESSAGES = (
+    "an event diagbot does not read ({event}) records messages, whose calls and texts would go unseen; record "
+    "them in the span's gen_ai.input.messages and gen_ai.output.messages"
+)
 _UNREAD_EVENT = (
     "an event diagbot does not read records a tool call ({key}), which would go unseen; record each call on a "
     "tool span (execute_tool, naming gen_ai.tool.name)"
