@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from diagbot.core.diff import DiffReport, ItemType, Thresholds
+from diagbot.core.diff import DiffReport, ItemType, Thresholds, moved, with_items
 from diagbot.core.errors import DiagbotError, OutputError
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.gate import Conclusion, Decision, GateSettings, SuiteFacts, decide
@@ -135,6 +135,21 @@ def gate_outcome(suites: list[SuiteOutcome], gate: GateSettings) -> Decision:
     return decide([s.facts() for s in suites], gate)
 
 
+def _moved_between_suites(outcomes: list[SuiteOutcome]) -> None:
+    """A case that passed in one suite's baseline, is gone from it, and fails in another suite under an id that
+    reads the same regresses in the suite it left (`core.diff.moved`): each suite's own diff sees only a removal or
+    an addition."""
+    compared = [o for o in outcomes if o.diff is not None and o.baseline is not None and o.report is not None]
+    if not compared:
+        return
+    baselines = {o.name: registry.outcomes(o.baseline) for o in compared if o.baseline is not None}
+    currents = {o.name: registry.outcomes(o.report) for o in outcomes if o.report is not None}
+    found = moved(baselines, currents)
+    for outcome in compared:
+        if outcome.name in found and outcome.diff is not None:
+            outcome.diff = with_items(outcome.diff, found[outcome.name])
+
+
 def run_config(
     config: Config,
     baselines: Baselines,
@@ -190,6 +205,7 @@ def run_config(
             outcome.warnings.append(
                 f"suite {suite.name} has no cases, so nothing was evaluated; add cases to {config.shown(suite.cases)}"
             )
+    _moved_between_suites(outcomes)
     outcomes += _baseline_outcomes(config, baselines)
     if thresholds != Thresholds() and any(o.diff is not None for o in outcomes):
         outcomes.append(SuiteOutcome(BASELINE, warnings=[_thresholds_note(named)]))

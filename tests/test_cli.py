@@ -480,3 +480,36 @@ def test_a_config_that_demotes_every_agent_case_fails_the_gate(
         args = ["diff", "--baseline", str(tmp_path / "base" / "reports" / "agent.json"),
                 "--current", str(out / "reports" / "agent.json"), "--output", str(tmp_path / "d.json")]  # fmt: skip
         assert main([*args, "--config", str(tmp_path / "after.yml")]) == 1
+
+
+def test_a_case_moved_into_another_suite_where_it_fails_fails_the_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A passing trace case moved, under its own id, from one suite's case file into a new suite's, where its run
+    no longer names the cause: the first suite showed a removal, the second (with no baseline) an addition, and the
+    gate passed."""
+    from diagbot.scaffold import starter, write_starter
+
+    write_starter(tmp_path, starter("trace"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--out", "base", "--quiet"]) == 0
+    cases_file = tmp_path / "cases/diagnosis-cases.json"
+    written = json.loads(cases_file.read_text(encoding="utf-8"))
+    moved = [case for case in written["cases"] if case["id"] == "payment-timeout"]
+    written["cases"] = [case for case in written["cases"] if case["id"] != "payment-timeout"]
+    cases_file.write_text(json.dumps(written), encoding="utf-8")
+    (tmp_path / "cases/moved.json").write_text(json.dumps({**written, "cases": moved}), encoding="utf-8")
+    run = tmp_path / "fixtures/payment-timeout.json"
+    run.write_text(run.read_text(encoding="utf-8").replace("connection pool", "pool"), encoding="utf-8")
+    config = tmp_path / "diagbot.yml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "thresholds:", "  - {name: moved, kind: trace, cases: cases/moved.json, fixtures: fixtures}\nthresholds:", 1
+        ),
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    assert main(["run", "--baseline", "base", "--out", "out", "--quiet"]) == 1
+    comment = (tmp_path / "out/comment.md").read_text(encoding="utf-8")
+    assert "moved to suite moved (as 'payment-timeout'), where it fails" in comment.replace("\\", "")
+    assert "1 regression (regressed: diagnosis/payment-timeout)" in capsys.readouterr().err

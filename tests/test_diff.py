@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagbot.core.diff import ItemType, Thresholds
+from diagbot.core.diff import CaseOutcome, ItemType, Thresholds, moved, summarize, with_items
 from diagbot.kinds.trace.diff import diff_trace
 from diagbot.kinds.trace.report import CaseResult, TraceReport, build_report
 
@@ -290,3 +290,29 @@ def test_a_failing_look_alike_of_a_removed_passing_case_is_a_regression(renamed_
     for after in ([result(renamed_to), result("b")], [result("payment-timeout-2", passed=False), result("b")]):
         diff = diff_trace(build_report(before), build_report(after))
         assert not [i for i in diff.items if i.type.value == "REGRESSION" and i.case_id], diff.items
+
+
+def test_a_case_moved_to_another_suite_where_it_fails_regresses_in_the_suite_it_left() -> None:
+    """A gating case that passed moved, with its id, into a new suite and failed there: one suite saw a removal, the
+    other (without a baseline) an addition, and the gate passed (an audit's find)."""
+    ok, failing = CaseOutcome(True, False), CaseOutcome(False, True, gating=True, severity="P1")
+    baselines = {"refunds": {"order_status_001": ok, "b": ok}}
+    currents = {"refunds": {"b": ok}, "refunds2": {"order\u2010status-001": failing, "c": failing}}
+    [regression] = moved(baselines, currents)["refunds"]
+    assert (regression.type, regression.case_id, regression.metric, regression.gating, regression.severity) == (
+        ItemType.REGRESSION, "order_status_001", "passed", True, "P1")  # fmt: skip
+    assert regression.message.startswith("moved to suite refunds2 (as 'order\u2010status-001'), where it fails")
+    informational = CaseOutcome(False, True, gating=False)
+    [shown] = moved(baselines, {"refunds": {"b": ok}, "refunds2": {"order_status_001": informational}})["refunds"]
+    assert not shown.gating  # listed, and the gate does not count it
+    for now in (
+        {"refunds": {"b": ok}, "refunds2": {"order_status_001": ok}},  # moved and passing
+        {"refunds": {"b": ok, "order-status-001": failing}},  # renamed within the suite: its kind's diff says it
+        {"refunds": {"b": ok}, "refunds2": {"order_status_001": CaseOutcome(False, False)}},  # unchecked there
+    ):
+        assert moved(baselines, now) == {}, now
+    was_failing = {"refunds": {"order_status_001": failing}}  # a case that failed in the baseline cannot regress
+    assert moved(was_failing, {"refunds": {}, "refunds2": {"order_status_001": failing}}) == {}
+    diff = summarize([], (2, 1, 2, 1), (1.0, 1.0))
+    grown = with_items(diff, [regression])
+    assert (grown.regression_count, grown.has_regression, grown.gating_regressions) == (1, True, 1)

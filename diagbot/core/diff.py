@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -210,6 +210,61 @@ def renamed(removed: dict[str, bool], added: dict[str, bool]) -> list[DiffItem]:
             )
             found.append(item(ItemType.REGRESSION, case_id, "passed", True, False, said))
     return found
+
+
+class CaseOutcome(NamedTuple):
+    """What the gate needs of one case across suites: whether it passed, whether it failed (an agent case may do
+    neither: unchecked), whether it gates, and its severity (the agent kind's risk level)."""
+
+    passed: bool
+    failed: bool
+    gating: bool = True
+    severity: str | None = None
+
+
+def moved(
+    baselines: dict[str, dict[str, CaseOutcome]], currents: dict[str, dict[str, CaseOutcome]]
+) -> dict[str, list[DiffItem]]:
+    """For each suite with a baseline, a regression for each case that passed there, is gone from it, and now
+    fails in another suite under an id that reads the same (`look_alike`): moved there, it would be a removal in
+    one suite and an addition in the other, and the gate would pass. `baselines`: each suite's baseline cases (the
+    suites that have one); `currents`: each suite's current cases. Each baseline case is matched once."""
+    found: dict[str, list[DiffItem]] = {}
+    gone: dict[str, tuple[str, str]] = {}  # look-alike id -> (its suite, its id there), of cases that passed
+    for suite, cases in baselines.items():
+        now = currents.get(suite, {})
+        for case_id, was in cases.items():
+            if was.passed and case_id not in now:
+                gone.setdefault(look_alike(case_id), (suite, case_id))
+    for suite, cases in currents.items():
+        before = baselines.get(suite, {})
+        for case_id, outcome in cases.items():
+            old = gone.get(look_alike(case_id)) if outcome.failed and case_id not in before else None
+            if old is None or old[0] == suite:  # within one suite, its kind's own diff says a rename
+                continue
+            del gone[look_alike(case_id)]
+            said = (
+                f"moved to suite {suite} (as {case_id!r}), where it fails; it passed in this suite's baseline: a case "
+                "moved between suites starts no new history"
+            )
+            regression = item(ItemType.REGRESSION, old[1], "passed", True, False, said)
+            regression.gating, regression.severity = outcome.gating, outcome.severity
+            found.setdefault(old[0], []).append(regression)
+    return found
+
+
+def with_items(diff: DiffReport, items: list[DiffItem]) -> DiffReport:
+    """The diff with more items, its counts and `has_regression` with them."""
+    count = {kind: sum(1 for it in items if it.type is kind) for kind in ItemType}
+    return diff.model_copy(
+        update={
+            "items": diff.items + items,
+            "regression_count": diff.regression_count + count[ItemType.REGRESSION],
+            "improvement_count": diff.improvement_count + count[ItemType.IMPROVEMENT],
+            "changed_count": diff.changed_count + count[ItemType.CHANGED],
+            "has_regression": diff.has_regression or any(i.type is ItemType.REGRESSION and i.gating for i in items),
+        }
+    )
 
 
 def _show(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.diff import CaseOutcome, DiffReport, Thresholds
 from diagbot.core.report import RunInfo, SuiteReport
 from diagbot.render.markdown import SuiteView
 
@@ -116,6 +116,10 @@ class Kind(Protocol[R]):
 
     def gating(self, report: R) -> int:
         """How many of the report's cases gate: all of them for a kind whose cases carry no governance."""
+        ...
+
+    def outcomes(self, report: R) -> dict[str, CaseOutcome]:
+        """Each case's outcome by its id, for the rules that look across suites (`core.diff.moved`)."""
         ...
 
     def parse(self, data: dict[str, Any], where: str) -> R:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from diagbot.core import values
-from diagbot.core.diff import DiffReport, Thresholds, moved_inputs
+from diagbot.core.diff import CaseOutcome, DiffReport, Thresholds, moved_inputs
 from diagbot.core.errors import ReportFormatError
 from diagbot.core.report import SuiteReport, check_version, load_json_object
 from diagbot.kinds.agent import AgentKind
@@ -95,6 +95,10 @@ def blocking(report: SuiteReport) -> list[Blocked]:
 
 def gating(report: SuiteReport) -> int:
     return int(kind_of(report).gating(report))
+
+
+def outcomes(report: SuiteReport) -> dict[str, CaseOutcome]:
+    return dict(kind_of(report).outcomes(report))
 
 
 def warnings(report: SuiteReport) -> list[str]:

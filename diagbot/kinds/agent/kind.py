@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.diff import CaseOutcome, DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, ReportFormatError
 from diagbot.core.rates import percent
 from diagbot.core.report import check_version, stored_model, unique_case_ids
@@ -274,6 +274,12 @@ class AgentKind:
 
     def gating(self, report: AgentReport) -> int:
         return report.gating_cases
+
+    def outcomes(self, report: AgentReport) -> dict[str, CaseOutcome]:
+        return {
+            r.case_id: CaseOutcome(r.status == "passed", r.status == "failed", r.gating, r.risk_level)
+            for r in report.results
+        }
 
     def parse(self, data: dict[str, Any], where: str) -> AgentReport:
         check_version(data, where, AGENT_SCHEMA_VERSION, "agent report")

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.diff import CaseOutcome, DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError, DiagbotError
 from diagbot.core.report import headline
 from diagbot.core.values import one_line
@@ -35,6 +35,9 @@ class TraceKind:
 
     def gating(self, report: TraceReport) -> int:
         return report.total_cases
+
+    def outcomes(self, report: TraceReport) -> dict[str, CaseOutcome]:
+        return {r.case_id: CaseOutcome(r.passed, not r.passed) for r in report.results}
 
     def warnings(self, report: TraceReport) -> list[str]:
         return list(report.warnings)

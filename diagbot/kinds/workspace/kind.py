@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from diagbot.core.diff import DiffReport, Thresholds
+from diagbot.core.diff import CaseOutcome, DiffReport, Thresholds
 from diagbot.core.errors import CaseFileError
 from diagbot.core.report import check_version, counts_agree, headline, stored_model, unique_case_ids
 from diagbot.core.values import one_line
@@ -56,6 +56,10 @@ class WorkspaceKind:
 
     def gating(self, report: WorkspaceReport) -> int:
         return report.total_cases
+
+    def outcomes(self, report: WorkspaceReport) -> dict[str, CaseOutcome]:
+        passing = {r.case_id: r.verdict is Verdict.PASS for r in report.results}
+        return {case_id: CaseOutcome(passed, not passed) for case_id, passed in passing.items()}
 
     def evaluate(self, suite: SuiteInput) -> WorkspaceReport:
         cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
