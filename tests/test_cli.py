@@ -228,8 +228,15 @@ def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
             "bad.json: has a schemaVersion but no kind, which every report diagbot writes has (one of trace, "
             "workspace, agent), so it was not written by diagbot or was edited; give a report a diagbot run wrote",
         ),
+        # an agent report edited to another kind was told to upgrade diagbot
+        (
+            '{"kind": "trace", "schemaVersion": 2, "results": []}',
+            "bad.json: a trace report of schemaVersion 2, which this diagbot writes only for other kinds (trace "
+            "reports are version 1), so it was edited (its kind?) or is not a trace report; give a report a diagbot "
+            "run wrote",
+        ),
     ],
-    ids=["null-version", "future-version", "list-kind", "array", "deep", "no-kind"],
+    ids=["null-version", "future-version", "list-kind", "array", "deep", "no-kind", "other-kinds-version"],
 )
 def test_hostile_reports_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                            message: str) -> None:  # fmt: skip

@@ -20,7 +20,8 @@ from diagbot.render.markdown import SuiteView
 
 KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (TraceKind(), WorkspaceKind(), AgentKind())}
 DEFAULT_KIND = "trace"
-_NEWEST = max(SCHEMA_VERSION, WORKSPACE_SCHEMA_VERSION, AGENT_SCHEMA_VERSION)  # of any kind's reports
+_VERSIONS = {"trace": SCHEMA_VERSION, "workspace": WORKSPACE_SCHEMA_VERSION, "agent": AGENT_SCHEMA_VERSION}
+_NEWEST = max(_VERSIONS.values())  # of any kind's reports
 
 
 def kind_of(report: SuiteReport) -> Kind[Any]:
@@ -40,6 +41,13 @@ def parse_any_report(text: str, where: str) -> SuiteReport:
     kind = data.get("kind", DEFAULT_KIND)
     if not isinstance(kind, str) or kind not in KINDS:
         raise ReportFormatError(f"{where}: not a diagbot report (kind {json.dumps(kind)[:40]})")
+    version = data.get("schemaVersion")
+    if isinstance(version, int) and _VERSIONS[kind] < version <= _NEWEST:  # another kind's version: no upgrade helps
+        raise ReportFormatError(
+            f"{where}: a {kind} report of schemaVersion {version}, which this diagbot writes only for other kinds "
+            f"({kind} reports are version {_VERSIONS[kind]}), so it was edited (its kind?) or is not a {kind} "
+            "report; give a report a diagbot run wrote"
+        )
     report: SuiteReport = KINDS[kind].parse(data, where)
     return report
 
