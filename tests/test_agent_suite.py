@@ -242,7 +242,12 @@ def test_a_change_of_the_suite_options_that_decide_verdicts_is_said() -> None:
         "Suite options that decide verdicts changed since the baseline (confirmation-pattern, tool-error-pattern): a "
         "case that passes or fails differently may have moved by them, not by the agent"
     ) in notes
+    # without a baseline nothing else says a pull request's diagbot.yml set them (`trials: any` lets a P0 case with
+    # a failing trial pass): an audit found them unnamed
+    alone = AgentKind().view("agent", loosened.model_copy(update={"options": {"trials": "any"}}), None).notes
+    assert "Suite options that decide verdicts, not at their defaults: trials: any" in alone
     unrecorded = current.model_copy(update={"options": None})
+    assert not [n for n in AgentKind().view("agent", unrecorded, None).notes if "not at their defaults" in n]
     assert not [i for i in diff_agent(unrecorded, loosened).items if i.metric.startswith("options.")]
     assert '"options"' not in dump_model(unrecorded) and '"options"' in dump_model(current)
     # a baseline is read back from its file: its options with it (they were dropped, so nothing was ever compared)

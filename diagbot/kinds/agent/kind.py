@@ -87,10 +87,15 @@ def _gone(diff: DiffReport | None, report: AgentReport) -> list[str]:
     return notes
 
 
-def _options_changed(diff: DiffReport | None) -> list[str]:
+def _options_changed(diff: DiffReport | None, report: AgentReport) -> list[str]:
     """A note under the headline when the suite's options that decide verdicts changed since the baseline: the
-    cases they moved are listed as improvements or regressions, which they are not."""
-    moved = [i.metric.removeprefix("options.") for i in diff.items if i.metric.startswith("options.")] if diff else []
+    cases they moved are listed as improvements or regressions, which they are not. Without a baseline, the options
+    not left to their defaults are named (`trials: any` lets a P0 case with a failing trial pass): nothing else
+    would say that a pull request's diagbot.yml set them."""
+    if diff is None:
+        shown = ", ".join(f"{name}: {value}" for name, value in (report.options or {}).items())
+        return [md(f"Suite options that decide verdicts, not at their defaults: {shown}", 600)] if shown else []
+    moved = [i.metric.removeprefix("options.") for i in diff.items if i.metric.startswith("options.")]
     if not moved:
         return []
     return [md(f"Suite options that decide verdicts changed since the baseline ({', '.join(moved)}): a case that "
@@ -328,7 +333,7 @@ class AgentKind:
         notes = [md(f"Blocking: {b.line}", 400) for b in blocked[:MAX_NOTES]]
         if len(blocked) > MAX_NOTES:
             notes.append(f"... and {len(blocked) - MAX_NOTES:,} more failing gating P0 cases in the report")
-        notes += _gone(diff, report) + _options_changed(diff)
+        notes += _gone(diff, report) + _options_changed(diff, report)
         gating, informational = _aggregate_line(report.gating), _aggregate_line(report.informational)
         notes.append(md(f"Gating cases: {gating}; informational: {informational}; unchecked: {report.unchecked_cases}"))
         if diff is not None and diff.common_cases is not None:
