@@ -144,7 +144,7 @@ def _moved_between_suites(outcomes: list[SuiteOutcome]) -> None:
         return
     baselines = {o.name: registry.outcomes(o.baseline) for o in compared if o.baseline is not None}
     currents = {o.name: registry.outcomes(o.report) for o in outcomes if o.report is not None}
-    found = moved(baselines, currents)
+    found = moved(baselines, currents, {o.name: o.kind for o in outcomes})
     for outcome in compared:
         if outcome.name in found and outcome.diff is not None:
             outcome.diff = with_items(outcome.diff, found[outcome.name])

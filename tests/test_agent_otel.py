@@ -2391,7 +2391,70 @@ def test_a_tool_call_in_another_instrumentations_keys_is_refused() -> None:
     rec.span("ai.toolCall", {"operation.name": "ai.toolCall", "ai.toolCall.name": "refund_submit",
                              "ai.toolCall.id": "c2", "ai.toolCall.args": '{"order_id": "A"}'})  # fmt: skip
     assert problem(rec.otlp()) == (
-        '$.resourceSpans[0].scopeSpans[0].spans[1].attributes["ai.toolCall.name"]: records a tool call under a key '
-        "diagbot does not read on a span read as nothing, so its call would go unseen; export the trace with the "
-        "OpenTelemetry GenAI conventions (execute_tool spans naming gen_ai.tool.name)"
+        '$.resourceSpans[0].scopeSpans[0].spans[1].attributes["ai.toolCall.name"]: records a tool call in the Vercel '
+        "AI SDK's keys, which diagbot does not read, on a span read as nothing, so its call would go unseen; export "
+        "the trace with the OpenTelemetry GenAI conventions (execute_tool spans naming gen_ai.tool.name)"
     )
+    # found refused by the review of that check: an app's own counts of calls, and OpenLLMetry's indexed keys on an
+    # agent span (which diagbot reads), name no call of another vocabulary
+    counted = Recorder()
+    with counted.root("invoke_agent refunds", {"gen_ai.operation.name": "invoke_agent", "agent.tool_call_count": 0,
+                                               "app.max_tool_calls": 10, "app.tool_callbacks": "on"}):  # fmt: skip
+        answered(counted)
+    assert parse(counted.otlp()).answer == "Seven days."
+
+
+def test_a_details_event_beside_message_events_is_one_more_place_not_more_messages() -> None:
+    """Found by review: the details event's messages were added to the per-message events', so a span recording
+    both held the user's message and the refund twice. Each is now a place of its own, compared with the first;
+    a second details event is refused."""
+    asked = [say("user", text("Refund order A?"))]
+    made = [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}))]
+    details = {"gen_ai.input.messages": json.dumps(asked), "gen_ai.output.messages": json.dumps(made)}
+    rec = Recorder()
+    span = rec.tracer.start_span("chat gpt-4.1", attributes={"gen_ai.operation.name": "chat"}, start_time=rec.clock)
+    span.add_event("gen_ai.user.message", {"content": "Refund order A?"}, timestamp=rec.clock + 1)
+    choice = {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "refund_submit", "arguments": '{"order_id": "A"}'}}]}  # fmt: skip
+    span.add_event("gen_ai.choice", {"message": json.dumps(choice)}, timestamp=rec.clock + 2)
+    span.add_event("gen_ai.client.inference.operation.details", details, timestamp=rec.clock + 3)
+    span.end(end_time=rec.clock + STEP_NS)
+    rec.clock += STEP_NS
+    run = parse(rec.otlp())
+    assert [(s[0], s[1]) for s in steps(run)] == [("user", "Refund order A?"), ("assistant", ""),
+                                                  ("call", "refund_submit")]  # fmt: skip
+    twice = Recorder()
+    _chat_with_event(twice, "gen_ai.client.inference.operation.details", details)
+    doc = twice.otlp()
+    events = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["events"]
+    events.append(dict(events[0]))
+    assert problem(doc) == (
+        f"{SPAN}.events[1]: a second gen_ai.client.inference.operation.details event: a model call records its "
+        "messages once; keep one"
+    )
+
+
+def test_messages_on_an_event_of_another_name_are_refused() -> None:
+    """Found by review: an event not named gen_ai.* was looked through for a call's keys only, so messages on it
+    (a refund in its output messages) went unseen."""
+    made = [say("assistant", call_part("c1", "refund_submit", {"order_id": "A"}))]
+    rec = Recorder()
+    _chat_with_event(rec, "llm.inference.details", {"gen_ai.output.messages": json.dumps(made)})
+    assert problem(rec.otlp()) == (
+        f"{SPAN}.events[0].attributes[0]: an event diagbot does not read (llm.inference.details) records messages, "
+        "whose calls and texts would go unseen; record them in the span's gen_ai.input.messages and "
+        "gen_ai.output.messages"
+    )
+
+
+def test_arguments_nested_too_deeply_to_write_out_are_compared_as_recorded() -> None:
+    """Found by review: two places' calls were compared by writing their arguments out, which recursed past the
+    stack on arguments nested a thousand deep."""
+    deep = '{"a": ' * 1020 + "1" + "}" * 1020  # read as arguments, but past the stack when written out again
+    said = [say("assistant", call_part("c1", "lookup", deep))]
+    rec = Recorder()
+    rec.span("chat gpt-4.1", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(ASKED),
+                              "gen_ai.output.messages": json.dumps(said), "gen_ai.completion": json.dumps([
+                                  {"role": "assistant", "tool_calls": [{"id": "c1", "function": {
+                                      "name": "lookup", "arguments": deep}}]}])})  # fmt: skip
+    assert [c.tool for c in parse(rec.otlp()).calls] == ["lookup"]

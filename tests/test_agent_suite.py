@@ -1602,7 +1602,7 @@ def test_defaults_that_are_no_mapping_and_ids_in_comments(tmp_path: Path) -> Non
 
 def test_a_case_id_written_in_a_text_does_not_move_a_case_line(tmp_path: Path) -> None:
     """`title: "dup of case_id: a2"` in the case before a2 gave a2 the title's line, in messages and annotations."""
-    cases = [{**spec_case(), "case_id": "a1", "title": 'dup of case_id: a2, "case_id": "a2"'}]
+    cases = [{**spec_case(), "case_id": "a1", "title": "dup of case_id: a2, \"case_id\": \"a2\", {'case_id': 'a2'}"}]
     cases.append({**spec_case(), "case_id": "a2"})
     for name, text in (
         ("c.yaml", yaml.safe_dump(cases, width=1000)),

@@ -232,8 +232,8 @@ def test_a_corrupt_baseline_fails_the_run_but_keeps_the_reports(
         (
             '{"kind": "trace", "schemaVersion": 2, "results": []}',
             "bad.json: a trace report of schemaVersion 2, which this diagbot writes only for other kinds (trace "
-            "reports are version 1), so it was edited (its kind?) or is not a trace report; give a report a diagbot "
-            "run wrote",
+            "reports are version 1): it was edited (its kind?), or a newer diagbot wrote it (then upgrade diagbot); "
+            "give a report a diagbot run wrote",
         ),
     ],
     ids=["null-version", "future-version", "list-kind", "array", "deep", "no-kind", "other-kinds-version"],

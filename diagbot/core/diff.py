@@ -223,29 +223,37 @@ class CaseOutcome(NamedTuple):
 
 
 def moved(
-    baselines: dict[str, dict[str, CaseOutcome]], currents: dict[str, dict[str, CaseOutcome]]
+    baselines: dict[str, dict[str, CaseOutcome]],
+    currents: dict[str, dict[str, CaseOutcome]],
+    kinds: dict[str, str],
 ) -> dict[str, list[DiffItem]]:
     """For each suite with a baseline, a regression for each case that passed there, is gone from it, and now
-    fails in another suite under an id that reads the same (`look_alike`): moved there, it would be a removal in
-    one suite and an addition in the other, and the gate would pass. `baselines`: each suite's baseline cases (the
-    suites that have one); `currents`: each suite's current cases. Each baseline case is matched once."""
+    fails in another suite of the same kind under an id that reads the same (`look_alike`): moved there, it would
+    be a removal in one suite and an addition in the other, and the gate would pass. `baselines`: each suite's
+    baseline cases (the suites that have one); `currents`: each suite's current cases; `kinds`: each suite's kind.
+    Each baseline case is matched once, and not at all when its own suite holds a failing look-alike (its kind's
+    diff says that rename)."""
     found: dict[str, list[DiffItem]] = {}
-    gone: dict[str, tuple[str, str]] = {}  # look-alike id -> (its suite, its id there), of cases that passed
+    gone: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, look-alike id) -> (suite, id there): cases that passed
     for suite, cases in baselines.items():
         now = currents.get(suite, {})
+        renamed_here = {look_alike(i) for i, o in now.items() if o.failed and i not in cases}
         for case_id, was in cases.items():
-            if was.passed and case_id not in now:
-                gone.setdefault(look_alike(case_id), (suite, case_id))
+            alike = look_alike(case_id)
+            if was.passed and case_id not in now and alike not in renamed_here:
+                gone.setdefault((kinds[suite], alike), (suite, case_id))
     for suite, cases in currents.items():
         before = baselines.get(suite, {})
         for case_id, outcome in cases.items():
-            old = gone.get(look_alike(case_id)) if outcome.failed and case_id not in before else None
-            if old is None or old[0] == suite:  # within one suite, its kind's own diff says a rename
+            key = (kinds[suite], look_alike(case_id))
+            old = gone.get(key) if outcome.failed and case_id not in before else None
+            if old is None or old[0] == suite:
                 continue
-            del gone[look_alike(case_id)]
+            del gone[key]
             said = (
                 f"moved to suite {suite} (as {case_id!r}), where it fails; it passed in this suite's baseline: a case "
-                "moved between suites starts no new history"
+                "moved between suites starts no new history (if it is another case that only shares the id, give "
+                "it an id of its own)"
             )
             regression = item(ItemType.REGRESSION, old[1], "passed", True, False, said)
             regression.gating, regression.severity = outcome.gating, outcome.severity
@@ -258,7 +266,7 @@ def with_items(diff: DiffReport, items: list[DiffItem]) -> DiffReport:
     count = {kind: sum(1 for it in items if it.type is kind) for kind in ItemType}
     return diff.model_copy(
         update={
-            "items": diff.items + items,
+            "items": order(diff.items + items, []),  # stable: the diff's own order, each new item in its place
             "regression_count": diff.regression_count + count[ItemType.REGRESSION],
             "improvement_count": diff.improvement_count + count[ItemType.IMPROVEMENT],
             "changed_count": diff.changed_count + count[ItemType.CHANGED],

@@ -182,24 +182,24 @@ def _stable(char: str) -> bool:
 
 
 def look_alike(name: str) -> str:
-    """A name as a reader sees it, to tell names that differ only in how they are written: NFKC, the Cyrillic and
-    Greek letters drawn as Latin ones read as those (`р` U+0440 as `p`), case-folded, and without dashes (`-`,
-    U+2010, the minus signs U+2212 and U+2796 ...), connectors (`_`), spaces, invisible characters and dots. Reads at
-    most 1,000 characters."""
-    drawn = unicodedata.normalize("NFKC", name[:1000]).translate(_DRAWN_ALIKE)
-    folded = INVISIBLE.sub("", drawn.casefold())
+    """A name as a reader sees it, to tell names that differ only in how they are written: NFKC, case-folded, the
+    Cyrillic and Greek letters drawn as Latin ones (in either case) read as those (`р` U+0440 as `p`), and without
+    dashes (`-`, U+2010, the minus signs U+2212 and U+2796 ...), connectors (`_`), spaces, invisible characters and
+    dots. Reads at most 1,000 characters."""
+    folded = unicodedata.normalize("NFKC", name[:1000]).casefold().translate(_DRAWN_ALIKE)
+    folded = INVISIBLE.sub("", folded)
     return "".join(c for c in folded if unicodedata.category(c) not in _SEPARATORS and c not in _DOTS_AND_DASHES)
 
 
 _SEPARATORS = frozenset(("Pd", "Pc", "Zs", "Cf"))  # Cf: invisible (a zero-width space, a soft hyphen)
 _DOTS_AND_DASHES = frozenset(".\u2212\u2796\u02d7\u2043")  # a minus sign (Sm), a modifier minus, a hyphen bullet
 _DRAWN_ALIKE = str.maketrans(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04bb\u04cf"  # Cyrillic small
-    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406\u0408\u0405"  # and capital
-    "\u03b1\u03bf\u03c1\u03bd\u03b9\u03ba"  # Greek small
-    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",  # and capital
-    "aeopcyxijsdqwhl" "ABEKMHOPCTXYIJS" "aopvik" "ABEZHIKMNOPTYX",
-)  # fmt: skip  # the letters most often swapped in to make one name read as another (not a full confusables table)
+    # Cyrillic, case-folded: а в е к м н о р с т у х і ј ѕ ԁ ԛ ԝ һ ӏ (в н к м т ӏ as their capitals look)
+    "\u0430\u0432\u0435\u043a\u043c\u043d\u043e\u0440\u0441\u0442\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04bb\u04cf"
+    # Greek, case-folded: α β ε ζ η ι κ μ ν ο ρ τ υ χ, and the dotless ı
+    "\u03b1\u03b2\u03b5\u03b6\u03b7\u03b9\u03ba\u03bc\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7\u0131",
+    "abekmhopctyxijsdqwhiabeznikmvoptuxi",
+)  # the letters most often swapped in to make one name read as another (not a full confusables table)
 
 
 def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:

@@ -45,8 +45,8 @@ def parse_any_report(text: str, where: str) -> SuiteReport:
     if isinstance(version, int) and _VERSIONS[kind] < version <= _NEWEST:  # another kind's version: no upgrade helps
         raise ReportFormatError(
             f"{where}: a {kind} report of schemaVersion {version}, which this diagbot writes only for other kinds "
-            f"({kind} reports are version {_VERSIONS[kind]}), so it was edited (its kind?) or is not a {kind} "
-            "report; give a report a diagbot run wrote"
+            f"({kind} reports are version {_VERSIONS[kind]}): it was edited (its kind?), or a newer diagbot wrote "
+            "it (then upgrade diagbot); give a report a diagbot run wrote"
         )
     report: SuiteReport = KINDS[kind].parse(data, where)
     return report

@@ -355,7 +355,7 @@ def _written_as_key(text: str, start: int, line_start: int, yaml: bool) -> bool:
     escaped, so `\\"case_id\\"` is none). YAML: with nothing before it on its line but indentation and list dashes,
     or after `{` or `,` on a line that starts a flow mapping or list (`- {title: t, case_id: a2}`); a quoted text
     of such a line, or a line of a block text, that holds `case_id: ...` is still taken for one."""
-    at = start - (start > 0 and text[start - 1] in "\"'")
+    at = start - (start > 0 and text[start - 1] in ("\"'" if yaml else '"'))
     if at == start and not yaml:
         return False
     if yaml and at - line_start <= _KEY_LEAD and not text[line_start:at].replace("-", " ").strip(" \t"):

@@ -186,10 +186,19 @@ def _places(span: Span, sides: tuple[str, ...]) -> dict[str, list[tuple[str, lis
         found[side] = [(key, _messages(span, (key,))) for key in keys if span.has(key)]
         if _flat(span):
             found[side].append((f"{prefix}N", _flat_messages(span, prefix)))
-    if _message_events(span):
+    if any(e.name in _MESSAGE_EVENTS or e.name in _CONTENT_EVENTS or e.name == _CHOICE for e in span.events):
         said_in, said_out = _event_messages(span)
         for side in sides:
             found[side].append(("its events", said_in if side == "input" else said_out))
+    details = [event for event in span.events if event.name == _DETAILS]
+    if len(details) > 1:  # which of them is the call's is not known
+        raise TraceInvalid(
+            details[1].path, f"a second {_DETAILS} event: a model call records its messages once; keep one"
+        )
+    if details:
+        said_in, said_out = _details_messages(details[0])
+        for side in sides:
+            found[side].append((f"its {_DETAILS} event", said_in if side == "input" else said_out))
     return found
 
 
@@ -232,9 +241,13 @@ def _held_beside(said: list[Said], chosen: list[Said]) -> str | None:
 def _compared(call: ToolCall) -> tuple[str, str]:
     """A call as two places' copies of it are compared: its tool and its arguments' canonical JSON (as recorded when
     they do not decode)."""
-    if call.args_problem is not None:
-        return call.tool, f"raw:{call.raw_args!r}"
-    return call.tool, json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+    if call.args_problem is None:
+        try:
+            return call.tool, json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):  # nested too deeply to write out: compared as recorded
+            pass
+    raw = call.raw_args
+    return call.tool, f"raw:{raw}" if isinstance(raw, str) else f"unread:{id(call)}"  # the latter agrees with none
 
 
 def _squashed(text_of: str) -> str:
@@ -383,6 +396,15 @@ def _read_tool_blocks(blocks: list[Any], said: Said, where: str) -> None:
         said.role = "tool"
 
 
+def _details_messages(event: Span) -> tuple[list[Said], list[Said]]:
+    """The messages of the newest conventions' details event: the span's attributes' content, as one event."""
+    said_in = []
+    if event.has(_INSTRUCTIONS):
+        said_in.append(_message({"role": "system", "parts": event.json(_INSTRUCTIONS)}, event.where(_INSTRUCTIONS)))
+    said_in += _messages(event, ("gen_ai.input.messages",))
+    return said_in, _messages(event, ("gen_ai.output.messages",))
+
+
 def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
     """The messages a span records as events, in time order: before the choices, the input; the choices, output."""
     said_in: list[Said] = []
@@ -391,11 +413,6 @@ def _event_messages(span: Span) -> tuple[list[Said], list[Said]]:
         if event.name in _CONTENT_EVENTS:
             keys = _CONTENT_EVENTS[event.name]
             (said_in if keys is _INPUT else said_out).extend(_messages(event, keys))
-        elif event.name == _DETAILS:  # the span's attributes' content, as one event
-            if event.has(_INSTRUCTIONS):
-                said_in.append(_message({"role": "system", "parts": event.json(_INSTRUCTIONS)}, event.path))
-            said_in.extend(_messages(event, ("gen_ai.input.messages",)))
-            said_out.extend(_messages(event, ("gen_ai.output.messages",)))
         elif event.name in _MESSAGE_EVENTS or event.name == _CHOICE:
             message: dict[str, Any] = {"role": _MESSAGE_EVENTS.get(event.name, "assistant")}
             if event.name == _CHOICE:

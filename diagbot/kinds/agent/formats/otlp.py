@@ -139,13 +139,13 @@ def _no_unread_call(span: Span, convention: Any, role: str | None) -> None:
             if recorded is not None:
                 raise TraceInvalid(event.where(recorded), _UNREAD_MESSAGES.format(event=event.name[:80]))
     if role != TOOL and role != INFERENCE:
-        recorded = next((key for key in span.attributes if _names_a_call(key)), None)
-        if recorded is not None:  # Vercel AI SDK's `ai.toolCall.name`, `ai.response.toolCalls`
+        recorded = next((key for key in span.attributes if key.startswith(_FOREIGN_CALLS)), None)
+        if recorded is not None:
             raise TraceInvalid(
                 span.where(recorded),
-                f"records a tool call under a key diagbot does not read on a span read as {role or 'nothing'}, so "
-                "its call would go unseen; export the trace with the OpenTelemetry GenAI conventions (execute_tool "
-                "spans naming gen_ai.tool.name)",
+                f"records a tool call in the Vercel AI SDK's keys, which diagbot does not read, on a span read as "
+                f"{role or 'nothing'}, so its call would go unseen; export the trace with the OpenTelemetry GenAI "
+                "conventions (execute_tool spans naming gen_ai.tool.name)",
             )
     if (span.text("traceloop.span.kind") or "").strip().casefold() == "tool":  # `TOOL` is one too
         raise TraceInvalid(
@@ -302,14 +302,16 @@ def _no_call_in(event: dict[str, Any], where: str) -> None:
         key = raw.get("key") if isinstance(raw, dict) else None  # the event is skipped unless it records a call
         if isinstance(key, str) and _records_call(key):
             raise TraceInvalid(f"{where}.attributes[{i}]", _UNREAD_EVENT.format(key=key[:60]))
+        if isinstance(key, str) and key in otel_genai.MESSAGE_KEYS:  # or messages
+            name = event.get("name")
+            raise TraceInvalid(
+                f"{where}.attributes[{i}]", _UNREAD_MESSAGES.format(event=str(name)[:80] if name else "unnamed")
+            )
 
 
-def _names_a_call(key: str) -> bool:
-    """Whether an attribute's key reads as a tool call's record in some instrumentation's own keys."""
-    if key.startswith(("llm.input_messages.", "llm.output_messages.")):  # OpenInference's messages, read as such
-        return False
-    squashed = key.casefold().replace("_", "").replace(".", "").replace("-", "")
-    return "toolcall" in squashed or "functioncall" in squashed
+_FOREIGN_CALLS = ("ai.toolCall.", "ai.response.toolCalls")
+"""Keys that record a tool call in an instrumentation's own vocabulary, which diagbot does not read: the Vercel AI
+SDK's tool-call span and a model call's calls (its spans say `ai.*`, beside any `gen_ai.*` they also carry)."""
 
 
 _UNREAD_MESSAGES = (
