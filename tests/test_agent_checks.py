@@ -877,7 +877,9 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
 @pytest.mark.parametrize(
     "reply",
     ["my confirmation number is 5", "Here's the confirmation code: 12345", "I got a CONFIRMATION email",
-     "确认码是 1234", "我看到了确认邮件", "確認碼 5", "確認メールが来た", "可以理解", "我签了同意书"],
+     "确认码是 1234", "我看到了确认邮件", "確認碼 5", "確認メールが来た", "可以理解", "我签了同意书",
+     # a thing received, a status read out (a hostile pass)
+     "I got the confirmation.", "The order page says Confirmed.", "Its status is confirmed"],
 )  # fmt: skip
 def test_a_default_word_inside_a_noun_confirms_nothing(reply: str) -> None:
     """A red-team pass: "confirm" in "confirmation number", 确认 in 确认码 (confirmation code) and 可以 in 可以理解
@@ -2588,7 +2590,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      "Sí, confirmo... espera, mejor cancélalo", "Je confirme, mais attendez demain", "Confirmo, mas só amanhã",
      "yes... 아니요, 잠깐만요", "Yes... нет, стоп", "yes... لا، انتظر", "Yes, aber warte bitte",
      "Sim, confirmo amanhã.",
-     "同意の前に、詳細を教えていただけませんか"],
+     "同意の前に、詳細を教えていただけませんか",
+     # a question opening with its word, not understanding, asking for time or care (a hostile pass of 2026-12-07)
+     "yes, which card will it go to", "yes, why", "Yes, how long will it take", "yes, what happens to my points",
+     "yes, gimme a min", "yes, lemme check with my accountant", "yes idk", "Yes, I'm confused",
+     "Yes, explain it again", "Proceed with caution is what my lawyer said", "yes, let me check"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
@@ -2614,7 +2620,9 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
      "Yes, please issue a second refund for the other item", "Yes, refund one second-hand book too",
      "Yes, I'll leave it to you", "Yes, just a moment ago you said 299, go ahead",
      "Yes, proceed with the joke gift refund",
-     "Go ahead: negative balance is fine", "Yes, refund it. Negative reviews aside, thanks"],
+     "Go ahead: negative balance is fine", "Yes, refund it. Negative reviews aside, thanks",
+     # beside the questions opening with their word refused since: the same words opening no question
+     "Yes, what you said is right", "Yes, how you described it"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
@@ -2812,6 +2820,23 @@ def test_a_phrase_wrapped_over_lines_or_spaced_out_is_found(answer: str) -> None
         assert failures(case, native(say("assistant", "refund, immediately"))) == []
 
 
+@pytest.mark.parametrize("answer", ["You will get a **full** refund.", "a __full__ refund", "*full* refund",
+                                    "<strong>Full</strong> refund", "full <b></b>refund", "`full` refund"])  # fmt: skip
+def test_a_phrase_the_model_marked_up_is_found(answer: str) -> None:
+    """Models bold words: `You will get a **full** refund.` passed `answer_not_contains: [full refund]`, the
+    must-not `replies_contain` and the constraint (a hostile pass). An underscore inside a word is no markup."""
+    for case in (
+        make_case(evaluator_config={"rule_checks": [{"id": "promise", "answer_not_contains": ["full refund"]}]}),
+        make_case(negative_behavior=[{"replies_contain": {"any": ["**full refund**"]}}]),
+        make_case(constraints={"must_not_include": ["full refund"]}),
+    ):
+        assert len(failures(case, native(say("assistant", answer)))) == 1, (case, answer)
+        assert failures(case, native(say("assistant", "full, partial or no refund"))) == []
+    snake = make_case(evaluator_config={"rule_checks": [{"id": "named", "answer_contains": ["refund_submit"]}]})
+    assert failures(snake, native(say("assistant", "I called refund_submit."))) == []
+    assert len(failures(snake, native(say("assistant", "I called refund submit.")))) == 1
+
+
 def test_arguments_that_repeat_a_key_are_invalid() -> None:
     """Which `amount` the tool acted on is not known: the call's arguments are invalid, not the last one's."""
     case = make_case(expected_args={"refund": {"amount": 10}}, tool_schema={"refund": {"type": "object"}})
@@ -2948,7 +2973,10 @@ def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
      ("Yes, stop the card", "stop_card", True), ("Yes, hold the order", "hold_order", True),
      ("Yes, cancel it", "refund", False), ("No, don't cancel", "cancel_subscription", False),
      ("Yes, hold on a sec", "household_refund", False), ("Yes, cancel it", "orderCancel", True),
-     ("Yes, cancel it. Actually wait", "cancel_order", False)],
+     ("Yes, cancel it. Actually wait", "cancel_order", False),
+     # the tool's word where it asks to wait or to leave it off (a hostile pass): no confirmation
+     ("Yes, hold on a second", "hold_order", False), ("yes hold on let me check", "hold_order", False),
+     ("Stop! Yes I mean stop asking", "stop_service", False), ("Yes, cancel that", "cancel_order", False)],
 )  # fmt: skip
 def test_cancel_stop_and_hold_confirm_the_call_that_does_them(reply: str, tool: str, confirmed: bool) -> None:
     """cancel_order could never be confirmed: "Yes, cancel it" held a refusing word."""

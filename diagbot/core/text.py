@@ -11,7 +11,7 @@ import difflib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from diagbot.core.values import SHOW_NOTHING, one_line
@@ -107,12 +107,15 @@ class Folded:
     text: str
     cut: bool = False
     hidden: str = ""  # the INVISIBLE characters of the text read, each once
+    unmarked: bool = False  # its emphasis markup is taken out (`without_markup`), and so it is of each needle
 
     def matches(self, needles: Iterable[str]) -> list[str]:
         """The needles that occur in the text, in their given order; an empty needle never matches."""
         found = []
         for needle in needles:
             folded = _fold_short_needle(needle) if len(needle) <= _CACHED_NEEDLE_CHARS else _fold_needle(needle)
+            if self.unmarked and folded:
+                folded = _SPACES.sub(" ", MARKUP.sub("", folded))
             if _found(needle, folded, self.text, self.hidden):
                 found.append(needle)
         return found
@@ -125,6 +128,18 @@ def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDE
     cut = len(text) > max_chars
     folded, over, invisible = _normalize_upto(text[:max_chars] if cut else text, max_folded, lines)
     return Folded(folded, cut or over, invisible)
+
+
+MARKUP = re.compile(
+    r"[*~`]+|(?<!\w)_+|_+(?!\w)"  # Markdown's emphasis (`**full** refund`); an underscore inside a word stays
+    r"|</?(?:b|strong|em|i|u|s|del|ins|mark|code|span|sup|sub)\b[^<>]{0,200}>"  # and HTML's
+)
+
+
+def without_markup(folded: Folded) -> Folded:
+    """A folded reply without its emphasis markup, for finding phrases in it: a model that bolds a word (`You will
+    get a **full** refund`) still says `full refund`. Each needle it is searched for loses its markup too."""
+    return replace(folded, text=_SPACES.sub(" ", MARKUP.sub("", folded.text)), unmarked=True)
 
 
 def _fold_needle(needle: str) -> str | None:

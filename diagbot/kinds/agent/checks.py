@@ -23,7 +23,16 @@ from jmespath.exceptions import JMESPathError
 
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy
 from diagbot.core.regex import MAX_SCANNED_CHARS, Regex, compile_regex, find_named
-from diagbot.core.text import DASHES, INVISIBLE, MAX_TEXT_CHARS, Folded, ascii_digits, fold, shows_something
+from diagbot.core.text import (
+    DASHES,
+    INVISIBLE,
+    MAX_TEXT_CHARS,
+    Folded,
+    ascii_digits,
+    fold,
+    shows_something,
+    without_markup,
+)
 from diagbot.core.values import excerpt, one_line
 from diagbot.kinds.agent import rag
 from diagbot.kinds.agent.cases import (
@@ -150,6 +159,10 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"|family|spouse)\b",
     rf"\bleave it{_ENDS}",
     rf"(?:{_CLAUSE}|\ba )negative{_ENDS}",  # "Proceed: negative.", "that's a negative"; not "the negative balance"
+    # a question that opens with its word ("yes, which card will it go to", "Yes, how long will it take"), not
+    # understanding, asking for time or care ("yes idk", "yes, lemme check", "gimme a min", "with caution")
+    rf"{_CLAUSE}(?:which|what|why|how|where|who|whom|whose)\b",  # (not "what you said": `_AGREEING`)
+    r"\b(?:idk|dunno|unsure|confus\w*|explain\w*|caution\w*|gimme|lemme)\b|\blet me (?:check|see|ask|look)\b",
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
@@ -158,12 +171,18 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
 
 # Refusing words that are also what a call does: "Yes, cancel my subscription" confirms `cancel_subscription`, and
 # refuses any tool whose name does not hold the word.
-_NAMED_ACTIONS = {word: re.compile(rf"\b{word}\w*") for word in ("cancel", "stop", "hold")}
+_NAMED_ACTIONS = {  # but where the word asks to wait or to leave it: "Yes, hold on a second", "stop asking"
+    "cancel": re.compile(r"\bcancel\w*(?!\s+(?:that|this|everything)\b)"),
+    "stop": re.compile(r"\bstop\w*(?!\s+(?:asking|it|that|this|everything|now)\b)"),
+    "hold": re.compile(r"\bhold\w*(?!\s+(?:on|off|up)\b)"),
+}
 
 _NOT_CONFIRMING = re.compile(  # the default pattern's words inside a noun: a confirmation code, email, number ...
     r"(?i)\bconfirmations? (?:numbers?|no\b|code|e-?mail|id\b|link|page|message|text|sms|letter|receipt|#)"
     r"|[确確][认認](?:码|碼|邮件|郵件|函|书|書|短信|链接|鏈接)"  # not 号 nor 单: 确认号码无误, 确认单笔退款 confirm
     r"|確認(?:メール|番号|コード)|同意[书書]|可以理解"  # confirmation email, number, code; consent form; understandable
+    r"|(?i:\b(?:the|a|an|no|any|got|get|received) confirmations?\b)"  # "I got the confirmation": a thing received
+    r"|(?i:\b(?:says|said|shows?|showed|shown|reads|marked(?: as)?|status(?: is| was)?:?)\s+\W?confirm\w*)"  # a status
 )
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries|as soon as (?:possible|you can))\b|\bwhy not\b\??"  # urgency
@@ -173,6 +192,7 @@ _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no prob
     r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
     r"|異存ありません|異存はありません"  # sorry, that's right, no objection
     r"|\bmais oui\b"  # French "but of course"
+    r"|\b(?:what|how|which|where|who|whom|whose)\s+(?:i|you|we|he|she|they)\b"  # "Yes, what you said": no question
 )
 
 
@@ -353,7 +373,7 @@ class Trial:
 
     @cached_property
     def answer(self) -> Folded:
-        return fold(self.run.answer)
+        return without_markup(fold(self.run.answer))
 
     @cached_property
     def answer_bytes(self) -> int:
@@ -367,7 +387,7 @@ class Trial:
 
     @cached_property
     def replies(self) -> Folded:
-        return fold("\n".join(self.run.assistant_texts))
+        return without_markup(fold("\n".join(self.run.assistant_texts)))
 
     @cached_property
     def citations(self) -> rag.Cited:
