@@ -346,6 +346,30 @@ def test_excerpts_are_short_and_scrubbed() -> None:
     assert excerpt("key 0123456789abcdef0123456789abcdef01 end") == "key [redacted] end"
     assert excerpt("evidences/metrics_summary.json") == "evidences/metrics_summary.json"
     assert len(excerpt("plain words " * 50)) <= 40
+    # forms a hostile pass found shown: a JSON pair, a bearer token, AWS, a URL's password, a JWT, a split token
+    for secret, kept in (
+        ('{"password": "Spring2024!prod"}', '{"'), ('"api_key": "abc123def"', '"'),
+        ("Authorization: Bearer 9fKq2LmX7vRt", ""), ("id AKIAIOSFODNN7EXAMPLE", "id "),
+        ("https://app:hunter2@db.internal/x", "https://"), ("eyJhbGciOiJI.eyJzdWIiOiIx.c2ln", ""),
+        ("gh\u200bp_A1b2C3d4E5f6G7h8", ""), ("xoxb-1234-5678-abcdefgh", ""),
+    ):  # fmt: skip
+        shown = excerpt(secret, 80)
+        assert shown.startswith(kept + "[redacted]"), (secret, shown)
+        assert not any(part in shown for part in ("Spring", "abc123", "9fKq", "AKIA", "hunter2", "eyJ", "A1b2", "xoxb"))
+    assert excerpt("the token was rotated; retries: 3") == "the token was rotated; retries: 3"
+
+
+def test_a_query_type_error_quotes_the_value_scrubbed() -> None:
+    """JMESPath's type error quoted the value it was given, unscrubbed, into the check's detail and the comment."""
+    from jmespath.exceptions import JMESPathTypeError
+
+    from diagbot.core.query import run_query
+    from diagbot.kinds.workspace.checks import _type_problem
+
+    with pytest.raises(JMESPathTypeError) as caught:
+        run_query("abs(retries)", {"retries": {"GITHUB_TOKEN": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"}})
+    said = _type_problem(caught.value)
+    assert "[redacted]" in said and "ghp_" not in said and "A1b2" not in said, said
 
 
 def test_eval_reads_no_device_either(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -608,17 +608,24 @@ def plain_name(name: str) -> bool:
 
 
 EXCERPT_CHARS = 40
-# Things that look like credentials: GitHub tokens, `key=value` secrets, long opaque strings (keys, hashes, JWTs).
+# Things that look like credentials: tokens of GitHub, AWS, Slack, Google, JWTs and private keys; a secret's key
+# with its value (`password=...`, `"api_key": "..."`, `Authorization: Bearer ...`), a bearer token, a URL's
+# password; long opaque strings (keys, hashes).
 _SECRETISH = re.compile(
-    r"(?i)(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_\w{8,}|(?:token|secret|password|passwd|api[_-]?key|authorization)"
-    r"\s*[=:]\s*\S+|(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{32,})"
+    r"(?i)(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_\w{8,}|\b(?:AKIA|ASIA)[A-Z0-9]{12,}|xox[abposr]-[\w-]{8,}"
+    r"|AIza[\w-]{20,}|eyJ[\w-]{4,}\.[\w-]{4,}(?:\.[\w-]*)?|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*"
+    r"|(?:token|secret|password|passwd|pwd|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|authorization"
+    r"|auth)[\"']?\s*[=:]\s*[\"']?(?:(?:bearer|basic|token)\s+)?[^\s\"',;}]+"
+    r"|\bbearer\s+[\w.~+/=-]{8,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"
+    r"|(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{32,})"
 )
+_HIDING = re.compile(f"[{SHOW_NOTHING}]")  # a zero-width character splitting a token would keep it whole to a reader
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """A short, scrubbed excerpt of file content for a check's detail: never more than `limit` characters, with
     anything that looks like a credential replaced, since details land in reports, comments and artifacts."""
-    cut = text[: limit * 4]
+    cut = _HIDING.sub("", text[: limit * 4])
     scrubbed = _SECRETISH.sub("[redacted]", cut)
     return scrubbed if len(scrubbed) <= limit else scrubbed[: limit - 1] + "…"
 

@@ -734,7 +734,7 @@ def _dict_parts(members: dict[str, Any]) -> Iterator[Any]:
 def _type_problem(exc: JMESPathTypeError) -> str:
     """JMESPath's own message, with the offending value shown shortened (its own writes all of it)."""
     try:
-        shown = _preview(exc.current_value)
+        shown = excerpt(_preview(exc.current_value), _SHOWN_CHARS)  # scrubbed: it may quote a secret of the file
     except (ValueError, RecursionError):  # a number past Python's 4,300-digit limit for writing one
         shown = "(a value too large to show)"
     return (
