@@ -333,3 +333,15 @@ def test_a_case_moved_to_another_suite_where_it_fails_regresses_in_the_suite_it_
         1,
     )
     assert [i.case_id for i in grown.items] == ["order_status_001", "x", "y"]  # what gates first, as `order` puts it
+
+
+def test_average_costs_are_compared_over_the_cases_that_record_them_on_both_sides() -> None:
+    """A case whose trace recorded no tool calls in the baseline and 20 now moved the average from 2 to 11: a
+    gating regression, while the case itself was only "recorded again" (a hostile pass of the trace kind)."""
+    before = [result("a", tool_call_count=2, duration_ms=100), result("b", tool_call_count=None, duration_ms=None)]
+    after = [result("a", tool_call_count=2, duration_ms=100), result("b", tool_call_count=20, duration_ms=90_000)]
+    for old, new in ((before, after), (after, before)):  # nor the reverse, a false improvement
+        got = items(old, new)
+        assert not [i for i in got if i[1] in ("averageToolCallCount", "averageDurationMs")], got
+    grown = [result("a", tool_call_count=9, duration_ms=100), result("b", tool_call_count=20, duration_ms=90_000)]
+    assert ("REGRESSION", "averageToolCallCount", None) in items(before, grown)  # a's own rise still counts

@@ -29,13 +29,15 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
     before = build_report([r for r in baseline.results if r.case_id in common])
     now = build_report([r for r in current.results if r.case_id in common])
     label = "pass rate" if len(common) == baseline.total_cases == current.total_cases else "common-case pass rate"
+    calls = _both_record(baseline, current, common, "tool_call_count")
+    durations = _both_record(baseline, current, common, "duration_ms")
     items = [
         *better_or_worse(None, "passRate", before.pass_rate, now.pass_rate, True, label, percent),
         *cost(
             None,
             "averageToolCallCount",
-            before.average_tool_call_count,
-            now.average_tool_call_count,
+            calls[0].average_tool_call_count,
+            calls[1].average_tool_call_count,
             t.tool_call_pct,
             t.tool_call_abs,
             "",
@@ -43,8 +45,8 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
         *cost(
             None,
             "averageDurationMs",
-            before.average_duration_ms,
-            now.average_duration_ms,
+            durations[0].average_duration_ms,
+            durations[1].average_duration_ms,
             t.duration_pct,
             t.duration_abs_ms,
             " ms",
@@ -70,6 +72,19 @@ def diff_trace(baseline: TraceReport, current: TraceReport, thresholds: Threshol
         (baseline.total_cases, current.total_cases, baseline.passed_cases, current.passed_cases),
         (baseline.pass_rate, current.pass_rate),
         len(common),
+    )
+
+
+def _both_record(
+    baseline: TraceReport, current: TraceReport, common: set[str], field: str
+) -> tuple[TraceReport, TraceReport]:
+    """Each side's report of the common cases whose traces record `field` on both sides: an average over other
+    cases on each side (a case recorded again after a run that lost it) would move with no case's cost moving."""
+    old = {r.case_id: getattr(r, field) for r in baseline.results if r.case_id in common}
+    both = {r.case_id for r in current.results if getattr(r, field) is not None and old.get(r.case_id) is not None}
+    return (
+        build_report([r for r in baseline.results if r.case_id in both]),
+        build_report([r for r in current.results if r.case_id in both]),
     )
 
 
