@@ -378,13 +378,21 @@ def reference_match(glob: str, path: str) -> bool:
 
 GLOB_PARTS = st.lists(
     st.just("**")
-    | st.lists(st.sampled_from(["a", "b", "*", "?", "[ab]", "[!a]", "[]a]", "[a-b]", "]", "!", "-"]), min_size=1).map(
-        "".join
-    ),
+    | st.lists(
+        st.sampled_from(["a", "b", "*", "?", "[ab]", "[!a]", "[]a]", "[a-b]", "]", "!", "-", "[!-b]"]), min_size=1
+    ).map("".join),
     min_size=1,
     max_size=5,
 ).map("/".join)
-PATHS = st.lists(st.text("ab]!-", min_size=1, max_size=4), min_size=1, max_size=6).map("/".join)
+PATHS = st.lists(st.text("ab]!-1", min_size=1, max_size=4), min_size=1, max_size=6).map("/".join)
+
+
+def test_a_negated_class_that_starts_with_a_dash_is_no_range() -> None:
+    """`[!-z]` was built as `[^/-z]`, a range from `/` to `z`, so `run[!-z].json` did not match `run1.json` and a
+    file_absent check of it passed with the file there (a hostile pass)."""
+    regex = _glob_regex("evidences/run[!-z].json")
+    assert regex.fullmatch("evidences/run1.json") and not regex.fullmatch("evidences/run-.json")
+    assert not regex.fullmatch("evidences/runz.json") and not regex.fullmatch("evidences/run/.json")
 
 
 @given(GLOB_PARTS, st.lists(PATHS, max_size=20))

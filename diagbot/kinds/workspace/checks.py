@@ -566,7 +566,8 @@ def _segment_regex(segment: str) -> str:
             runs[-1].append("[^/]")
         elif end != -1:
             body = re.sub(r"([\\^\[\]&~|])", r"\\\1", segment[start:end])
-            runs[-1].append(f"[^/{body}]" if start > i else f"(?!/)[{body}]")  # a range like [+-0] holds `/`
+            # never `/`, which a range holds ([+-0]); `[!-z]` is not `[^/-z]`, a range from `/` to `z`
+            runs[-1].append(f"(?!/)[^{body}]" if start > i else f"(?!/)[{body}]")
             i = end + 1
         else:
             runs[-1].append(re.escape(char))
