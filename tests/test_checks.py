@@ -76,6 +76,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         {f"{VERIFIER}.executor_structured_output": {"claims": [{"claim_id": "c1", "evidence_bindings": []}]}},
         ["claim_unbound"],
     ),
+    (  # a hostile pass: an empty binding bound the claim, and `Confirmed` needed none
+        "claim-bound-to-nothing-fails",
+        {},
+        {
+            f"{VERIFIER}.executor_structured_output": {
+                "claims": [{"evidence_bindings": [None, {}]}, {"status": "Confirmed ", "evidence_bindings": []}]
+            }
+        },
+        ["claim_unbound", "claim_unbound"],
+    ),
     (
         "unconfirmed-claim-may-be-unbound",
         {},

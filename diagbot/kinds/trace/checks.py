@@ -15,6 +15,7 @@ one message per missing tool must not repeat every tool the trace used.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from diagbot.core.text import MAX_FOLDED_CHARS, MAX_TEXT_CHARS
 from diagbot.core.values import one_line
@@ -165,8 +166,13 @@ def claim_unbound(case: TraceCase, trace: Trace) -> list[str]:
     return [
         f"confirmed claim claims[{index}] has no evidence_bindings"
         for index, claim in enumerate(executor.claims)
-        if claim.status in (None, "confirmed") and not claim.evidence_bindings
+        if (claim.status or "confirmed").strip().casefold() == "confirmed" and not _bound(claim.evidence_bindings)
     ]
+
+
+def _bound(bindings: list[Any] | None) -> bool:
+    """Whether a claim names some evidence: a binding that is null or empty (`[null]`, `[{}]`) binds nothing."""
+    return any(binding not in (None, "", [], {}) for binding in bindings or [])
 
 
 @check(Code.V2_MISSING)
