@@ -3601,3 +3601,46 @@ def test_which_part_types_say_nothing_is_read_by_their_words() -> None:
                                      "security_notice", "markdown", None)}  # fmt: skip
     assert said == {"reasoning": True, "redacted_thinking": True, "input_image": True, "code_execution_result": True,
                     "security_notice": False, "markdown": False, None: False}  # fmt: skip
+
+
+# --- found by the hostile pass over the checks' semantics (2026-12-07) ---------------------------------------------
+
+
+def test_a_state_key_the_final_state_says_changed_unrecorded_is_not_known_after_a_call() -> None:
+    """Two refunds in diagbot's own format, no state change recorded, final_state `refunded`: the precondition
+    `{status: paid}` read `paid` before the second refund, as if the first changed nothing."""
+    case = make_case(initial_state={"status": "paid"},
+                     side_effect_policy={"tool": "refund", "precondition": [{"status": "paid"}]})  # fmt: skip
+    run = native(say("user", "refund A and B"), call("refund", {"o": "A"}, result="ok"),
+                 call("refund", {"o": "B"}, result="ok"), say("assistant", "Both refunded."),
+                 final_state={"status": "refunded"})  # fmt: skip
+    assert failures(case, run) == [
+        "precondition_unmet: refund (call 2): status just before it is not known: refund (call 1), a side effect, "
+        "succeeded before it, and the run's final_state has another status than its state changes leave, so a "
+        "change of it went unrecorded (record every state_change step)"
+    ]
+    recorded = native(say("user", "refund A and B"), call("refund", {"o": "A"}, result="ok"),
+                      change("status", "paid", "refunded"), call("refund", {"o": "B"}, result="ok"),
+                      say("assistant", "Both refunded."), final_state={"status": "refunded"})  # fmt: skip
+    assert failures(case, recorded) == ["precondition_unmet: refund (call 2): status is \"refunded\" just before it, "
+                                        'expected "paid"']  # fmt: skip
+    kept = native(say("user", "refund A"), call("refund", {"o": "A"}, result="ok"), say("assistant", "Refunded."),
+                  final_state={"status": "paid"})  # fmt: skip
+    assert failures(case, kept) == []
+
+
+def test_a_final_state_that_leaves_a_queried_key_out_decides_nothing() -> None:
+    """`final_state: {order_id: ...}` without refund_status: the query read null, so `refund_status !=
+    'refunded'` held and the must-not `refund_status == refunded` was ruled out, after a refund."""
+    case = make_case(initial_state={"refund_status": "none"},
+                     final_state_check={"expr": "refund_status != 'refunded'"},
+                     negative_behavior=[{"state": {"expr": "refund_status", "equals": "refunded"}}])  # fmt: skip
+    run = native(say("user", "refund it"), call("refund", {"o": "A"}, result="ok"), say("assistant", "Refunded."),
+                 final_state={"order_id": "A"})  # fmt: skip
+    said = ("the run's final_state leaves out refund_status, which the initial state has, so its value at the end is "
+            "not known (record the whole final_state)")  # fmt: skip
+    found = failures(case, run)
+    assert len(found) == 2 and all(said in f for f in found), found
+    whole = native(say("user", "refund it"), call("refund", {"o": "A"}, result="ok"), say("assistant", "Refunded."),
+                   final_state={"order_id": "A", "refund_status": "none"})  # fmt: skip
+    assert failures(case, whole) == []

@@ -418,10 +418,10 @@ class Trial:
         """The recorded final state, else the initial state with every recorded state change applied."""
         if self.run.final_state is not None:
             return self.run.final_state
-        return self._replayed
+        return self.replayed_state
 
     @cached_property
-    def _replayed(self) -> dict[str, Any]:
+    def replayed_state(self) -> dict[str, Any]:
         state = dict(self.initial_state)
         for change in self.run.state_changes:
             set_state(state, change.key, change.after)
@@ -559,6 +559,19 @@ Verdict = tuple[bool | None, str]
 must hold and one that must not), and what was found."""
 
 
+def _left_out_of_final(expr: str, t: Trial) -> list[str]:
+    """The initial state's keys that a query names and the recorded final_state leaves out (at most 3)."""
+    final = t.run.final_state
+    if final is None:
+        return []
+    named = set(_NAMES.findall(expr[:MAX_QUERY_NAMES_READ]))
+    return [one_line(k, 60) for k in t.initial_state if k in named and k not in final][:3]
+
+
+_NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_QUERY_NAMES_READ = 10_000  # characters of a query looked through for the keys it names
+
+
 def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdict:
     """`forbidding`: the check is one that must not hold, so `equals` is matched with extra keys allowed whatever
     `args_match` says, and `{}` is any object: the reading that can fail the case wins, as in `same`."""
@@ -580,6 +593,12 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
     ran, value, why = query(check.expr, t)
     if not ran:
         return None, f"{label}: {why}"
+    left_out = _left_out_of_final(check.expr, t)
+    if left_out:  # read as null because the recording dropped the key, not because the state lost it
+        return None, (
+            f"{label}: the run's final_state leaves out {', '.join(left_out)}, which the initial state has, so its "
+            "value at the end is not known (record the whole final_state)"
+        )
     if check.has_expected:
         exact = t.exact and not forbidding
         why = args_mismatch(check.equals, value, exact, label, t.spend, empty_exact=not forbidding)  # under the label
@@ -1021,14 +1040,18 @@ preconditions name), and, when the run records no state changes, the first succe
 before it (each may have changed the state unseen; `_changed_unseen` says which key it may have changed)."""
 
 
-def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _Successes]]:
-    """Each call of a tool with preconditions (`Before`), and where each tool was called successfully: one walk of
-    the run."""
+def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _Successes], set[str] | None]:
+    """Each call of a tool with preconditions (`Before`), where each tool was called successfully, and the state
+    keys that may have changed unseen (None: all of them, a run that records no state): one walk of the run."""
     tools = {p.tool for p in case.policies if p.preconditions}
     keys = {k for p in case.policies for item in p.preconditions for k in item}
     state = {k: v for k, v in t.initial_state.items() if k in keys}
     blind = not t.run.records_state and not t.run.state_changes  # chat: a refund's result says "refunded" only
-    acting = case.side_effect_tools if blind else set()  # marked so, or held to a side_effect_policy (issue 12)
+    # a run that records its state changes, but whose final_state says a key ended otherwise than they leave it
+    # (no change of `status` recorded, yet it ends `refunded`): that key changed unseen
+    final, replayed = t.run.final_state, t.replayed_state
+    drifted = set() if blind or final is None else {k for k in keys if k in final and final[k] != replayed.get(k)}
+    acting = case.side_effect_tools if blind or drifted else set()  # marked so, or held to a side_effect_policy
     done: dict[str, ToolCall] = {}  # acting tool -> its first successful call so far
     successes: dict[str, _Successes] = {}
     found: list[Before] = []
@@ -1044,7 +1067,7 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
                 successes.setdefault(step.tool, _Successes(position, step.made)).add(position, step)
                 if step.tool in acting:
                     done.setdefault(step.tool, step)
-    return found, successes
+    return found, successes, None if blind else drifted
 
 
 def _transition_keys(case: AgentCase) -> dict[str, set[str]]:
@@ -1090,7 +1113,7 @@ def _called_first(want: str, call: ToolCall, position: int, successes: dict[str,
 
 def preconditions(case: AgentCase, t: Trial) -> list[str]:
     failures = _Listed()
-    walked, successes = _before_calls(case, t)
+    walked, successes, unseen_keys = _before_calls(case, t)
     by_tool: dict[str, list[Before]] = {}
     for entry in walked:
         by_tool.setdefault(entry[0].tool, []).append(entry)
@@ -1100,17 +1123,24 @@ def preconditions(case: AgentCase, t: Trial) -> list[str]:
             for item in policy.preconditions:
                 for key, want in item.items():
                     t.spend(1 + len(done))
-                    unseen = _changed_unseen(call, key, done, named) if done and key != "called" else None
+                    watched = key != "called" and (unseen_keys is None or key in unseen_keys)
+                    unseen = _changed_unseen(call, key, done, named) if done and watched else None
                     if key == "called" and isinstance(want, str) and len(item) == 1:
                         why = _called_first(want, call, position, successes, t)
                         if why and failures.wants():
                             failures.add(f"{_call_label(t.run, call)}: {why}")
                     elif unseen is not None:  # the state the case starts in may be gone: undecided, so unmet
                         if failures.wants():
+                            why = (
+                                "the run records no state changes (record state_change steps, as diagbot's own "
+                                "trace does)"
+                                if unseen_keys is None
+                                else f"the run's final_state has another {key} than its state changes leave, so a "
+                                "change of it went unrecorded (record every state_change step)"
+                            )
                             failures.add(
                                 f"{_call_label(t.run, call)}: {key} just before it is not known: "
-                                f"{_call_label(t.run, unseen)}, a side effect, succeeded before it, and the run "
-                                "records no state changes (record state_change steps, as diagbot's own trace does)"
+                                f"{_call_label(t.run, unseen)}, a side effect, succeeded before it, and {why}"
                             )
                     elif key not in state:
                         if failures.wants():
