@@ -593,15 +593,23 @@ def evaluate_case(
     max_bytes: int,
     gate: Governance,
     today: dt.date,
+    called: set[str] | None = None,
 ) -> AgentCaseResult:
     """The case's result over its trials. How deep a run's values may be nested before reading or a check gives up
-    does not depend on where it is called from (one process, a worker, the action): `core.stack.headroom`."""
+    does not depend on where it is called from (one process, a worker, the action): `core.stack.headroom`.
+    `called`, when given, gets the names of the tools its runs called."""
     with stack.headroom():
-        return _evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
+        return _evaluate_case(loaded, fixtures, options, max_bytes, gate, today, called)
 
 
 def _evaluate_case(
-    loaded: LoadedCase, fixtures: Fixtures, options: AgentOptions, max_bytes: int, gate: Governance, today: dt.date
+    loaded: LoadedCase,
+    fixtures: Fixtures,
+    options: AgentOptions,
+    max_bytes: int,
+    gate: Governance,
+    today: dt.date,
+    called: set[str] | None = None,
 ) -> AgentCaseResult:
     case = loaded.case
     checks = [check for check in CHECKS if check.applies(case)]
@@ -647,6 +655,8 @@ def _evaluate_case(
             failed = [f"{Code.TRACE_INVALID}: {shown}: a value is nested too deeply to read"]
         else:
             cost.add(run)
+            if called is not None and len(called) < _CALLED_KEPT:
+                called.update(call.tool for call in run.calls)
             judged = trial(run, case, options.rules, confirmation, options.citation_pattern, work)
             failed = judge(case, judged, checks)
             found = metrics(case, judged) if case.evaluation_metrics else {}
@@ -787,14 +797,39 @@ def judge_case(
     loaded: LoadedCase, fixtures: Fixtures, options: AgentOptions, max_bytes: int, gate: Governance, today: dt.date
 ) -> tuple[AgentCaseResult, list[str]]:
     """A case's result, and the parts of it that check nothing or keep it from gating (the report's warnings)."""
-    result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today)
+    called: set[str] = set()
+    result = evaluate_case(loaded, fixtures, options, max_bytes, gate, today, called)
     found = ignored_checks(loaded.case, options.rules, options.folded_rules) + governance_slips(loaded.case, gate)
+    found += called_otherwise(loaded.case, options.rules, called)
     if result.status == "unchecked" and result.gating and result.risk_level == "P0":
         found.append(
             "a gating P0 case with nothing machine-checked (its expectations are text for people), so it can never "
             "fail the gate; add a check object (negative_behavior, success_criteria, expected_tool_sequence, ...)"
         )
     return result, [f"case {loaded.case.case_id}: {w}" for w in found]
+
+
+_CALLED_KEPT = 1_000  # tool names of a case's runs kept for `called_otherwise`
+
+
+def called_otherwise(case: AgentCase, rules: dict[str, Check], called: set[str]) -> list[str]:
+    """Where a case without available_tools names a tool its runs never call but call one written otherwise
+    (`Refund_Submit` for `refund_submit`): names match exactly, so the check or policy judged nothing of that tool
+    and the case could pass; validate cannot tell without available_tools, the runs can."""
+    if case.tool_names is not None or not called:
+        return []
+    alike = {look_alike(name): name for name in sorted(called)}
+    placed = _placed(rules, criteria(case))
+    found: list[str] = []
+    for where, tool in [*_tools_named(case, placed), *_forbidden(placed)]:
+        near = alike.get(look_alike(tool)) if tool not in called else None
+        if near is not None and len(found) < _SUGGESTED:
+            found.append(
+                f"{where}: '{values.one_line(tool, 100)}' is no tool its runs call, but {values.one_line(near, 100)} "
+                "is, written otherwise; tool names match exactly, so this checks nothing of "
+                f"{values.one_line(near, 100)}: write the name as the runs have it"
+            )
+    return found
 
 
 def ungated_warning(results: list[AgentCaseResult]) -> list[str]:
