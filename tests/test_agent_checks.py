@@ -3586,7 +3586,17 @@ def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
     """Two refunds of order 123, one sent `123` and one `"123"`, or of `Zoë-1` composed and decomposed, or with a
     trailing space, were not duplicates; the message still shows the value as the repeating call wrote it."""
     case = make_case(side_effect_policy={"tool": "refund", "idempotency_key": "order_id"})
-    for first, second in ((123, "123"), ("Zo\u00eb-1", "Zoe\u0308-1"), ("A-1", "A-1 "), (7.0, "7")):
+    for first, second in (
+        (123, "123"),
+        ("Zo\u00eb-1", "Zoe\u0308-1"),
+        ("A-1", "A-1 "),
+        (7.0, "7"),
+        # full-width digits, a plus sign, a decimal point (a hostile pass)
+        (123, "\uff11\uff12\uff13"),
+        (100, "+100"),
+        (100, "100.0"),
+        ("ORD-\uff17", "ORD-7"),
+    ):
         run = native(call("refund", {"order_id": first}), call("refund", {"order_id": second}))
         assert failures(case, run) == [
             f"duplicate_side_effect: refund (call 1) and call 2 repeat order_id={show(second)}"

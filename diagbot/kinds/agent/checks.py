@@ -1278,16 +1278,17 @@ def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
 
 def _canonical(value: Any, t: Trial) -> str:
     """One text per JSON value as argument matching compares them (keys sorted, 1.0 written as 1), and, since a
-    repeat must not hide behind a spelling, a text as its NFC form without surrounding spaces, and a text of
-    digits as its number (`"123"` is `123`, `"Zoë"` composed or not one name). Each part is charged to the trial's
-    check budget before it is written (a string by its length)."""
+    repeat must not hide behind a spelling, a text as its NFKC form without surrounding spaces, every decimal digit
+    as its ASCII one, and a text of a number as that number (`"123"`, `"+123"`, `"１２３"` and `"123.0"` are `123`,
+    `"Zoë"` composed or not one name). Each part is charged to the trial's check budget before it is written (a
+    string by its length)."""
     t.spend(1 + (len(value) // 1000 if isinstance(value, str) else 0))
     if value is _ABSENT:
         return "\0absent"  # no JSON text starts with a NUL
     if isinstance(value, str):
-        value = unicodedata.normalize("NFC", value).strip()
-        if _DIGITS.fullmatch(value):
-            value = int(value)
+        value = ascii_digits(unicodedata.normalize("NFKC", value).strip())
+        if _NUMBER.fullmatch(value):
+            value = float(value) if "." in value else int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     elif isinstance(value, dict):
@@ -1297,7 +1298,7 @@ def _canonical(value: Any, t: Trial) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-_DIGITS = re.compile("-?[0-9]{1,50}")
+_NUMBER = re.compile(r"[-+]?[0-9]{1,50}(?:\.[0-9]{1,50})?")
 
 
 def duplicates(case: AgentCase, t: Trial) -> list[str]:
