@@ -1241,3 +1241,31 @@ def test_a_failing_look_alike_of_a_removed_passing_case_regresses(tmp_path: Path
     got = [(i.type.value, i.case_id, i.metric) for i in diff_workspace(baseline, current).items]
     assert ("REGRESSION", "oom_steady", "passed") in got, got
     assert ("CHANGED", "oom-steady", "case") in got and ("CHANGED", "oom_steady", "case") in got
+
+
+def test_validate_warns_of_a_quoted_text_in_a_query_and_a_bucket_of_optional_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status != "failed"` compares with a field named failed (null), so it passed on `{"status": "failed"}`; a
+    critical_evidence bucket whose checks are all optional passed whatever they found. validate said nothing."""
+    from diagbot.cli import main
+    from diagbot.scaffold import starter, write_starter
+
+    write_starter(tmp_path, starter("workspace"))
+    case = tmp_path / "cases/workspace/latency-evidence-002/case.yaml"
+    text = case.read_text(encoding="utf-8")
+    text = text.replace('expr: "length(entries) > `0`"', "expr: 'status != \"failed\"'")
+    text = text.replace("{id: gc_pause_metric, contains:", "{id: gc_pause_metric, required: false, contains:")
+    text = text.replace("{id: gc_log_lines, contains:", "{id: gc_log_lines, required: false, contains:")
+    case.write_text(text, encoding="utf-8")
+    assert main(["validate", "--config", str(tmp_path / "diagbot.yml")]) == 0
+    err = capsys.readouterr().err
+    where = "warning: case latency-evidence-002: judge."
+    assert (
+        f'{where}evidence_collection.logs_collected: "failed" is a field name in JMESPath, not a text, so this '
+        "compares with the field failed (null when there is none); write the text 'failed'"
+    ) in err, err
+    assert (
+        f"{where}critical_evidence: every check is required: false, so the bucket passes whatever they find (its "
+        "score still counts them); make the ones it cannot do without required"
+    ) in err, err

@@ -19,6 +19,7 @@ from diagbot.kinds.workspace.judge import (
     Verdict,
     WorkspaceReport,
     WorkspaceResult,
+    authoring_slips,
     contract_failures,
     contract_needs,
     judge_suite,
@@ -49,7 +50,9 @@ class WorkspaceKind:
         cases, problems = load_workspace_suite(suite.cases, suite.fixtures)
         if problems:
             raise CaseFileError(*problems)
-        return [] if cases else [f"{suite.cases_label}: holds no <case-id>/case.yaml, so the suite evaluates nothing"]
+        if not cases:
+            return [f"{suite.cases_label}: holds no <case-id>/case.yaml, so the suite evaluates nothing"]
+        return [f"case {case.id}: {slip}" for case in cases for slip in authoring_slips(case)]
 
     def blocking(self, report: WorkspaceReport) -> list[Blocked]:
         return []
