@@ -1269,3 +1269,27 @@ def test_validate_warns_of_a_quoted_text_in_a_query_and_a_bucket_of_optional_che
         f"{where}critical_evidence: every check is required: false, so the bucket passes whatever they find (its "
         "score still counts them); make the ones it cannot do without required"
     ) in err, err
+
+
+def test_reweighted_buckets_are_a_change_not_a_regression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """New weights, every check still passing: each bucket's points moved, and their scores with them, which the
+    diff called gating regressions (a hostile pass)."""
+    from diagbot.cli import main
+    from diagbot.scaffold import starter, write_starter
+
+    write_starter(tmp_path, starter("workspace"))
+    monkeypatch.chdir(tmp_path)
+    case = tmp_path / "cases/workspace/latency-evidence-001/case.yaml"
+    weights = (
+        "weights: {workflow: 0, evidence_collection: 30, critical_evidence: 60, evidence_routing: 0, diagnosis: 10}"
+    )
+    text = case.read_text(encoding="utf-8")
+    assert "mode: evidence_only" in text
+    text = text.replace("mode: evidence_only", f"mode: diagnosis\n  {weights}", 1)
+    case.write_text(text + "  diagnosis:\n    - {id: summary, file_exists: evidences/evidence_summary.md}\n")
+    assert main(["run", "--out", "base", "--quiet"]) == 0
+    case.write_text(case.read_text().replace(weights, weights.replace("30", "20").replace("60", "50").replace(
+        "diagnosis: 10", "diagnosis: 30")))  # fmt: skip
+    assert main(["run", "--baseline", "base", "--out", "out", "--quiet"]) == 0
+    diff = json.loads((tmp_path / "out/diff/workspace.json").read_text(encoding="utf-8"))
+    assert not [i for i in diff["items"] if i["type"] == "REGRESSION"], diff["items"]

@@ -65,10 +65,18 @@ def _case_diff(old: WorkspaceResult, new: WorkspaceResult, points: float) -> lis
     """Score, verdict, mode, then every bucket and check present on both sides."""
     case_id = new.case_id
     verdicts = f"verdict {old.verdict} → {new.verdict}" + (f" ({new.reason})" if new.reason else "")
-    items = [
-        *better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points),
-        *_flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
-    ]
+    was = {name: bucket.points for name, bucket in old.packet.buckets.items()}
+    now = {name: bucket.points for name, bucket in new.packet.buckets.items()}
+    if was != now:  # weights or mode changed: points moved by the case's own scale, not by the run
+        shown = ", ".join(f"{n} {was.get(n, 0):g} → {now.get(n, 0):g}" for n in dict.fromkeys([*was, *now]))
+        said = f"bucket points changed ({shown}), so the scores are not compared: score {old.score:g} → {new.score:g}"
+        items = changed(case_id, "score", old.score, new.score, said) if old.score != new.score else []
+        items += _flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts)
+    else:
+        items = [
+            *better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points),
+            *_flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
+        ]
     if Verdict.PASS not in (old.verdict, new.verdict):
         items += changed(case_id, "verdict", old.verdict.value, new.verdict.value, verdicts)
     items += changed(case_id, "mode", old.mode.value, new.mode.value, f"mode {old.mode} → {new.mode}")
@@ -76,7 +84,8 @@ def _case_diff(old: WorkspaceResult, new: WorkspaceResult, points: float) -> lis
         previous = old.packet.buckets.get(name)
         if previous is None:
             continue
-        items += better_or_worse(case_id, f"bucket.{name}", previous.score, bucket.score, True, f"{name} score")
+        if was == now:
+            items += better_or_worse(case_id, f"bucket.{name}", previous.score, bucket.score, True, f"{name} score")
         passed_before = {check.id: check.passed for check in previous.checks}
         for check in bucket.checks:
             if check.id in passed_before:
