@@ -461,3 +461,34 @@ def test_outputs_are_never_written_through_a_link_from_the_working_folder_down(
     (outside / "diff").symlink_to(tmp_path, target_is_directory=True)
     with pytest.raises(OutputError, match=r"out/diff: is a symbolic link"):
         files.write_file(outside / "diff" / "s.json", "{}", outside)
+
+
+def test_a_byte_order_mark_and_a_lone_surrogate_in_run_files_are_named(tmp_path: Path) -> None:
+    """A workspace JSON file that opens with a byte-order mark was "not valid JSON (expected value at line 1
+    column 1)" (the other kinds skip the mark); a lone surrogate escape, in a workspace file or a trace, was
+    "unexpected end of hex escape", which names no fault (a hostile pass)."""
+    (tmp_path / "fixtures/w1/evidences").mkdir(parents=True)
+    (tmp_path / "cases/w1").mkdir(parents=True)
+    (tmp_path / "diagbot.yml").write_text(
+        "suites:\n  - {name: t, kind: trace, cases: c.json, fixtures: fixtures}\n"
+        "  - {name: w, kind: workspace, cases: cases, fixtures: fixtures}\n"
+    )
+    (tmp_path / "c.json").write_text('[{"id": "s", "traceFixture": "s.json"}]')
+    (tmp_path / "fixtures/s.json").write_text(
+        '{"session": {"answer": "pool exhausted \\ud83d", "selfEvaluation": {"verifier_evaluation": {"verdict": '
+        '"PASS"}}}}'
+    )
+    checks = "[{id: a, json_valid: evidences/a.json}, {id: b, json_valid: evidences/b.json}]"
+    others = "".join(f"  {b}: [{{id: {b[0]}, file_exists: evidences/a.json}}]\n" for b in (
+        "evidence_collection", "critical_evidence", "evidence_routing", "diagnosis"))  # fmt: skip
+    (tmp_path / "cases/w1/case.yaml").write_text(f"id: w1\ntitle: t\njudge:\n  workflow: {checks}\n{others}")
+    (tmp_path / "fixtures/w1/evidences/a.json").write_bytes(b'\xef\xbb\xbf{"a": 1}')
+    (tmp_path / "fixtures/w1/evidences/b.json").write_text('{"a": "\\ud83d"}')
+    out = tmp_path / "out"
+    main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(out), "--quiet", "--no-fail"])
+    half = "holds \\ud83d, half of a character (a lone surrogate) and no text: a string cut in the middle of an emoji?"
+    trace = json.loads((out / "reports/t.json").read_text())["results"][0]["failedChecks"]
+    assert trace == [f"fixture_invalid: fixture 's.json': {half} write the whole character"]
+    rows = json.loads((out / "reports/w.json").read_text())["results"][0]["packet"]["workflow"]["checks"]
+    assert [r["detail"] for r in rows] == [
+        "evidences/a.json: valid JSON", f"evidences/b.json: {half} write the whole character"]  # fmt: skip

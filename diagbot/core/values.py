@@ -471,6 +471,21 @@ def _as_json(value: Any) -> Any:
     return value
 
 
+def lone_surrogate(data: bytes, parser_said: str) -> str | None:
+    """What to say of JSON that a parser refused with "... hex escape ..." when it holds a high surrogate's escape
+    with no low one after it (`\\ud83d`, a string cut in the middle of an emoji); None otherwise."""
+    half = _LONE_HIGH.search(data) if "hex escape" in parser_said else None
+    if half is None:
+        return None
+    return (
+        f"holds {half.group().decode()}, half of a character (a lone surrogate) and no text: a string cut in the "
+        "middle of an emoji? write the whole character"
+    )
+
+
+_LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
+
+
 def may_hold_surrogates(text: str) -> bool:
     """False when `text` (JSON or YAML source) cannot decode to a lone surrogate: the cheap test first."""
     return bool(escapes_surrogates(text) or _SURROGATE.search(text))

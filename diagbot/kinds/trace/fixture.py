@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagbot.core.fs import FileProblem, read_bounded
 from diagbot.core.text import Folded
-from diagbot.core.values import count_values, first_repeated_key, loads_unique, one_line
+from diagbot.core.values import count_values, first_repeated_key, loads_unique, lone_surrogate, one_line
 from diagbot.kinds.trace.codes import Code
 from diagbot.kinds.trace.search import AnswerSearch
 
@@ -250,7 +250,9 @@ def parse_trace(data: bytes, where: str) -> Trace | FixtureProblem:
                     message=f"{where}: not UTF-8 (bad byte at offset {bad.start}); re-save as UTF-8",
                 )
             detail = first["msg"].removeprefix("Invalid JSON: ")
-            return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where}: not valid JSON ({detail})")
+            half = lone_surrogate(data, detail)
+            said = half if half is not None else f"not valid JSON ({detail})"
+            return FixtureProblem(code=Code.FIXTURE_INVALID, message=f"{where}: {said}")
         if not first["loc"]:
             return FixtureProblem(
                 code=Code.FIXTURE_INVALID, message=f"{where}: expected a JSON object at the top level"

@@ -38,7 +38,7 @@ from diagbot.core.models import StrictInput
 from diagbot.core.query import QueryLimitError, query_steps, run_query, truthy, valid_query
 from diagbot.core.regex import Regex, compile_regex, valid_regex
 from diagbot.core.text import MAX_TEXT_CHARS, Folded, fold
-from diagbot.core.values import excerpt, one_line, refuse_repeats
+from diagbot.core.values import excerpt, lone_surrogate, one_line, refuse_repeats
 
 READ_CAP = 8 * 1024 * 1024
 """Bytes read from any one file; text checks search this prefix, JSON checks refuse a longer file."""
@@ -486,17 +486,21 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
         return False, None, f"{_bytes(blob.size)} is over the {_size(READ_CAP)} read cap; not parsed"
     if not blob.data or blob.data.isspace():
         return False, None, "empty: no JSON in it"
+    data = blob.data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark some editors write, as the other kinds skip it
     try:
-        value = from_json(blob.data, allow_inf_nan=False)  # the parser checks UTF-8 itself
-        refuse_repeats(blob.data, value)  # a repeated key: which of its values a query should read is unknown
+        value = from_json(data, allow_inf_nan=False)  # the parser checks UTF-8 itself
+        refuse_repeats(data, value)  # a repeated key: which of its values a query should read is unknown
         return True, value, "valid JSON"
     except json.JSONDecodeError as exc:  # a repeated key
         return False, None, f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
     except ValueError as exc:
         try:
-            blob.data.decode()  # from_json's own message for bad UTF-8 is unclear: name the offset instead
+            data.decode()  # from_json's own message for bad UTF-8 is unclear: name the offset instead
         except UnicodeDecodeError as bad:
             return False, None, f"not valid UTF-8 (first bad byte at offset {bad.start})"
+        half = lone_surrogate(data, str(exc))  # its own message says only "unexpected end of hex escape"
+        if half is not None:
+            return False, None, half
         return False, None, f"not valid JSON ({exc})"
 
 
