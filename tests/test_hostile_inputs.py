@@ -478,12 +478,13 @@ def test_a_byte_order_mark_and_a_lone_surrogate_in_run_files_are_named(tmp_path:
         '{"session": {"answer": "pool exhausted \\ud83d", "selfEvaluation": {"verifier_evaluation": {"verdict": '
         '"PASS"}}}}'
     )
-    checks = "[{id: a, json_valid: evidences/a.json}, {id: b, json_valid: evidences/b.json}]"
+    checks = "[" + ", ".join(f"{{id: {n}, json_valid: evidences/{n}.json}}" for n in "abc") + "]"
     others = "".join(f"  {b}: [{{id: {b[0]}, file_exists: evidences/a.json}}]\n" for b in (
         "evidence_collection", "critical_evidence", "evidence_routing", "diagnosis"))  # fmt: skip
     (tmp_path / "cases/w1/case.yaml").write_text(f"id: w1\ntitle: t\njudge:\n  workflow: {checks}\n{others}")
     (tmp_path / "fixtures/w1/evidences/a.json").write_bytes(b'\xef\xbb\xbf{"a": 1}')
     (tmp_path / "fixtures/w1/evidences/b.json").write_text('{"a": "\\ud83d"}')
+    (tmp_path / "fixtures/w1/evidences/c.json").write_text("[" * 300 + "]" * 300)
     out = tmp_path / "out"
     main(["run", "--config", str(tmp_path / "diagbot.yml"), "--out", str(out), "--quiet", "--no-fail"])
     half = "holds \\ud83d, half of a character (a lone surrogate) and no text: a string cut in the middle of an emoji?"
@@ -491,4 +492,6 @@ def test_a_byte_order_mark_and_a_lone_surrogate_in_run_files_are_named(tmp_path:
     assert trace == [f"fixture_invalid: fixture 's.json': {half} write the whole character"]
     rows = json.loads((out / "reports/w.json").read_text())["results"][0]["packet"]["workflow"]["checks"]
     assert [r["detail"] for r in rows] == [
-        "evidences/a.json: valid JSON", f"evidences/b.json: {half} write the whole character"]  # fmt: skip
+        "evidences/a.json: valid JSON", f"evidences/b.json: {half} write the whole character",
+        "evidences/c.json: nested too deeply to read (arrays and objects inside one another, about 200 levels)",
+    ]  # fmt: skip

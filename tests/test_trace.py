@@ -87,6 +87,8 @@ def test_missing_fixture(tmp_path: Path) -> None:
     assert (
         problem.message == "fixture 'nope.json' not found in the fixtures folder; record the trace or fix traceFixture"
     )
+    long = load_trace(tmp_path, "x" * 5000 + ".json")  # a case may name any length: echoed cut (a hostile pass)
+    assert isinstance(long, FixtureProblem) and len(long.message) < 400, len(long.message)
 
 
 def test_size_limit(tmp_path: Path) -> None:

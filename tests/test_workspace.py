@@ -750,6 +750,10 @@ def test_missing_folders_are_reported(tmp_path: Path) -> None:
     assert load_workspace_suite(tmp_path / "nope", tmp_path)[1] == [
         f"{tmp_path}/nope: cases folder not found; pass the folder that holds <case-id>/case.yaml"
     ]
+    (tmp_path / "case.yaml").write_text("id: a\n")  # a case file given for the folder: not "not found"
+    assert load_workspace_suite(tmp_path / "case.yaml", tmp_path)[1] == [
+        f"{tmp_path}/case.yaml: is a file, not a folder; pass the folder that holds <case-id>/case.yaml"
+    ]
     (tmp_path / "cases").mkdir()
     assert load_workspace_suite(tmp_path / "cases", tmp_path / "nofix")[1] == [
         f"{tmp_path}/nofix: fixtures folder not found; every run is invalid"

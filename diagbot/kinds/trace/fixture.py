@@ -299,7 +299,7 @@ def load_trace(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTU
 
 def fixture_label(name: str) -> str:
     """How messages name a fixture: as the case's traceFixture wrote it, relative to the fixtures folder."""
-    return f"fixture '{name}'"
+    return f"fixture '{one_line(name, 200)}'"  # a case may write any length of name
 
 
 def read_fixture(fixtures_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FIXTURE_BYTES) -> bytes | FixtureProblem:

@@ -501,6 +501,8 @@ def _parse(blob: _Blob) -> tuple[bool, Any, str]:
         half = lone_surrogate(data, str(exc))  # its own message says only "unexpected end of hex escape"
         if half is not None:
             return False, None, half
+        if "recursion limit" in str(exc):
+            return False, None, "nested too deeply to read (arrays and objects inside one another, about 200 levels)"
         return False, None, f"not valid JSON ({exc})"
 
 

@@ -216,7 +216,8 @@ def authoring_slips(case: WorkspaceCase) -> list[str]:
 def load_workspace_suite(cases_dir: Path, fixtures_dir: Path) -> tuple[list[WorkspaceCase], list[str]]:
     """Every case that validates, and every problem found (file, case, bucket, check, field, what to do)."""
     if not cases_dir.is_dir():
-        return [], [f"{cases_dir}: cases folder not found; pass the folder that holds <case-id>/case.yaml"]
+        what = "is a file, not a folder" if cases_dir.exists() else "cases folder not found"
+        return [], [f"{cases_dir}: {what}; pass the folder that holds <case-id>/case.yaml"]
     problems = [] if fixtures_dir.is_dir() else [f"{fixtures_dir}: fixtures folder not found; every run is invalid"]
     cases = []
     folders: list[Path] = []
