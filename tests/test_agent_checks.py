@@ -2827,7 +2827,7 @@ def test_a_phrase_the_model_marked_up_is_found(answer: str) -> None:
     must-not `replies_contain` and the constraint (a hostile pass). An underscore inside a word is no markup."""
     for case in (
         make_case(evaluator_config={"rule_checks": [{"id": "promise", "answer_not_contains": ["full refund"]}]}),
-        make_case(negative_behavior=[{"replies_contain": {"any": ["**full refund**"]}}]),
+        make_case(negative_behavior=[{"replies_contain": {"any": ["full refund"]}}]),
         make_case(constraints={"must_not_include": ["full refund"]}),
     ):
         assert len(failures(case, native(say("assistant", answer)))) == 1, (case, answer)
@@ -2835,6 +2835,29 @@ def test_a_phrase_the_model_marked_up_is_found(answer: str) -> None:
     snake = make_case(evaluator_config={"rule_checks": [{"id": "named", "answer_contains": ["refund_submit"]}]})
     assert failures(snake, native(say("assistant", "I called refund_submit."))) == []
     assert len(failures(snake, native(say("assistant", "I called refund submit.")))) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase", "found"),
+    [("Use **bold** here", "**", True), ("a <b>b</b>", "<b>", True), ("see __init__.py", "__init__.py", True),
+     ("init.py", "__init__.py", False), ("prototype", "__proto__", False), ("23 items", "2*3", False),
+     ("kwargs", "**kwargs", False), ("2*3 = 6", "2*3", True)],
+)  # fmt: skip
+def test_a_phrase_is_looked_for_as_written_too(answer: str, phrase: str, found: bool) -> None:
+    """Found by review: the phrase lost its markup as the answer did, so `answer_not_contains: ["**"]` could never
+    fail and `["__proto__"]` failed on "prototype". It is looked for as written, in the answer with and without
+    markup."""
+    case = make_case(evaluator_config={"rule_checks": [{"id": "p", "answer_contains": [phrase]}]})
+    assert (failures(case, native(say("assistant", answer))) == []) is found
+
+
+def test_a_long_run_of_underscores_is_read_past_once() -> None:
+    """Found by review: `_+(?!\\w)` tried a run of underscores again from each of its places, seconds for 30,000 of
+    them and hours at the answer's cap."""
+    from diagbot.core.text import fold, without_markup
+
+    assert without_markup(fold("a" + "_" * 200_000 + "b full")).unmarked is None  # inside a word: no markup
+    assert without_markup(fold("a " + "_" * 200_000 + " b full")).unmarked == "a b full"
 
 
 def test_arguments_that_repeat_a_key_are_invalid() -> None:

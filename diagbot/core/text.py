@@ -107,16 +107,17 @@ class Folded:
     text: str
     cut: bool = False
     hidden: str = ""  # the INVISIBLE characters of the text read, each once
-    unmarked: bool = False  # its emphasis markup is taken out (`without_markup`), and so it is of each needle
+    unmarked: str | None = None  # the text without its emphasis markup, when it has some (`without_markup`)
 
     def matches(self, needles: Iterable[str]) -> list[str]:
-        """The needles that occur in the text, in their given order; an empty needle never matches."""
+        """The needles that occur in the text, or in it without its emphasis markup, in their given order; an empty
+        needle never matches."""
         found = []
         for needle in needles:
             folded = _fold_short_needle(needle) if len(needle) <= _CACHED_NEEDLE_CHARS else _fold_needle(needle)
-            if self.unmarked and folded:
-                folded = _SPACES.sub(" ", MARKUP.sub("", folded))
-            if _found(needle, folded, self.text, self.hidden):
+            if _found(needle, folded, self.text, self.hidden) or (
+                self.unmarked is not None and folded and folded in self.unmarked
+            ):
                 found.append(needle)
         return found
 
@@ -131,15 +132,18 @@ def fold(text: str, max_chars: int = MAX_TEXT_CHARS, max_folded: int = MAX_FOLDE
 
 
 MARKUP = re.compile(
-    r"[*~`]+|(?<!\w)_+|_+(?!\w)"  # Markdown's emphasis (`**full** refund`); an underscore inside a word stays
+    r"[*~`]+|(?<!\w)_+|(?<!_)_++(?!\w)"  # Markdown's emphasis (`**full** refund`); an underscore inside a word
+    # stays (possessive: a long run of underscores is not tried again from each of its places)
     r"|</?(?:b|strong|em|i|u|s|del|ins|mark|code|span|sup|sub)\b[^<>]{0,200}>"  # and HTML's
 )
 
 
 def without_markup(folded: Folded) -> Folded:
-    """A folded reply without its emphasis markup, for finding phrases in it: a model that bolds a word (`You will
-    get a **full** refund`) still says `full refund`. Each needle it is searched for loses its markup too."""
-    return replace(folded, text=_SPACES.sub(" ", MARKUP.sub("", folded.text)), unmarked=True)
+    """A folded reply that phrases are also looked for without its emphasis markup: a model that bolds a word (`You
+    will get a **full** refund`) still says `full refund`. Phrases are looked for as written (`**`, `__init__.py`),
+    in the text as it is and in the text without markup."""
+    plain = _SPACES.sub(" ", MARKUP.sub("", folded.text))
+    return folded if plain == folded.text else replace(folded, unmarked=plain)
 
 
 def _fold_needle(needle: str) -> str | None:
