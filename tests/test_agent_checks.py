@@ -2594,7 +2594,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      # a question opening with its word, not understanding, asking for time or care (a hostile pass of 2026-12-07)
      "yes, which card will it go to", "yes, why", "Yes, how long will it take", "yes, what happens to my points",
      "yes, gimme a min", "yes, lemme check with my accountant", "yes idk", "Yes, I'm confused",
-     "Yes, explain it again", "Proceed with caution is what my lawyer said", "yes, let me check"],
+     "Yes, explain it again", "Proceed with caution is what my lawyer said", "yes, let me check",
+     # from its review: a question word with no comma before it, and requests to confirm that it let through
+     "Yes which one", "yes what card", "Yes how long will it take", "Yes why", "Yes, and which card",
+     "Yes (which card)", "Please confirm how you will refund me", "Please confirm which you charged",
+     "Confirm which they chose"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
@@ -2621,8 +2625,11 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
      "Yes, I'll leave it to you", "Yes, just a moment ago you said 299, go ahead",
      "Yes, proceed with the joke gift refund",
      "Go ahead: negative balance is fine", "Yes, refund it. Negative reviews aside, thanks",
-     # beside the questions opening with their word refused since: the same words opening no question
-     "Yes, what you said is right", "Yes, how you described it"],
+     # beside the questions opening with their word refused since: the same words opening no question, and the
+     # words of not understanding or asking for time used otherwise (from its review)
+     "Yes, what you said is right", "Yes, how you described it", "Yes — what a relief, go ahead",
+     "Yes, thanks for explaining", "Yes, sorry for the confusion, go ahead", "Yes, and gimme the receipt",
+     "I said confirm", "You have the confirmation", "Consider this a confirmation"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
@@ -2999,7 +3006,11 @@ def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
      ("Yes, cancel it. Actually wait", "cancel_order", False),
      # the tool's word where it asks to wait or to leave it off (a hostile pass): no confirmation
      ("Yes, hold on a second", "hold_order", False), ("yes hold on let me check", "hold_order", False),
-     ("Stop! Yes I mean stop asking", "stop_service", False), ("Yes, cancel that", "cancel_order", False)],
+     ("Stop! Yes I mean stop asking", "stop_service", False), ("Yes, cancel that", "cancel_order", False),
+     # ... and where it is the tool's own action after all (from its review)
+     ("Yes, cancel this subscription.", "cancel_subscription", True), ("Yes, cancel that order.", "cancel_order", True),
+     ("Yes, stop it.", "stop_server", True), ("Yes, stop this deployment.", "stop_deployment", True),
+     ("Yes, put a hold on the account.", "hold_account", True)],
 )  # fmt: skip
 def test_cancel_stop_and_hold_confirm_the_call_that_does_them(reply: str, tool: str, confirmed: bool) -> None:
     """cancel_order could never be confirmed: "Yes, cancel it" held a refusing word."""

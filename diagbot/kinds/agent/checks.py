@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -159,10 +160,15 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     r"|family|spouse)\b",
     rf"\bleave it{_ENDS}",
     rf"(?:{_CLAUSE}|\ba )negative{_ENDS}",  # "Proceed: negative.", "that's a negative"; not "the negative balance"
-    # a question that opens with its word ("yes, which card will it go to", "Yes, how long will it take"), not
-    # understanding, asking for time or care ("yes idk", "yes, lemme check", "gimme a min", "with caution")
-    rf"{_CLAUSE}(?:which|what|why|how|where|who|whom|whose)\b",  # (not "what you said": `_AGREEING`)
-    r"\b(?:idk|dunno|unsure|confus\w*|explain\w*|caution\w*|gimme|lemme)\b|\blet me (?:check|see|ask|look)\b",
+    # not understanding, asking for time or care ("yes idk", "yes, lemme check", "gimme a min", "with caution"); a
+    # question that opens with its word is `_QUESTION_WORD`
+    r"\b(?:idk|dunno|unsure|confused|confusing|explain|caution\w*|lemme)\b|\blet me (?:check|see|ask|look)\b",
+    r"\bgimme (?:a|an|one|some|a few|\d+) (?:sec|second|min|minute|moment|bit|while|hour|day)s?\b",
+)
+_QUESTION_WORD = re.compile(  # "yes, which card will it go to", "Yes how long will it take", "yes (why)"; not "Yes,
+    # what you said is right" nor "what a relief" (Python's re: RE2 has no lookahead)
+    rf"(?:{_CLAUSE}|\b(?:yes|yeah|yep|ok|okay|sure|fine)\s+|\()(?:(?:and|so|but)\s+)?"
+    r"(?:which|what|why|how|where|who|whom|whose)\b(?!\s+(?:i|you|we|he|she|they|a|an)\b)"
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
 # ("yes, no rush", "可以，不要忘了发票"): a missed confirmation fails a case someone can look at, a refusal taken for
@@ -171,18 +177,21 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
 
 # Refusing words that are also what a call does: "Yes, cancel my subscription" confirms `cancel_subscription`, and
 # refuses any tool whose name does not hold the word.
-_NAMED_ACTIONS = {  # but where the word asks to wait or to leave it: "Yes, hold on a second", "stop asking"
-    "cancel": re.compile(r"\bcancel\w*(?!\s+(?:that|this|everything)\b)"),
-    "stop": re.compile(r"\bstop\w*(?!\s+(?:asking|it|that|this|everything|now)\b)"),
-    "hold": re.compile(r"\bhold\w*(?!\s+(?:on|off|up)\b)"),
+_NAMED_ACTIONS = {  # but where the word asks to wait or to leave it: "Yes, hold on a second", "stop asking", "cancel
+    # that" as the whole clause (not "cancel that order", nor "a hold on the account")
+    "cancel": re.compile(rf"\bcancel\w*(?!\s+(?:that|everything){_ENDS})"),
+    "stop": re.compile(r"\bstop\w*(?!\s+(?:asking|talking)\b)"),
+    "hold": re.compile(r"(?<=\ba )hold\w*|(?<=\bthe )hold\w*|\bhold\w*(?!\s+(?:on|off|up)\b)"),
 }
 
 _NOT_CONFIRMING = re.compile(  # the default pattern's words inside a noun: a confirmation code, email, number ...
     r"(?i)\bconfirmations? (?:numbers?|no\b|code|e-?mail|id\b|link|page|message|text|sms|letter|receipt|#)"
     r"|[确確][认認](?:码|碼|邮件|郵件|函|书|書|短信|链接|鏈接)"  # not 号 nor 单: 确认号码无误, 确认单笔退款 confirm
     r"|確認(?:メール|番号|コード)|同意[书書]|可以理解"  # confirmation email, number, code; consent form; understandable
-    r"|(?i:\b(?:the|a|an|no|any|got|get|received) confirmations?\b)"  # "I got the confirmation": a thing received
-    r"|(?i:\b(?:says|said|shows?|showed|shown|reads|marked(?: as)?|status(?: is| was)?:?)\s+\W?confirm\w*)"  # a status
+    # "I got the confirmation": a thing received or sent, and a status read out ("the page says Confirmed")
+    r"|(?i:\b(?:got|get|received|receive|sent|send|saw|see|need|want|waiting for|wait for) (?:the |a |an |your |my "
+    r"|any )?confirmations?\b)"
+    r"|(?i:\b(?:says|shows?|showed|shown|reads|marked(?: as)?|status(?: is| was)?:?)\s+\W?confirm\w*)"
 )
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries|as soon as (?:possible|you can))\b|\bwhy not\b\??"  # urgency
@@ -192,7 +201,7 @@ _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no prob
     r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
     r"|異存ありません|異存はありません"  # sorry, that's right, no objection
     r"|\bmais oui\b"  # French "but of course"
-    r"|\b(?:what|how|which|where|who|whom|whose)\s+(?:i|you|we|he|she|they)\b"  # "Yes, what you said": no question
+
 )
 
 
@@ -290,7 +299,7 @@ class Confirmation:
         for word in named:
             folded = _NAMED_ACTIONS[word].sub(" ", folded)
         data = folded.encode("utf-8", "replace")
-        spans = (refusal.search(data) for refusal in self.refusals)
+        spans = itertools.chain((refusal.search(data) for refusal in self.refusals), _asking(folded))
         found = min((s for s in spans if s is not None), default=None) if earliest else next(filter(None, spans), None)
         if found is None:
             return None
@@ -323,6 +332,16 @@ class Confirmation:
             "confirmation before it, and the default pattern wants yes, confirm, proceed, go ahead, 确认, 是的, "
             "同意 or 可以 with no such word beside it; a suite's confirmation-pattern sets what counts)"
         )
+
+
+def _asking(folded: str) -> Iterator[tuple[int, int] | None]:
+    """Where a question that opens with its word is (`_QUESTION_WORD`), in the UTF-8 bytes the refusals search."""
+    asked = _QUESTION_WORD.search(folded)
+    if asked is None:
+        yield None
+        return
+    start = len(folded[: asked.start()].encode("utf-8", "replace"))
+    yield start, start + len(asked.group().encode("utf-8", "replace"))
 
 
 _WORDLY = re.compile(rb"[A-Za-z0-9']")  # what a quoted English word goes on through (bytes of folded text)
