@@ -3636,6 +3636,8 @@ def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
             f"duplicate_side_effect: refund (call 1) and call 2 repeat order_id={show(second)}"
         ]
     assert failures(case, native(call("refund", {"order_id": "A-1"}), call("refund", {"order_id": "a-1"}))) == []
+    for first, second in (("1.1", "1.10"), ("12345678901234567.0", "12345678901234568")):  # versions, long ids
+        assert failures(case, native(call("refund", {"order_id": first}), call("refund", {"order_id": second}))) == []
 
 
 def test_which_part_types_say_nothing_is_read_by_their_words() -> None:
@@ -3671,6 +3673,14 @@ def test_a_state_key_the_final_state_says_changed_unrecorded_is_not_known_after_
     kept = native(say("user", "refund A"), call("refund", {"o": "A"}, result="ok"), say("assistant", "Refunded."),
                   final_state={"status": "paid"})  # fmt: skip
     assert failures(case, kept) == []
+    # found by review: a final value that differs where the precondition does not look (a field it does not name,
+    # changed by a recorded dotted change) is no unrecorded change of what it reads
+    policy = {"tool": "refund", "precondition": [{"order": {"status": "paid"}}]}
+    nested = make_case(initial_state={"order": {"status": "paid", "refunds": 0}}, side_effect_policy=policy)
+    run = native(call("refund", {"o": "A"}, result="ok"), change("order.refunds", 0, 1),
+                 call("refund", {"o": "B"}, result="ok"), say("assistant", "Both refunded."),
+                 final_state={"order": {"status": "paid", "refunds": 2, "updated_at": "t"}})  # fmt: skip
+    assert failures(nested, run) == []
 
 
 def test_a_final_state_that_leaves_a_queried_key_out_decides_nothing() -> None:
@@ -3688,3 +3698,9 @@ def test_a_final_state_that_leaves_a_queried_key_out_decides_nothing() -> None:
     whole = native(say("user", "refund it"), call("refund", {"o": "A"}, result="ok"), say("assistant", "Refunded."),
                    final_state={"order_id": "A", "refund_status": "none"})  # fmt: skip
     assert failures(case, whole) == []
+    # found by review: a key a recorded change removed, and a name inside a text literal, are no key left out
+    removed = make_case(initial_state={"pending_refund": 5, "pending": 1},
+                        final_state_check={"expr": "pending_refund == null && status == 'pending'"})  # fmt: skip
+    run = native(call("refund", {"o": "A"}, result="ok"), change("pending_refund", 5, None),
+                 say("assistant", "Refunded."), final_state={"status": "pending", "pending": 1})  # fmt: skip
+    assert failures(removed, run) == []

@@ -579,15 +579,18 @@ must hold and one that must not), and what was found."""
 
 
 def _left_out_of_final(expr: str, t: Trial) -> list[str]:
-    """The initial state's keys that a query names and the recorded final_state leaves out (at most 3)."""
+    """The initial state's keys that a query names (outside its text and JSON literals) and the recorded final_state
+    leaves out, though no recorded state change removed them (at most 3)."""
     final = t.run.final_state
     if final is None:
         return []
-    named = set(_NAMES.findall(expr[:MAX_QUERY_NAMES_READ]))
-    return [one_line(k, 60) for k in t.initial_state if k in named and k not in final][:3]
+    named = set(_NAMES.findall(_LITERALS.sub(" ", expr[:MAX_QUERY_NAMES_READ])))
+    removed = {k for k, v in t.replayed_state.items() if v is None}  # set to null by a recorded change
+    return [one_line(k, 60) for k in t.initial_state if k in named and k not in final and k not in removed][:3]
 
 
 _NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")  # JMESPath's raw strings and JSON literals
 MAX_QUERY_NAMES_READ = 10_000  # characters of a query looked through for the keys it names
 
 
@@ -1066,10 +1069,14 @@ def _before_calls(case: AgentCase, t: Trial) -> tuple[list[Before], dict[str, _S
     keys = {k for p in case.policies for item in p.preconditions for k in item}
     state = {k: v for k, v in t.initial_state.items() if k in keys}
     blind = not t.run.records_state and not t.run.state_changes  # chat: a refund's result says "refunded" only
-    # a run that records its state changes, but whose final_state says a key ended otherwise than they leave it
-    # (no change of `status` recorded, yet it ends `refunded`): that key changed unseen
-    final, replayed = t.run.final_state, t.replayed_state
-    drifted = set() if blind or final is None else {k for k in keys if k in final and final[k] != replayed.get(k)}
+    # a run that records its state changes, but whose final_state says a key ended otherwise than they leave it as
+    # a precondition reads it (no change of `status` recorded, yet it ends `refunded`): that key changed unseen
+    final, replayed = t.run.final_state or {}, t.replayed_state
+    drifted = set()
+    for item in () if blind else (i for p in case.policies for i in p.preconditions):
+        for key, want in item.items():
+            if key != "called" and key in final and same(want, final[key], t) != same(want, replayed.get(key), t):
+                drifted.add(key)
     acting = case.side_effect_tools if blind or drifted else set()  # marked so, or held to a side_effect_policy
     done: dict[str, ToolCall] = {}  # acting tool -> its first successful call so far
     successes: dict[str, _Successes] = {}
@@ -1298,7 +1305,8 @@ def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
 def _canonical(value: Any, t: Trial) -> str:
     """One text per JSON value as argument matching compares them (keys sorted, 1.0 written as 1), and, since a
     repeat must not hide behind a spelling, a text as its NFKC form without surrounding spaces, every decimal digit
-    as its ASCII one, and a text of a number as that number (`"123"`, `"+123"`, `"１２３"` and `"123.0"` are `123`,
+    as its ASCII one, and a text of a whole number as that number (`"123"`, `"+123"`, `"１２３"`, `"123.0"` are `123`;
+    `"1.10"` stays a text, a version that is no `1.1`,
     `"Zoë"` composed or not one name). Each part is charged to the trial's check budget before it is written (a
     string by its length)."""
     t.spend(1 + (len(value) // 1000 if isinstance(value, str) else 0))
@@ -1307,7 +1315,7 @@ def _canonical(value: Any, t: Trial) -> str:
     if isinstance(value, str):
         value = ascii_digits(unicodedata.normalize("NFKC", value).strip())
         if _NUMBER.fullmatch(value):
-            value = float(value) if "." in value else int(value)
+            value = int(value.partition(".")[0])
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     elif isinstance(value, dict):
@@ -1317,7 +1325,7 @@ def _canonical(value: Any, t: Trial) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-_NUMBER = re.compile(r"[-+]?[0-9]{1,50}(?:\.[0-9]{1,50})?")
+_NUMBER = re.compile(r"[-+]?[0-9]{1,50}(?:\.0{1,50})?")  # a whole number, exactly (`1.10` is no `1.1`: a version)
 
 
 def duplicates(case: AgentCase, t: Trial) -> list[str]:
