@@ -357,6 +357,11 @@ def test_excerpts_are_short_and_scrubbed() -> None:
         assert shown.startswith(kept + "[redacted]"), (secret, shown)
         assert not any(part in shown for part in ("Spring", "abc123", "9fKq", "AKIA", "hunter2", "eyJ", "A1b2", "xoxb"))
     assert excerpt("the token was rotated; retries: 3") == "the token was rotated; retries: 3"
+    # from its review: a quoted value to its closing quote, any key naming a secret; not words that only hold one
+    for secret in ('{"password": "p,ss;word"}', "secret_key=abc123", "SECRET_KEY: xyz789", "db_passwd=hunter2"):
+        assert not any(part in excerpt(secret, 80) for part in ("ss;word", "abc123", "xyz789", "hunter2")), secret
+    for plain in ("OAuth: enabled", "auth: required", "credentials: see vault", "pwd: /home/user", "author: me"):
+        assert excerpt(plain, 80) == plain
 
 
 def test_a_query_type_error_quotes_the_value_scrubbed() -> None:
