@@ -586,6 +586,7 @@ def is_checked(case: AgentCase) -> bool:
     return any(check.applies(case) for check in CHECKS)
 
 
+@stack.headroom()  # how deep a run may nest before reading or a check gives up does not depend on the caller
 def evaluate_case(
     loaded: LoadedCase,
     fixtures: Fixtures,
@@ -595,22 +596,8 @@ def evaluate_case(
     today: dt.date,
     called: set[str] | None = None,
 ) -> AgentCaseResult:
-    """The case's result over its trials. How deep a run's values may be nested before reading or a check gives up
-    does not depend on where it is called from (one process, a worker, the action): `core.stack.headroom`.
+    """The case's result over its trials, in whatever process it is judged (one process, a worker, the action).
     `called`, when given, gets the names of the tools its runs called."""
-    with stack.headroom():
-        return _evaluate_case(loaded, fixtures, options, max_bytes, gate, today, called)
-
-
-def _evaluate_case(
-    loaded: LoadedCase,
-    fixtures: Fixtures,
-    options: AgentOptions,
-    max_bytes: int,
-    gate: Governance,
-    today: dt.date,
-    called: set[str] | None = None,
-) -> AgentCaseResult:
     case = loaded.case
     checks = [check for check in CHECKS if check.applies(case)]
     try:
