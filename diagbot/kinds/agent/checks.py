@@ -201,7 +201,6 @@ _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no prob
     r"|すみません|申し訳ありません|申し訳ございません|間違いありません|間違いない|差し支えありません|差し支えない"
     r"|異存ありません|異存はありません"  # sorry, that's right, no objection
     r"|\bmais oui\b"  # French "but of course"
-
 )
 
 
@@ -1305,10 +1304,9 @@ def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
 def _canonical(value: Any, t: Trial) -> str:
     """One text per JSON value as argument matching compares them (keys sorted, 1.0 written as 1), and, since a
     repeat must not hide behind a spelling, a text as its NFKC form without surrounding spaces, every decimal digit
-    as its ASCII one, and a text of a whole number as that number (`"123"`, `"+123"`, `"１２３"`, `"123.0"` are `123`;
-    `"1.10"` stays a text, a version that is no `1.1`,
-    `"Zoë"` composed or not one name). Each part is charged to the trial's check budget before it is written (a
-    string by its length)."""
+    as its ASCII one (`"Zoë"` composed or not is one name), and a text of a whole number as that number (`"123"`,
+    `"+123"`, `"１２３"` and `"123.0"` are `123`; `"1.10"`, a version, is no `1.1`). Each part is charged to the
+    trial's check budget before it is written (a string by its length)."""
     t.spend(1 + (len(value) // 1000 if isinstance(value, str) else 0))
     if value is _ABSENT:
         return "\0absent"  # no JSON text starts with a NUL
