@@ -879,7 +879,9 @@ def test_text_said_beside_the_call_is_not_before_it() -> None:
     ["my confirmation number is 5", "Here's the confirmation code: 12345", "I got a CONFIRMATION email",
      "确认码是 1234", "我看到了确认邮件", "確認碼 5", "確認メールが来た", "可以理解", "我签了同意书",
      # a thing received, a status read out (a hostile pass)
-     "I got the confirmation.", "The order page says Confirmed.", "Its status is confirmed"],
+     "I got the confirmation.", "The order page says Confirmed.", "Its status is confirmed",
+     # from the review of its fixes: a confirmation as a thing, a status said
+     "Thanks for the confirmation", "I'd like a confirmation", "Any confirmation yet", "It said confirmed"],
 )  # fmt: skip
 def test_a_default_word_inside_a_noun_confirms_nothing(reply: str) -> None:
     """A red-team pass: "confirm" in "confirmation number", 确认 in 确认码 (confirmation code) and 可以 in 可以理解
@@ -2598,7 +2600,11 @@ def test_a_deep_value_beside_the_messages_is_looked_through_without_a_path_per_v
      # from its review: a question word with no comma before it, and requests to confirm that it let through
      "Yes which one", "yes what card", "Yes how long will it take", "Yes why", "Yes, and which card",
      "Yes (which card)", "Please confirm how you will refund me", "Please confirm which you charged",
-     "Confirm which they chose"],
+     "Confirm which they chose",
+     # from the review of those fixes: a confirmation as a thing, time asked in other words, more ways to ask
+     "Yes, gimme a couple of minutes", "Yes, give me five minutes", "Yes, also how long will it take",
+     "Yes, btw which card", "Go ahead which card is it going to", "Yes \U0001f600 which card will it go to",
+     "Yes, holding off for now"],
 )  # fmt: skip
 def test_more_refusals_are_no_confirmation(reply: str) -> None:
     """Each holds a confirming word and only one of the refusals added after a hostile pass."""
@@ -2629,7 +2635,8 @@ def test_more_refusals_are_no_confirmation(reply: str) -> None:
      # words of not understanding or asking for time used otherwise (from its review)
      "Yes, what you said is right", "Yes, how you described it", "Yes — what a relief, go ahead",
      "Yes, thanks for explaining", "Yes, sorry for the confusion, go ahead", "Yes, and gimme the receipt",
-     "I said confirm", "You have the confirmation", "Consider this a confirmation"],
+     "I said confirm", "You have the confirmation", "Consider this a confirmation",
+     "Yes, go ahead. Lemme know how it goes"],
 )  # fmt: skip
 def test_plain_confirmations_still_confirm(reply: str) -> None:
     run = native(say("assistant", "Shall I refund?"), say("user", reply), call("refund"))
@@ -2858,6 +2865,14 @@ def test_a_phrase_is_looked_for_as_written_too(answer: str, phrase: str, found: 
     assert (failures(case, native(say("assistant", answer))) == []) is found
 
 
+def test_a_long_run_of_commas_is_read_once_for_a_question_word() -> None:
+    """Found by review: the question word's clause start read a run of punctuation again from each of its places,
+    nine seconds for 20,000 commas, hours at the message's cap."""
+    confirmation = Confirmation.of(None)
+    for reply in ("yes" + "," * 200_000, "Yes. " + "...\n" * 50_000, "Yes" + " -" * 100_000):
+        assert confirmation.confirms(reply) is True
+
+
 def test_a_long_run_of_underscores_is_read_past_once() -> None:
     """Found by review: `_+(?!\\w)` tried a run of underscores again from each of its places, seconds for 30,000 of
     them and hours at the answer's cap."""
@@ -3010,7 +3025,8 @@ def test_a_verb_that_may_be_the_action_itself_confirms(reply: str) -> None:
      # ... and where it is the tool's own action after all (from its review)
      ("Yes, cancel this subscription.", "cancel_subscription", True), ("Yes, cancel that order.", "cancel_order", True),
      ("Yes, stop it.", "stop_server", True), ("Yes, stop this deployment.", "stop_deployment", True),
-     ("Yes, put a hold on the account.", "hold_account", True)],
+     ("Yes, put a hold on the account.", "hold_account", True),
+     ("Yes, holding off for now", "hold_order", False), ("Yes, cancelling that.", "cancel_order", False)],
 )  # fmt: skip
 def test_cancel_stop_and_hold_confirm_the_call_that_does_them(reply: str, tool: str, confirmed: bool) -> None:
     """cancel_order could never be confirmed: "Yes, cancel it" held a refusing word."""
@@ -3630,13 +3646,14 @@ def test_a_repeat_does_not_hide_behind_a_spelling() -> None:
         (100, "+100"),
         (100, "100.0"),
         ("ORD-\uff17", "ORD-7"),
+        (1.5, "1.5"),
     ):
         run = native(call("refund", {"order_id": first}), call("refund", {"order_id": second}))
         assert failures(case, run) == [
             f"duplicate_side_effect: refund (call 1) and call 2 repeat order_id={show(second)}"
         ]
     assert failures(case, native(call("refund", {"order_id": "A-1"}), call("refund", {"order_id": "a-1"}))) == []
-    for first, second in (("1.1", "1.10"), ("12345678901234567.0", "12345678901234568")):  # versions, long ids
+    for first, second in (("1.1", "1.10"), ("12345678901234567.0", "12345678901234568"), ("007", 7)):  # versions, ids
         assert failures(case, native(call("refund", {"order_id": first}), call("refund", {"order_id": second}))) == []
 
 

@@ -360,8 +360,22 @@ def test_excerpts_are_short_and_scrubbed() -> None:
     # from its review: a quoted value to its closing quote, any key naming a secret; not words that only hold one
     for secret in ('{"password": "p,ss;word"}', "secret_key=abc123", "SECRET_KEY: xyz789", "db_passwd=hunter2"):
         assert not any(part in excerpt(secret, 80) for part in ("ss;word", "abc123", "xyz789", "hunter2")), secret
-    for plain in ("OAuth: enabled", "auth: required", "credentials: see vault", "pwd: /home/user", "author: me"):
+    for plain in (
+        "OAuth: enabled",
+        "auth: required",
+        "credentials: see vault",
+        "pwd: /home/user",
+        "author: me",
+        "max_tokens: 1024",
+        "used 1,200 tokens: over budget",
+        "Secrets: none found",
+        "passwordless: true",
+    ):
         assert excerpt(plain, 80) == plain
+    # from the review of those fixes: JSON inside JSON, PHP's =>, an escaped quote inside the value, smart quotes
+    for secret in ('{\\"password\\": \\"hunter2\\"}', "'password' => 'hunter2'", '"password": "ab\\"cd efg"',
+                   "password: \u201chunter2 x\u201d"):  # fmt: skip
+        assert not any(part in excerpt(secret, 80) for part in ("hunter2", "cd efg", " x")), excerpt(secret, 80)
 
 
 def test_a_query_type_error_quotes_the_value_scrubbed() -> None:

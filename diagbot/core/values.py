@@ -629,10 +629,12 @@ EXCERPT_CHARS = 40
 _SECRETISH = re.compile(
     r"(?i)(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_\w{8,}|\b(?:AKIA|ASIA)[A-Z0-9]{12,}|xox[abposr]-[\w-]{8,}"
     r"|AIza[\w-]{20,}|eyJ[\w-]{4,}\.[\w-]{4,}(?:\.[\w-]*)?|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*"
-    # a key that names a secret (`GITHUB_TOKEN`, `db_password`, `x-api-key`, `SECRET_KEY`), then its value: quoted
-    # to its closing quote, or a bearer/basic token, or up to a space, quote, comma, semicolon or brace
-    r"|\b[\w.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|authorization)[\w.-]*[\"']?\s*[=:]\s*(?:\"[^\"\n]{0,200}\"?|'[^'\n]{0,200}'?"
+    # a key that names a secret (`GITHUB_TOKEN`, `db_password`, `x-api-key`, `SECRET_KEY`, not `max_tokens`), then
+    # its value: quoted to its closing quote (escaped quotes, JSON inside JSON), a bearer/basic token, or up to a
+    # space, quote, comma, semicolon or brace
+    r"|\b[\w.-]{0,40}(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|authorization)(?:[_-]?(?:key|value|id))?\\?[\"']?\s*(?:=>|[=:])\s*"
+    r"(?:\\?\"(?:[^\"\\\n]|\\.){0,200}\"?|'(?:[^'\\\n]|\\.){0,200}'?|“[^”\n]{0,200}”?"
     r"|(?:bearer|basic|token)\s+[^\s\"',;}]+|[^\s\"',;}]+)"
     r"|\bbearer\s+[\w.~+/=-]{8,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"
     r"|(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{32,})"

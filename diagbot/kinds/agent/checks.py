@@ -98,6 +98,7 @@ _CLAUSE = r"(?:^|[\n.!;:,–—]|\s-)\W*"  # where a sentence or a clause opens
 _SENTENCE = r"(?:^|[\n.!;]\s*)\W*"  # where a sentence opens
 _ENDS = r"(?:\s*[\n.,;:!?…—–]|\s*$)"  # where a clause ends
 _ASKING = r"(?:can|could|would|will|shall|should|may|might|is|are|was|were|did|does)"  # a question's first word
+_HOW_MANY = r"(?:an?|one|two|three|four|five|ten|fifteen|twenty|thirty|a few|a couple of|some|\d+)"  # "give me 5 min"
 DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ ‘ ´ ʼ
     # any word of refusing, holding off, negating or deferring, anywhere: "Yes. Do NOT submit.", "I can't confirm
     # yet", "yes, not yet", "Nah", "confirm tomorrow"; and a question ("Can you confirm the amount first?")
@@ -152,7 +153,7 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     # get back to you", "second thoughts", "let me sleep on it", "yes, just joking", "go ahead — I disagree",
     # "Proceed: negative."; what ends a clause only where the words also say a yes ("a second refund", "leave it to
     # you", "the negative balance", "a joke gift")
-    r"\bgive me (?:an? |one |two |a few |a couple of |\d+ )?(?:sec|second|min|minute|moment|hour|mo)s?\b",
+    rf"\bgive me (?:{_HOW_MANY} )?(?:sec|second|min|minute|moment|hour|mo)s?\b",
     rf"{_CLAUSE}(?:just |wait )?(?:an?|one|1) (?:sec|second|min|minute|moment)s?{_ENDS}",
     r"\b(?:get back to|sleep on|let you know|hang tight|take (?:it|that) back|second thoughts?|second[- ]guess\w*)\b",
     r"\b(?:reconsider\w*|disagree\w*|(?:just )?joking|j/k|psyche?)\b|\b(?:a|my|bad) joke\b",
@@ -162,12 +163,15 @@ DEFAULT_REFUSALS = (  # apostrophes as phones and keyboards write them: ' ’ �
     rf"(?:{_CLAUSE}|\ba )negative{_ENDS}",  # "Proceed: negative.", "that's a negative"; not "the negative balance"
     # not understanding, asking for time or care ("yes idk", "yes, lemme check", "gimme a min", "with caution"); a
     # question that opens with its word is `_QUESTION_WORD`
-    r"\b(?:idk|dunno|unsure|confused|confusing|explain|caution\w*|lemme)\b|\blet me (?:check|see|ask|look)\b",
-    r"\bgimme (?:a|an|one|some|a few|\d+) (?:sec|second|min|minute|moment|bit|while|hour|day)s?\b",
+    r"\b(?:idk|dunno|unsure|confused|confusing|explain|caution\w*)\b|\b(?:let me|lemme) (?:check|see|ask|look|think)\b",
+    rf"\bgimme (?:{_HOW_MANY} )?(?:sec|second|min|minute|moment|bit|while|hour|day)s?\b",
+    r"\b(?:holds|holding|held) (?:on|off)\b",  # "hold" alone is above
 )
 _QUESTION_WORD = re.compile(  # "yes, which card will it go to", "Yes how long will it take", "yes (why)"; not "Yes,
-    # what you said is right" nor "what a relief" (Python's re: RE2 has no lookahead)
-    rf"(?:{_CLAUSE}|\b(?:yes|yeah|yep|ok|okay|sure|fine)\s+|\()(?:(?:and|so|but)\s+)?"
+    # what you said is right" nor "what a relief" (Python's re: RE2 has no lookahead). Bounded runs only (`\W{0,8}`):
+    # a run of thousands of commas is not read again from each of them
+    r"(?:(?:^|[\n.!;:,–—(]|\s-)\W{0,8}|\b(?:yes|yeah|yep|ok|okay|sure|fine|ahead)\W{1,8})"
+    r"(?:(?:and|so|but|also|btw|then|um|uh)\W{1,8})?"
     r"(?:which|what|why|how|where|who|whom|whose)\b(?!\s+(?:i|you|we|he|she|they|a|an)\b)"
 )
 # Fail closed: a message that both confirms and refuses is no confirmation, even where a person would read a yes
@@ -179,19 +183,22 @@ _QUESTION_WORD = re.compile(  # "yes, which card will it go to", "Yes how long w
 # refuses any tool whose name does not hold the word.
 _NAMED_ACTIONS = {  # but where the word asks to wait or to leave it: "Yes, hold on a second", "stop asking", "cancel
     # that" as the whole clause (not "cancel that order", nor "a hold on the account")
-    "cancel": re.compile(rf"\bcancel\w*(?!\s+(?:that|everything){_ENDS})"),
-    "stop": re.compile(r"\bstop\w*(?!\s+(?:asking|talking)\b)"),
-    "hold": re.compile(r"(?<=\ba )hold\w*|(?<=\bthe )hold\w*|\bhold\w*(?!\s+(?:on|off|up)\b)"),
+    "cancel": re.compile(rf"\bcancel\w*+(?!\s+(?:that|everything){_ENDS})"),  # possessive: "cancelling that" is
+    "stop": re.compile(r"\bstop\w*+(?!\s+(?:asking|talking)\b)"),  # not "cancellin" and "g that"
+    "hold": re.compile(r"(?<=\ba )hold\w*|(?<=\bthe )hold\w*|\bhold\w*+(?!\s+(?:on|off|up)\b)"),
 }
 
 _NOT_CONFIRMING = re.compile(  # the default pattern's words inside a noun: a confirmation code, email, number ...
     r"(?i)\bconfirmations? (?:numbers?|no\b|code|e-?mail|id\b|link|page|message|text|sms|letter|receipt|#)"
     r"|[确確][认認](?:码|碼|邮件|郵件|函|书|書|短信|链接|鏈接)"  # not 号 nor 单: 确认号码无误, 确认单笔退款 confirm
     r"|確認(?:メール|番号|コード)|同意[书書]|可以理解"  # confirmation email, number, code; consent form; understandable
-    # "I got the confirmation": a thing received or sent, and a status read out ("the page says Confirmed")
-    r"|(?i:\b(?:got|get|received|receive|sent|send|saw|see|need|want|waiting for|wait for) (?:the |a |an |your |my "
-    r"|any )?confirmations?\b)"
-    r"|(?i:\b(?:says|shows?|showed|shown|reads|marked(?: as)?|status(?: is| was)?:?)\s+\W?confirm\w*)"
+    # "I got the confirmation", "thanks for the confirmation": a thing, not a yes ("you have the confirmation",
+    # "consider this a confirmation" are one); and a status read out ("the page says Confirmed", not "I said confirm")
+    r"|(?i:(?<!have )(?<!this )\b(?:the|a|an|no|any) confirmations?\b)"
+    r"|(?i:\b(?:got|get|received|receive|sent|send|saw|see|need|want|waiting for|wait for) (?:your |my )"
+    r"confirmations?\b)"
+    r"|(?i:(?<!\bi )(?<!\bwe )\b(?:says|said|shows?|showed|shown|reads|marked(?: as)?|status(?: is| was)?:?)\s+\W?"
+    r"confirm\w*)"
 )
 _AGREEING = re.compile(  # what agrees though it holds a refusing word ("no problem, go ahead", "特别好")
     r"\b(?:no problem|not a problem|no worries|as soon as (?:possible|you can))\b|\bwhy not\b\??"  # urgency
@@ -1304,16 +1311,21 @@ def _written(value: Any, t: Trial, written: dict[int, str]) -> str:
 def _canonical(value: Any, t: Trial) -> str:
     """One text per JSON value as argument matching compares them (keys sorted, 1.0 written as 1), and, since a
     repeat must not hide behind a spelling, a text as its NFKC form without surrounding spaces, every decimal digit
-    as its ASCII one (`"Zoë"` composed or not is one name), and a text of a whole number as that number (`"123"`,
-    `"+123"`, `"１２３"` and `"123.0"` are `123`; `"1.10"`, a version, is no `1.1`). Each part is charged to the
-    trial's check budget before it is written (a string by its length)."""
+    as its ASCII one (`"Zoë"` composed or not is one name), and a text of a number as that number where it is
+    written as one (`"123"`, `"+123"`, `"１２３"` and `"123.0"` are `123`, `"1.5"` is `1.5`; `"1.10"`, a version, is
+    no `1.1`, and `"007"`, an id, no `7`). Each part is charged to the trial's check budget before it is written (a
+    string by its length)."""
     t.spend(1 + (len(value) // 1000 if isinstance(value, str) else 0))
     if value is _ABSENT:
         return "\0absent"  # no JSON text starts with a NUL
     if isinstance(value, str):
         value = ascii_digits(unicodedata.normalize("NFKC", value).strip())
         if _NUMBER.fullmatch(value):
-            value = int(value.partition(".")[0])
+            whole, _, fraction = value.partition(".")
+            if not fraction.strip("0"):
+                value = int(whole)
+            elif repr(float(value)) == value.lstrip("+"):  # 1.5 is 1.5; "1.10", a version, is no 1.1
+                value = float(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     elif isinstance(value, dict):
@@ -1323,7 +1335,7 @@ def _canonical(value: Any, t: Trial) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-_NUMBER = re.compile(r"[-+]?[0-9]{1,50}(?:\.0{1,50})?")  # a whole number, exactly (`1.10` is no `1.1`: a version)
+_NUMBER = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,49})(?:\.[0-9]{1,50})?")  # "007" stays an id, not 7
 
 
 def duplicates(case: AgentCase, t: Trial) -> list[str]:
