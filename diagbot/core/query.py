@@ -61,6 +61,19 @@ def quoted_comparisons(expr: str) -> list[str]:
     ]
 
 
+def quoted_text_slips(where: str, expr: str) -> list[str]:
+    """A warning for each of (at most 3 of) the double-quoted names a query compares (`quoted_comparisons`), for
+    `validate` and `run` to say where the query is."""
+    found = []
+    for name in quoted_comparisons(expr)[:3]:
+        shown = one_line(name, 60)
+        found.append(
+            f'{where}: "{shown}" is a field name in JMESPath, not a text, so this compares with the field {shown} '
+            f"(null when there is none); write the text '{shown}' or `\"{shown}\"`"
+        )
+    return found
+
+
 def valid_query(expr: str) -> str:
     """A pydantic AfterValidator: the expression itself when it parses within the bounds, else a ValueError."""
     shown = repr(expr[:_SHOWN_CHARS]) + ("..." if len(expr) > _SHOWN_CHARS else "")

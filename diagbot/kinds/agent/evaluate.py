@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from diagbot.core import stack, values
-from diagbot.core.query import quoted_comparisons
+from diagbot.core.query import quoted_text_slips
 from diagbot.core.rates import mean
 from diagbot.core.report import RunInfo
 from diagbot.core.text import Suggestions, closest, look_alike, unplain_name
@@ -379,12 +379,7 @@ def ignored_checks(case: AgentCase, rules: dict[str, Check], folded: dict[str, s
     placed = _placed(rules, criteria(case))  # looked through once for the names and queries below
     named, forbidden = list(_tools_named(case, placed)), list(_forbidden(placed))
     for where, expr in _queries(case, placed):
-        for name in quoted_comparisons(expr)[:3]:
-            shown = values.one_line(name, 60)
-            found.append(
-                f'{where}: "{shown}" is a field name in JMESPath, not a text, so this compares with the field '
-                f"{shown} (null when there is none); write the text '{shown}' or `\"{shown}\"`"
-            )
+        found += quoted_text_slips(where, expr)
     for name, threshold in case.evaluator_config.thresholds.items():
         shown = values.one_line(name, 80)
         if threshold <= 0:  # not a check (the case is unchecked on it alone), a figure compared with the baseline's

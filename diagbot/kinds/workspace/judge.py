@@ -35,7 +35,7 @@ from pydantic_core import CoreSchema
 from diagbot.core import values
 from diagbot.core.fs import IN_GIT, FileProblem, in_git_folder, read_text_bounded
 from diagbot.core.models import Output, StrictInput, field_names_at
-from diagbot.core.query import quoted_comparisons
+from diagbot.core.query import quoted_text_slips
 from diagbot.core.rates import rate
 from diagbot.core.report import RunInfo, SuiteName, with_rate
 from diagbot.core.text import Suggestions
@@ -198,13 +198,8 @@ def authoring_slips(case: WorkspaceCase) -> list[str]:
     for bucket in Judge.model_fields:
         checks: list[CheckSpec] = getattr(case.judge, bucket)
         for check in checks:
-            for name in quoted_comparisons(check.json_query.expr)[:3] if check.json_query else []:
-                shown = values.one_line(name, 60)
-                found.append(
-                    f'judge.{bucket}.{values.one_line(check.id, 100)}: "{shown}" is a field name in JMESPath, not a '
-                    f"text, so this compares with the field {shown} (null when there is none); write the text "
-                    f"'{shown}'"
-                )
+            if check.json_query is not None:
+                found += quoted_text_slips(f"judge.{bucket}.{values.one_line(check.id, 100)}", check.json_query.expr)
         if checks and not any(check.required for check in checks):
             found.append(
                 f"judge.{bucket}: every check is required: false, so the bucket passes whatever they find (its score "

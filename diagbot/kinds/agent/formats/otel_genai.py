@@ -83,7 +83,8 @@ _MESSAGE_EVENTS = {
 _CHOICE = "gen_ai.choice"
 _DETAILS = "gen_ai.client.inference.operation.details"  # the newest conventions' content, as an event of the span
 _INSTRUCTIONS = "gen_ai.system_instructions"
-READ_EVENTS = frozenset((*_CONTENT_EVENTS, *_MESSAGE_EVENTS, _CHOICE, _DETAILS))  # the events of a span diagbot reads
+_OLDER_EVENTS = frozenset((*_CONTENT_EVENTS, *_MESSAGE_EVENTS, _CHOICE))  # the older conventions' message events
+READ_EVENTS = _OLDER_EVENTS | {_DETAILS}  # the events of a span diagbot reads
 MESSAGE_KEYS = frozenset((*_INPUT, *_OUTPUT, _INSTRUCTIONS))  # what holds messages, on a span or an event
 
 
@@ -186,7 +187,7 @@ def _places(span: Span, sides: tuple[str, ...]) -> dict[str, list[tuple[str, lis
         found[side] = [(key, _messages(span, (key,))) for key in keys if span.has(key)]
         if _flat(span):
             found[side].append((f"{prefix}N", _flat_messages(span, prefix)))
-    if any(e.name in _MESSAGE_EVENTS or e.name in _CONTENT_EVENTS or e.name == _CHOICE for e in span.events):
+    if any(e.name in _OLDER_EVENTS for e in span.events):
         said_in, said_out = _event_messages(span)
         for side in sides:
             found[side].append(("its events", said_in if side == "input" else said_out))
