@@ -282,6 +282,22 @@ def test_a_passing_case_whose_run_costs_far_more_regresses_past_the_thresholds()
     }
 
 
+def test_a_case_that_fails_now_gets_no_improvement_for_costing_less() -> None:
+    """A newcomer's weather agent stopped calling its tool: the case regressed, and the same comment listed two
+    improvements, its calls falling from 1 to 0 and its duration halving. A cheaper run that fails is no better."""
+    was = result(1, 1).model_copy(update={"tool_call_count": 1, "duration_ms": 1800.0})
+    skipped = result(1, 0).model_copy(update={"case_id": was.case_id, "tool_call_count": 0, "duration_ms": 900.0})
+    diff = diff_agent(build_report([was]), build_report([skipped]))
+    costs = [(i.type, i.message) for i in diff.items if i.metric in ("toolCallCount", "durationMs")]
+    assert costs == [
+        (ItemType.CHANGED, "toolCallCount fell from 1 to 0 (-100%); no improvement: it fails now"),
+        (ItemType.CHANGED, "durationMs fell from 1800 ms to 900 ms (-50%); no improvement: it fails now"),
+    ]
+    assert not any(i.type is ItemType.IMPROVEMENT for i in diff.items) and diff.has_regression
+    still = diff_agent(build_report([skipped]), build_report([skipped.model_copy(update={"tool_call_count": 3})]))
+    assert [(i.type, i.metric) for i in still.items] == [(ItemType.REGRESSION, "toolCallCount")]  # a rise still is
+
+
 def test_a_later_trial_that_loops_counts_as_the_cases_cost(tmp_path: Path) -> None:
     """A red-team pass added twenty calls and 160 s to a case's third trial: only the first trial's calls and
     duration were the case's, so nothing showed. The costliest readable trial is the case's now."""

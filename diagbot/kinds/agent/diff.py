@@ -44,6 +44,15 @@ def _informational(items: list[DiffItem]) -> list[DiffItem]:
     return [i.model_copy(update={"gating": i.metric == "gating", "message": INFORMATIONAL + i.message}) for i in items]
 
 
+def _no_credit(found: DiffItem, status: str) -> DiffItem:
+    """A cost that fell in a case that does not pass now is no improvement: an agent that stopped calling the tool
+    it must call is cheaper and wrong. Shown as a change."""
+    if found.type is not ItemType.IMPROVEMENT:
+        return found
+    why = "it fails now" if status == "failed" else "nothing in it is machine-checked"
+    return found.model_copy(update={"type": ItemType.CHANGED, "message": f"{found.message}; no improvement: {why}"})
+
+
 def _code(check: str) -> str:
     return check.split(":", 1)[0]
 
@@ -99,9 +108,10 @@ def _case_diff(old: AgentCaseResult, new: AgentCaseResult, t: Thresholds, costs_
     # the calls, or takes ten times as long, still passing its checks, is the regression these thresholds are for
     # (a version-1 baseline recorded a case's first trial: of a case of several trials, it is not compared)
     if costs_comparable or old.trials == 1:
-        items += cost(cid, "toolCallCount", old.tool_call_count, new.tool_call_count, t.tool_call_pct, t.tool_call_abs,
-                      "")  # fmt: skip
-        items += cost(cid, "durationMs", old.duration_ms, new.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
+        costs = cost(cid, "toolCallCount", old.tool_call_count, new.tool_call_count, t.tool_call_pct, t.tool_call_abs,
+                     "")  # fmt: skip
+        costs += cost(cid, "durationMs", old.duration_ms, new.duration_ms, t.duration_pct, t.duration_abs_ms, " ms")
+        items += costs if new.status == "passed" else [_no_credit(i, new.status) for i in costs]
     for name in sorted(set(old.metrics) | set(new.metrics)):  # RAG metrics: higher is better
         if name in old.metrics and name in new.metrics:
             items += better_or_worse(cid, f"metrics.{name}", old.metrics[name], new.metrics[name], True, name, percent)
