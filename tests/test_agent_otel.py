@@ -1338,7 +1338,10 @@ def test_native_retrieval_steps_and_the_answers_citations() -> None:
             {**RETRIEVAL_STEP, "documents": [{"id": "a", "score": True}]},
             "$.steps[0].documents[0].score: expected a finite number, found a boolean",
         ),
-        ({"kind": "retrieval", "query": "q"}, "$.steps[0].documents: expected an array, found null"),
+        (
+            {"kind": "retrieval", "query": "q"},
+            "$.steps[0].documents: expected an array, found no value (the key is missing, or null)",
+        ),
         (
             {"kind": "message", "role": "user", "content": "hi", "citations": [{"doc_id": "a"}]},
             "$.steps[0].citations: only an assistant message cites sources",

@@ -31,21 +31,28 @@ class JsonLines:
 
 def obj(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise TraceInvalid(path, f"expected an object, found {type_name(value)}")
+        raise TraceInvalid(path, f"expected an object, found {found(value, path)}")
     return value
 
 
 def items(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise TraceInvalid(path, f"expected an array, found {type_name(value)}")
+        raise TraceInvalid(path, f"expected an array, found {found(value, path)}")
     if len(value) > MAX_STEPS:
         raise TraceInvalid(path, f"has {len(value):,} items; diagbot reads at most {MAX_STEPS:,} per run")
     return value
 
 
+def found(value: Any, path: str) -> str:
+    """What a reader found where a value was required. At a key (not the root, nor an array's item), None is also
+    what reading a key that is not there gives, so it says both."""
+    keyed = value is None and not path.endswith(("]", "$"))
+    return "no value (the key is missing, or null)" if keyed else type_name(value)
+
+
 def text(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise TraceInvalid(path, f"expected a string, found {type_name(value)}")
+        raise TraceInvalid(path, f"expected a string, found {found(value, path)}")
     return value
 
 

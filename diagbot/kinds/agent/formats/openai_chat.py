@@ -22,6 +22,7 @@ from diagbot.kinds.agent.formats.common import (
     calls_off_the_agent,
     content_text,
     duration,
+    found,
     holds_no_message,
     items,
     no_text_elsewhere,
@@ -104,7 +105,7 @@ def read(data: Any) -> Run:
                 )
         role = message.get("role")
         if type(role) is not str:
-            raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {type_name(role)}")
+            raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {found(role, 'role')}")
         content = message.get("content")
         if type(content) is not str:
             content = content_text(content, f"{prefix}[{index}].content")
