@@ -22,6 +22,7 @@ from diagbot.github.client import PyGithubPort, make_client
 from diagbot.pipeline import clear_outputs
 from tests.conftest import hang_guard, made_at
 from tests.github_server import GitHubTestServer
+from tests.test_github import one_byte_off
 
 REPO = "octo/app"
 EVENTS = Path(__file__).resolve().parent / "events"
@@ -404,6 +405,19 @@ def test_an_unusable_newest_artifact_falls_back_to_the_next_one(gh: GitHubTestSe
     assert "No baseline" not in comment_body(gh)
     if not expired:  # an expired one is no candidate at all: the search lists only artifacts that can be fetched
         assert f"::warning::artifact {newest} ('diagbot-report', run {newest - 1}): baseline of suite diagnosis" in log
+
+
+def test_a_newest_artifact_one_byte_off_is_skipped_for_the_older_one(gh: GitHubTestServer, ws: Path) -> None:
+    """An artifact whose zip directory zipfile will not open (version 6.4) stopped every pull request's run with
+    "failed unexpectedly" and no comment, until someone deleted it: the older good baseline was never tried."""
+    upload(gh, baseline_files(gh, ws), sha="e" * 40, created=NOW - timedelta(hours=1))
+    pushed = gh.add_run(REPO, head_branch="main", head_sha=BASE, event="push", created_at=NOW)
+    newest = gh.add_artifact(pushed.id, "diagbot-report", one_byte_off("version"), created_at=NOW).id
+    break_a_case(ws)
+    code, log = run(gh, ws)
+    assert code == 1, log
+    assert "No baseline" not in comment_body(gh) and len(gh.comments) == 1
+    assert f"::warning::artifact {newest} ('diagbot-report', run {pushed.id}): not a readable zip" in log
 
 
 def test_a_search_stopped_at_its_limit_fails_a_pull_request_rather_than_passing_it(

@@ -12,7 +12,6 @@ import heapq
 import io
 import itertools
 import json
-import lzma
 import re
 import secrets
 import signal
@@ -20,7 +19,6 @@ import stat
 import threading
 import time
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,7 +41,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from diagbot.core.errors import DiagbotError
-from diagbot.core.values import cut_utf8
+from diagbot.core.values import cut_utf8, one_line
 from diagbot.github.port import (
     ArtifactCandidate,
     ArtifactGone,
@@ -444,8 +442,10 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise UnsafeArtifact(f"{where}: not a readable zip ({exc}); re-upload the artifact") from None
+    except DiagbotError:  # the run's deadline, never the archive's fault
+        raise
+    except Exception as exc:  # any fault of hostile bytes (a version zipfile refuses, ...) is one
+        raise UnsafeArtifact(f"{where}: not a readable zip ({_fault(exc)}); re-upload the artifact") from None
     if len(members) > MAX_MEMBERS:
         raise UnsafeArtifact(f"{where}: {len(members)} files, over the cap of {MAX_MEMBERS}")
     files: dict[str, bytes] = {}
@@ -456,23 +456,40 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
             continue
         if path in files:  # the same file twice, maybe spelt differently (a//b, or a backslash for a slash)
             raise UnsafeArtifact(f"{where}: holds {member.filename} twice; which one is the report is unknown")
+        if member.compress_type not in _READ_METHODS:
+            raise UnsafeArtifact(
+                f"{where}: {member.filename} is compressed with zip method {member.compress_type}, which "
+                "upload-artifact never writes (it stores or deflates); refusing to unpack"
+            )
         total += member.file_size
         if total > max_total:
             raise UnsafeArtifact(f"{where}: unpacks to over {max_total} bytes (a zip bomb?); refusing to unpack")
         try:
             with archive.open(member) as stream:
                 content = stream.read(member.file_size + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, zlib.error,
-                lzma.LZMAError, EOFError) as exc:  # fmt: skip  # RuntimeError: an encrypted member
-            raise UnsafeArtifact(f"{where}: cannot read {member.filename} ({exc})") from None
+        except DiagbotError:
+            raise
+        except Exception as exc:  # a broken stream, an encrypted member, a bad CRC: unreadable
+            raise UnsafeArtifact(f"{where}: cannot read {member.filename} ({_fault(exc)})") from None
         if len(content) > member.file_size:
             raise UnsafeArtifact(f"{where}: {member.filename} is larger than its header says; refusing to unpack")
         files[path] = content
     return files
 
 
+_READ_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+"""How a member may be compressed: what upload-artifact writes. zipfile inflates bzip2 and LZMA members whole,
+whatever size their header claims, so a few kilobytes could fill the runner's memory."""
+
+
+def _fault(exc: Exception) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, 200)
+
+
 def _safe_member_path(member: zipfile.ZipInfo, where: str) -> str | None:
     name = member.filename.replace("\\", "/")
+    if not name:  # zipfile ends a name at its first NUL: one that starts with it is no name at all
+        raise UnsafeArtifact(f"{where}: holds a file without a name; refusing to unpack")
     if member.is_dir():
         return None
     mode = member.external_attr >> 16
