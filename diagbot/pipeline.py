@@ -363,6 +363,8 @@ def clear_outputs(
             if link.is_symlink():  # run's, the folder it points at would be read as a baseline
                 remove_stale(link, link.parent, anchor)
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
+    if everything:  # upload-artifact follows links: one to /proc/self/environ or .git/config would upload its target
+        stale += _links_below(out)
     looked = [MAX_LOOKED_AT_BYTES]  # bytes still to be read to tell another tool's JSON from a report
     if everything and _reads_as_report(out / "report.json", looked):  # an artifact of it alone is a bare report
         stale.append(out / "report.json")
@@ -393,6 +395,35 @@ def clear_outputs(
         except OutputError:
             if not quiet:
                 raise
+
+
+def _links_below(out: Path) -> list[Path]:
+    """The symbolic links anywhere in the report folder (never followed; at most MAX_CLEARED entries looked at): diagbot
+    writes none, and the workflow uploads the folder, what a link points at included. A pull request that commits
+    one there (a rerun of it with pr-number runs the default branch's workflow on its files) would have a file of
+    the runner's uploaded: the upload step's environment, a checkout's credentials."""
+    found: list[Path] = []
+    todo, seen = [out], 0
+    while todo:
+        folder = todo.pop()
+        try:
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_CLEARED:
+                        raise OutputError(
+                            f"{out}: holds more than {MAX_CLEARED:,} entries, so it cannot be looked through before "
+                            "this run; the report folder is diagbot's: do not commit it"
+                        )
+                    if entry.is_symlink():
+                        found.append(Path(entry.path))
+                    elif entry.is_dir(follow_symlinks=False):
+                        todo.append(Path(entry.path))
+        except OSError as exc:
+            raise OutputError(f"{folder}: cannot be looked through for links ({exc.strerror or exc})") from None
+    return found
 
 
 _OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open

@@ -494,6 +494,28 @@ def test_a_report_folder_the_pull_request_committed_as_a_link_is_removed_not_fol
     assert written["run"]["gitSha"] == HEAD  # this run's own report
 
 
+def test_links_the_pull_request_committed_anywhere_in_the_report_folder_are_removed_not_followed(
+    gh: GitHubTestServer, ws: Path
+) -> None:
+    """A hostile review: diagbot-report/env -> /proc/self/environ and deeper/gitconfig -> ../.git/config outlived the
+    clearing, and upload-artifact, which follows links, would upload the upload step's environment (its runtime
+    token) and a checkout's credentials, as a rerun with pr-number runs main's workflow on the pull request's files.
+    Every link goes, never what it points at; other files stay."""
+    planted = ws / "diagbot-report"
+    (planted / "deeper" / "still").mkdir(parents=True)
+    (ws / "secret.txt").write_text("credentials")
+    (planted / "env").symlink_to("/proc/self/environ")
+    (planted / "deeper" / "gitconfig").symlink_to(ws / "secret.txt")
+    (planted / "deeper" / "still" / "dir").symlink_to(ws, target_is_directory=True)
+    (planted / "deeper" / "dangling").symlink_to(ws / "nothing-here")
+    (planted / "notes.txt").write_text("kept")
+    code, log = run(gh, ws)
+    assert code in (0, 1), log
+    left = sorted(p.relative_to(planted).as_posix() for p in planted.rglob("*") if "reports" not in p.parts)
+    assert not [p for p in planted.rglob("*") if p.is_symlink()]
+    assert {"deeper", "deeper/still", "notes.txt"} <= set(left) and (ws / "secret.txt").read_text() == "credentials"
+
+
 def test_another_tools_file_in_the_baseline_s_reports_folder_is_no_vanished_suite(
     gh: GitHubTestServer, ws: Path
 ) -> None:
