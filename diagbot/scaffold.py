@@ -167,6 +167,8 @@ def next_steps(target: Path, plan: Starter, written: list[Path]) -> str:
             f"if your default branch is not main, set it in `branches: [main]` of {one_line(str(target / WORKFLOW))}."
         )
     lines += [
+        "Pull requests from forks are gated, but their runs may not comment: the companion workflow in the README's "
+        "'Fork pull requests' posts their comment and check run.",
         "diagbot run writes its report folders under build/: add build/ to your .gitignore.",
         "",
         "Next:",

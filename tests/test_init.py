@@ -73,6 +73,8 @@ def test_init_writes_an_agent_suite_by_default_and_says_what_next(
         "is P2 and only a failing P0 case fails it on its own (see the comments in diagbot.yml).\n"
         "Before the workflow runs on GitHub, set the commit it uses in .github/workflows/diagbot.yml: replace "
         "OWNER/diagbot@COMMIT_SHA with the repository and commit sha of diagbot to run.\n"
+        "Pull requests from forks are gated, but their runs may not comment: the companion workflow in the README's "
+        "'Fork pull requests' posts their comment and check run.\n"
         "diagbot run writes its report folders under build/: add build/ to your .gitignore.\n"
         "\n"
         "Next:\n"
