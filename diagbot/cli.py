@@ -352,11 +352,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_errors(outcome.problems)
     if not args.quiet or outcome.exit_code == 1:  # a failed gate says why, quiet or not: its reason is no error line
         paint = Painter(colour_allowed(sys.stderr, os.environ))
-        clean = outcome.exit_code == 0 and outcome.reason == "no regression"
+        failing = _uncompared(outcome)  # a first run whose cases fail is no green light
+        clean = outcome.exit_code == 0 and outcome.reason == "no regression" and not failing
         colour = RED if outcome.exit_code else GREEN if clean else YELLOW
         said = paint(f"diagbot: {outcome.reason}", colour)
-        print(f"{said}{_regressed(outcome)}; report folder {out}", file=sys.stderr)
+        print(f"{said}{_regressed(outcome)}{failing}; report folder {out}", file=sys.stderr)
     return outcome.exit_code
+
+
+def _uncompared(outcome: Outcome) -> str:
+    """How many cases fail, when no suite was compared with a baseline and the gate passed: "no regression" alone
+    read as a green light over a first run whose cases failed, or whose runs were missing, that then became the
+    baseline (a case failing there can never be seen to regress)."""
+    from diagbot.kinds.registry import outcomes
+
+    if outcome.exit_code or outcome.reason != "no regression" or any(s.diff is not None for s in outcome.suites):
+        return ""
+    cases = [case for s in outcome.suites if s.report is not None for case in outcomes(s.report).values()]
+    failing = sum(case.failed for case in cases)
+    return f" (nothing compared: no baseline; {failing} of {len(cases)} cases fail)" if failing else ""
 
 
 def _replaced_baseline(location: Path | None, out: Path) -> list[str]:

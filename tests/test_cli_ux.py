@@ -105,7 +105,10 @@ def test_run_format_json_is_the_outcome_and_matches_its_schema(
     _started(tmp_path, monkeypatch)
     assert main(["run", "--format", "json"]) == 0
     captured = capsys.readouterr()
-    assert captured.err == "diagbot: no regression; report folder build/diagbot\n"
+    assert (
+        captured.err
+        == "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/diagbot\n"
+    )
     assert _validated(captured.out) == {
         "schemaVersion": 1,
         "conclusion": "success",
@@ -354,7 +357,10 @@ def test_run_prints_a_trace_suites_warnings_on_stderr_even_when_quiet(
     assert main(["run", "--quiet"]) == 0
     assert capsys.readouterr() == ("", warnings)
     assert main(["run"]) == 0
-    assert capsys.readouterr().err == warnings + "diagbot: no regression; report folder build/diagbot\n"
+    assert (
+        capsys.readouterr().err
+        == warnings + "diagbot: no regression; report folder build/diagbot\n"  # its one case passes: nothing to say
+    )
     assert main(["run", "--format", "json"]) == 0  # and in the machine-readable outcome, under the suite
     suite = json.loads(capsys.readouterr().out)["suites"][0]
     assert suite["warnings"] == [line.removeprefix("warning: diagnosis: ") for line in warnings.splitlines()]
@@ -484,7 +490,10 @@ def test_on_a_terminal_the_bar_is_shown_and_the_verdict_coloured(
     assert status == 0 and out.startswith("<!-- diagbot:diagnosis -->")
     assert "\rdiagnosis [############------------] 1/2 cases " in terminal
     assert "\rdiagnosis [########################] 2/2 cases " in terminal
-    assert terminal.endswith("\r\x1b[K\x1b[32mdiagbot: no regression\x1b[0m; report folder build/diagbot\n")
+    assert terminal.endswith(
+        "\r\x1b[K\x1b[33mdiagbot: no regression\x1b[0m (nothing compared: no baseline; 1 of 2 cases fail); "
+        "report folder build/diagbot\n"  # yellow, not green: a case fails
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
@@ -494,7 +503,10 @@ def test_no_color_on_a_terminal_keeps_the_bar_and_drops_the_colour(
     folder = _started(tmp_path, monkeypatch, "agent")
     terminal, _, status = _run_on_terminal(folder, env={"NO_COLOR": "1"})
     assert status == 0 and "\ragent 1 case " in terminal and "\x1b[3" not in terminal
-    assert terminal.endswith("\r\x1b[Kdiagbot: no regression; report folder build/diagbot\n")
+    assert terminal.endswith(
+        "\r\x1b[Kdiagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); "
+        "report folder build/diagbot\n"
+    )
     quiet, _, status = _run_on_terminal(folder, "--quiet")
     assert (quiet, status) == ("", 0)
 
@@ -506,7 +518,10 @@ def test_on_a_pipe_there_is_no_bar_and_no_colour(tmp_path: Path, monkeypatch: py
     done = subprocess.run([sys.executable, "-c", code, "run"], cwd=folder, env=environ, capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0
-    assert done.stderr == "diagbot: no regression; report folder build/diagbot\n"
+    assert (
+        done.stderr
+        == "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/diagbot\n"
+    )
 
 
 def test_a_report_too_large_to_read_back_as_a_baseline_is_warned_of_when_written(

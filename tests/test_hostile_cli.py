@@ -779,13 +779,18 @@ def test_json_on_a_terminal_stays_plain_json(tmp_path: Path, outcome_schema: dic
     terminal, piped, status = _on_terminal(_started(tmp_path), "--format", "json", stream="stdout", env={})
     assert status == 0 and "\x1b" not in terminal
     assert _outcome(terminal, outcome_schema)["conclusion"] == "success"
-    assert piped == "diagbot: no regression; report folder build/diagbot\n"
+    assert (
+        piped
+        == "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/diagbot\n"
+    )
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_a_dumb_terminal_gets_no_escape_sequences(tmp_path: Path) -> None:
     terminal, _, status = _on_terminal(_started(tmp_path), stream="stderr", env={"TERM": "dumb"})
-    assert status == 0 and terminal.endswith("diagbot: no regression; report folder build/diagbot\n")
+    assert status == 0 and terminal.endswith(
+        "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/diagbot\n"
+    )
     assert "\x1b" not in terminal
 
 

@@ -189,7 +189,9 @@ def test_each_starter_validates_and_runs_with_one_failing_case_and_exit_0(
     assert capsys.readouterr().out.endswith("diagbot validate: 1 suite, 0 errors, 0 warnings\n")
     assert main(["run", "--out", "build/baseline"]) == 0
     captured = capsys.readouterr()
-    assert captured.err.endswith("diagbot: no regression; report folder build/baseline\n")
+    assert captured.err.endswith(
+        "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/baseline\n"
+    )
     comment = (tmp_path / "build/baseline/comment.md").read_text()
     assert comment == captured.out.removesuffix("\n")
     rate = "gating pass rate 50.0%" if kind == "agent" else "50.0%"  # an agent suite's rate is its gating cases'
@@ -226,7 +228,9 @@ def test_init_then_run_from_an_installed_wheel(kind: str, tmp_path_factory: pyte
     assert init.returncode == 0, init.stderr
     run = diagbot.run("run", cwd=folder)
     assert run.returncode == 0, run.stderr
-    assert run.stderr == "diagbot: no regression; report folder build/diagbot\n"
+    assert run.stderr == (
+        "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/diagbot\n"
+    )
     comment = (folder / "build/diagbot/comment.md").read_text()
     assert comment.startswith(f"<!-- diagbot:{SUITE[kind]} -->\n") and comment == run.stdout.removesuffix("\n")
     assert (

@@ -62,7 +62,7 @@ def test_the_quick_start_runs_as_written(tmp_path_factory: pytest.TempPathFactor
     second = (folder / "build/diagbot/comment.md").read_text(encoding="utf-8")
     assert "Compared against the baseline `build/baseline`" in second
     assert done.stderr.splitlines()[-2:] == [
-        "diagbot: no regression; report folder build/baseline",
+        "diagbot: no regression (nothing compared: no baseline; 1 of 2 cases fail); report folder build/baseline",
         "diagbot: no regression; report folder build/diagbot",
     ]
 
