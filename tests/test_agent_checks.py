@@ -287,6 +287,19 @@ def test_greedy_pairing_would_fail_but_a_one_to_one_pairing_exists() -> None:
     ]
 
 
+def test_a_subset_call_that_differs_in_its_arguments_names_the_first_differing_path() -> None:
+    """A spec pass: the other four modes named the path where a call's arguments differ, subset only the call."""
+    expected = [{"tool": "book", "args": {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-20"}]}}]
+    run = native(call("book", {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-21"}]}))
+    assert failures(sequence_case(expected, "subset"), run) == [
+        "tool_sequence_mismatch: expected [book] (subset), calls in scope [book]: not expected: book; book (call 1 in "
+        'scope): flights[1].date: expected "2024-05-20", got "2024-05-21"'
+    ]
+    assert failures(sequence_case(["lookup", *expected], "subset"), native(call("refund"))) == [
+        "tool_sequence_mismatch: expected [lookup, book] (subset), calls in scope [refund]: not expected: refund"
+    ]
+
+
 # --- the unordered verdict does not depend on call order (property) -------------------------------------------
 
 TOOLS = ("a", "b")
@@ -1329,6 +1342,17 @@ def test_final_state_replayed_from_initial_state_and_state_changes() -> None:
     assert failures(STATE_CASE, native(change("n", 1, 2))) == [
         'final_state_mismatch: refunded: expected "refunded", got "open"',
         "final_state_mismatch: n: expected 1.0, got 2",
+    ]
+
+
+def test_a_check_of_the_whole_state_names_the_differing_key_as_its_path() -> None:
+    """A spec pass: `expr: "@"` named `@.flights[1].date`; the issue's paths are the keys' own."""
+    whole = make_case(initial_state={"flights": []}, final_state_check={"expr": "@", "equals": {"flights": [1, 2]}})
+    run = native(say("assistant", "booked"), final_state={"flights": [1, 3]})
+    assert failures(whole, run) == ["final_state_mismatch: flights[1]: expected 2, got 3"]
+    scalar = make_case(initial_state={"n": 1}, final_state_check={"expr": "@", "equals": 5})
+    assert failures(scalar, native(say("assistant", "done"), final_state={"n": 1})) == [
+        'final_state_mismatch: @: expected 5, got {"n": 1}'
     ]
 
 
