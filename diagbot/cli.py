@@ -366,11 +366,17 @@ def _uncompared(outcome: Outcome) -> str:
     baseline (a case failing there can never be seen to regress)."""
     from diagbot.kinds.registry import outcomes
 
-    if outcome.exit_code or outcome.reason != "no regression" or any(s.diff is not None for s in outcome.suites):
+    if outcome.exit_code or outcome.reason != "no regression":
         return ""
-    cases = [case for s in outcome.suites if s.report is not None for case in outcomes(s.report).values()]
+    alone = [s for s in outcome.suites if s.report is not None and s.diff is None]
+    cases = [case for s in alone if s.report is not None for case in outcomes(s.report).values()]
     failing = sum(case.failed for case in cases)
-    return f" (nothing compared: no baseline; {failing} of {len(cases)} cases fail)" if failing else ""
+    if not failing:
+        return ""
+    counted = f"{failing} of {len(cases)} " + ("case fails" if len(cases) == 1 else "cases fail")
+    if len(alone) == sum(s.report is not None for s in outcome.suites):
+        return f" (nothing compared: no baseline; {counted})"
+    return f" (no baseline for {', '.join(s.name for s in alone)}, where {counted})"
 
 
 def _replaced_baseline(location: Path | None, out: Path) -> list[str]:

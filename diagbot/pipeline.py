@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -362,9 +363,8 @@ def clear_outputs(
         for link in (out, out / "reports", out / "diff"):  # (the link, never what it points at): uploaded as the
             if link.is_symlink():  # run's, the folder it points at would be read as a baseline
                 remove_stale(link, link.parent, anchor)
+        _remove_links(out, anchor)  # first: nothing after this may leave them behind for the upload step
     stale = [out / "comment.md", out / "summary.md", out / "pr.json"]
-    if everything:  # upload-artifact follows links: one to /proc/self/environ or .git/config would upload its target
-        stale += _links_below(out)
     looked = [MAX_LOOKED_AT_BYTES]  # bytes still to be read to tell another tool's JSON from a report
     if everything and _reads_as_report(out / "report.json", looked):  # an artifact of it alone is a bare report
         stale.append(out / "report.json")
@@ -397,12 +397,21 @@ def clear_outputs(
                 raise
 
 
-def _links_below(out: Path) -> list[Path]:
-    """The symbolic links anywhere in the report folder (never followed; at most MAX_CLEARED entries looked at): diagbot
-    writes none, and the workflow uploads the folder, what a link points at included. A pull request that commits
-    one there (a rerun of it with pr-number runs the default branch's workflow on its files) would have a file of
-    the runner's uploaded: the upload step's environment, a checkout's credentials."""
-    found: list[Path] = []
+MAX_LINK_WALK = 100_000  # entries of the report folder looked through for links before it is removed whole
+
+
+def _remove_links(out: Path, anchor: Path | None) -> None:
+    """Remove every symbolic link anywhere in the report folder, as it is found (never followed): diagbot writes
+    none, and the workflow uploads the folder, what a link points at included. A pull request that commits one there
+    (a rerun of it with pr-number runs the default branch's workflow on its files) would have a file of the runner's
+    uploaded: the upload step's environment, a checkout's credentials. A folder of more than MAX_LINK_WALK entries
+    is removed whole. A report folder that is the workspace, or holds it, is the repository's, not diagbot's: its
+    links are left alone (and the whole checkout is what gets uploaded)."""
+    try:
+        if anchor is not None and out.resolve() in (anchor.resolve(), *anchor.resolve().parents):
+            return
+    except (OSError, RuntimeError):
+        return
     todo, seen = [out], 0
     while todo:
         folder = todo.pop()
@@ -412,18 +421,15 @@ def _links_below(out: Path) -> list[Path]:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     seen += 1
-                    if seen > MAX_CLEARED:
-                        raise OutputError(
-                            f"{out}: holds more than {MAX_CLEARED:,} entries, so it cannot be looked through before "
-                            "this run; the report folder is diagbot's: do not commit it"
-                        )
+                    if seen > MAX_LINK_WALK:
+                        shutil.rmtree(out)  # never follows a link; a later write makes the folder again
+                        return
                     if entry.is_symlink():
-                        found.append(Path(entry.path))
+                        remove_stale(Path(entry.path), out, anchor)
                     elif entry.is_dir(follow_symlinks=False):
                         todo.append(Path(entry.path))
         except OSError as exc:
             raise OutputError(f"{folder}: cannot be looked through for links ({exc.strerror or exc})") from None
-    return found
 
 
 _OUR_FIRST_KEYS = (b'"schemaVersion"', b'"baselineTotalCases"')  # how diagbot's reports and diffs open

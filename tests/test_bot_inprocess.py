@@ -516,6 +516,32 @@ def test_links_the_pull_request_committed_anywhere_in_the_report_folder_are_remo
     assert {"deeper", "deeper/still", "notes.txt"} <= set(left) and (ws / "secret.txt").read_text() == "credentials"
 
 
+def test_a_report_folder_padded_past_the_walk_is_removed_whole_links_and_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: links were collected first and removed last, so a folder padded past the walk's cap raised with the
+    link to /proc/self/environ still there, for the upload step (`if: always()`) to follow. Each link is removed as
+    it is found, and a folder past the cap goes whole (never what a link points at)."""
+    out = tmp_path / "diagbot-report"
+    (out / "pad").mkdir(parents=True)
+    for n in range(30):
+        (out / "pad" / f"{n}.txt").write_text("x")
+    (out / "env").symlink_to("/proc/self/environ")
+    (tmp_path / "kept.txt").write_text("kept")
+    (out / "pad" / "up").symlink_to(tmp_path, target_is_directory=True)
+    monkeypatch.setattr(pipeline, "MAX_LINK_WALK", 10)
+    clear_outputs(out, tmp_path, everything=True)
+    assert not out.exists() and (tmp_path / "kept.txt").read_text() == "kept"
+
+
+def test_a_report_folder_that_is_the_workspace_keeps_the_repository_s_links(tmp_path: Path) -> None:
+    """report-dir: . is the checkout itself: its links (a fixtures folder linked elsewhere) are the repository's."""
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "runs").symlink_to(tmp_path / "traces", target_is_directory=True)
+    clear_outputs(tmp_path / ".", tmp_path, everything=True)
+    assert (tmp_path / "runs").is_symlink()
+
+
 def test_another_tools_file_in_the_baseline_s_reports_folder_is_no_vanished_suite(
     gh: GitHubTestServer, ws: Path
 ) -> None:

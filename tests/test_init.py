@@ -305,3 +305,21 @@ def test_init_does_not_write_through_a_link_out_of_the_folder(
         "give another folder (diagbot init DIR)\n"
     )
     assert list(elsewhere.iterdir()) == [] and _files(target) == set()
+
+
+def test_a_suite_without_a_baseline_beside_compared_ones_still_says_its_cases_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A review: the note that cases fail with nothing to compare them with went away as soon as another suite had
+    a baseline, and a new suite of failing cases passed under a green "no regression"."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init"]) == 0
+    assert main(["run", "--out", "build/base"]) == 0
+    config = (tmp_path / "diagbot.yml").read_text()
+    second = "  - name: second\n    kind: agent\n    cases: cases/agent\n    fixtures: fixtures/agent\n"
+    (tmp_path / "diagbot.yml").write_text(config.replace("suites:\n", "suites:\n" + second, 1))
+    capsys.readouterr()
+    assert main(["run", "--baseline", "build/base", "--out", "build/now"]) == 0
+    assert capsys.readouterr().err.endswith(
+        "diagbot: no regression (no baseline for second, where 1 of 2 cases fail); report folder build/now\n"
+    )

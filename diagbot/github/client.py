@@ -442,7 +442,7 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
-    except DiagbotError:  # the run's deadline, never the archive's fault
+    except MemoryError:  # the runner's, not the archive's: the caps below keep what one archive may take
         raise
     except Exception as exc:  # any fault of hostile bytes (a version zipfile refuses, ...) is one
         raise UnsafeArtifact(f"{where}: not a readable zip ({_fault(exc)}); re-upload the artifact") from None
@@ -467,7 +467,7 @@ def unpack_artifact(data: bytes, where: str, max_total: int = MAX_UNPACKED_BYTES
         try:
             with archive.open(member) as stream:
                 content = stream.read(member.file_size + 1)
-        except DiagbotError:
+        except MemoryError:
             raise
         except Exception as exc:  # a broken stream, an encrypted member, a bad CRC: unreadable
             raise UnsafeArtifact(f"{where}: cannot read {member.filename} ({_fault(exc)})") from None
