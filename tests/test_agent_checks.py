@@ -298,6 +298,11 @@ def test_a_subset_call_that_differs_in_its_arguments_names_the_first_differing_p
     assert failures(sequence_case(["lookup", *expected], "subset"), native(call("refund"))) == [
         "tool_sequence_mismatch: expected [lookup, book] (subset), calls in scope [refund]: not expected: refund"
     ]
+    # an item another call matched says nothing of the extra one: only items left unpaired are compared with it
+    one = [{"tool": "book", "args": {"date": "19"}}]
+    assert failures(
+        sequence_case(one, "subset"), native(call("book", {"date": "19"}), call("book", {"date": "21"}))
+    ) == ["tool_sequence_mismatch: expected [book] (subset), calls in scope [book, book]: not expected: book"]
 
 
 # --- the unordered verdict does not depend on call order (property) -------------------------------------------
@@ -1350,6 +1355,10 @@ def test_a_check_of_the_whole_state_names_the_differing_key_as_its_path() -> Non
     whole = make_case(initial_state={"flights": []}, final_state_check={"expr": "@", "equals": {"flights": [1, 2]}})
     run = native(say("assistant", "booked"), final_state={"flights": [1, 3]})
     assert failures(whole, run) == ["final_state_mismatch: flights[1]: expected 2, got 3"]
+    spaced = make_case(initial_state={"a b": 1}, final_state_check={"expr": "@", "equals": {"a b": 2}})
+    assert failures(spaced, native(say("assistant", "done"), final_state={"a b": 1})) == [
+        'final_state_mismatch: ["a b"]: expected 2, got 1'
+    ]
     scalar = make_case(initial_state={"n": 1}, final_state_check={"expr": "@", "equals": 5})
     assert failures(scalar, native(say("assistant", "done"), final_state={"n": 1})) == [
         'final_state_mismatch: @: expected 5, got {"n": 1}'

@@ -630,8 +630,8 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
     if check.has_expected:
         exact = t.exact and not forbidding
         why = args_mismatch(check.equals, value, exact, label, t.spend, empty_exact=not forbidding)  # under the label
-        if label == "@" and why is not None and why.startswith("@."):  # the whole state: its keys are the paths
-            why = why[2:]
+        if label == "@" and why is not None and why.startswith(("@.", "@[")):  # the whole state: its keys are paths
+            why = why[2:] if why.startswith("@.") else why[1:]
         return (True, f"{label} is {show(value)}") if why is None else (False, why)
     return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
 
@@ -929,8 +929,12 @@ def tool_sequence(case: AgentCase, t: Trial) -> list[str]:
         extra = [i for i, p in enumerate(pairing) if p is None]
         if not extra:
             return []
-        first = calls[extra[0]]  # an item of its tool that names arguments says where they differ
-        named = next((e for e in expected if not isinstance(e, str) and e.tool == first.tool and e.args), None)
+        first, taken = calls[extra[0]], set(pairing)  # an item of its tool left unpaired says where they differ
+        named = next(
+            (e for n, e in enumerate(expected)
+             if n not in taken and not isinstance(e, str) and e.tool == first.tool and e.args),
+            None,
+        )  # fmt: skip
         near = "" if named is None else _nearest(named, calls, t.exact, extra[0])
         return [f"{said()}: not expected: {_names([calls[i] for i in extra])[1:-1]}{near}"]
     if config.match == "unordered" and len(calls) != len(expected):
