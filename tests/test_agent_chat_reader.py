@@ -306,3 +306,24 @@ def test_chat_messages_one_a_line_say_that_json_lines_are_read_only_as_otlp(fmt:
         "not valid JSON at line 2 column 1 (Extra data) (this looks like chat messages one a line, JSON Lines, "
         'which diagbot reads only as OTLP: write the messages as one JSON array, or {"messages": [...]})'
     )
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        ({"role": "tool", "content": "ok"}, "tool_call_id: expected a string, found no value (the key is missing)"),
+        ({"role": "tool", "tool_call_id": None, "content": "ok"}, "tool_call_id: expected a string, found null"),
+        ({"content": "ok"}, "role: expected a string, found no value (the key is missing)"),
+    ],
+)
+def test_a_required_key_left_out_is_told_from_one_that_is_null(result: dict[str, Any], said: str) -> None:
+    """A newcomer left tool_call_id out of a tool message and was told the message held null there."""
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}]},
+        result,
+    ]  # fmt: skip
+    with pytest.raises(TraceInvalid) as refused:
+        parse_run(json.dumps({"messages": messages}).encode(), "openai-chat")
+    assert f"{refused.value.path}: {refused.value.message}" == f"$.messages[2].{said}"

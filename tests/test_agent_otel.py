@@ -1340,7 +1340,7 @@ def test_native_retrieval_steps_and_the_answers_citations() -> None:
         ),
         (
             {"kind": "retrieval", "query": "q"},
-            "$.steps[0].documents: expected an array, found no value (the key is missing, or null)",
+            "$.steps[0].documents: expected an array, found no value (the key is missing)",
         ),
         (
             {"kind": "message", "role": "user", "content": "hi", "citations": [{"doc_id": "a"}]},

@@ -257,7 +257,7 @@ NATIVE = '{"format":"diagbot-agent-trace","version":1,'
         ('[{"role":"assistant","content":"done","tool_calls":["x"]}]',
          "$[0].tool_calls[0]: expected an object, found a string"),
         ('[{"role":"assistant","content":"done","tool_calls":[{"id":"a"}]}]',
-         "$[0].tool_calls[0].function: expected an object, found no value (the key is missing, or null)"),
+         "$[0].tool_calls[0].function: expected an object, found no value (the key is missing)"),
         ('[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},'
          '{"role":"tool","tool_call_id":"a","content":{"rows":[1,2]}},{"role":"assistant","content":"done"}]',
          "$[1].content: expected text, null or a list of content parts, found an object"),

@@ -31,28 +31,31 @@ class JsonLines:
 
 def obj(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise TraceInvalid(path, f"expected an object, found {found(value, path)}")
+        raise TraceInvalid(path, f"expected an object, found {found(value)}")
     return value
 
 
 def items(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise TraceInvalid(path, f"expected an array, found {found(value, path)}")
+        raise TraceInvalid(path, f"expected an array, found {found(value)}")
     if len(value) > MAX_STEPS:
         raise TraceInvalid(path, f"has {len(value):,} items; diagbot reads at most {MAX_STEPS:,} per run")
     return value
 
 
-def found(value: Any, path: str) -> str:
-    """What a reader found where a value was required. At a key (not the root, nor an array's item), None is also
-    what reading a key that is not there gives, so it says both."""
-    keyed = value is None and not path.endswith(("]", "$"))
-    return "no value (the key is missing, or null)" if keyed else type_name(value)
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+"""What a reader reads for a key that is not there (`d.get(key, MISSING)`), so that its message tells an absent key
+from a null: a tool message without tool_call_id was told it held null."""
+
+
+def found(value: Any) -> str:
+    """What a reader found where a value was required."""
+    return "no value (the key is missing)" if value is MISSING else type_name(value)
 
 
 def text(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise TraceInvalid(path, f"expected a string, found {found(value, path)}")
+        raise TraceInvalid(path, f"expected a string, found {found(value)}")
     return value
 
 
@@ -152,9 +155,9 @@ def content_text(value: Any, path: str, apart: tuple[str, ...] = ()) -> str:
         if kind in apart:
             continue
         if kind in TEXT_TYPES or (kind is None and "text" in part):
-            parts.append(text(part.get("text"), f"{path}[{index}].text"))
+            parts.append(text(part.get("text", MISSING), f"{path}[{index}].text"))
         elif kind == "refusal":  # the model's refusal is what it said
-            parts.append(text(part.get("refusal"), f"{path}[{index}].refusal"))
+            parts.append(text(part.get("refusal", MISSING), f"{path}[{index}].refusal"))
         elif part.get("transcript") is not None:  # an audio part (`output_audio`, Realtime's `audio`): its words
             parts.append(text(part["transcript"], f"{path}[{index}].transcript"))
         elif is_call_part(kind, part):  # an Anthropic-style `tool_use` part: a call no check would see

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagbot.kinds.agent.formats.common import (
+    MISSING,
     content_text,
     duration,
     items,
@@ -73,7 +74,7 @@ def read(data: Any) -> Run:
         duration_ms=duration(top.get("duration_ms"), "$.duration_ms"),
         records_state=True,
     )
-    for index, raw in enumerate(items(top.get("steps"), "$.steps")):  # at most MAX_STEPS of them
+    for index, raw in enumerate(items(top.get("steps", MISSING), "$.steps")):  # at most MAX_STEPS of them
         path = f"$.steps[{index}]"
         step = _step(obj(raw, path), path)
         run.steps.append(step)
@@ -87,7 +88,7 @@ def read(data: Any) -> Run:
 
 
 def _step(step: dict[str, Any], path: str) -> Step:
-    kind = text(step.get("kind"), f"{path}.kind")
+    kind = text(step.get("kind", MISSING), f"{path}.kind")
     if kind not in _STEP_KEYS:
         raise TraceInvalid(f"{path}.kind", f"unknown step kind {kind!r}; use one of {', '.join(_STEP_KEYS)}")
     no_unknown_keys(step, _STEP_KEYS[kind], path)
@@ -98,11 +99,11 @@ def _step(step: dict[str, Any], path: str) -> Step:
         start = step.get("from", FROM_STATE)  # left out: where the state was just before it
         if "to" not in step:  # read as null, a change no forbidden `to` matched
             raise TraceInvalid(f"{path}.to", "a state_change says what the key became: add `to` (null for removed)")
-        return StateChange(text(step.get("key"), f"{path}.key"), start, step["to"])
+        return StateChange(text(step.get("key", MISSING), f"{path}.key"), start, step["to"])
     if kind == "retrieval":
         documents = [
             _document(obj(raw, f"{path}.documents[{i}]"), f"{path}.documents[{i}]")
-            for i, raw in enumerate(items(step.get("documents"), f"{path}.documents"))
+            for i, raw in enumerate(items(step.get("documents", MISSING), f"{path}.documents"))
         ]
         return Retrieval(optional_text(step.get("query"), f"{path}.query"), documents)
     error = step.get("error", False)
@@ -110,7 +111,7 @@ def _step(step: dict[str, Any], path: str) -> Step:
         raise TraceInvalid(f"{path}.error", "expected true or false")
     audit = step.get("audit")
     return ToolCall(
-        tool=text(step.get("tool"), f"{path}.tool"),
+        tool=text(step.get("tool", MISSING), f"{path}.tool"),
         id=optional_text(step.get("id"), f"{path}.id"),
         raw_args=step.get("args", {}),
         result=step.get("result"),
@@ -124,7 +125,7 @@ def _step(step: dict[str, Any], path: str) -> Step:
 def _document(doc: dict[str, Any], path: str) -> Document:
     no_unknown_keys(doc, _DOCUMENT_KEYS, path)
     return Document(
-        id=text(doc.get("id"), f"{path}.id"),
+        id=text(doc.get("id", MISSING), f"{path}.id"),
         passage_id=optional_text(doc.get("passage_id"), f"{path}.passage_id"),
         score=optional_number(doc.get("score"), f"{path}.score"),
         rank=optional_rank(doc.get("rank"), f"{path}.rank"),
@@ -141,7 +142,7 @@ def _citations(value: Any, path: str) -> list[Citation]:
         no_unknown_keys(cited, _CITATION_KEYS, f"{path}[{i}]")
         found.append(
             Citation(
-                text(cited.get("doc_id"), f"{path}[{i}].doc_id"),
+                text(cited.get("doc_id", MISSING), f"{path}[{i}].doc_id"),
                 optional_text(cited.get("passage_id"), f"{path}[{i}].passage_id"),
             )
         )

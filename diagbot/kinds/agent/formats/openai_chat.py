@@ -18,6 +18,7 @@ from typing import Any
 from diagbot.core import values
 from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
+    MISSING,
     SPEAKERS,
     calls_off_the_agent,
     content_text,
@@ -74,7 +75,7 @@ def read(data: Any) -> Run:
             final_state=state(data.get("final_state"), "$.final_state"),
             duration_ms=duration(data.get("duration_ms"), "$.duration_ms"),
         )
-        messages, prefix = items(data.get("messages"), "$.messages"), "$.messages"
+        messages, prefix = items(data.get("messages", MISSING), "$.messages"), "$.messages"
     else:
         run, messages, prefix = Run(), items(data, "$"), "$"
     steps = run.steps  # at most MAX_STEPS messages (`items`); the calls they add are counted where they are added
@@ -105,7 +106,9 @@ def read(data: Any) -> Run:
                 )
         role = message.get("role")
         if type(role) is not str:
-            raise TraceInvalid(f"{prefix}[{index}].role", f"expected a string, found {found(role, 'role')}")
+            raise TraceInvalid(
+                f"{prefix}[{index}].role", f"expected a string, found {found(message.get('role', MISSING))}"
+            )
         content = message.get("content")
         if type(content) is not str:
             content = content_text(content, f"{prefix}[{index}].content")
@@ -135,7 +138,7 @@ def read(data: Any) -> Run:
             pending = waiting.get(answered) if type(answered) is str else None
             if not pending:  # None: no earlier call with this id (or name); []: each has its result already
                 where = f"{prefix}[{index}].{key}"
-                text(answered, where)
+                text(message.get(key, MISSING), where)
                 if pending is None:
                     raise TraceInvalid(where, f"a tool result for {answered!r}, which no earlier call made")
                 keyed = "id" if role == "tool" else "name"
@@ -171,7 +174,9 @@ def read(data: Any) -> Run:
         if legacy is not None:
             where = f"{prefix}[{index}].function_call"
             function = obj(legacy, where)
-            call = ToolCall(tool=text(function.get("name"), f"{where}.name"), raw_args=function.get("arguments", ""))
+            call = ToolCall(
+                tool=text(function.get("name", MISSING), f"{where}.name"), raw_args=function.get("arguments", "")
+            )
             call.made = index
             spoken.calls += 1
             append(call)
@@ -315,14 +320,14 @@ def _call(raw: Any, prefix: str, index: int, k: int) -> ToolCall:
     if other:  # a call under a key diagbot does not read would go unseen
         holds_no_message(other, where, _HINT)
     if kind == "custom":  # a custom tool: free-form input, read as {input: TEXT}
-        custom = obj(entry.get("custom"), f"{where}.custom")
+        custom = obj(entry.get("custom", MISSING), f"{where}.custom")
         holds_no_message([(key, v) for key, v in custom.items() if key not in _CUSTOM_FIELDS], f"{where}.custom", _HINT)
-        name = text(custom.get("name"), f"{where}.custom.name")
-        given = {"input": text(custom.get("input"), f"{where}.custom.input")}
+        name = text(custom.get("name", MISSING), f"{where}.custom.name")
+        given = {"input": text(custom.get("input", MISSING), f"{where}.custom.input")}
         return ToolCall(tool=name, id=optional_text(entry.get("id"), f"{where}.id"), raw_args=given)
-    function = obj(entry.get("function"), f"{where}.function")
+    function = obj(entry.get("function", MISSING), f"{where}.function")
     holds_no_message(
         [(key, v) for key, v in function.items() if key not in _FUNCTION_FIELDS], f"{where}.function", _HINT
     )
-    name = text(function.get("name"), f"{where}.function.name")
+    name = text(function.get("name", MISSING), f"{where}.function.name")
     return ToolCall(tool=name, id=optional_text(entry.get("id"), f"{where}.id"), raw_args=function.get("arguments", ""))

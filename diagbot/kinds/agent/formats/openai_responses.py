@@ -21,6 +21,7 @@ from typing import Any
 
 from diagbot.core.values import type_name
 from diagbot.kinds.agent.formats.common import (
+    MISSING,
     content_text,
     duration,
     holds_no_message,
@@ -95,7 +96,7 @@ def read(data: Any) -> Run:
             holds_no_message(other, "$", _HINT)
         given = data.get("input", [])
         parts = [("$.input", [] if isinstance(given, str) else items(given, "$.input"))]
-        parts.append(("$.output", items(data.get("output"), "$.output")))
+        parts.append(("$.output", items(data.get("output", MISSING), "$.output")))
         if isinstance(given, str):  # a request may give its input as one user text
             parts.insert(0, ("$.input", [{"type": "message", "role": "user", "content": given}]))
         run.final_state = state(data.get("final_state"), "$.final_state")
@@ -161,10 +162,10 @@ def read(data: Any) -> Run:
                     spoke = Message(role, said)
                     run.steps.append(spoke)
             elif kind in _NAMED_CALLS:
-                call_id = text(item.get("call_id"), f"{where}.call_id")
+                call_id = text(item.get("call_id", MISSING), f"{where}.call_id")
                 free = kind == "custom_tool_call"
-                args = {"input": text(item.get("input"), f"{where}.input")} if free else item.get("arguments")
-                call = ToolCall(tool=text(item.get("name"), f"{where}.name"), id=call_id, raw_args=args)
+                args = {"input": text(item.get("input", MISSING), f"{where}.input")} if free else item.get("arguments")
+                call = ToolCall(tool=text(item.get("name", MISSING), f"{where}.name"), id=call_id, raw_args=args)
                 call.made = made_here()  # the function calls of one model output are made together
                 run.steps.append(call)
                 queue = waiting.setdefault(call_id, [])
@@ -175,7 +176,7 @@ def read(data: Any) -> Run:
             elif kind == "mcp_call":
                 error = item.get("error")
                 call = ToolCall(
-                    tool=text(item.get("name"), f"{where}.name"),
+                    tool=text(item.get("name", MISSING), f"{where}.name"),
                     id=optional_text(item.get("id"), f"{where}.id"),
                     raw_args=item.get("arguments"),
                     result=item.get("output"),
@@ -206,7 +207,7 @@ def read(data: Any) -> Run:
                     call.failed = call.failed or item.get("status") == "failed" or bool(item.get("error"))
                 turn, spoke, stand_in = turn + 1, None, None
             elif kind in _TEXT_OUTPUTS:
-                call_id = text(item.get("call_id"), f"{where}.call_id")
+                call_id = text(item.get("call_id", MISSING), f"{where}.call_id")
                 pending = waiting.get(call_id)
                 if pending is None:
                     raise TraceInvalid(f"{where}.call_id", f"an output for {call_id!r}, which no earlier call made")

@@ -26,6 +26,7 @@ from diagbot.core.values import one_line
 from diagbot.kinds.agent.formats.common import (
     DECODE_ERRORS,
     FAILED_STATUSES,
+    MISSING,
     calls_off_the_agent,
     content_text,
     holds_no_message,
@@ -387,7 +388,7 @@ def _read_tool_blocks(blocks: list[Any], said: Said, where: str) -> None:
         if block.get("type") == "tool_use":
             if said.role != "assistant":
                 raise calls_off_the_agent(f"{at}.type", said.role)
-            name, call_id = text(block.get("name"), f"{at}.name"), optional_text(block.get("id"), f"{at}.id")
+            name, call_id = text(block.get("name", MISSING), f"{at}.name"), optional_text(block.get("id"), f"{at}.id")
             if not any(call.id == call_id and call.tool == name for call in said.calls):
                 said.calls.append(ToolCall(name, call_id, block.get("input")))
         elif block.get("type") == "tool_result":
@@ -466,14 +467,16 @@ def _message(message: dict[str, Any], path: str) -> Said:
     for j, raw in enumerate(items(message["parts"], f"{path}.parts")):
         where = f"{path}.parts[{j}]"
         part = obj(raw, where)
-        kind = text(part.get("type"), f"{where}.type")
+        kind = text(part.get("type", MISSING), f"{where}.type")
         if kind in _PART_FIELDS and not part.keys() <= _PART_FIELDS[kind]:
             _nothing_beside(part, _PART_FIELDS[kind], kind == "text" and part.get("content"), where)
         if kind == "text":
-            texts.append(text(part.get("content"), f"{where}.content"))
+            texts.append(text(part.get("content", MISSING), f"{where}.content"))
         elif kind == "tool_call":
             call_id = optional_text(part.get("id"), f"{where}.id")
-            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, part.get("arguments")))
+            said.calls.append(
+                ToolCall(text(part.get("name", MISSING), f"{where}.name"), call_id, part.get("arguments"))
+            )
         elif kind == "tool_call_response":
             key = next((k for k in _RESULT_KEYS if k in part), None)
             answered = optional_text(part.get("id"), f"{where}.id")
@@ -483,7 +486,7 @@ def _message(message: dict[str, Any], path: str) -> Said:
             args = {key: value for key, value in part.items() if key not in ("type", "id", "name", "server_tool_call")}
             if isinstance(part.get("server_tool_call"), dict):  # the convention's own payload: its fields at the top
                 args.update(part["server_tool_call"])
-            said.calls.append(ToolCall(text(part.get("name"), f"{where}.name"), call_id, args))
+            said.calls.append(ToolCall(text(part.get("name", MISSING), f"{where}.name"), call_id, args))
         elif _hides_text_or_call(kind, part):
             raise TraceInvalid(  # `Text`, `function_call`: skipped, what it says or calls would go unseen
                 f"{where}.type",
@@ -548,13 +551,13 @@ def _chat_message(message: dict[str, Any], said: Said, path: str) -> Said:
     for k, raw in enumerate(items(message.get("tool_calls") or [], f"{path}.tool_calls")):
         where = f"{path}.tool_calls[{k}]"
         call = obj(raw, where)
-        function = obj(call.get("function"), f"{where}.function")
-        name = text(function.get("name"), f"{where}.function.name")
+        function = obj(call.get("function", MISSING), f"{where}.function")
+        name = text(function.get("name", MISSING), f"{where}.function.name")
         said.calls.append(ToolCall(name, optional_text(call.get("id"), f"{where}.id"), function.get("arguments")))
     legacy = message.get("function_call")  # the API's call before tool_calls: one call, without an id
     if legacy is not None:
         function = obj(legacy, f"{path}.function_call")
-        name = text(function.get("name"), f"{path}.function_call.name")
+        name = text(function.get("name", MISSING), f"{path}.function_call.name")
         said.calls.append(ToolCall(name, None, function.get("arguments")))
     return said
 

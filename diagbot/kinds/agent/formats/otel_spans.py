@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagbot.core.values import type_name
-from diagbot.kinds.agent.formats.common import Quota, embedded_json, items, obj, text
+from diagbot.kinds.agent.formats.common import MISSING, Quota, embedded_json, items, obj, text
 from diagbot.kinds.agent.run import MAX_STEPS, ToolCall, TraceInvalid
 
 # What a span is to the run.
@@ -176,7 +176,7 @@ def any_value(raw: Any, path: str, depth: int = 0) -> Any:
         pairs = {}
         for i, entry in enumerate(items(obj(value["kvlistValue"], f"{path}.kvlistValue").get("values", []), where)):
             entry = obj(entry, f"{where}[{i}]")
-            key = text(entry.get("key"), f"{where}[{i}].key")
+            key = text(entry.get("key", MISSING), f"{where}[{i}].key")
             if key in pairs:
                 raise TraceInvalid(f"{where}[{i}].key", repeated_key(key))
             pairs[key] = any_value(entry.get("value", {}), f"{where}[{i}].value", depth + 1)

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from diagbot.core.text import shows_something
 from diagbot.core.values import excerpt, type_name
 from diagbot.kinds.agent.formats import openinference, otel_genai
-from diagbot.kinds.agent.formats.common import JsonLines, Quota, items, obj, text
+from diagbot.kinds.agent.formats.common import MISSING, JsonLines, Quota, items, obj, text
 from diagbot.kinds.agent.formats.otel_spans import (
     AGENT,
     INFERENCE,
@@ -329,7 +329,7 @@ def _attributes(message: dict[str, Any], path: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for i, raw in enumerate(items(message.get("attributes", []), f"{path}.attributes")):
         attribute = obj(raw, f"{path}.attributes[{i}]")
-        key = text(attribute.get("key"), f"{path}.attributes[{i}].key")
+        key = text(attribute.get("key", MISSING), f"{path}.attributes[{i}].key")
         if key in found:  # a reader keeps one value: a second output or tool name would hide the first
             raise TraceInvalid(f"{path}.attributes[{i}].key", repeated_key(key))
         found[key] = attribute.get("value")
