@@ -176,12 +176,28 @@ def _other_kind(cases: Path, label: str) -> str | None:
         kind, what = "workspace", "a workspace case.yaml"
     elif cases.suffix in (".yaml", ".yml"):
         kind, what = "agent", "a YAML case file"
+    elif _agent_json(cases):
+        kind, what = "agent", "a JSON case file of agent cases (case_id)"
     else:
         return None
     return (
         f"{label}: {what} is {with_article(kind)} suite, and diagbot eval reads only a trace case file (JSON); add "
         f"the suite to diagbot.yml with kind: {kind} and use diagbot run (diagbot init --kind {kind} writes an example)"
     )
+
+
+_AGENT_KEY = re.compile(rb'"case_id"\s*:')
+
+
+def _agent_json(cases: Path) -> bool:
+    """Whether a JSON case file names its cases by `case_id`, as agent cases do (a trace case's is `id`): its first
+    64 KiB is looked at, and a file that cannot be read is left to the trace kind to say so."""
+    from diagbot.core.fs import FileProblem, read_bounded
+
+    try:
+        return _AGENT_KEY.search(read_bounded(cases, 64 * 1024, head=True)) is not None
+    except FileProblem:
+        return False
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

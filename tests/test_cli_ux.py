@@ -297,8 +297,9 @@ def test_no_diagbot_yml_says_the_built_in_suite_was_used(
         ("cases/workspace/eo-gc-pause-001/case.yaml", "a workspace case.yaml", "workspace"),
         ("cases/agent", "a folder of YAML case files", "agent"),
         ("cases/agent/refund_eligibility_001.yaml", "a YAML case file", "agent"),
+        ("cases/agent/refund_account_cases.json", "a JSON case file of agent cases (case_id)", "agent"),
     ],
-    ids=["workspace-folder", "workspace-case", "agent-folder", "agent-file"],
+    ids=["workspace-folder", "workspace-case", "agent-folder", "agent-file", "agent-json"],
 )
 def test_eval_on_another_kind_says_to_use_run(
     cases: str, what: str, kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
