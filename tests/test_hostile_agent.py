@@ -548,6 +548,10 @@ REFUSED_FILES: list[tuple[str, Any, str]] = [
     ("values.yaml", "case_id: v\ncontext: {k: [" + ",".join(["1"] * 2_000_001) + "]}\n",
      "values.yaml: holds more than 2,000,000 lines and commas, more YAML values than diagbot reads in one case "
      "file; split its cases into several files (or write it as JSON)"),
+    # the same with lone CRs, NELs and line separators, which YAML reads as line breaks: 8,000,000 of them took 3 GB
+    ("crs.yaml", "case_id: c\rcontext:\r" + "-\r" * 1_000_000 + "-\x85" * 600_000 + "-\u2028" * 500_000,
+     "crs.yaml: holds more than 2,000,000 lines and commas, more YAML values than diagbot reads in one case "
+     "file; split its cases into several files (or write it as JSON)"),
 ]  # fmt: skip
 RULES = "    rules:\n      no_privacy_leak: {answer_not_matches: '\\b\\d{16}\\b'}\n"
 
@@ -582,6 +586,21 @@ def test_a_suite_of_many_bad_cases_stops_after_ten_thousand_problems(tmp_path: P
             f"{root}/cases: stopped after 10,000 problems, before {root}/cases/many.json: case #626; fix these, then "
             "run diagbot validate again for the rest"
         )
+
+
+def test_one_case_of_many_bad_fields_says_its_first_hundred(tmp_path: Path) -> None:
+    """One case with 800,000 unknown keys (9.5 MB): a hostile review measured 800,000 error lines (44.7 MB on stderr,
+    one annotation each in the action), as the suite's cap was looked at only between cases."""
+    case = yaml.safe_load(yaml_case("many")) | {f"k{n}": 0 for n in range(50_000)}
+    root = make_suite(tmp_path, {"many.json": json.dumps([case])})
+    result = diagbot(root, "validate")
+    assert_clean(result)
+    assert result.code == 2 and len(result.errors) == 101
+    assert result.errors[0] == (
+        f"{root}/cases/many.json:1: case many: 50,000 problems; the first 100 follow, fix them and run diagbot "
+        "validate again for the rest"
+    )
+    assert result.errors[1].startswith(f"{root}/cases/many.json:1: case many: unknown field 'k0'")
 
 
 def test_a_case_file_over_the_size_limit_says_to_split_it(tmp_path: Path) -> None:

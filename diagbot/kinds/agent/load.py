@@ -8,6 +8,7 @@ import difflib
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from diagbot.kinds.agent.match import show
 MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
 MAX_CASE_FILES = 100_000
 MAX_SUITE_PROBLEMS = 10_000  # problems said of one suite's cases before the rest are left unread
+MAX_CASE_PROBLEMS = 100  # problems said of one case's fields
 MAX_YAML_SEPARATORS = 2_000_000  # line breaks and commas in a YAML case file: a bound on its values, found cheaply
 MAX_LISTED = 1_000_000  # entries (of any kind) listed under a cases folder
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -224,6 +226,13 @@ def _text(blob: bytes) -> str:
         raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
 
 
+def _separators(text: str) -> int:
+    """The line breaks and commas of a YAML text, every line break YAML reads counted: a lone CR, NEL and the
+    Unicode line and paragraph separators too (a file of `-\r` had 8,000,000 values past a count of newlines)."""
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return breaks + text.count(",") + text.count("\x85") + text.count("\u2028") + text.count("\u2029")
+
+
 def _decode(text: str, label: str) -> Any:
     if not text.strip():
         raise CaseFileError(f"{label}: the case file is empty; write one case, a list of cases, or {{defaults, cases}}")
@@ -231,7 +240,7 @@ def _decode(text: str, label: str) -> Any:
         with stack.headroom():  # as deep whether the suite is read for workers or in one process
             if label.lower().endswith(".json"):
                 return values.loads_written(text)
-            if text.count("\n") + text.count(",") > MAX_YAML_SEPARATORS:  # PyYAML builds an object for each value
+            if _separators(text) > MAX_YAML_SEPARATORS:  # PyYAML builds an object for each value
                 raise CaseFileError(
                     f"{label}: holds more than {MAX_YAML_SEPARATORS:,} lines and commas, more YAML values than diagbot "
                     "reads in one case file; split its cases into several files (or write it as JSON)"
@@ -327,13 +336,13 @@ def _merged(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _lines(text: str, comments: bool) -> dict[str, list[int]]:
+def _lines(text: str, comments: bool) -> dict[str, deque[int]]:
     """The lines of each `case_id: ...` written as a key, in one pass, in file order (a repeated id has its own),
     for messages and annotations: not one inside a text (`title: "dup of case_id: a2"`, an escaped `\\"case_id\\"`
     in JSON) and, with `comments` (YAML), not one after a `#` on its line (`# case_id: a2 is ...`). A YAML block
     text whose line starts with one is taken for a key. Each stretch of the text is looked at once, however long its
     lines (a JSON file of 10,000 cases is one line)."""
-    lines: dict[str, list[int]] = {}
+    lines: dict[str, deque[int]] = {}
     line, pos, line_start, hashed = 1, 0, 0, -1
     for match in _ID_LINE.finditer(text):
         start = match.start()
@@ -346,7 +355,7 @@ def _lines(text: str, comments: bool) -> dict[str, list[int]]:
         pos = start
         if hashed >= line_start or not _written_as_key(text, start, line_start, yaml=comments):
             continue
-        lines.setdefault(match.group(1), []).append(line)
+        lines.setdefault(match.group(1), deque()).append(line)
     return lines
 
 
@@ -529,7 +538,7 @@ def _raw_case(
     surrogates: bool,
     problems: list[str],
     said_of_defaults: set[str],
-    lines: dict[str, list[int]] | None = None,
+    lines: dict[str, deque[int]] | None = None,
 ) -> RawCase | None:
     """The file's case number `index` (decoded: `raw`) merged with the file's defaults, or None with its problem
     said (not a mapping, a lone surrogate). `surrogates`: whether its text may hold one."""
@@ -539,7 +548,7 @@ def _raw_case(
         return None
     case_id = raw.get("case_id")
     found = lines.get(case_id) if lines and isinstance(case_id, str) else None
-    line = (found.pop(0) if len(found) > 1 else found[0]) if found else None  # a repeated id: its next line
+    line = (found.popleft() if len(found) > 1 else found[0]) if found else None  # a repeated id: its next line
     if isinstance(case_id, str) and _PLAIN_ID.fullmatch(case_id):  # others are named by number, not echoed
         named = f"case {case_id}"
     else:
@@ -800,7 +809,7 @@ to reach any limit (json's, orjson's or the whole file's reading), so both readi
 def decode_located(units: list[Unit], problems: list[str]) -> list[RawCase | None]:
     """`decode` of each unit with the line of its case_id, as `iter_cases` would say it (each file's text searched
     once): for a small suite, whose cases are decoded in one process and whose messages must read as validate's."""
-    lines: dict[int, dict[str, list[int]]] = {}
+    lines: dict[int, dict[str, deque[int]]] = {}
     found = []
     for unit in units:
         if isinstance(unit, CaseText) and id(unit.text) not in lines:
@@ -809,7 +818,7 @@ def decode_located(units: list[Unit], problems: list[str]) -> list[RawCase | Non
     return found
 
 
-def decode(unit: Unit, problems: list[str], lines: dict[str, list[int]] | None = None) -> RawCase | None:
+def decode(unit: Unit, problems: list[str], lines: dict[str, deque[int]] | None = None) -> RawCase | None:
     """The case of a unit `read_cases` gave, decoded; None, with a problem, when its text is not what the whole
     file's decoding accepts (a repeated key, a number too long, nested too deeply). `lines`: those of its file's
     case_ids (`_lines`), when its messages are to name them."""
@@ -857,7 +866,12 @@ def _validated(
         return AgentCase.model_validate(item.data)
     except ValidationError as exc:
         errors = exc.errors()
-        for error in errors:  # a fault of the defaults is said once for the file, not once a case
+        if len(errors) > MAX_CASE_PROBLEMS:  # 800,000 unknown keys were 800,000 lines, and as many annotations
+            problems.append(
+                f"{item.where}: {len(errors):,} problems; the first {MAX_CASE_PROBLEMS} follow, fix them and run "
+                "diagbot validate again for the rest"
+            )
+        for error in errors[:MAX_CASE_PROBLEMS]:  # a fault of the defaults is said once for the file, not once a case
             said = describe(error, suggestions=suggestions)
             if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):
                 line = lines.line(item.path, item.index, tuple(error["loc"])) if lines else None
