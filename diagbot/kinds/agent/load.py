@@ -297,9 +297,13 @@ def _split(
         problems.append(f"{label}: 'defaults' must be a mapping of case fields")
         defaults = {}
     lines = FieldLines()
-    for key in defaults:
-        if key != "case_id" and key in FIELD_NAMES:
-            continue
+    wrong = [key for key in defaults if key == "case_id" or key not in FIELD_NAMES]
+    if len(wrong) > MAX_CASE_PROBLEMS:  # as of one case's fields
+        problems.append(
+            f"{label}: defaults: {len(wrong):,} problems; the first {MAX_CASE_PROBLEMS} follow, fix them and run "
+            "diagbot validate again for the rest"
+        )
+    for key in wrong[:MAX_CASE_PROBLEMS]:
         line = lines.line(path, None, (key,)) if path is not None and isinstance(key, str) else None
         where = f"{label}:{line}: defaults" if line else f"{label}: defaults"
         if key == "case_id":
