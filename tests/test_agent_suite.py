@@ -542,6 +542,16 @@ def test_case_ids_that_differ_only_in_case_are_an_error(tmp_path: Path) -> None:
     ]
 
 
+def test_case_ids_that_differ_only_in_trailing_dots_are_an_error(tmp_path: Path) -> None:
+    """A hostile pass: Windows drops a name's trailing dots, so `c1.` and `c1` read one run folder there."""
+    dotted = {**spec_case(), "case_id": "Refund_eligibility_001.."}
+    assert load(tmp_path, {"a.json": spec_case(), "b.json": [dotted]}) == [
+        "cases/b.json:1: case Refund_eligibility_001..: case_id differs from 'refund_eligibility_001' (cases/a.json) "
+        "only in trailing dots (or case); the two would share one run file on Windows, which drops a name's trailing "
+        "dots: rename one"
+    ]
+
+
 def test_defaults_fill_a_case_and_merge_metadata_one_level_deep(tmp_path: Path) -> None:
     case = spec_case()
     metadata = case.pop("metadata")

@@ -915,12 +915,19 @@ class CaseIds:
         """Why the case cannot take this id, or None (and the id is taken)."""
         if case_id in self._first_seen:
             return f"duplicate case_id (first defined in {self._first_seen[case_id]})"
-        folded = case_id.casefold()  # ORDER_1 and order_1 name one run file on macOS and Windows runners
+        # ORDER_1 and order_1 name one run file on macOS and Windows runners; c1. and c1 one folder on Windows,
+        # which drops a name's trailing dots
+        folded = case_id.casefold().rstrip(".")
         if folded in self._first_folded and self._first_folded[folded][0] != case_id:
             other, place = self._first_folded[folded]
+            if other.casefold() == case_id.casefold():
+                return (
+                    f"case_id differs from {other!r} ({place}) only in case; the two would share one run file where "
+                    "names ignore case (macOS, Windows): rename one"
+                )
             return (
-                f"case_id differs from {other!r} ({place}) only in case; the two would share one run file where "
-                "names ignore case (macOS, Windows): rename one"
+                f"case_id differs from {other!r} ({place}) only in trailing dots (or case); the two would share one "
+                "run file on Windows, which drops a name's trailing dots: rename one"
             )
         self._first_seen[case_id] = shown
         self._first_folded.setdefault(folded, (case_id, shown))
