@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -397,35 +397,54 @@ def clear_outputs(
                 raise
 
 
-MAX_LINK_WALK = 100_000  # entries of the report folder looked through for links before it is removed whole
+MAX_LINK_WALK = 100_000  # entries of the report folder looked through for links before it is moved aside unread
 
 
 def _remove_links(out: Path, anchor: Path | None) -> None:
-    """Remove every symbolic link anywhere in the report folder, as it is found (never followed): diagbot writes
-    none, and the workflow uploads the folder, what a link points at included. A pull request that commits one there
-    (a rerun of it with pr-number runs the default branch's workflow on its files) would have a file of the runner's
-    uploaded: the upload step's environment, a checkout's credentials. A folder of more than MAX_LINK_WALK entries
-    is removed whole. A report folder that is the workspace, or holds it, is the repository's, not diagbot's: its
-    links are left alone (and the whole checkout is what gets uploaded)."""
-    try:
-        if anchor is not None and out.resolve() in (anchor.resolve(), *anchor.resolve().parents):
-            return
-    except (OSError, RuntimeError):
+    """Remove every symbolic link in the report folder and on its way from the workspace (`anchor`), as each is
+    found (the link, never what it points at): diagbot writes none, and the workflow uploads the folder, what a link
+    points at included. A pull request that commits one there (a rerun of it with pr-number runs the default
+    branch's workflow on its files) would have a file of the runner's uploaded: the upload step's environment, a
+    checkout's credentials. A folder of more than MAX_LINK_WALK entries cannot all be looked through: it is moved
+    aside (so that the upload finds no folder), and the run stops saying so. Only a folder strictly inside the
+    workspace is looked through: one that is the workspace is the repository's, its links are its own."""
+    if anchor is None:
         return
-    todo, seen = [out], 0
+    root = Path(os.path.normpath(anchor.absolute()))
+    try:
+        below = Path(os.path.normpath(out.absolute())).relative_to(root).parts
+    except ValueError:  # outside the workspace: refused where the folder is written
+        return
+    at = root
+    for part in below:  # a link on the way (`build` -> elsewhere, for build/diagbot) would be followed by all below
+        at = at / part
+        try:
+            if at.is_symlink():
+                at.unlink()
+                return  # nothing is below it now
+            if not at.is_dir():
+                return
+        except OSError as exc:
+            raise OutputError(f"{at}: cannot be looked at for links ({exc.strerror or exc})") from None
+    if not below:
+        return
+    todo, seen = [at], 0
     while todo:
         folder = todo.pop()
         try:
-            if folder.is_symlink() or not folder.is_dir():
-                continue
             with os.scandir(folder) as entries:
                 for entry in entries:
                     seen += 1
                     if seen > MAX_LINK_WALK:
-                        shutil.rmtree(out)  # never follows a link; a later write makes the folder again
-                        return
+                        aside = at.with_name(f"{at.name}.unchecked-{secrets.token_hex(4)}")
+                        at.rename(aside)
+                        raise OutputError(
+                            f"{at}: holds more than {MAX_LINK_WALK:,} entries, too many to look through for links "
+                            f"(which the upload would follow), so it was moved aside to {aside.name} and this run "
+                            "stopped; the report folder is diagbot's: do not commit it, nor write other files there"
+                        )
                     if entry.is_symlink():
-                        remove_stale(Path(entry.path), out, anchor)
+                        Path(entry.path).unlink()
                     elif entry.is_dir(follow_symlinks=False):
                         todo.append(Path(entry.path))
         except OSError as exc:

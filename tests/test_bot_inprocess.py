@@ -17,7 +17,7 @@ from diagbot import pipeline
 from diagbot.action import bot
 from diagbot.action.record import PrRecord
 from diagbot.action.settings import Settings
-from diagbot.core.errors import ConfigError
+from diagbot.core.errors import ConfigError, OutputError
 from diagbot.github.client import PyGithubPort, make_client
 from diagbot.pipeline import clear_outputs
 from tests.conftest import hang_guard, made_at
@@ -516,22 +516,35 @@ def test_links_the_pull_request_committed_anywhere_in_the_report_folder_are_remo
     assert {"deeper", "deeper/still", "notes.txt"} <= set(left) and (ws / "secret.txt").read_text() == "credentials"
 
 
-def test_a_report_folder_padded_past_the_walk_is_removed_whole_links_and_all(
+def test_a_report_folder_padded_past_the_walk_is_moved_aside_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A review: links were collected first and removed last, so a folder padded past the walk's cap raised with the
-    link to /proc/self/environ still there, for the upload step (`if: always()`) to follow. Each link is removed as
-    it is found, and a folder past the cap goes whole (never what a link points at)."""
+    link to /proc/self/environ still there, for the upload step (`if: always()`) to follow. Links are removed as
+    they are found, and a folder past the cap is moved aside, so that the upload finds nothing, and the run stops
+    saying so; nothing in it is deleted."""
     out = tmp_path / "diagbot-report"
     (out / "pad").mkdir(parents=True)
     for n in range(30):
         (out / "pad" / f"{n}.txt").write_text("x")
     (out / "env").symlink_to("/proc/self/environ")
-    (tmp_path / "kept.txt").write_text("kept")
-    (out / "pad" / "up").symlink_to(tmp_path, target_is_directory=True)
     monkeypatch.setattr(pipeline, "MAX_LINK_WALK", 10)
-    clear_outputs(out, tmp_path, everything=True)
-    assert not out.exists() and (tmp_path / "kept.txt").read_text() == "kept"
+    with pytest.raises(OutputError, match=r"holds more than 10 entries, too many to look through for links"):
+        clear_outputs(out, tmp_path, everything=True)
+    assert not out.exists()
+    [aside] = tmp_path.glob("diagbot-report.unchecked-*")
+    assert len(list((aside / "pad").iterdir())) == 30
+
+
+def test_a_link_on_the_report_folder_s_way_is_removed_not_walked_through(tmp_path: Path) -> None:
+    """A review: with report-dir build/diagbot, a pull request's `build` -> another folder had the walk (and a
+    removal past its cap) act on that folder. The link on the way is removed; what it points at is not touched."""
+    (tmp_path / "victim" / "diagbot").mkdir(parents=True)
+    (tmp_path / "victim" / "diagbot" / "link").symlink_to(tmp_path)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "build").symlink_to(tmp_path / "victim", target_is_directory=True)
+    clear_outputs(tmp_path / "ws" / "build" / "diagbot", tmp_path / "ws", everything=True)
+    assert not (tmp_path / "ws" / "build").exists() and (tmp_path / "victim" / "diagbot" / "link").is_symlink()
 
 
 def test_a_report_folder_that_is_the_workspace_keeps_the_repository_s_links(tmp_path: Path) -> None:
