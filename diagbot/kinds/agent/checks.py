@@ -590,14 +590,13 @@ def _left_out_of_final(expr: str, t: Trial) -> list[str]:
     final = t.run.final_state
     if final is None:
         return []
-    named = set(_NAMES.findall(_LITERALS.sub(" ", expr[:MAX_QUERY_NAMES_READ])))
+    named = set(_NAMES.findall(_LITERALS.sub(" ", expr)))  # a Query: at most MAX_QUERY_CHARS
     removed = {k for k, v in t.replayed_state.items() if v is None}  # set to null by a recorded change
     return [one_line(k, 60) for k in t.initial_state if k in named and k not in final and k not in removed][:3]
 
 
 _NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")  # JMESPath's raw strings and JSON literals
-MAX_QUERY_NAMES_READ = 10_000  # characters of a query looked through for the keys it names
 
 
 def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdict:
@@ -629,9 +628,9 @@ def state_holds(check: StateQuery, t: Trial, forbidding: bool = False) -> Verdic
         )
     if check.has_expected:
         exact = t.exact and not forbidding
-        why = args_mismatch(check.equals, value, exact, label, t.spend, empty_exact=not forbidding)  # under the label
-        if label == "@" and why is not None and why.startswith(("@.", "@[")):  # the whole state: its keys are paths
-            why = why[2:] if why.startswith("@.") else why[1:]
+        # under the label; of the whole state (`@`), its keys are the paths (`flights[1]`, not `@.flights[1]`)
+        path = "" if check.expr == "@" and not check.id else label
+        why = args_mismatch(check.equals, value, exact, path, t.spend, empty_exact=not forbidding, root=label)
         return (True, f"{label} is {show(value)}") if why is None else (False, why)
     return truthy(value), f"{label} is {show(value)}" + ("" if truthy(value) else " (not true)")
 

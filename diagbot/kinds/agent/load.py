@@ -226,6 +226,14 @@ def _text(blob: bytes) -> str:
         raise FileProblem(f"is not UTF-8 text (byte {exc.start})") from None
 
 
+def _first_problems(where: str, count: int) -> str:
+    """Said before the first MAX_CASE_PROBLEMS of a case's (or a file's defaults') `count` problems."""
+    return (
+        f"{where}: {count:,} problems; the first {MAX_CASE_PROBLEMS} follow, fix them and run diagbot validate again "
+        "for the rest"
+    )
+
+
 def _separators(text: str) -> int:
     """The line breaks and commas of a YAML text, every line break YAML reads counted: a lone CR, NEL and the
     Unicode line and paragraph separators too (a file of `-\r` had 8,000,000 values past a count of newlines)."""
@@ -299,10 +307,7 @@ def _split(
     lines = FieldLines()
     wrong = [key for key in defaults if key == "case_id" or key not in FIELD_NAMES]
     if len(wrong) > MAX_CASE_PROBLEMS:  # as of one case's fields
-        problems.append(
-            f"{label}: defaults: {len(wrong):,} problems; the first {MAX_CASE_PROBLEMS} follow, fix them and run "
-            "diagbot validate again for the rest"
-        )
+        problems.append(_first_problems(f"{label}: defaults", len(wrong)))
     for key in wrong[:MAX_CASE_PROBLEMS]:
         line = lines.line(path, None, (key,)) if path is not None and isinstance(key, str) else None
         where = f"{label}:{line}: defaults" if line else f"{label}: defaults"
@@ -871,10 +876,7 @@ def _validated(
     except ValidationError as exc:
         errors = exc.errors()
         if len(errors) > MAX_CASE_PROBLEMS:  # 800,000 unknown keys were 800,000 lines, and as many annotations
-            problems.append(
-                f"{item.where}: {len(errors):,} problems; the first {MAX_CASE_PROBLEMS} follow, fix them and run "
-                "diagbot validate again for the rest"
-            )
+            problems.append(_first_problems(item.where, len(errors)))
         for error in errors[:MAX_CASE_PROBLEMS]:  # a fault of the defaults is said once for the file, not once a case
             said = describe(error, suggestions=suggestions)
             if not _from_defaults(tuple(error["loc"]), item.defaults, item.raw):

@@ -84,16 +84,17 @@ def args_mismatch(
     path: str = "",
     spend: Callable[[int], None] = _free,
     empty_exact: bool = False,
+    root: str = "arguments",
 ) -> str | None:
     """None when `actual` matches `expected`, else where and how the first difference is (`args_fit` decides the
     same without writing it). `spend` is charged, once the comparison ends, a step per value compared and per key an
     exact match looks at. `empty_exact`: an expected `{}` is matched only by `{}` (a state value that must be
-    empty), not by any object."""
+    empty), not by any object. `root`: what a difference of the whole value (`path` empty) is said of."""
     found = _difference(expected, actual, exact, path, True, spend, empty_exact)
     if found is None:
         return None
     where, kind, want, got = found
-    label = where or "arguments"
+    label = where or root
     if kind == "extra":
         return f"{_join(where, want)}: not expected ({'args_match is exact' if exact else 'expected an empty object'})"
     if kind == "missing":

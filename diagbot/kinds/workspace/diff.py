@@ -70,13 +70,10 @@ def _case_diff(old: WorkspaceResult, new: WorkspaceResult, points: float) -> lis
     if was != now:  # weights or mode changed: points moved by the case's own scale, not by the run
         shown = ", ".join(f"{n} {was.get(n, 0):g} → {now.get(n, 0):g}" for n in dict.fromkeys([*was, *now]))
         said = f"bucket points changed ({shown}), so the scores are not compared: score {old.score:g} → {new.score:g}"
-        items = changed(case_id, "score", old.score, new.score, said) if old.score != new.score else []
-        items += _flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts)
+        items = changed(case_id, "score", old.score, new.score, said)
     else:
-        items = [
-            *better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points),
-            *_flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts),
-        ]
+        items = better_or_worse(case_id, "score", old.score, new.score, True, "score", None, points)
+    items += _flip(case_id, "passed", old.verdict is Verdict.PASS, new.verdict is Verdict.PASS, verdicts)
     if Verdict.PASS not in (old.verdict, new.verdict):
         items += changed(case_id, "verdict", old.verdict.value, new.verdict.value, verdicts)
     items += changed(case_id, "mode", old.mode.value, new.mode.value, f"mode {old.mode} → {new.mode}")
